@@ -1,0 +1,86 @@
+//! `App`: everything a running gateway shares across requests, built once from
+//! the validated config. Holds no per-user state, so replicas can be many.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use secrecy::SecretString;
+
+use crate::auth::ApiKeys;
+use crate::config::{Config, ProviderKind};
+use crate::health::HealthCache;
+use crate::observability::Metrics;
+use crate::providers::catalog::ModelCatalog;
+use crate::providers::{self, ProviderError, Router};
+
+pub struct App {
+    pub router: Router,
+    pub catalog: ModelCatalog,
+    pub api_keys: ApiKeys,
+    pub metrics: Arc<Metrics>,
+    pub health: HealthCache,
+    pub started: Instant,
+    pub max_body_bytes: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error("provider {name}: {source}")]
+    Provider { name: String, source: ProviderError },
+    #[error(
+        "refusing to listen on {0} without an API key: set ONYX_API_KEY or gateway.auth.apiKeys, or listen on 127.0.0.1"
+    )]
+    OpenWithoutKey(std::net::SocketAddr),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: std::net::SocketAddr, source: std::io::Error },
+}
+
+impl App {
+    pub fn new(config: &Config) -> Result<Self, StartupError> {
+        let metrics = Arc::new(Metrics::new());
+        let mut providers = Vec::with_capacity(config.providers.len());
+        let mut configured_models = BTreeMap::new();
+        for provider in config.providers.values() {
+            let client = providers::build(provider)
+                .map_err(|source| StartupError::Provider { name: provider.name.clone(), source })?;
+            providers.push((client, provider.max_retries));
+            configured_models.insert(provider.name.clone(), provider.models.clone());
+        }
+        let router = Router::new(providers, config.aliases.clone(), metrics.clone());
+        let mut keys: Vec<SecretString> = config.gateway.api_keys.clone();
+        if let Ok(key) = std::env::var("ONYX_API_KEY")
+            && !key.is_empty()
+        {
+            keys.push(SecretString::from(key));
+        }
+        Ok(Self {
+            router,
+            catalog: ModelCatalog::new(config.gateway.models_cache_ttl, configured_models),
+            api_keys: ApiKeys::new(&keys),
+            metrics,
+            health: HealthCache::default(),
+            started: Instant::now(),
+            max_body_bytes: config.gateway.max_body_bytes,
+        })
+    }
+}
+
+/// Zero-config Ollama: when no `ollama` provider is configured and nothing set
+/// `OLLAMA_HOST`, one answering on the default port is used.
+pub async fn detect_local_ollama(config: &mut Config) {
+    if config.providers.values().any(|p| p.kind == ProviderKind::Ollama) {
+        return;
+    }
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 11434));
+    let reachable = tokio::time::timeout(Duration::from_millis(300), tokio::net::TcpStream::connect(addr))
+        .await
+        .is_ok_and(|r| r.is_ok());
+    if let (true, Some(url)) = (reachable, crate::config::ollama_url("127.0.0.1:11434")) {
+        tracing::info!("found Ollama on 127.0.0.1:11434; offering it as provider \"ollama\"");
+        let provider = crate::config::detected_provider("ollama", ProviderKind::Ollama, url, None);
+        config.providers.insert("ollama".into(), provider);
+    }
+}

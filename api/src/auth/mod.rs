@@ -1,0 +1,64 @@
+//! Who may call Onyx: API keys (from config and `ONYX_API_KEY`; kept only as
+//! SHA-256 digests, compared in constant time) and the UI password
+//! (argon2id hashes made by `onyx hash-password`).
+
+mod password;
+
+use secrecy::{ExposeSecret, SecretString};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+pub use password::{PasswordError, hash_password, verify_password};
+
+/// The accepted API keys, as digests.
+pub struct ApiKeys {
+    digests: Vec<[u8; 32]>,
+}
+
+impl ApiKeys {
+    pub fn new<'a>(keys: impl IntoIterator<Item = &'a SecretString>) -> Self {
+        let mut digests: Vec<[u8; 32]> = keys.into_iter().map(|k| digest(k.expose_secret())).collect();
+        digests.sort_unstable();
+        digests.dedup();
+        Self { digests }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.digests.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.digests.len()
+    }
+
+    /// Whether `presented` is one of the keys. Every stored digest is compared,
+    /// each in constant time, so timing reveals neither which key nor how much matched.
+    pub fn verify(&self, presented: &str) -> bool {
+        let candidate = digest(presented);
+        let mut matched = subtle::Choice::from(0);
+        for stored in &self.digests {
+            matched |= stored.ct_eq(&candidate);
+        }
+        matched.into()
+    }
+}
+
+fn digest(key: &str) -> [u8; 32] {
+    Sha256::digest(key.as_bytes()).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_only_configured_keys() {
+        let keys = [SecretString::from("onyx_sk_first_key_123"), SecretString::from("onyx_sk_second_key_456")];
+        let api_keys = ApiKeys::new(&keys);
+        assert!(api_keys.verify("onyx_sk_first_key_123"));
+        assert!(api_keys.verify("onyx_sk_second_key_456"));
+        assert!(!api_keys.verify("onyx_sk_first_key_12"));
+        assert!(!api_keys.verify(""));
+        assert_eq!(api_keys.len(), 2);
+    }
+}

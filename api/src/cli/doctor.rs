@@ -1,0 +1,87 @@
+//! `onyx doctor`: validates the config and checks every configured dependency,
+//! printing one table row per check. Exits non-zero when anything failed.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::app::{App, detect_local_ollama};
+use crate::config;
+use crate::health::{State, probe_providers};
+
+struct Row {
+    check: String,
+    ok: bool,
+    detail: String,
+}
+
+pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
+    let mut rows = Vec::new();
+    let path = config::locate(config_path.as_deref());
+    let mut config = match config::load(path.as_deref()) {
+        Ok(config) => config,
+        Err(err) => {
+            rows.push(Row { check: "config".into(), ok: false, detail: err.to_string() });
+            print_table(&rows);
+            return ExitCode::FAILURE;
+        }
+    };
+    let source = config.source.as_ref().map(|p| p.display().to_string());
+    rows.push(Row { check: "config".into(), ok: true, detail: source.unwrap_or_else(|| "embedded default (no file)".into()) });
+    detect_local_ollama(&mut config).await;
+    rows.push(data_dir_row(&config.storage.data_dir));
+    match App::new(&config) {
+        Err(err) => rows.push(Row { check: "providers".into(), ok: false, detail: err.to_string() }),
+        Ok(app) => {
+            let keys = app.api_keys.len() + usize::from(std::env::var("ONYX_API_KEY").is_ok_and(|k| !k.is_empty()));
+            let open = keys == 0;
+            let loopback = config.gateway.listen.ip().is_loopback();
+            rows.push(Row {
+                check: "auth".into(),
+                ok: !open || loopback,
+                detail: match (open, loopback) {
+                    (false, _) => format!("{} API key(s)", app.api_keys.len()),
+                    (true, true) => "no API key: loopback only".into(),
+                    (true, false) => format!("no API key but listening on {}: serve will refuse", config.gateway.listen),
+                },
+            });
+            if app.router.providers().next().is_none() {
+                rows.push(Row {
+                    check: "providers".into(),
+                    ok: false,
+                    detail: "none configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY or OLLAMA_HOST".into(),
+                });
+            }
+            for dep in probe_providers(&app.router).await {
+                rows.push(Row {
+                    check: format!("{} ({})", dep.name, dep.kind),
+                    ok: dep.status == State::Up,
+                    detail: format!("{} ms, {}", dep.latency_ms, dep.detail.unwrap_or_default()),
+                });
+            }
+        }
+    }
+    print_table(&rows);
+    if rows.iter().all(|r| r.ok) { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
+
+fn data_dir_row(dir: &Path) -> Row {
+    let check = "data dir".to_string();
+    let existing = dir.ancestors().find(|p| p.exists());
+    match existing {
+        Some(p) if p.metadata().is_ok_and(|m| !m.permissions().readonly()) => Row {
+            check,
+            ok: true,
+            detail: if p == dir { format!("{}", dir.display()) } else { format!("{} (will be created)", dir.display()) },
+        },
+        _ => Row { check, ok: false, detail: format!("{} is not writable", dir.display()) },
+    }
+}
+
+fn print_table(rows: &[Row]) {
+    let width = rows.iter().map(|r| r.check.len()).max().unwrap_or(5).max(5);
+    println!("{:<width$}  {:<6}  DETAIL", "CHECK", "STATUS");
+    for row in rows {
+        let status = if row.ok { "ok" } else { "FAIL" };
+        println!("{:<width$}  {:<6}  {}", row.check, status, row.detail);
+    }
+}

@@ -1,0 +1,56 @@
+//! The `onyx` command line: `serve`, `doctor`, `hash-password`.
+
+mod doctor;
+mod hash_password;
+mod serve;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "onyx", version, about = "Onyx: a self-hosted personal AI assistant gateway")]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the gateway (with no config file, on the embedded default).
+    Serve {
+        /// Config file (JSON5); else $ONYX_CONFIG, else ~/.config/onyx/onyx.json5.
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// Address to listen on (overrides gateway.listen; port 0 picks a free port).
+        #[arg(long)]
+        listen: Option<SocketAddr>,
+    },
+    /// Check the config and every configured dependency; print what is reachable.
+    Doctor {
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
+    /// Hash a password (read from stdin) for gateway.auth.passwordHash.
+    HashPassword,
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("onyx: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async {
+        match cli.command {
+            Command::Serve { config, listen } => serve::run(config, listen).await,
+            Command::Doctor { config } => doctor::run(config).await,
+            Command::HashPassword => hash_password::run(),
+        }
+    })
+}

@@ -1,0 +1,106 @@
+//! `onyx serve`: load config, build the app, listen, and shut down gracefully
+//! on SIGTERM/SIGINT (in-flight requests and streams get a bounded grace period).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use axum::serve::ListenerExt;
+
+use crate::app::{App, StartupError, detect_local_ollama};
+use crate::{config, http, observability};
+
+pub async fn run(config_path: Option<PathBuf>, listen: Option<SocketAddr>) -> ExitCode {
+    match serve(config_path, listen).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!("{err}");
+            eprintln!("onyx: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(config_path: Option<PathBuf>, listen: Option<SocketAddr>) -> Result<(), StartupError> {
+    let path = config::locate(config_path.as_deref());
+    let mut config = config::load(path.as_deref())?;
+    if let Some(listen) = listen {
+        config.gateway.listen = listen;
+    }
+    observability::init_logging(config.gateway.log_format);
+    match &config.source {
+        Some(path) => tracing::info!(config = %path.display(), "config loaded"),
+        None => tracing::info!("no config file: running on the embedded default"),
+    }
+    detect_local_ollama(&mut config).await;
+    let app = Arc::new(App::new(&config)?);
+    let addr = config.gateway.listen;
+    if app.api_keys.is_empty() {
+        if !addr.ip().is_loopback() {
+            return Err(StartupError::OpenWithoutKey(addr));
+        }
+        tracing::warn!("no API key configured: accepting unauthenticated requests, on loopback only");
+    }
+    let names: Vec<&str> = app.router.providers().map(|p| p.name()).collect();
+    if names.is_empty() {
+        tracing::warn!("no providers configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY or OLLAMA_HOST, or add providers to the config");
+    } else {
+        tracing::info!(providers = %names.join(", "), "providers ready");
+    }
+
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| StartupError::Bind { addr, source })?;
+    let bound = listener.local_addr().map_err(|source| StartupError::Bind { addr, source })?;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    tracing::info!("onyx listening on http://{bound}");
+    // A stable line on stdout for scripts and test harnesses that start on port 0.
+    println!("listening on http://{bound}");
+
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let server = axum::serve(listener, http::router(app.clone())).with_graceful_shutdown(async move {
+        let _ = stop_rx.changed().await;
+    });
+    let mut server = tokio::spawn(server.into_future());
+    tokio::select! {
+        _ = shutdown_signal() => {}
+        result = &mut server => {
+            // The server stopped on its own: an accept loop failure.
+            if let Ok(Err(source)) = result {
+                return Err(StartupError::Bind { addr: bound, source });
+            }
+            return Ok(());
+        }
+    }
+    let grace = config.gateway.shutdown_grace;
+    tracing::info!(?grace, "shutting down: finishing in-flight requests");
+    let _ = stop_tx.send(true);
+    match tokio::time::timeout(grace, server).await {
+        Ok(_) => tracing::info!("stopped cleanly"),
+        Err(_) => tracing::warn!("grace period over; closing the remaining connections"),
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

@@ -1,0 +1,219 @@
+//! The config file as written: serde structs mirroring `onyx.json5` key for key.
+//!
+//! Every struct denies unknown keys so a typo is a startup error that names its
+//! path. Values are checked and converted into typed settings by `validate`.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawConfig {
+    /// Editors' JSON-schema hint: accepted so it is not an unknown key, then ignored.
+    #[serde(rename = "$schema", default)]
+    pub _schema: serde::de::IgnoredAny,
+    #[serde(default)]
+    pub gateway: RawGateway,
+    #[serde(default)]
+    pub providers: BTreeMap<String, RawProvider>,
+    #[serde(default)]
+    pub models: RawModels,
+    #[serde(default)]
+    pub storage: RawStorage,
+    #[serde(default)]
+    pub memory: RawMemory,
+    #[serde(default)]
+    pub agents: RawAgents,
+    #[serde(default)]
+    pub bindings: Vec<RawBinding>,
+    #[serde(default)]
+    pub plugins: RawPlugins,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawGateway {
+    pub listen: Option<String>,
+    #[serde(default)]
+    pub auth: RawAuth,
+    pub max_body_bytes: Option<u64>,
+    pub record_sessions: Option<bool>,
+    pub log_format: Option<String>,
+    pub shutdown_grace_seconds: Option<u64>,
+    pub models_cache_seconds: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawAuth {
+    #[serde(default)]
+    pub api_keys: Vec<String>,
+    pub password_hash: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawProvider {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub base_url: Option<String>,
+    pub api_key: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    pub timeout_seconds: Option<u64>,
+    pub connect_timeout_seconds: Option<u64>,
+    pub max_retries: Option<u32>,
+    #[serde(default)]
+    pub models: Vec<String>,
+    pub api_version: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawModels {
+    #[serde(default)]
+    pub aliases: BTreeMap<String, OneOrMany>,
+}
+
+/// An alias target: one model reference or an ordered fallback list.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawStorage {
+    pub data_dir: Option<String>,
+    pub objects: Option<RawObjects>,
+    pub surrealdb: Option<RawSurreal>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawObjects {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    pub access_key: Option<String>,
+    pub secret_key: Option<String>,
+    pub bucket_prefix: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawSurreal {
+    pub url: Option<String>,
+    pub user: Option<String>,
+    pub pass: Option<String>,
+    pub namespace: Option<String>,
+    pub database: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawMemory {
+    pub embedder: Option<RawEmbedder>,
+    pub fusion: Option<String>,
+    pub vector_weight: Option<f64>,
+    pub text_weight: Option<f64>,
+    pub min_score: Option<f64>,
+    pub half_life_days: Option<f64>,
+    pub chunk_tokens: Option<u32>,
+    pub chunk_overlap: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawEmbedder {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub model: Option<String>,
+    pub provider: Option<String>,
+    pub base_url: Option<String>,
+    pub dimensions: Option<u32>,
+}
+
+/// OpenClaw's `agents` block: shared defaults plus the agent list.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawAgents {
+    pub defaults: Option<RawAgentDefaults>,
+    #[serde(default)]
+    pub list: Vec<RawAgent>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawAgentDefaults {
+    pub model: Option<String>,
+    pub permission_mode: Option<String>,
+    pub timezone: Option<String>,
+    pub max_iterations: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawAgent {
+    pub id: String,
+    pub name: Option<String>,
+    #[serde(default)]
+    pub default: bool,
+    pub model: Option<String>,
+    pub workspace: Option<String>,
+    pub tools: Option<RawToolPolicy>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub permission_mode: Option<String>,
+    pub heartbeat: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawToolPolicy {
+    #[serde(default)]
+    pub allow: Vec<String>,
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+/// OpenClaw's binding: which agent answers a channel, account, chat or peer.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawBinding {
+    pub agent_id: String,
+    #[serde(rename = "match")]
+    pub matcher: RawBindingMatch,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawBindingMatch {
+    pub channel: String,
+    pub account_id: Option<String>,
+    pub guild_id: Option<String>,
+    pub chat_id: Option<String>,
+    pub peer: Option<RawPeer>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawPeer {
+    pub kind: String,
+    pub id: String,
+}
+
+/// `plugins.enabled` names the plugins to start; every other key is one
+/// plugin's own settings, validated by that plugin when it starts.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawPlugins {
+    #[serde(default)]
+    pub enabled: Vec<String>,
+    #[serde(flatten)]
+    pub settings: BTreeMap<String, Value>,
+}

@@ -1,0 +1,193 @@
+//! Validated, typed settings: what the rest of Onyx reads. Secrets are
+//! `SecretString` and never printed.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use secrecy::SecretString;
+use url::Url;
+
+use crate::providers::ModelRef;
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:18790";
+pub const DEFAULT_MAX_BODY_BYTES: usize = 20 * 1024 * 1024;
+
+#[derive(Debug)]
+pub struct Config {
+    /// The file this was loaded from; `None` for the embedded default.
+    pub source: Option<PathBuf>,
+    pub gateway: GatewayConfig,
+    /// Every provider, configured or detected from the environment, by name.
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// Alias → ordered fallback list of model references.
+    pub aliases: BTreeMap<String, Vec<ModelRef>>,
+    pub storage: StorageConfig,
+    pub memory: MemoryConfig,
+    pub agents: AgentsConfig,
+    pub bindings: Vec<Binding>,
+    pub plugins: PluginsConfig,
+}
+
+#[derive(Debug)]
+pub struct GatewayConfig {
+    pub listen: SocketAddr,
+    pub api_keys: Vec<SecretString>,
+    pub password_hash: Option<String>,
+    pub max_body_bytes: usize,
+    pub record_sessions: bool,
+    pub log_format: LogFormat,
+    pub shutdown_grace: Duration,
+    pub models_cache_ttl: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Human,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderKind {
+    /// Any server speaking OpenAI's chat completions API.
+    OpenAi,
+    Anthropic,
+    Ollama,
+}
+
+impl ProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OpenAi => "openai",
+            Self::Anthropic => "anthropic",
+            Self::Ollama => "ollama",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct ProviderConfig {
+    pub name: String,
+    pub kind: ProviderKind,
+    pub base_url: Url,
+    pub api_key: Option<SecretString>,
+    /// Extra headers sent with every upstream request (values may be secrets).
+    pub headers: Vec<(String, SecretString)>,
+    /// Whole-request limit for non-streaming calls; time to first byte for streams.
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    /// Retries on 429/5xx/connect errors/timeouts before the next fallback.
+    pub max_retries: u32,
+    /// Models listed when the upstream cannot be asked (or in addition to it).
+    pub models: Vec<String>,
+    /// Anthropic's `anthropic-version` header.
+    pub api_version: Option<String>,
+    /// Whether this provider was added from the environment rather than the file.
+    pub detected: bool,
+}
+
+#[derive(Debug)]
+pub struct StorageConfig {
+    pub data_dir: PathBuf,
+    pub objects: ObjectStoreConfig,
+    pub surrealdb: SurrealConfig,
+}
+
+#[derive(Debug)]
+pub enum ObjectStoreConfig {
+    Local,
+    S3 {
+        endpoint: Option<Url>,
+        region: String,
+        access_key: Option<SecretString>,
+        secret_key: Option<SecretString>,
+        bucket_prefix: String,
+    },
+}
+
+#[derive(Debug)]
+pub struct SurrealConfig {
+    pub url: String,
+    pub user: Option<String>,
+    pub pass: Option<SecretString>,
+    pub namespace: String,
+    pub database: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fusion {
+    Linear,
+    Rrf,
+}
+
+#[derive(Debug)]
+pub struct MemoryConfig {
+    pub embedder: Option<EmbedderConfig>,
+    pub fusion: Fusion,
+    pub vector_weight: f64,
+    pub text_weight: f64,
+    pub min_score: f64,
+    pub half_life_days: f64,
+    pub chunk_tokens: u32,
+    pub chunk_overlap: u32,
+}
+
+#[derive(Debug)]
+pub struct EmbedderConfig {
+    pub kind: ProviderKind,
+    pub model: String,
+    /// The provider whose endpoint and key are used (`openai` type), if any.
+    pub provider: Option<String>,
+    pub base_url: Option<Url>,
+    pub dimensions: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PermissionMode {
+    Safe,
+    Ask,
+    AllowAll,
+}
+
+#[derive(Debug)]
+pub struct AgentsConfig {
+    pub default_model: Option<String>,
+    pub default_permission_mode: PermissionMode,
+    pub timezone: Option<String>,
+    pub max_iterations: u32,
+    pub list: Vec<AgentConfig>,
+}
+
+#[derive(Debug)]
+pub struct AgentConfig {
+    pub id: String,
+    pub name: Option<String>,
+    pub default: bool,
+    pub model: Option<String>,
+    /// OpenClaw's workspace path; Onyx keeps workspaces in the object store and
+    /// uses this only as the agent's local work dir for file tools.
+    pub workspace: Option<String>,
+    pub tools_allow: Vec<String>,
+    pub tools_deny: Vec<String>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub permission_mode: Option<PermissionMode>,
+    pub heartbeat: Option<serde_json::Value>,
+}
+
+#[derive(Debug)]
+pub struct Binding {
+    pub agent_id: String,
+    pub channel: String,
+    pub account_id: Option<String>,
+    pub guild_id: Option<String>,
+    pub chat_id: Option<String>,
+    pub peer: Option<(String, String)>,
+}
+
+#[derive(Debug, Default)]
+pub struct PluginsConfig {
+    pub enabled: Vec<String>,
+    pub settings: BTreeMap<String, serde_json::Value>,
+}

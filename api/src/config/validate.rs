@@ -1,0 +1,426 @@
+//! Turns the raw file into typed [`Config`], naming the path of every bad value,
+//! and adds the zero-config providers found in the environment.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use secrecy::SecretString;
+use url::Url;
+
+use super::ConfigError;
+use super::raw::{self, OneOrMany, RawConfig};
+use super::types::*;
+use crate::providers::ModelRef;
+
+type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Config, ConfigError> {
+    let mut providers = BTreeMap::new();
+    for (name, provider) in raw.providers {
+        let path = format!("providers.{name}");
+        check_name(&name, &path)?;
+        providers.insert(name.clone(), provider_config(name, provider, &path)?);
+    }
+    add_env_providers(&mut providers, env)?;
+    let aliases = aliases(raw.models.aliases, &providers)?;
+    Ok(Config {
+        source,
+        gateway: gateway(raw.gateway)?,
+        providers,
+        aliases,
+        storage: storage(raw.storage, env)?,
+        memory: memory(raw.memory)?,
+        agents: agents(raw.agents)?,
+        bindings: raw.bindings.into_iter().map(binding).collect(),
+        plugins: PluginsConfig { enabled: raw.plugins.enabled, settings: raw.plugins.settings },
+    })
+}
+
+fn check_name(name: &str, path: &str) -> Result<(), ConfigError> {
+    let ok = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.');
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(path, "names may use only letters, digits, '-', '_' and '.'"))
+    }
+}
+
+fn gateway(raw: raw::RawGateway) -> Result<GatewayConfig, ConfigError> {
+    let listen_text = raw.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
+    let listen: SocketAddr = listen_text.parse().map_err(|_| {
+        ConfigError::invalid("gateway.listen", format!("{listen_text:?} is not an address like 127.0.0.1:18790"))
+    })?;
+    let mut api_keys = Vec::new();
+    for (index, key) in raw.auth.api_keys.into_iter().enumerate() {
+        if key.trim().is_empty() {
+            continue;
+        }
+        if key.len() < 16 {
+            let path = format!("gateway.auth.apiKeys[{index}]");
+            return Err(ConfigError::invalid(path, "an API key must be at least 16 characters"));
+        }
+        api_keys.push(SecretString::from(key));
+    }
+    if let Some(hash) = &raw.auth.password_hash
+        && !hash.starts_with("$argon2id$")
+    {
+        return Err(ConfigError::invalid(
+            "gateway.auth.passwordHash",
+            "not an argon2id hash; make one with `onyx hash-password`",
+        ));
+    }
+    let log_format = match raw.log_format.as_deref() {
+        None | Some("human") => LogFormat::Human,
+        Some("json") => LogFormat::Json,
+        Some(other) => {
+            return Err(ConfigError::invalid("gateway.logFormat", format!("{other:?} is not \"human\" or \"json\"")));
+        }
+    };
+    let max_body_bytes = match raw.max_body_bytes {
+        None => DEFAULT_MAX_BODY_BYTES,
+        Some(0) => return Err(ConfigError::invalid("gateway.maxBodyBytes", "must be greater than 0")),
+        Some(n) => usize::try_from(n).map_err(|_| ConfigError::invalid("gateway.maxBodyBytes", "too large"))?,
+    };
+    Ok(GatewayConfig {
+        listen,
+        api_keys,
+        password_hash: raw.auth.password_hash,
+        max_body_bytes,
+        record_sessions: raw.record_sessions.unwrap_or(false),
+        log_format,
+        shutdown_grace: Duration::from_secs(raw.shutdown_grace_seconds.unwrap_or(30)),
+        models_cache_ttl: Duration::from_secs(raw.models_cache_seconds.unwrap_or(300)),
+    })
+}
+
+fn parse_url(text: &str, path: &str) -> Result<Url, ConfigError> {
+    let url = Url::parse(text).map_err(|err| ConfigError::invalid(path, format!("not a URL ({err}): {text:?}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(ConfigError::invalid(path, format!("not an http(s) URL: {text:?}")));
+    }
+    Ok(url)
+}
+
+fn provider_kind(text: &str, path: &str) -> Result<ProviderKind, ConfigError> {
+    match text {
+        "openai" | "openai-compatible" => Ok(ProviderKind::OpenAi),
+        "anthropic" => Ok(ProviderKind::Anthropic),
+        "ollama" => Ok(ProviderKind::Ollama),
+        other => Err(ConfigError::invalid(
+            format!("{path}.type"),
+            format!("unknown provider type {other:?}; expected \"openai\", \"anthropic\" or \"ollama\""),
+        )),
+    }
+}
+
+fn default_base_url(name: &str, kind: ProviderKind) -> &'static str {
+    match (name, kind) {
+        ("openrouter", _) => "https://openrouter.ai/api/v1",
+        ("groq", _) => "https://api.groq.com/openai/v1",
+        ("together", _) => "https://api.together.xyz/v1",
+        (_, ProviderKind::OpenAi) => "https://api.openai.com/v1",
+        (_, ProviderKind::Anthropic) => "https://api.anthropic.com",
+        (_, ProviderKind::Ollama) => "http://127.0.0.1:11434",
+    }
+}
+
+fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<ProviderConfig, ConfigError> {
+    let kind = provider_kind(&raw.kind, path)?;
+    let base_text = raw.base_url.as_deref().unwrap_or(default_base_url(&name, kind));
+    let base_url = parse_url(base_text, &format!("{path}.baseUrl"))?;
+    let timeout = raw.timeout_seconds.unwrap_or(600);
+    if timeout == 0 {
+        return Err(ConfigError::invalid(format!("{path}.timeoutSeconds"), "must be greater than 0"));
+    }
+    for header in raw.headers.keys() {
+        if http::HeaderName::try_from(header.as_str()).is_err() {
+            return Err(ConfigError::invalid(format!("{path}.headers"), format!("{header:?} is not a header name")));
+        }
+    }
+    if let Some(key) = &raw.api_key
+        && !key.bytes().all(|b| b.is_ascii_graphic())
+    {
+        return Err(ConfigError::invalid(format!("{path}.apiKey"), "contains spaces or control characters"));
+    }
+    Ok(ProviderConfig {
+        name,
+        kind,
+        base_url,
+        api_key: raw.api_key.filter(|k| !k.is_empty()).map(SecretString::from),
+        headers: raw.headers.into_iter().map(|(k, v)| (k, SecretString::from(v))).collect(),
+        timeout: Duration::from_secs(timeout),
+        connect_timeout: Duration::from_secs(raw.connect_timeout_seconds.unwrap_or(10).max(1)),
+        max_retries: raw.max_retries.unwrap_or(2).min(10),
+        models: raw.models,
+        api_version: raw.api_version,
+        detected: false,
+    })
+}
+
+/// A provider detected from the environment, with defaults for everything else.
+pub fn detected_provider(name: &str, kind: ProviderKind, base_url: Url, api_key: Option<String>) -> ProviderConfig {
+    ProviderConfig {
+        name: name.to_string(),
+        kind,
+        base_url,
+        api_key: api_key.map(SecretString::from),
+        headers: Vec::new(),
+        timeout: Duration::from_secs(600),
+        connect_timeout: Duration::from_secs(10),
+        max_retries: 2,
+        models: Vec::new(),
+        api_version: None,
+        detected: true,
+    }
+}
+
+/// `OLLAMA_HOST` accepts `host`, `host:port` or a URL, like the ollama CLI does.
+pub fn ollama_url(host: &str) -> Option<Url> {
+    let with_scheme = if host.contains("://") { host.to_string() } else { format!("http://{host}") };
+    let mut url = Url::parse(&with_scheme).ok()?;
+    if url.port().is_none() && !host.contains("://") {
+        url.set_port(Some(11434)).ok()?;
+    }
+    Some(url)
+}
+
+fn add_env_providers(providers: &mut BTreeMap<String, ProviderConfig>, env: Env) -> Result<(), ConfigError> {
+    let detected = [
+        ("openai", ProviderKind::OpenAi, "OPENAI_API_KEY", "OPENAI_BASE_URL"),
+        ("anthropic", ProviderKind::Anthropic, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+        ("openrouter", ProviderKind::OpenAi, "OPENROUTER_API_KEY", "OPENROUTER_BASE_URL"),
+    ];
+    for (name, kind, key_var, url_var) in detected {
+        let Some(key) = env(key_var).map(|k| k.trim().to_string()).filter(|k| !k.is_empty()) else { continue };
+        if !key.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(ConfigError::invalid(key_var, "contains spaces or control characters"));
+        }
+        if providers.contains_key(name) {
+            continue;
+        }
+        let url_text = env(url_var).filter(|u| !u.is_empty()).unwrap_or_else(|| default_base_url(name, kind).into());
+        let base_url = parse_url(&url_text, url_var)?;
+        providers.insert(name.into(), detected_provider(name, kind, base_url, Some(key)));
+    }
+    if let Some(host) = env("OLLAMA_HOST").filter(|h| !h.is_empty())
+        && !providers.contains_key("ollama")
+    {
+        let url = ollama_url(&host)
+            .ok_or_else(|| ConfigError::invalid("OLLAMA_HOST", format!("not a host or URL: {host:?}")))?;
+        providers.insert("ollama".into(), detected_provider("ollama", ProviderKind::Ollama, url, None));
+    }
+    Ok(())
+}
+
+fn aliases(
+    raw: BTreeMap<String, OneOrMany>,
+    providers: &BTreeMap<String, ProviderConfig>,
+) -> Result<BTreeMap<String, Vec<ModelRef>>, ConfigError> {
+    let mut out = BTreeMap::new();
+    for (alias, targets) in raw {
+        let path = format!("models.aliases.{alias}");
+        if alias.contains('/') || alias.starts_with("onyx:") {
+            return Err(ConfigError::invalid(path, "an alias may not contain '/' or start with 'onyx:'"));
+        }
+        let targets = match targets {
+            OneOrMany::One(target) => vec![target],
+            OneOrMany::Many(targets) => targets,
+        };
+        if targets.is_empty() {
+            return Err(ConfigError::invalid(path, "needs at least one model"));
+        }
+        let mut refs = Vec::with_capacity(targets.len());
+        for (index, target) in targets.iter().enumerate() {
+            let entry_path = format!("{path}[{index}]");
+            let model_ref = ModelRef::parse(target).map_err(|err| ConfigError::invalid(&entry_path, err.to_string()))?;
+            if !providers.contains_key(&model_ref.provider) {
+                let known: Vec<&str> = providers.keys().map(String::as_str).collect();
+                return Err(ConfigError::invalid(
+                    entry_path,
+                    format!("unknown provider {:?} (configured: {})", model_ref.provider, known.join(", ")),
+                ));
+            }
+            refs.push(model_ref);
+        }
+        out.insert(alias, refs);
+    }
+    Ok(out)
+}
+
+fn expand_home(path: &str, env: Env) -> PathBuf {
+    match (path.strip_prefix("~/"), env("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(path),
+    }
+}
+
+fn storage(raw: raw::RawStorage, env: Env) -> Result<StorageConfig, ConfigError> {
+    let data_dir = match raw.data_dir.or_else(|| env("ONYX_DATA_DIR").filter(|d| !d.is_empty())) {
+        Some(dir) => expand_home(&dir, env),
+        None => expand_home("~/.local/share/onyx", env),
+    };
+    let objects = match raw.objects {
+        None => ObjectStoreConfig::Local,
+        Some(objects) => match objects.kind.as_str() {
+            "local" => ObjectStoreConfig::Local,
+            "s3" => ObjectStoreConfig::S3 {
+                endpoint: objects.endpoint.as_deref().map(|e| parse_url(e, "storage.objects.endpoint")).transpose()?,
+                region: objects.region.unwrap_or_else(|| "us-east-1".into()),
+                access_key: objects.access_key.map(SecretString::from),
+                secret_key: objects.secret_key.map(SecretString::from),
+                bucket_prefix: objects.bucket_prefix.unwrap_or_default(),
+            },
+            other => {
+                return Err(ConfigError::invalid(
+                    "storage.objects.type",
+                    format!("{other:?} is not \"local\" or \"s3\""),
+                ));
+            }
+        },
+    };
+    let surreal = raw.surrealdb;
+    let default_url = format!("surrealkv://{}", data_dir.join("db").display());
+    let url = surreal.as_ref().and_then(|s| s.url.clone()).unwrap_or(default_url);
+    let scheme_ok = ["mem://", "surrealkv://", "ws://", "wss://", "http://", "https://"].iter().any(|s| url.starts_with(s));
+    if !scheme_ok {
+        return Err(ConfigError::invalid(
+            "storage.surrealdb.url",
+            format!("{url:?} must start with mem://, surrealkv://, ws:// or wss://"),
+        ));
+    }
+    Ok(StorageConfig {
+        data_dir,
+        objects,
+        surrealdb: SurrealConfig {
+            url,
+            user: surreal.as_ref().and_then(|s| s.user.clone()),
+            pass: surreal.as_ref().and_then(|s| s.pass.clone()).map(SecretString::from),
+            namespace: surreal.as_ref().and_then(|s| s.namespace.clone()).unwrap_or_else(|| "onyx".into()),
+            database: surreal.and_then(|s| s.database).unwrap_or_else(|| "main".into()),
+        },
+    })
+}
+
+fn unit_interval(value: Option<f64>, default: f64, path: &str) -> Result<f64, ConfigError> {
+    let value = value.unwrap_or(default);
+    if (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(ConfigError::invalid(path, format!("{value} is not between 0 and 1")))
+    }
+}
+
+fn memory(raw: raw::RawMemory) -> Result<MemoryConfig, ConfigError> {
+    let fusion = match raw.fusion.as_deref() {
+        None | Some("linear") => Fusion::Linear,
+        Some("rrf") => Fusion::Rrf,
+        Some(other) => return Err(ConfigError::invalid("memory.fusion", format!("{other:?} is not \"linear\" or \"rrf\""))),
+    };
+    let embedder = match raw.embedder {
+        None => None,
+        Some(embedder) => {
+            let kind = provider_kind(&embedder.kind, "memory.embedder")?;
+            if kind == ProviderKind::Anthropic {
+                return Err(ConfigError::invalid("memory.embedder.type", "anthropic offers no embeddings"));
+            }
+            Some(EmbedderConfig {
+                kind,
+                model: embedder.model.unwrap_or_else(|| "nomic-embed-text".into()),
+                provider: embedder.provider,
+                base_url: embedder.base_url.as_deref().map(|u| parse_url(u, "memory.embedder.baseUrl")).transpose()?,
+                dimensions: embedder.dimensions,
+            })
+        }
+    };
+    let chunk_tokens = raw.chunk_tokens.unwrap_or(400);
+    let chunk_overlap = raw.chunk_overlap.unwrap_or(80);
+    if chunk_tokens < 32 {
+        return Err(ConfigError::invalid("memory.chunkTokens", "must be at least 32"));
+    }
+    if chunk_overlap >= chunk_tokens {
+        return Err(ConfigError::invalid("memory.chunkOverlap", "must be smaller than memory.chunkTokens"));
+    }
+    let half_life_days = raw.half_life_days.unwrap_or(30.0);
+    if half_life_days <= 0.0 {
+        return Err(ConfigError::invalid("memory.halfLifeDays", "must be greater than 0"));
+    }
+    Ok(MemoryConfig {
+        embedder,
+        fusion,
+        vector_weight: unit_interval(raw.vector_weight, 0.7, "memory.vectorWeight")?,
+        text_weight: unit_interval(raw.text_weight, 0.3, "memory.textWeight")?,
+        min_score: unit_interval(raw.min_score, 0.0, "memory.minScore")?,
+        half_life_days,
+        chunk_tokens,
+        chunk_overlap,
+    })
+}
+
+fn permission_mode(text: &str, path: &str) -> Result<PermissionMode, ConfigError> {
+    match text {
+        "safe" => Ok(PermissionMode::Safe),
+        "ask" => Ok(PermissionMode::Ask),
+        "allow-all" | "allowAll" => Ok(PermissionMode::AllowAll),
+        other => Err(ConfigError::invalid(path, format!("{other:?} is not \"safe\", \"ask\" or \"allow-all\""))),
+    }
+}
+
+fn agents(raw: raw::RawAgents) -> Result<AgentsConfig, ConfigError> {
+    let defaults = raw.defaults.unwrap_or_default();
+    let default_permission_mode = match &defaults.permission_mode {
+        Some(mode) => permission_mode(mode, "agents.defaults.permissionMode")?,
+        None => PermissionMode::Ask,
+    };
+    let mut list = Vec::with_capacity(raw.list.len());
+    let mut seen = std::collections::BTreeSet::new();
+    for (index, agent) in raw.list.into_iter().enumerate() {
+        let path = format!("agents.list[{index}]");
+        check_name(&agent.id, &format!("{path}.id"))?;
+        if !seen.insert(agent.id.clone()) {
+            return Err(ConfigError::invalid(format!("{path}.id"), format!("duplicate agent id {:?}", agent.id)));
+        }
+        let permission_mode = agent
+            .permission_mode
+            .as_deref()
+            .map(|m| permission_mode(m, &format!("{path}.permissionMode")))
+            .transpose()?;
+        let (tools_allow, tools_deny) = agent.tools.map(|t| (t.allow, t.deny)).unwrap_or_default();
+        list.push(AgentConfig {
+            id: agent.id,
+            name: agent.name,
+            default: agent.default,
+            model: agent.model,
+            workspace: agent.workspace,
+            tools_allow,
+            tools_deny,
+            temperature: agent.temperature,
+            max_tokens: agent.max_tokens,
+            permission_mode,
+            heartbeat: agent.heartbeat,
+        });
+    }
+    if list.iter().filter(|a| a.default).count() > 1 {
+        return Err(ConfigError::invalid("agents.list", "more than one agent is marked default"));
+    }
+    Ok(AgentsConfig {
+        default_model: defaults.model,
+        default_permission_mode,
+        timezone: defaults.timezone,
+        max_iterations: defaults.max_iterations.unwrap_or(20),
+        list,
+    })
+}
+
+fn binding(raw: raw::RawBinding) -> Binding {
+    Binding {
+        agent_id: raw.agent_id,
+        channel: raw.matcher.channel,
+        account_id: raw.matcher.account_id,
+        guild_id: raw.matcher.guild_id,
+        chat_id: raw.matcher.chat_id,
+        peer: raw.matcher.peer.map(|p| (p.kind, p.id)),
+    }
+}

@@ -1,0 +1,76 @@
+//! The state of every dependency, for `/health` and `onyx doctor`: each
+//! provider is asked for its models (a reachable upstream that refuses the
+//! question still counts as up). Results are cached briefly so a load
+//! balancer polling `/health` does not turn into upstream traffic.
+
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use serde::Serialize;
+use tokio::sync::Mutex;
+
+use crate::providers::{ProviderError, Router};
+
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+const CACHE_FOR: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    Up,
+    Down,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyHealth {
+    pub name: String,
+    pub kind: String,
+    pub status: State,
+    pub latency_ms: u64,
+    pub detail: Option<String>,
+}
+
+#[derive(Default)]
+pub struct HealthCache {
+    last: Mutex<Option<(Instant, Vec<DependencyHealth>)>>,
+}
+
+impl HealthCache {
+    pub async fn dependencies(&self, router: &Router) -> Vec<DependencyHealth> {
+        let mut last = self.last.lock().await;
+        if let Some((at, deps)) = last.as_ref()
+            && at.elapsed() < CACHE_FOR
+        {
+            return deps.clone();
+        }
+        let deps = probe_providers(router).await;
+        *last = Some((Instant::now(), deps.clone()));
+        deps
+    }
+}
+
+/// Asks every provider at once; never takes longer than the probe timeout.
+pub async fn probe_providers(router: &Router) -> Vec<DependencyHealth> {
+    let probes = router.providers().map(|provider| async move {
+        let started = Instant::now();
+        let result = tokio::time::timeout(PROBE_TIMEOUT, provider.list_models()).await;
+        let latency_ms = started.elapsed().as_millis() as u64;
+        let (status, detail) = match result {
+            Ok(Ok(models)) => (State::Up, Some(format!("{} models", models.len()))),
+            Ok(Err(ProviderError::Upstream { status, message, .. })) if status < 500 => {
+                (State::Up, Some(format!("reachable; model list refused ({status}: {message})")))
+            }
+            Ok(Err(err)) => (State::Down, Some(err.to_string())),
+            Err(_) => (State::Down, Some(format!("no answer within {PROBE_TIMEOUT:?}"))),
+        };
+        DependencyHealth {
+            name: provider.name().to_string(),
+            kind: format!("provider:{}", provider.kind().as_str()),
+            status,
+            latency_ms,
+            detail,
+        }
+    });
+    join_all(probes).await
+}

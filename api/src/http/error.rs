@@ -1,0 +1,132 @@
+//! The one error type of the HTTP API and its OpenAI-shaped body:
+//! `{"error":{"message","type","param","code"}}`. Every status code is decided
+//! here; internal details are logged, never sent.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::providers::{ProviderError, RouteError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{message}")]
+    BadRequest { message: String, param: Option<String>, code: Option<&'static str> },
+    #[error("{0}")]
+    Unauthorized(&'static str),
+    #[error("{message}")]
+    NotFound { message: String, code: &'static str },
+    #[error("the request body is larger than the limit of {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error(transparent)]
+    Route(#[from] RouteError),
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+}
+
+impl ApiError {
+    pub fn bad_request(message: impl Into<String>, param: Option<String>) -> Self {
+        Self::BadRequest { message: message.into(), param, code: None }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::NotFound { .. } | Self::Route(_) => StatusCode::NOT_FOUND,
+            Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Provider(err) => match err {
+                ProviderError::Upstream { status, .. } => {
+                    StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_GATEWAY)
+                }
+                ProviderError::Connect { .. } | ProviderError::BadResponse { .. } => StatusCode::BAD_GATEWAY,
+                ProviderError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+                ProviderError::Unsupported(_) | ProviderError::InvalidRequest(_) => StatusCode::BAD_REQUEST,
+            },
+        }
+    }
+
+    /// The OpenAI error object: (message, type, param, code).
+    fn body(&self) -> (String, String, Option<String>, Option<String>) {
+        let status = self.status();
+        let default_type = match status.as_u16() {
+            401 => "authentication_error",
+            429 => "rate_limit_error",
+            500.. => "server_error",
+            _ => "invalid_request_error",
+        };
+        match self {
+            Self::BadRequest { message, param, code } => {
+                (message.clone(), default_type.into(), param.clone(), code.map(String::from))
+            }
+            Self::Unauthorized(message) => (message.to_string(), default_type.into(), None, Some("invalid_api_key".into())),
+            Self::NotFound { message, code } => (message.clone(), default_type.into(), None, Some(code.to_string())),
+            Self::Route(err) => (err.to_string(), default_type.into(), Some("model".into()), Some("model_not_found".into())),
+            Self::PayloadTooLarge { .. } => (self.to_string(), default_type.into(), None, Some("request_too_large".into())),
+            Self::MethodNotAllowed => (self.to_string(), default_type.into(), None, Some("method_not_allowed".into())),
+            Self::Provider(ProviderError::Upstream { provider, status, message, kind, code, param }) => {
+                let code = code.clone().or_else(|| (*status == 404).then(|| "model_not_found".to_string()));
+                let kind = match kind.as_deref() {
+                    Some("not_found_error") | None => default_type.to_string(),
+                    Some(kind) => kind.to_string(),
+                };
+                (format!("{provider}: {message}"), kind, param.clone(), code)
+            }
+            Self::Provider(err) => {
+                let code = match err {
+                    ProviderError::Connect { .. } => Some("upstream_unreachable"),
+                    ProviderError::Timeout { .. } => Some("upstream_timeout"),
+                    ProviderError::BadResponse { .. } => Some("upstream_bad_response"),
+                    _ => None,
+                };
+                (err.to_string(), default_type.into(), None, code.map(String::from))
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if status.is_server_error() {
+            tracing::warn!(status = status.as_u16(), error = %self, "request failed");
+        } else {
+            tracing::debug!(status = status.as_u16(), error = %self, "request rejected");
+        }
+        let (message, kind, param, code) = self.body();
+        let body = json!({"error": {"message": message, "type": kind, "param": param, "code": code}});
+        (status, Json(body)).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_errors_keep_their_status_and_name_the_provider() {
+        let err = ApiError::Provider(ProviderError::Upstream {
+            provider: "openai".into(),
+            status: 429,
+            message: "slow down".into(),
+            kind: Some("rate_limit_error".into()),
+            code: None,
+            param: None,
+        });
+        assert_eq!(err.status(), StatusCode::TOO_MANY_REQUESTS);
+        let (message, kind, _, _) = err.body();
+        assert_eq!(message, "openai: slow down");
+        assert_eq!(kind, "rate_limit_error");
+    }
+
+    #[test]
+    fn unreachable_upstreams_are_502_with_a_code() {
+        let err = ApiError::Provider(ProviderError::Connect { provider: "local".into(), detail: "refused".into() });
+        assert_eq!(err.status(), StatusCode::BAD_GATEWAY);
+        assert_eq!(err.body().3.as_deref(), Some("upstream_unreachable"));
+    }
+}

@@ -1,0 +1,69 @@
+//! Request context and auth.
+//!
+//! `request_context` gives every request an id (the client's `x-request-id` when
+//! sane, else a UUIDv7), a tracing span carrying it, the id echoed on the
+//! response, and the request metrics. `require_api_key` checks the bearer key.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use tracing::Instrument;
+
+use super::body::BodyLimit;
+use super::error::ApiError;
+use crate::app::App;
+
+const REQUEST_ID: &str = "x-request-id";
+
+fn client_request_id(req: &Request) -> Option<HeaderValue> {
+    let value = req.headers().get(REQUEST_ID)?;
+    let text = value.to_str().ok()?;
+    let sane = !text.is_empty() && text.len() <= 128 && text.bytes().all(|b| b.is_ascii_graphic());
+    sane.then(|| value.clone())
+}
+
+pub async fn request_context(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let id = client_request_id(&req).unwrap_or_else(|| {
+        HeaderValue::from_str(&uuid::Uuid::now_v7().to_string()).unwrap_or(HeaderValue::from_static("unknown"))
+    });
+    let route = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_string());
+    let route = route.unwrap_or_else(|| "unmatched".into());
+    let method = req.method().clone();
+    req.extensions_mut().insert(BodyLimit(app.max_body_bytes));
+    let span = tracing::info_span!(
+        "request",
+        request_id = id.to_str().unwrap_or_default(),
+        method = %method,
+        path = %req.uri().path()
+    );
+    let mut response = next.run(req).instrument(span.clone()).await;
+    let elapsed = started.elapsed();
+    let status = response.status().as_u16();
+    app.metrics.record_request(&route, method.as_str(), status, elapsed.as_secs_f64());
+    span.in_scope(|| tracing::debug!(status, elapsed_us = elapsed.as_micros() as u64, "request finished"));
+    response.headers_mut().insert(REQUEST_ID, id);
+    response
+}
+
+pub async fn require_api_key(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    if app.api_keys.is_empty() {
+        // Only possible when bound to loopback (checked at startup).
+        return next.run(req).await;
+    }
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim);
+    match presented {
+        None => ApiError::Unauthorized("missing API key: send `Authorization: Bearer <key>`").into_response(),
+        Some(key) if app.api_keys.verify(key) => next.run(req).await,
+        Some(_) => ApiError::Unauthorized("invalid API key").into_response(),
+    }
+}

@@ -1,0 +1,40 @@
+//! The axum application: routes, the auth and request-context middleware, and
+//! OpenAI-shaped errors for everything that goes wrong (unknown routes, wrong
+//! methods, oversized or malformed bodies). Handlers are thin.
+
+mod body;
+mod chat;
+mod embeddings;
+mod error;
+mod middleware;
+mod models;
+mod ops;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+
+pub use error::ApiError;
+
+use crate::app::App;
+
+/// The whole HTTP surface. `/health` is the only route without auth.
+pub fn router(app: Arc<App>) -> Router {
+    let limit = app.max_body_bytes;
+    let protected = Router::new()
+        .route("/v1/chat/completions", post(chat::chat_completions))
+        .route("/v1/models", get(models::list_models))
+        .route("/v1/embeddings", post(embeddings::create_embeddings))
+        .route("/metrics", get(ops::metrics))
+        .fallback(ops::not_found)
+        .method_not_allowed_fallback(ops::method_not_allowed)
+        .route_layer(axum::middleware::from_fn_with_state(app.clone(), middleware::require_api_key));
+    Router::new()
+        .route("/health", get(ops::health))
+        .merge(protected)
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn_with_state(app.clone(), middleware::request_context))
+        .with_state(app)
+}

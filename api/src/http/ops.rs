@@ -1,0 +1,41 @@
+//! Operational routes: `/health` (open), `/metrics`, and the JSON answers for
+//! unknown routes and wrong methods.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{StatusCode, Uri, header};
+use axum::response::IntoResponse;
+use serde_json::json;
+
+use super::error::ApiError;
+use crate::app::App;
+use crate::health::State as DepState;
+
+pub async fn health(State(app): State<Arc<App>>) -> impl IntoResponse {
+    let dependencies = app.health.dependencies(&app.router).await;
+    let degraded = dependencies.iter().any(|d| d.status == DepState::Down);
+    Json(json!({
+        "status": if degraded { "degraded" } else { "ok" },
+        "version": env!("CARGO_PKG_VERSION"),
+        "uptimeSeconds": app.started.elapsed().as_secs(),
+        "dependencies": dependencies,
+    }))
+}
+
+pub async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        app.metrics.render(),
+    )
+}
+
+pub async fn not_found(uri: Uri) -> ApiError {
+    ApiError::NotFound { message: format!("no route {}", uri.path()), code: "unknown_route" }
+}
+
+pub async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}

@@ -1,0 +1,16 @@
+//! Onyx: a self-hosted personal AI assistant gateway.
+//!
+//! Module map (see `DESIGN.md`): `config` loads and validates `onyx.json5`;
+//! `providers` routes `provider/model` to OpenAI-compatible, Anthropic and
+//! Ollama upstreams; `http` is the axum surface; `auth` checks keys and
+//! passwords; `health` and `observability` report on the running gateway;
+//! `cli` is the `onyx` binary; `app` wires them together.
+
+pub mod app;
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod health;
+pub mod http;
+pub mod observability;
+pub mod providers;

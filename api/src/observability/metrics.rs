@@ -1,0 +1,119 @@
+//! Prometheus metrics: requests by route and status, latency histograms,
+//! upstream latency and errors by provider, tokens by provider and model.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::providers::Usage;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: String,
+    method: String,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProviderLabels {
+    provider: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabels {
+    provider: String,
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TokenLabels {
+    provider: String,
+    model: String,
+    kind: &'static str,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn latency_histogram() -> Histogram {
+    // 100 µs … ~13 s
+    Histogram::new(exponential_buckets(0.0001, 2.0, 18))
+}
+
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    request_seconds: HistogramFamily<RouteLabels>,
+    upstream_seconds: HistogramFamily<ProviderLabels>,
+    upstream_errors: Family<ErrorLabels, Counter>,
+    tokens: Family<TokenLabels, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("onyx");
+        let requests = Family::<RequestLabels, Counter>::default();
+        let request_seconds: HistogramFamily<RouteLabels> = Family::new_with_constructor(latency_histogram);
+        let upstream_seconds: HistogramFamily<ProviderLabels> = Family::new_with_constructor(latency_histogram);
+        let upstream_errors = Family::<ErrorLabels, Counter>::default();
+        let tokens = Family::<TokenLabels, Counter>::default();
+        registry.register("http_requests", "HTTP requests by route, method and status", requests.clone());
+        registry.register(
+            "http_request_duration_seconds",
+            "Time to the response head, by route",
+            request_seconds.clone(),
+        );
+        registry.register(
+            "upstream_request_duration_seconds",
+            "Time until a provider answered (first byte for streams), by provider",
+            upstream_seconds.clone(),
+        );
+        registry.register("upstream_errors", "Failed provider calls by provider and reason", upstream_errors.clone());
+        registry.register("tokens", "Tokens by provider, model and kind (prompt/completion)", tokens.clone());
+        Self { registry, requests, request_seconds, upstream_seconds, upstream_errors, tokens }
+    }
+
+    pub fn record_request(&self, route: &str, method: &str, status: u16, seconds: f64) {
+        let labels = RequestLabels { route: route.into(), method: method.into(), status };
+        self.requests.get_or_create(&labels).inc();
+        self.request_seconds.get_or_create(&RouteLabels { route: route.into() }).observe(seconds);
+    }
+
+    pub fn record_upstream(&self, provider: &str, seconds: f64) {
+        self.upstream_seconds.get_or_create(&ProviderLabels { provider: provider.into() }).observe(seconds);
+    }
+
+    pub fn record_upstream_error(&self, provider: &str, reason: &str) {
+        let labels = ErrorLabels { provider: provider.into(), reason: reason.into() };
+        self.upstream_errors.get_or_create(&labels).inc();
+    }
+
+    pub fn record_usage(&self, provider: &str, model: &str, usage: &Usage) {
+        for (kind, count) in [("prompt", usage.prompt_tokens), ("completion", usage.completion_tokens)] {
+            if count > 0 {
+                let labels = TokenLabels { provider: provider.into(), model: model.into(), kind };
+                self.tokens.get_or_create(&labels).inc_by(count);
+            }
+        }
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}

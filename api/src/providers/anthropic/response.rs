@@ -1,0 +1,139 @@
+//! Anthropic Messages responses and errors → OpenAI shapes.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::providers::types::{AssistantMessage, Choice, Completion, FunctionCall, ToolCall, Usage, unix_now};
+
+#[derive(Debug, Deserialize)]
+pub struct Message {
+    pub id: String,
+    pub model: String,
+    #[serde(default)]
+    pub content: Vec<Block>,
+    pub stop_reason: Option<String>,
+    #[serde(default)]
+    pub usage: AnthropicUsage,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Block {
+    Text { text: String },
+    ToolUse { id: String, name: String, input: Value },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct AnthropicUsage {
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub cache_read_input_tokens: Option<u64>,
+}
+
+impl AnthropicUsage {
+    /// Cached prompt tokens are still prompt tokens to an OpenAI client.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.input_tokens
+            + self.cache_creation_input_tokens.unwrap_or(0)
+            + self.cache_read_input_tokens.unwrap_or(0)
+    }
+}
+
+pub fn finish_reason(stop_reason: Option<&str>) -> &'static str {
+    match stop_reason {
+        Some("max_tokens") => "length",
+        Some("tool_use") => "tool_calls",
+        Some("refusal") => "content_filter",
+        _ => "stop",
+    }
+}
+
+pub fn to_completion(message: Message) -> Completion {
+    let mut text = String::new();
+    let mut tool_calls = Vec::new();
+    for block in message.content {
+        match block {
+            Block::Text { text: t } => text.push_str(&t),
+            Block::ToolUse { id, name, input } => tool_calls.push(ToolCall {
+                id,
+                kind: "function".into(),
+                function: FunctionCall { name, arguments: input.to_string() },
+            }),
+            Block::Other => {}
+        }
+    }
+    let usage = Usage::new(message.usage.prompt_tokens(), message.usage.output_tokens);
+    Completion {
+        id: message.id,
+        object: "chat.completion",
+        created: unix_now(),
+        model: message.model,
+        choices: vec![Choice {
+            index: 0,
+            message: AssistantMessage {
+                role: "assistant",
+                content: (!text.is_empty() || tool_calls.is_empty()).then_some(text),
+                tool_calls: (!tool_calls.is_empty()).then_some(tool_calls),
+                refusal: None,
+            },
+            finish_reason: finish_reason(message.stop_reason.as_deref()),
+            logprobs: None,
+        }],
+        usage,
+    }
+}
+
+/// `{"type":"error","error":{"type":…,"message":…}}`
+#[derive(Debug, Deserialize)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ErrorDetail {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tool_use_becomes_tool_calls() {
+        let message: Message = serde_json::from_value(json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
+            "content": [
+                {"type": "text", "text": "Let me check."},
+                {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"city": "Paris"}}
+            ],
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 12, "output_tokens": 7, "cache_read_input_tokens": 3}
+        }))
+        .unwrap();
+        let out = serde_json::to_value(to_completion(message)).unwrap();
+        assert_eq!(out["choices"][0]["finish_reason"], "tool_calls");
+        assert_eq!(out["choices"][0]["message"]["content"], "Let me check.");
+        let call = &out["choices"][0]["message"]["tool_calls"][0];
+        assert_eq!(call["id"], "toolu_1");
+        assert_eq!(call["function"]["arguments"], "{\"city\":\"Paris\"}");
+        assert_eq!(out["usage"], json!({"prompt_tokens": 15, "completion_tokens": 7, "total_tokens": 22}));
+    }
+
+    #[test]
+    fn stop_reasons_map_to_finish_reasons() {
+        assert_eq!(finish_reason(Some("end_turn")), "stop");
+        assert_eq!(finish_reason(Some("stop_sequence")), "stop");
+        assert_eq!(finish_reason(Some("max_tokens")), "length");
+        assert_eq!(finish_reason(Some("refusal")), "content_filter");
+    }
+}

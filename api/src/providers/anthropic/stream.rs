@@ -1,0 +1,205 @@
+//! Anthropic's streaming events → OpenAI `chat.completion.chunk`s.
+//!
+//! `message_start` opens the assistant turn, text and `input_json_delta`s become
+//! content and tool-call argument deltas (each `tool_use` block gets the next
+//! OpenAI tool-call index), `message_delta` carries the stop reason and output
+//! tokens, and `message_stop` ends it, with the usage chunk when asked for.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::response::{AnthropicUsage, finish_reason};
+use crate::providers::ProviderError;
+use crate::providers::types::{ChunkFactory, Delta, FunctionDelta, ToolCallDelta, Usage};
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Event {
+    MessageStart { message: StartMessage },
+    ContentBlockStart { index: u32, content_block: BlockStart },
+    ContentBlockDelta { index: u32, delta: BlockDelta },
+    ContentBlockStop {},
+    MessageDelta { delta: MessageDeltaBody, #[serde(default)] usage: Option<AnthropicUsage> },
+    MessageStop {},
+    Ping {},
+    Error { error: super::response::ErrorDetail },
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Debug, Deserialize)]
+struct StartMessage {
+    id: String,
+    model: String,
+    #[serde(default)]
+    usage: AnthropicUsage,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum BlockStart {
+    Text { #[serde(default)] text: String },
+    ToolUse { id: String, name: String },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum BlockDelta {
+    TextDelta { text: String },
+    InputJsonDelta { partial_json: String },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Deserialize)]
+struct MessageDeltaBody {
+    stop_reason: Option<String>,
+}
+
+/// Translation state of one stream.
+pub struct StreamTranslator {
+    provider: String,
+    factory: ChunkFactory,
+    include_usage: bool,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    tool_indexes: HashMap<u32, u32>,
+    pub done: bool,
+}
+
+impl StreamTranslator {
+    pub fn new(provider: &str, model: &str, include_usage: bool) -> Self {
+        Self {
+            provider: provider.into(),
+            factory: ChunkFactory::new(crate::providers::completion_id(), model.into()),
+            include_usage,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            tool_indexes: HashMap::new(),
+            done: false,
+        }
+    }
+
+    /// The chunks one server-sent event becomes (often none).
+    pub fn on_event(&mut self, data: &str) -> Result<Vec<Value>, ProviderError> {
+        let event: Event = serde_json::from_str(data).map_err(|err| ProviderError::BadResponse {
+            provider: self.provider.clone(),
+            detail: format!("unreadable stream event: {err}"),
+        })?;
+        let text_delta = |text: String| Delta { content: Some(text), ..Delta::default() };
+        Ok(match event {
+            Event::MessageStart { message } => {
+                self.factory.id = message.id;
+                self.factory.model = message.model;
+                self.prompt_tokens = message.usage.prompt_tokens();
+                self.completion_tokens = message.usage.output_tokens;
+                let delta = Delta { role: Some("assistant"), content: Some(String::new()), ..Delta::default() };
+                vec![self.factory.delta(delta, None)]
+            }
+            Event::ContentBlockStart { index, content_block } => match content_block {
+                BlockStart::Text { text } if !text.is_empty() => vec![self.factory.delta(text_delta(text), None)],
+                BlockStart::ToolUse { id, name } => {
+                    let tool_index = self.tool_indexes.len() as u32;
+                    self.tool_indexes.insert(index, tool_index);
+                    let call = ToolCallDelta {
+                        index: tool_index,
+                        id: Some(id),
+                        kind: Some("function"),
+                        function: FunctionDelta { name: Some(name), arguments: Some(String::new()) },
+                    };
+                    vec![self.factory.delta(Delta { tool_calls: Some(vec![call]), ..Delta::default() }, None)]
+                }
+                _ => Vec::new(),
+            },
+            Event::ContentBlockDelta { index, delta } => match delta {
+                BlockDelta::TextDelta { text } => vec![self.factory.delta(text_delta(text), None)],
+                BlockDelta::InputJsonDelta { partial_json } => match self.tool_indexes.get(&index) {
+                    Some(&tool_index) => {
+                        let call = ToolCallDelta {
+                            index: tool_index,
+                            id: None,
+                            kind: None,
+                            function: FunctionDelta { name: None, arguments: Some(partial_json) },
+                        };
+                        vec![self.factory.delta(Delta { tool_calls: Some(vec![call]), ..Delta::default() }, None)]
+                    }
+                    None => Vec::new(),
+                },
+                BlockDelta::Other => Vec::new(),
+            },
+            Event::MessageDelta { delta, usage } => {
+                if let Some(usage) = usage {
+                    self.completion_tokens = usage.output_tokens;
+                }
+                let reason = finish_reason(delta.stop_reason.as_deref());
+                vec![self.factory.delta(Delta::default(), Some(reason))]
+            }
+            Event::MessageStop {} => {
+                self.done = true;
+                if self.include_usage {
+                    vec![self.factory.usage(self.usage())]
+                } else {
+                    Vec::new()
+                }
+            }
+            Event::Error { error } => {
+                return Err(ProviderError::Upstream {
+                    provider: self.provider.clone(),
+                    status: super::status_for_error_type(&error.kind),
+                    message: error.message,
+                    kind: Some(error.kind),
+                    code: None,
+                    param: None,
+                });
+            }
+            Event::ContentBlockStop {} | Event::Ping {} | Event::Unknown => Vec::new(),
+        })
+    }
+
+    pub fn usage(&self) -> Usage {
+        Usage::new(self.prompt_tokens, self.completion_tokens)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn feed(t: &mut StreamTranslator, event: Value) -> Vec<Value> {
+        t.on_event(&event.to_string()).unwrap()
+    }
+
+    #[test]
+    fn translates_a_tool_use_stream() {
+        let mut t = StreamTranslator::new("anthropic", "claude", true);
+        let start = feed(&mut t, json!({"type": "message_start", "message": {"id": "msg_1", "model": "claude-x", "usage": {"input_tokens": 9, "output_tokens": 1}}}));
+        assert_eq!(start[0]["choices"][0]["delta"]["role"], "assistant");
+        assert_eq!(start[0]["id"], "msg_1");
+        let text = feed(&mut t, json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}}));
+        assert_eq!(text[0]["choices"][0]["delta"]["content"], "Hi");
+        let tool = feed(&mut t, json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}}));
+        assert_eq!(tool[0]["choices"][0]["delta"]["tool_calls"][0], json!({"index": 0, "id": "toolu_1", "type": "function", "function": {"name": "weather", "arguments": ""}}));
+        let args = feed(&mut t, json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"city\":"}}));
+        assert_eq!(args[0]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"], "{\"city\":");
+        let end = feed(&mut t, json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 20}}));
+        assert_eq!(end[0]["choices"][0]["finish_reason"], "tool_calls");
+        let stop = feed(&mut t, json!({"type": "message_stop"}));
+        assert_eq!(stop[0]["usage"], json!({"prompt_tokens": 9, "completion_tokens": 20, "total_tokens": 29}));
+        assert_eq!(stop[0]["choices"], json!([]));
+        assert!(t.done);
+    }
+
+    #[test]
+    fn error_events_become_errors() {
+        let mut t = StreamTranslator::new("anthropic", "claude", false);
+        let err = t
+            .on_event(&json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}).to_string())
+            .unwrap_err();
+        assert!(matches!(err, ProviderError::Upstream { status: 529, .. }), "{err:?}");
+    }
+}

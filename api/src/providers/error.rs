@@ -1,0 +1,70 @@
+//! What can go wrong talking to a provider, and which failures are worth a retry.
+
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    /// The upstream answered with an error status; `message` is safe to show.
+    #[error("{provider} returned {status}: {message}")]
+    Upstream {
+        provider: String,
+        status: u16,
+        message: String,
+        kind: Option<String>,
+        code: Option<String>,
+        param: Option<String>,
+    },
+    #[error("cannot reach {provider}: {detail}")]
+    Connect { provider: String, detail: String },
+    #[error("{provider} did not answer within {after:?}")]
+    Timeout { provider: String, after: Duration },
+    #[error("{provider} sent a response Onyx could not read: {detail}")]
+    BadResponse { provider: String, detail: String },
+    #[error("{0}")]
+    Unsupported(String),
+    /// The request itself is wrong for this provider (caught before sending).
+    #[error("{0}")]
+    InvalidRequest(String),
+}
+
+impl ProviderError {
+    /// 429, 5xx, connection failures and timeouts are transient; others are the caller's.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Upstream { status, .. } => *status == 429 || *status >= 500,
+            Self::Connect { .. } | Self::Timeout { .. } => true,
+            Self::BadResponse { .. } | Self::Unsupported(_) | Self::InvalidRequest(_) => false,
+        }
+    }
+
+    pub fn provider_label(&self) -> &str {
+        match self {
+            Self::Upstream { provider, .. }
+            | Self::Connect { provider, .. }
+            | Self::Timeout { provider, .. }
+            | Self::BadResponse { provider, .. } => provider,
+            Self::Unsupported(_) | Self::InvalidRequest(_) => "",
+        }
+    }
+
+    pub(crate) fn from_reqwest(provider: &str, err: reqwest::Error, timeout: Duration) -> Self {
+        if err.is_timeout() {
+            Self::Timeout { provider: provider.into(), after: timeout }
+        } else if err.is_connect() || err.is_request() {
+            Self::Connect { provider: provider.into(), detail: root_cause(&err) }
+        } else if err.is_decode() || err.is_body() {
+            Self::BadResponse { provider: provider.into(), detail: root_cause(&err) }
+        } else {
+            Self::Connect { provider: provider.into(), detail: root_cause(&err) }
+        }
+    }
+}
+
+/// The innermost error message (reqwest's own Display hides the useful part).
+pub(crate) fn root_cause(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = err;
+    while let Some(next) = current.source() {
+        current = next;
+    }
+    current.to_string()
+}

@@ -1,0 +1,106 @@
+//! Model providers behind one OpenAI-shaped interface.
+//!
+//! A request's `model` is a [`ModelRef`] (`provider/model`) or a configured alias;
+//! the [`Router`] resolves it, retries transient failures with backoff and walks
+//! an alias's fallback list. Each wire protocol is one submodule:
+//! `openai_compat` (async-openai), `anthropic` (Messages API over reqwest) and
+//! `ollama` (ollama-rs). All of them take and return OpenAI-shaped JSON.
+
+mod anthropic;
+mod error;
+mod model_ref;
+mod ollama;
+mod openai_compat;
+pub mod catalog;
+mod router;
+pub mod types;
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{Map, Value};
+
+pub use error::ProviderError;
+pub use model_ref::{ModelRef, ModelRefError};
+pub use router::{ModelTarget, RouteError, Router};
+pub use types::{ChatCall, EmbeddingsCall, Usage};
+
+use crate::config::{ProviderConfig, ProviderKind};
+
+/// Streamed `chat.completion.chunk` objects, ending where the upstream's stream ends.
+pub type ChunkStream = BoxStream<'static, Result<Value, ProviderError>>;
+
+/// One upstream that speaks some chat protocol; inputs and outputs are OpenAI-shaped.
+pub trait Provider: Send + Sync {
+    fn name(&self) -> &str;
+    fn kind(&self) -> ProviderKind;
+    /// A complete `chat.completion` object.
+    fn chat<'a>(&'a self, model: &'a str, call: &'a ChatCall) -> BoxFuture<'a, Result<Value, ProviderError>>;
+    /// Resolves once the upstream has accepted the request and started streaming.
+    fn chat_stream<'a>(&'a self, model: &'a str, call: &'a ChatCall)
+    -> BoxFuture<'a, Result<ChunkStream, ProviderError>>;
+    /// An OpenAI `list` of embeddings.
+    fn embeddings<'a>(&'a self, model: &'a str, call: &'a EmbeddingsCall)
+    -> BoxFuture<'a, Result<Value, ProviderError>>;
+    /// The upstream's own model names (without the provider prefix).
+    fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>>;
+}
+
+/// Builds the client for one configured provider.
+pub fn build(config: &ProviderConfig) -> Result<Arc<dyn Provider>, ProviderError> {
+    Ok(match config.kind {
+        ProviderKind::OpenAi => Arc::new(openai_compat::OpenAiCompat::new(config)?),
+        ProviderKind::Anthropic => Arc::new(anthropic::Anthropic::new(config)?),
+        ProviderKind::Ollama => Arc::new(ollama::Ollama::new(config)?),
+    })
+}
+
+/// Serializes a request body with `model` replaced, without copying the body.
+pub(crate) struct WithModel<'a> {
+    pub model: &'a str,
+    pub body: &'a Map<String, Value>,
+}
+
+impl Serialize for WithModel<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.body.len()))?;
+        map.serialize_entry("model", self.model)?;
+        for (key, value) in self.body {
+            if key != "model" {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// A shared HTTP client with the provider's connect timeout.
+pub(crate) fn http_client(config: &ProviderConfig) -> Result<reqwest::Client, ProviderError> {
+    reqwest::Client::builder()
+        .connect_timeout(config.connect_timeout)
+        .tcp_nodelay(true)
+        .pool_idle_timeout(std::time::Duration::from_secs(90))
+        .build()
+        .map_err(|err| ProviderError::Connect { provider: config.name.clone(), detail: error::root_cause(&err) })
+}
+
+/// A fresh id for completions translated from other protocols.
+pub(crate) fn completion_id() -> String {
+    format!("chatcmpl-{}", uuid::Uuid::now_v7().simple())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn with_model_replaces_only_the_model() {
+        let body = json!({"model": "openai/gpt-4o", "messages": [], "custom": {"x": 1}});
+        let Value::Object(map) = body else { unreachable!() };
+        let out = serde_json::to_value(WithModel { model: "gpt-4o", body: &map }).unwrap();
+        assert_eq!(out, json!({"model": "gpt-4o", "messages": [], "custom": {"x": 1}}));
+    }
+}

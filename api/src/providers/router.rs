@@ -1,0 +1,184 @@
+//! Resolves a request's `model` to an ordered list of targets and runs a call
+//! against them: transient failures (429, 5xx, connect errors, timeouts) are
+//! retried on the same target with exponential backoff, then the next target of
+//! an alias's fallback list is tried. Streams are retried only until the
+//! upstream starts answering; after the first chunk a failure ends the stream.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::{ChatCall, ChunkStream, EmbeddingsCall, ModelRef, Provider, ProviderError};
+use crate::observability::Metrics;
+
+const BACKOFF_BASE: Duration = Duration::from_millis(100);
+const BACKOFF_CAP: Duration = Duration::from_secs(5);
+
+/// One concrete upstream model to try.
+#[derive(Clone)]
+pub struct ModelTarget {
+    pub provider: Arc<dyn Provider>,
+    pub model: String,
+    pub max_retries: u32,
+}
+
+impl ModelTarget {
+    pub fn model_ref(&self) -> ModelRef {
+        ModelRef { provider: self.provider.name().to_string(), model: self.model.clone() }
+    }
+}
+
+/// Why a model string could not be routed (answered as 404 `model_not_found`).
+#[derive(Debug, thiserror::Error)]
+pub enum RouteError {
+    #[error("{0}")]
+    BadReference(#[from] super::ModelRefError),
+    #[error("unknown provider {provider:?} in model {model:?}; configured providers: {known}")]
+    UnknownProvider { provider: String, model: String, known: String },
+}
+
+pub struct Router {
+    providers: BTreeMap<String, (Arc<dyn Provider>, u32)>,
+    aliases: BTreeMap<String, Vec<ModelRef>>,
+    metrics: Arc<Metrics>,
+}
+
+impl Router {
+    pub fn new(
+        providers: Vec<(Arc<dyn Provider>, u32)>,
+        aliases: BTreeMap<String, Vec<ModelRef>>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let providers = providers.into_iter().map(|(p, retries)| (p.name().to_string(), (p, retries))).collect();
+        Self { providers, aliases, metrics }
+    }
+
+    pub fn providers(&self) -> impl Iterator<Item = &Arc<dyn Provider>> {
+        self.providers.values().map(|(p, _)| p)
+    }
+
+    pub fn aliases(&self) -> &BTreeMap<String, Vec<ModelRef>> {
+        &self.aliases
+    }
+
+    /// The targets for `model`: an alias's list, or the one `provider/model`.
+    pub fn resolve(&self, model: &str) -> Result<Vec<ModelTarget>, RouteError> {
+        let refs = match self.aliases.get(model) {
+            Some(refs) => refs.clone(),
+            None => vec![ModelRef::parse(model)?],
+        };
+        refs.into_iter()
+            .map(|r| match self.providers.get(&r.provider) {
+                Some((provider, retries)) => {
+                    Ok(ModelTarget { provider: provider.clone(), model: r.model, max_retries: *retries })
+                }
+                None => Err(RouteError::UnknownProvider {
+                    provider: r.provider,
+                    model: model.to_string(),
+                    known: self.known_providers(),
+                }),
+            })
+            .collect()
+    }
+
+    fn known_providers(&self) -> String {
+        if self.providers.is_empty() {
+            "none (set OPENAI_API_KEY, ANTHROPIC_API_KEY, OLLAMA_HOST or add `providers` to the config)".into()
+        } else {
+            self.providers.keys().cloned().collect::<Vec<_>>().join(", ")
+        }
+    }
+
+    pub async fn chat(&self, targets: &[ModelTarget], call: &ChatCall) -> Result<(Value, ModelRef), ProviderError> {
+        self.run(targets, |t| t.provider.chat(&t.model, call)).await
+    }
+
+    pub async fn chat_stream(
+        &self,
+        targets: &[ModelTarget],
+        call: &ChatCall,
+    ) -> Result<(ChunkStream, ModelRef), ProviderError> {
+        self.run(targets, |t| t.provider.chat_stream(&t.model, call)).await
+    }
+
+    pub async fn embeddings(
+        &self,
+        targets: &[ModelTarget],
+        call: &EmbeddingsCall,
+    ) -> Result<(Value, ModelRef), ProviderError> {
+        self.run(targets, |t| t.provider.embeddings(&t.model, call)).await
+    }
+
+    async fn run<'a, T>(
+        &self,
+        targets: &'a [ModelTarget],
+        op: impl Fn(&'a ModelTarget) -> BoxFuture<'a, Result<T, ProviderError>>,
+    ) -> Result<(T, ModelRef), ProviderError> {
+        let mut last_error = None;
+        for target in targets {
+            let mut attempt = 0;
+            loop {
+                let started = Instant::now();
+                let result = op(target).await;
+                self.metrics.record_upstream(target.provider.name(), started.elapsed().as_secs_f64());
+                let err = match result {
+                    Ok(value) => return Ok((value, target.model_ref())),
+                    Err(err) => err,
+                };
+                self.metrics.record_upstream_error(target.provider.name(), error_reason(&err));
+                tracing::warn!(provider = target.provider.name(), model = %target.model, attempt, error = %err, "upstream call failed");
+                if err.is_retryable() && attempt < target.max_retries {
+                    tokio::time::sleep(backoff(attempt)).await;
+                    attempt += 1;
+                    continue;
+                }
+                if is_callers_fault(&err) {
+                    return Err(err);
+                }
+                last_error = Some(err);
+                break;
+            }
+        }
+        Err(last_error.unwrap_or_else(|| ProviderError::InvalidRequest("no model to call".into())))
+    }
+}
+
+/// A bad request fails the same way on every fallback, so it ends the walk.
+fn is_callers_fault(err: &ProviderError) -> bool {
+    matches!(err, ProviderError::InvalidRequest(_) | ProviderError::Unsupported(_))
+        || matches!(err, ProviderError::Upstream { status: 400 | 413 | 422, .. })
+}
+
+fn error_reason(err: &ProviderError) -> &'static str {
+    match err {
+        ProviderError::Upstream { status: 429, .. } => "rate_limited",
+        ProviderError::Upstream { status, .. } if *status >= 500 => "server_error",
+        ProviderError::Upstream { .. } => "client_error",
+        ProviderError::Connect { .. } => "connect",
+        ProviderError::Timeout { .. } => "timeout",
+        ProviderError::BadResponse { .. } => "bad_response",
+        ProviderError::Unsupported(_) | ProviderError::InvalidRequest(_) => "invalid_request",
+    }
+}
+
+/// Exponential backoff with up to 50% random jitter, capped.
+fn backoff(attempt: u32) -> Duration {
+    let base = BACKOFF_BASE.saturating_mul(1u32 << attempt.min(10)).min(BACKOFF_CAP);
+    let jitter_permille = u64::from(uuid::Uuid::new_v4().as_u128() as u16 % 500);
+    base + base.mul_f64(jitter_permille as f64 / 1000.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_is_capped() {
+        assert!(backoff(0) >= BACKOFF_BASE && backoff(0) < BACKOFF_BASE * 2);
+        assert!(backoff(2) >= BACKOFF_BASE * 4);
+        assert!(backoff(30) <= BACKOFF_CAP.mul_f64(1.5));
+    }
+}
