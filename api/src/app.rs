@@ -29,13 +29,19 @@ pub enum StartupError {
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
     #[error("provider {name}: {source}")]
-    Provider { name: String, source: ProviderError },
+    Provider {
+        name: String,
+        source: Box<ProviderError>,
+    },
     #[error(
         "refusing to listen on {0} without an API key: set ONYX_API_KEY or gateway.auth.apiKeys, or listen on 127.0.0.1"
     )]
     OpenWithoutKey(std::net::SocketAddr),
     #[error("cannot listen on {addr}: {source}")]
-    Bind { addr: std::net::SocketAddr, source: std::io::Error },
+    Bind {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
 }
 
 impl App {
@@ -44,8 +50,10 @@ impl App {
         let mut providers = Vec::with_capacity(config.providers.len());
         let mut configured_models = BTreeMap::new();
         for provider in config.providers.values() {
-            let client = providers::build(provider)
-                .map_err(|source| StartupError::Provider { name: provider.name.clone(), source })?;
+            let client = providers::build(provider).map_err(|source| StartupError::Provider {
+                name: provider.name.clone(),
+                source: Box::new(source),
+            })?;
             providers.push((client, provider.max_retries));
             configured_models.insert(provider.name.clone(), provider.models.clone());
         }

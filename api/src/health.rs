@@ -58,9 +58,10 @@ pub async fn probe_providers(router: &Router) -> Vec<DependencyHealth> {
         let latency_ms = started.elapsed().as_millis() as u64;
         let (status, detail) = match result {
             Ok(Ok(models)) => (State::Up, Some(format!("{} models", models.len()))),
-            Ok(Err(ProviderError::Upstream { status, message, .. })) if status < 500 => {
-                (State::Up, Some(format!("reachable; model list refused ({status}: {message})")))
-            }
+            Ok(Err(ProviderError::Upstream { status, message, .. })) if status < 500 => (
+                State::Up,
+                Some(format!("reachable; model list refused ({status}: {message})")),
+            ),
             Ok(Err(err)) => (State::Down, Some(err.to_string())),
             Err(_) => (State::Down, Some(format!("no answer within {PROBE_TIMEOUT:?}"))),
         };

@@ -53,7 +53,10 @@ mod tests {
 
     #[test]
     fn accepts_only_configured_keys() {
-        let keys = [SecretString::from("onyx_sk_first_key_123"), SecretString::from("onyx_sk_second_key_456")];
+        let keys = [
+            SecretString::from("onyx_sk_first_key_123"),
+            SecretString::from("onyx_sk_second_key_456"),
+        ];
         let api_keys = ApiKeys::new(&keys);
         assert!(api_keys.verify("onyx_sk_first_key_123"));
         assert!(api_keys.verify("onyx_sk_second_key_456"));

@@ -22,7 +22,11 @@ pub fn hash_password(password: &str) -> Result<String, PasswordError> {
 
 /// False for a wrong password and for a malformed hash alike.
 pub fn verify_password(password: &str, hash: &str) -> bool {
-    PasswordHash::new(hash).is_ok_and(|parsed| Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
+    PasswordHash::new(hash).is_ok_and(|parsed| {
+        Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok()
+    })
 }
 
 #[cfg(test)]

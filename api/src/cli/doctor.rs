@@ -20,19 +20,32 @@ pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
     let mut config = match config::load(path.as_deref()) {
         Ok(config) => config,
         Err(err) => {
-            rows.push(Row { check: "config".into(), ok: false, detail: err.to_string() });
+            rows.push(Row {
+                check: "config".into(),
+                ok: false,
+                detail: err.to_string(),
+            });
             print_table(&rows);
             return ExitCode::FAILURE;
         }
     };
     let source = config.source.as_ref().map(|p| p.display().to_string());
-    rows.push(Row { check: "config".into(), ok: true, detail: source.unwrap_or_else(|| "embedded default (no file)".into()) });
+    rows.push(Row {
+        check: "config".into(),
+        ok: true,
+        detail: source.unwrap_or_else(|| "embedded default (no file)".into()),
+    });
     detect_local_ollama(&mut config).await;
     rows.push(data_dir_row(&config.storage.data_dir));
     match App::new(&config) {
-        Err(err) => rows.push(Row { check: "providers".into(), ok: false, detail: err.to_string() }),
+        Err(err) => rows.push(Row {
+            check: "providers".into(),
+            ok: false,
+            detail: err.to_string(),
+        }),
         Ok(app) => {
-            let keys = app.api_keys.len() + usize::from(std::env::var("ONYX_API_KEY").is_ok_and(|k| !k.is_empty()));
+            let keys =
+                app.api_keys.len() + usize::from(std::env::var("ONYX_API_KEY").is_ok_and(|k| !k.is_empty()));
             let open = keys == 0;
             let loopback = config.gateway.listen.ip().is_loopback();
             rows.push(Row {
@@ -41,7 +54,10 @@ pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
                 detail: match (open, loopback) {
                     (false, _) => format!("{} API key(s)", app.api_keys.len()),
                     (true, true) => "no API key: loopback only".into(),
-                    (true, false) => format!("no API key but listening on {}: serve will refuse", config.gateway.listen),
+                    (true, false) => format!(
+                        "no API key but listening on {}: serve will refuse",
+                        config.gateway.listen
+                    ),
                 },
             });
             if app.router.providers().next().is_none() {
@@ -61,7 +77,11 @@ pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
         }
     }
     print_table(&rows);
-    if rows.iter().all(|r| r.ok) { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    if rows.iter().all(|r| r.ok) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 fn data_dir_row(dir: &Path) -> Row {
@@ -71,9 +91,17 @@ fn data_dir_row(dir: &Path) -> Row {
         Some(p) if p.metadata().is_ok_and(|m| !m.permissions().readonly()) => Row {
             check,
             ok: true,
-            detail: if p == dir { format!("{}", dir.display()) } else { format!("{} (will be created)", dir.display()) },
+            detail: if p == dir {
+                format!("{}", dir.display())
+            } else {
+                format!("{} (will be created)", dir.display())
+            },
         },
-        _ => Row { check, ok: false, detail: format!("{} is not writable", dir.display()) },
+        _ => Row {
+            check,
+            ok: false,
+            detail: format!("{} is not writable", dir.display()),
+        },
     }
 }
 

@@ -11,7 +11,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "onyx", version, about = "Onyx: a self-hosted personal AI assistant gateway")]
+#[command(
+    name = "onyx",
+    version,
+    about = "Onyx: a self-hosted personal AI assistant gateway"
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,

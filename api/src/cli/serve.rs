@@ -44,13 +44,19 @@ async fn serve(config_path: Option<PathBuf>, listen: Option<SocketAddr>) -> Resu
     }
     let names: Vec<&str> = app.router.providers().map(|p| p.name()).collect();
     if names.is_empty() {
-        tracing::warn!("no providers configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY or OLLAMA_HOST, or add providers to the config");
+        tracing::warn!(
+            "no providers configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY or OLLAMA_HOST, or add providers to the config"
+        );
     } else {
         tracing::info!(providers = %names.join(", "), "providers ready");
     }
 
-    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| StartupError::Bind { addr, source })?;
-    let bound = listener.local_addr().map_err(|source| StartupError::Bind { addr, source })?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| StartupError::Bind { addr, source })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| StartupError::Bind { addr, source })?;
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });

@@ -25,7 +25,11 @@ fn walk(value: &mut Value, path: String, lookup: &dyn Fn(&str) -> Option<String>
         }
         Value::Object(map) => {
             for (key, item) in map.iter_mut() {
-                let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                let child = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
                 walk(item, child, lookup)?;
             }
         }
@@ -59,9 +63,14 @@ fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String,
             None => (body, None),
         };
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(format!("`${{{body}}}` is not a valid environment variable reference"));
+            return Err(format!(
+                "`${{{body}}}` is not a valid environment variable reference"
+            ));
         }
-        match (lookup(name).filter(|v| !v.is_empty() || fallback.is_none()), fallback) {
+        match (
+            lookup(name).filter(|v| !v.is_empty() || fallback.is_none()),
+            fallback,
+        ) {
             (Some(value), _) => out.push_str(&value),
             (None, Some(fallback)) => out.push_str(fallback),
             (None, None) => return Err(format!("environment variable {name} is not set")),
@@ -98,7 +107,10 @@ mod tests {
     fn unset_variable_names_the_path() {
         let mut value = json!({"providers": {"openai": {"apiKey": "${NOPE}"}}});
         let err = substitute(&mut value, &env).unwrap_err().to_string();
-        assert_eq!(err, "providers.openai.apiKey: environment variable NOPE is not set");
+        assert_eq!(
+            err,
+            "providers.openai.apiKey: environment variable NOPE is not set"
+        );
     }
 
     #[test]

@@ -22,14 +22,22 @@ pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
     Read { path: PathBuf, source: std::io::Error },
     #[error("{path}:{line}:{column}: {message}")]
-    Syntax { path: PathBuf, line: usize, column: usize, message: String },
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
     #[error("{path}: {message}")]
     Invalid { path: String, message: String },
 }
 
 impl ConfigError {
     pub(crate) fn invalid(path: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::Invalid { path: path.into(), message: message.into() }
+        Self::Invalid {
+            path: path.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -66,11 +74,21 @@ pub fn parse(
     path: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Config, ConfigError> {
-    let display_path = path.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("<config>"));
+    let display_path = path
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("<config>"));
     let mut tree: serde_json::Value = match text {
         Some(text) => json5::from_str(text).map_err(|err| {
-            let (line, column) = err.position().map(|p| (p.line + 1, p.column + 1)).unwrap_or((0, 0));
-            ConfigError::Syntax { path: display_path.clone(), line, column, message: err.to_string() }
+            let (line, column) = err
+                .position()
+                .map(|p| (p.line + 1, p.column + 1))
+                .unwrap_or((0, 0));
+            ConfigError::Syntax {
+                path: display_path.clone(),
+                line,
+                column,
+                message: err.to_string(),
+            }
         })?,
         None => serde_json::Value::Object(Default::default()),
     };

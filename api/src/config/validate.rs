@@ -34,24 +34,35 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
         memory: memory(raw.memory)?,
         agents: agents(raw.agents)?,
         bindings: raw.bindings.into_iter().map(binding).collect(),
-        plugins: PluginsConfig { enabled: raw.plugins.enabled, settings: raw.plugins.settings },
+        plugins: PluginsConfig {
+            enabled: raw.plugins.enabled,
+            settings: raw.plugins.settings,
+        },
     })
 }
 
 fn check_name(name: &str, path: &str) -> Result<(), ConfigError> {
     let ok = !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.');
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.');
     if ok {
         Ok(())
     } else {
-        Err(ConfigError::invalid(path, "names may use only letters, digits, '-', '_' and '.'"))
+        Err(ConfigError::invalid(
+            path,
+            "names may use only letters, digits, '-', '_' and '.'",
+        ))
     }
 }
 
 fn gateway(raw: raw::RawGateway) -> Result<GatewayConfig, ConfigError> {
     let listen_text = raw.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
     let listen: SocketAddr = listen_text.parse().map_err(|_| {
-        ConfigError::invalid("gateway.listen", format!("{listen_text:?} is not an address like 127.0.0.1:18790"))
+        ConfigError::invalid(
+            "gateway.listen",
+            format!("{listen_text:?} is not an address like 127.0.0.1:18790"),
+        )
     })?;
     let mut api_keys = Vec::new();
     for (index, key) in raw.auth.api_keys.into_iter().enumerate() {
@@ -60,7 +71,10 @@ fn gateway(raw: raw::RawGateway) -> Result<GatewayConfig, ConfigError> {
         }
         if key.len() < 16 {
             let path = format!("gateway.auth.apiKeys[{index}]");
-            return Err(ConfigError::invalid(path, "an API key must be at least 16 characters"));
+            return Err(ConfigError::invalid(
+                path,
+                "an API key must be at least 16 characters",
+            ));
         }
         api_keys.push(SecretString::from(key));
     }
@@ -76,13 +90,23 @@ fn gateway(raw: raw::RawGateway) -> Result<GatewayConfig, ConfigError> {
         None | Some("human") => LogFormat::Human,
         Some("json") => LogFormat::Json,
         Some(other) => {
-            return Err(ConfigError::invalid("gateway.logFormat", format!("{other:?} is not \"human\" or \"json\"")));
+            return Err(ConfigError::invalid(
+                "gateway.logFormat",
+                format!("{other:?} is not \"human\" or \"json\""),
+            ));
         }
     };
     let max_body_bytes = match raw.max_body_bytes {
         None => DEFAULT_MAX_BODY_BYTES,
-        Some(0) => return Err(ConfigError::invalid("gateway.maxBodyBytes", "must be greater than 0")),
-        Some(n) => usize::try_from(n).map_err(|_| ConfigError::invalid("gateway.maxBodyBytes", "too large"))?,
+        Some(0) => {
+            return Err(ConfigError::invalid(
+                "gateway.maxBodyBytes",
+                "must be greater than 0",
+            ));
+        }
+        Some(n) => {
+            usize::try_from(n).map_err(|_| ConfigError::invalid("gateway.maxBodyBytes", "too large"))?
+        }
     };
     Ok(GatewayConfig {
         listen,
@@ -97,9 +121,13 @@ fn gateway(raw: raw::RawGateway) -> Result<GatewayConfig, ConfigError> {
 }
 
 fn parse_url(text: &str, path: &str) -> Result<Url, ConfigError> {
-    let url = Url::parse(text).map_err(|err| ConfigError::invalid(path, format!("not a URL ({err}): {text:?}")))?;
+    let url =
+        Url::parse(text).map_err(|err| ConfigError::invalid(path, format!("not a URL ({err}): {text:?}")))?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(ConfigError::invalid(path, format!("not an http(s) URL: {text:?}")));
+        return Err(ConfigError::invalid(
+            path,
+            format!("not an http(s) URL: {text:?}"),
+        ));
     }
     Ok(url)
 }
@@ -133,24 +161,37 @@ fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<Pr
     let base_url = parse_url(base_text, &format!("{path}.baseUrl"))?;
     let timeout = raw.timeout_seconds.unwrap_or(600);
     if timeout == 0 {
-        return Err(ConfigError::invalid(format!("{path}.timeoutSeconds"), "must be greater than 0"));
+        return Err(ConfigError::invalid(
+            format!("{path}.timeoutSeconds"),
+            "must be greater than 0",
+        ));
     }
     for header in raw.headers.keys() {
         if http::HeaderName::try_from(header.as_str()).is_err() {
-            return Err(ConfigError::invalid(format!("{path}.headers"), format!("{header:?} is not a header name")));
+            return Err(ConfigError::invalid(
+                format!("{path}.headers"),
+                format!("{header:?} is not a header name"),
+            ));
         }
     }
     if let Some(key) = &raw.api_key
         && !key.bytes().all(|b| b.is_ascii_graphic())
     {
-        return Err(ConfigError::invalid(format!("{path}.apiKey"), "contains spaces or control characters"));
+        return Err(ConfigError::invalid(
+            format!("{path}.apiKey"),
+            "contains spaces or control characters",
+        ));
     }
     Ok(ProviderConfig {
         name,
         kind,
         base_url,
         api_key: raw.api_key.filter(|k| !k.is_empty()).map(SecretString::from),
-        headers: raw.headers.into_iter().map(|(k, v)| (k, SecretString::from(v))).collect(),
+        headers: raw
+            .headers
+            .into_iter()
+            .map(|(k, v)| (k, SecretString::from(v)))
+            .collect(),
         timeout: Duration::from_secs(timeout),
         connect_timeout: Duration::from_secs(raw.connect_timeout_seconds.unwrap_or(10).max(1)),
         max_retries: raw.max_retries.unwrap_or(2).min(10),
@@ -161,7 +202,12 @@ fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<Pr
 }
 
 /// A provider detected from the environment, with defaults for everything else.
-pub fn detected_provider(name: &str, kind: ProviderKind, base_url: Url, api_key: Option<String>) -> ProviderConfig {
+pub fn detected_provider(
+    name: &str,
+    kind: ProviderKind,
+    base_url: Url,
+    api_key: Option<String>,
+) -> ProviderConfig {
     ProviderConfig {
         name: name.to_string(),
         kind,
@@ -179,7 +225,11 @@ pub fn detected_provider(name: &str, kind: ProviderKind, base_url: Url, api_key:
 
 /// `OLLAMA_HOST` accepts `host`, `host:port` or a URL, like the ollama CLI does.
 pub fn ollama_url(host: &str) -> Option<Url> {
-    let with_scheme = if host.contains("://") { host.to_string() } else { format!("http://{host}") };
+    let with_scheme = if host.contains("://") {
+        host.to_string()
+    } else {
+        format!("http://{host}")
+    };
     let mut url = Url::parse(&with_scheme).ok()?;
     if url.port().is_none() && !host.contains("://") {
         url.set_port(Some(11434)).ok()?;
@@ -189,19 +239,44 @@ pub fn ollama_url(host: &str) -> Option<Url> {
 
 fn add_env_providers(providers: &mut BTreeMap<String, ProviderConfig>, env: Env) -> Result<(), ConfigError> {
     let detected = [
-        ("openai", ProviderKind::OpenAi, "OPENAI_API_KEY", "OPENAI_BASE_URL"),
-        ("anthropic", ProviderKind::Anthropic, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
-        ("openrouter", ProviderKind::OpenAi, "OPENROUTER_API_KEY", "OPENROUTER_BASE_URL"),
+        (
+            "openai",
+            ProviderKind::OpenAi,
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+        ),
+        (
+            "anthropic",
+            ProviderKind::Anthropic,
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_BASE_URL",
+        ),
+        (
+            "openrouter",
+            ProviderKind::OpenAi,
+            "OPENROUTER_API_KEY",
+            "OPENROUTER_BASE_URL",
+        ),
     ];
     for (name, kind, key_var, url_var) in detected {
-        let Some(key) = env(key_var).map(|k| k.trim().to_string()).filter(|k| !k.is_empty()) else { continue };
+        let Some(key) = env(key_var)
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty())
+        else {
+            continue;
+        };
         if !key.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(ConfigError::invalid(key_var, "contains spaces or control characters"));
+            return Err(ConfigError::invalid(
+                key_var,
+                "contains spaces or control characters",
+            ));
         }
         if providers.contains_key(name) {
             continue;
         }
-        let url_text = env(url_var).filter(|u| !u.is_empty()).unwrap_or_else(|| default_base_url(name, kind).into());
+        let url_text = env(url_var)
+            .filter(|u| !u.is_empty())
+            .unwrap_or_else(|| default_base_url(name, kind).into());
         let base_url = parse_url(&url_text, url_var)?;
         providers.insert(name.into(), detected_provider(name, kind, base_url, Some(key)));
     }
@@ -210,7 +285,10 @@ fn add_env_providers(providers: &mut BTreeMap<String, ProviderConfig>, env: Env)
     {
         let url = ollama_url(&host)
             .ok_or_else(|| ConfigError::invalid("OLLAMA_HOST", format!("not a host or URL: {host:?}")))?;
-        providers.insert("ollama".into(), detected_provider("ollama", ProviderKind::Ollama, url, None));
+        providers.insert(
+            "ollama".into(),
+            detected_provider("ollama", ProviderKind::Ollama, url, None),
+        );
     }
     Ok(())
 }
@@ -223,7 +301,10 @@ fn aliases(
     for (alias, targets) in raw {
         let path = format!("models.aliases.{alias}");
         if alias.contains('/') || alias.starts_with("onyx:") {
-            return Err(ConfigError::invalid(path, "an alias may not contain '/' or start with 'onyx:'"));
+            return Err(ConfigError::invalid(
+                path,
+                "an alias may not contain '/' or start with 'onyx:'",
+            ));
         }
         let targets = match targets {
             OneOrMany::One(target) => vec![target],
@@ -235,12 +316,17 @@ fn aliases(
         let mut refs = Vec::with_capacity(targets.len());
         for (index, target) in targets.iter().enumerate() {
             let entry_path = format!("{path}[{index}]");
-            let model_ref = ModelRef::parse(target).map_err(|err| ConfigError::invalid(&entry_path, err.to_string()))?;
+            let model_ref =
+                ModelRef::parse(target).map_err(|err| ConfigError::invalid(&entry_path, err.to_string()))?;
             if !providers.contains_key(&model_ref.provider) {
                 let known: Vec<&str> = providers.keys().map(String::as_str).collect();
                 return Err(ConfigError::invalid(
                     entry_path,
-                    format!("unknown provider {:?} (configured: {})", model_ref.provider, known.join(", ")),
+                    format!(
+                        "unknown provider {:?} (configured: {})",
+                        model_ref.provider,
+                        known.join(", ")
+                    ),
                 ));
             }
             refs.push(model_ref);
@@ -258,7 +344,10 @@ fn expand_home(path: &str, env: Env) -> PathBuf {
 }
 
 fn storage(raw: raw::RawStorage, env: Env) -> Result<StorageConfig, ConfigError> {
-    let data_dir = match raw.data_dir.or_else(|| env("ONYX_DATA_DIR").filter(|d| !d.is_empty())) {
+    let data_dir = match raw
+        .data_dir
+        .or_else(|| env("ONYX_DATA_DIR").filter(|d| !d.is_empty()))
+    {
         Some(dir) => expand_home(&dir, env),
         None => expand_home("~/.local/share/onyx", env),
     };
@@ -267,7 +356,11 @@ fn storage(raw: raw::RawStorage, env: Env) -> Result<StorageConfig, ConfigError>
         Some(objects) => match objects.kind.as_str() {
             "local" => ObjectStoreConfig::Local,
             "s3" => ObjectStoreConfig::S3 {
-                endpoint: objects.endpoint.as_deref().map(|e| parse_url(e, "storage.objects.endpoint")).transpose()?,
+                endpoint: objects
+                    .endpoint
+                    .as_deref()
+                    .map(|e| parse_url(e, "storage.objects.endpoint"))
+                    .transpose()?,
                 region: objects.region.unwrap_or_else(|| "us-east-1".into()),
                 access_key: objects.access_key.map(SecretString::from),
                 secret_key: objects.secret_key.map(SecretString::from),
@@ -283,8 +376,13 @@ fn storage(raw: raw::RawStorage, env: Env) -> Result<StorageConfig, ConfigError>
     };
     let surreal = raw.surrealdb;
     let default_url = format!("surrealkv://{}", data_dir.join("db").display());
-    let url = surreal.as_ref().and_then(|s| s.url.clone()).unwrap_or(default_url);
-    let scheme_ok = ["mem://", "surrealkv://", "ws://", "wss://", "http://", "https://"].iter().any(|s| url.starts_with(s));
+    let url = surreal
+        .as_ref()
+        .and_then(|s| s.url.clone())
+        .unwrap_or(default_url);
+    let scheme_ok = ["mem://", "surrealkv://", "ws://", "wss://", "http://", "https://"]
+        .iter()
+        .any(|s| url.starts_with(s));
     if !scheme_ok {
         return Err(ConfigError::invalid(
             "storage.surrealdb.url",
@@ -297,8 +395,14 @@ fn storage(raw: raw::RawStorage, env: Env) -> Result<StorageConfig, ConfigError>
         surrealdb: SurrealConfig {
             url,
             user: surreal.as_ref().and_then(|s| s.user.clone()),
-            pass: surreal.as_ref().and_then(|s| s.pass.clone()).map(SecretString::from),
-            namespace: surreal.as_ref().and_then(|s| s.namespace.clone()).unwrap_or_else(|| "onyx".into()),
+            pass: surreal
+                .as_ref()
+                .and_then(|s| s.pass.clone())
+                .map(SecretString::from),
+            namespace: surreal
+                .as_ref()
+                .and_then(|s| s.namespace.clone())
+                .unwrap_or_else(|| "onyx".into()),
             database: surreal.and_then(|s| s.database).unwrap_or_else(|| "main".into()),
         },
     })
@@ -309,7 +413,10 @@ fn unit_interval(value: Option<f64>, default: f64, path: &str) -> Result<f64, Co
     if (0.0..=1.0).contains(&value) {
         Ok(value)
     } else {
-        Err(ConfigError::invalid(path, format!("{value} is not between 0 and 1")))
+        Err(ConfigError::invalid(
+            path,
+            format!("{value} is not between 0 and 1"),
+        ))
     }
 }
 
@@ -317,20 +424,32 @@ fn memory(raw: raw::RawMemory) -> Result<MemoryConfig, ConfigError> {
     let fusion = match raw.fusion.as_deref() {
         None | Some("linear") => Fusion::Linear,
         Some("rrf") => Fusion::Rrf,
-        Some(other) => return Err(ConfigError::invalid("memory.fusion", format!("{other:?} is not \"linear\" or \"rrf\""))),
+        Some(other) => {
+            return Err(ConfigError::invalid(
+                "memory.fusion",
+                format!("{other:?} is not \"linear\" or \"rrf\""),
+            ));
+        }
     };
     let embedder = match raw.embedder {
         None => None,
         Some(embedder) => {
             let kind = provider_kind(&embedder.kind, "memory.embedder")?;
             if kind == ProviderKind::Anthropic {
-                return Err(ConfigError::invalid("memory.embedder.type", "anthropic offers no embeddings"));
+                return Err(ConfigError::invalid(
+                    "memory.embedder.type",
+                    "anthropic offers no embeddings",
+                ));
             }
             Some(EmbedderConfig {
                 kind,
                 model: embedder.model.unwrap_or_else(|| "nomic-embed-text".into()),
                 provider: embedder.provider,
-                base_url: embedder.base_url.as_deref().map(|u| parse_url(u, "memory.embedder.baseUrl")).transpose()?,
+                base_url: embedder
+                    .base_url
+                    .as_deref()
+                    .map(|u| parse_url(u, "memory.embedder.baseUrl"))
+                    .transpose()?,
                 dimensions: embedder.dimensions,
             })
         }
@@ -341,11 +460,17 @@ fn memory(raw: raw::RawMemory) -> Result<MemoryConfig, ConfigError> {
         return Err(ConfigError::invalid("memory.chunkTokens", "must be at least 32"));
     }
     if chunk_overlap >= chunk_tokens {
-        return Err(ConfigError::invalid("memory.chunkOverlap", "must be smaller than memory.chunkTokens"));
+        return Err(ConfigError::invalid(
+            "memory.chunkOverlap",
+            "must be smaller than memory.chunkTokens",
+        ));
     }
     let half_life_days = raw.half_life_days.unwrap_or(30.0);
     if half_life_days <= 0.0 {
-        return Err(ConfigError::invalid("memory.halfLifeDays", "must be greater than 0"));
+        return Err(ConfigError::invalid(
+            "memory.halfLifeDays",
+            "must be greater than 0",
+        ));
     }
     Ok(MemoryConfig {
         embedder,
@@ -364,7 +489,10 @@ fn permission_mode(text: &str, path: &str) -> Result<PermissionMode, ConfigError
         "safe" => Ok(PermissionMode::Safe),
         "ask" => Ok(PermissionMode::Ask),
         "allow-all" | "allowAll" => Ok(PermissionMode::AllowAll),
-        other => Err(ConfigError::invalid(path, format!("{other:?} is not \"safe\", \"ask\" or \"allow-all\""))),
+        other => Err(ConfigError::invalid(
+            path,
+            format!("{other:?} is not \"safe\", \"ask\" or \"allow-all\""),
+        )),
     }
 }
 
@@ -380,7 +508,10 @@ fn agents(raw: raw::RawAgents) -> Result<AgentsConfig, ConfigError> {
         let path = format!("agents.list[{index}]");
         check_name(&agent.id, &format!("{path}.id"))?;
         if !seen.insert(agent.id.clone()) {
-            return Err(ConfigError::invalid(format!("{path}.id"), format!("duplicate agent id {:?}", agent.id)));
+            return Err(ConfigError::invalid(
+                format!("{path}.id"),
+                format!("duplicate agent id {:?}", agent.id),
+            ));
         }
         let permission_mode = agent
             .permission_mode
@@ -403,7 +534,10 @@ fn agents(raw: raw::RawAgents) -> Result<AgentsConfig, ConfigError> {
         });
     }
     if list.iter().filter(|a| a.default).count() > 1 {
-        return Err(ConfigError::invalid("agents.list", "more than one agent is marked default"));
+        return Err(ConfigError::invalid(
+            "agents.list",
+            "more than one agent is marked default",
+        ));
     }
     Ok(AgentsConfig {
         default_model: defaults.model,

@@ -15,20 +15,33 @@ impl<S: Send + Sync> FromRequest<S> for JsonObject {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let limit = req.extensions().get::<BodyLimit>().map(|l| l.0).unwrap_or(usize::MAX);
+        let limit = req
+            .extensions()
+            .get::<BodyLimit>()
+            .map(|l| l.0)
+            .unwrap_or(usize::MAX);
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
                 ApiError::PayloadTooLarge { limit }
             } else {
-                ApiError::bad_request(format!("could not read the request body: {}", rejection.body_text()), None)
+                ApiError::bad_request(
+                    format!("could not read the request body: {}", rejection.body_text()),
+                    None,
+                )
             }
         })?;
         if bytes.is_empty() {
-            return Err(ApiError::bad_request("the request body is empty; send a JSON object", None));
+            return Err(ApiError::bad_request(
+                "the request body is empty; send a JSON object",
+                None,
+            ));
         }
         match serde_json::from_slice::<Value>(&bytes) {
             Ok(value @ Value::Object(_)) => Ok(Self(value)),
-            Ok(_) => Err(ApiError::bad_request("the request body must be a JSON object", None)),
+            Ok(_) => Err(ApiError::bad_request(
+                "the request body must be a JSON object",
+                None,
+            )),
             Err(err) => Err(ApiError::BadRequest {
                 message: format!("the request body is not valid JSON: {err}"),
                 param: None,
@@ -65,7 +78,11 @@ pub fn typed<T: DeserializeOwned>(value: &Value) -> Result<T, ApiError> {
             Some(param) if !inner.contains(param.as_str()) => format!("{param}: {inner}"),
             _ => inner,
         };
-        ApiError::BadRequest { message, param, code: Some("invalid_type") }
+        ApiError::BadRequest {
+            message,
+            param,
+            code: Some("invalid_type"),
+        }
     })
 }
 
@@ -97,7 +114,13 @@ mod tests {
     #[test]
     fn names_the_field_that_is_wrong() {
         assert_eq!(param_of(json!({"messages": []})).as_deref(), Some("model"));
-        assert_eq!(param_of(json!({"model": 5, "messages": []})).as_deref(), Some("model"));
-        assert_eq!(param_of(json!({"model": "m", "messages": [{"role": 1}]})).as_deref(), Some("messages[0].role"));
+        assert_eq!(
+            param_of(json!({"model": 5, "messages": []})).as_deref(),
+            Some("model")
+        );
+        assert_eq!(
+            param_of(json!({"model": "m", "messages": [{"role": 1}]})).as_deref(),
+            Some("messages[0].role")
+        );
     }
 }

@@ -25,9 +25,15 @@ pub async fn chat_completions(
 ) -> Result<Response, ApiError> {
     let request: ChatRequest = typed(&body)?;
     if request.messages.is_empty() {
-        return Err(ApiError::bad_request("messages: at least one message is required", Some("messages".into())));
+        return Err(ApiError::bad_request(
+            "messages: at least one message is required",
+            Some("messages".into()),
+        ));
     }
-    let call = ChatCall { body: into_map(body), request };
+    let call = ChatCall {
+        body: into_map(body),
+        request,
+    };
     let targets = app.router.resolve(&call.request.model)?;
     if call.request.stream {
         let (stream, served_by) = app.router.chat_stream(&targets, &call).await?;
@@ -35,7 +41,8 @@ pub async fn chat_completions(
     }
     let (completion, served_by) = app.router.chat(&targets, &call).await?;
     if let Some(usage) = Usage::from_response(&completion) {
-        app.metrics.record_usage(&served_by.provider, &served_by.model, &usage);
+        app.metrics
+            .record_usage(&served_by.provider, &served_by.model, &usage);
     }
     Ok(Json(completion).into_response())
 }
@@ -76,7 +83,10 @@ fn sse_response(stream: ChunkStream, served_by: ModelRef, metrics: Arc<Metrics>)
     };
     let mut response = Response::new(Body::from_stream(events));
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     response

@@ -16,11 +16,15 @@ pub async fn create_embeddings(
     JsonObject(body): JsonObject,
 ) -> Result<Json<Value>, ApiError> {
     let request = typed(&body)?;
-    let call = EmbeddingsCall { body: into_map(body), request };
+    let call = EmbeddingsCall {
+        body: into_map(body),
+        request,
+    };
     let targets = app.router.resolve(&call.request.model)?;
     let (response, served_by) = app.router.embeddings(&targets, &call).await?;
     if let Some(usage) = Usage::from_response(&response) {
-        app.metrics.record_usage(&served_by.provider, &served_by.model, &usage);
+        app.metrics
+            .record_usage(&served_by.provider, &served_by.model, &usage);
     }
     Ok(Json(response))
 }

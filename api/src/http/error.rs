@@ -12,7 +12,11 @@ use crate::providers::{ProviderError, RouteError};
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error("{message}")]
-    BadRequest { message: String, param: Option<String>, code: Option<&'static str> },
+    BadRequest {
+        message: String,
+        param: Option<String>,
+        code: Option<&'static str>,
+    },
     #[error("{0}")]
     Unauthorized(&'static str),
     #[error("{message}")]
@@ -23,13 +27,24 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error(transparent)]
     Route(#[from] RouteError),
+    /// Boxed: provider errors carry the upstream's whole error object.
     #[error(transparent)]
-    Provider(#[from] ProviderError),
+    Provider(Box<ProviderError>),
+}
+
+impl From<ProviderError> for ApiError {
+    fn from(err: ProviderError) -> Self {
+        Self::Provider(Box::new(err))
+    }
 }
 
 impl ApiError {
     pub fn bad_request(message: impl Into<String>, param: Option<String>) -> Self {
-        Self::BadRequest { message: message.into(), param, code: None }
+        Self::BadRequest {
+            message: message.into(),
+            param,
+            code: None,
+        }
     }
 
     pub fn status(&self) -> StatusCode {
@@ -39,7 +54,7 @@ impl ApiError {
             Self::NotFound { .. } | Self::Route(_) => StatusCode::NOT_FOUND,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Self::Provider(err) => match err {
+            Self::Provider(err) => match err.as_ref() {
                 ProviderError::Upstream { status, .. } => {
                     StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_GATEWAY)
                 }
@@ -60,31 +75,79 @@ impl ApiError {
             _ => "invalid_request_error",
         };
         match self {
-            Self::BadRequest { message, param, code } => {
-                (message.clone(), default_type.into(), param.clone(), code.map(String::from))
+            Self::BadRequest { message, param, code } => (
+                message.clone(),
+                default_type.into(),
+                param.clone(),
+                code.map(String::from),
+            ),
+            Self::Unauthorized(message) => (
+                message.to_string(),
+                default_type.into(),
+                None,
+                Some("invalid_api_key".into()),
+            ),
+            Self::NotFound { message, code } => {
+                (message.clone(), default_type.into(), None, Some(code.to_string()))
             }
-            Self::Unauthorized(message) => (message.to_string(), default_type.into(), None, Some("invalid_api_key".into())),
-            Self::NotFound { message, code } => (message.clone(), default_type.into(), None, Some(code.to_string())),
-            Self::Route(err) => (err.to_string(), default_type.into(), Some("model".into()), Some("model_not_found".into())),
-            Self::PayloadTooLarge { .. } => (self.to_string(), default_type.into(), None, Some("request_too_large".into())),
-            Self::MethodNotAllowed => (self.to_string(), default_type.into(), None, Some("method_not_allowed".into())),
-            Self::Provider(ProviderError::Upstream { provider, status, message, kind, code, param }) => {
-                let code = code.clone().or_else(|| (*status == 404).then(|| "model_not_found".to_string()));
-                let kind = match kind.as_deref() {
-                    Some("not_found_error") | None => default_type.to_string(),
-                    Some(kind) => kind.to_string(),
-                };
-                (format!("{provider}: {message}"), kind, param.clone(), code)
-            }
-            Self::Provider(err) => {
-                let code = match err {
-                    ProviderError::Connect { .. } => Some("upstream_unreachable"),
-                    ProviderError::Timeout { .. } => Some("upstream_timeout"),
-                    ProviderError::BadResponse { .. } => Some("upstream_bad_response"),
-                    _ => None,
-                };
-                (err.to_string(), default_type.into(), None, code.map(String::from))
-            }
+            Self::Route(err) => (
+                err.to_string(),
+                default_type.into(),
+                Some("model".into()),
+                Some("model_not_found".into()),
+            ),
+            Self::PayloadTooLarge { .. } => (
+                self.to_string(),
+                default_type.into(),
+                None,
+                Some("request_too_large".into()),
+            ),
+            Self::MethodNotAllowed => (
+                self.to_string(),
+                default_type.into(),
+                None,
+                Some("method_not_allowed".into()),
+            ),
+            Self::Provider(err) => provider_body(err, default_type),
+        }
+    }
+}
+
+fn provider_body(
+    err: &ProviderError,
+    default_type: &str,
+) -> (String, String, Option<String>, Option<String>) {
+    match err {
+        ProviderError::Upstream {
+            provider,
+            status,
+            message,
+            kind,
+            code,
+            param,
+        } => {
+            let code = code
+                .clone()
+                .or_else(|| (*status == 404).then(|| "model_not_found".to_string()));
+            let kind = match kind.as_deref() {
+                Some("not_found_error") | None => default_type.to_string(),
+                Some(kind) => kind.to_string(),
+            };
+            (format!("{provider}: {message}"), kind, param.clone(), code)
+        }
+        other => {
+            let code = match other {
+                ProviderError::Connect { .. } => Some("upstream_unreachable"),
+                ProviderError::Timeout { .. } => Some("upstream_timeout"),
+                ProviderError::BadResponse { .. } => Some("upstream_bad_response"),
+                _ => None,
+            };
+            (
+                other.to_string(),
+                default_type.into(),
+                None,
+                code.map(String::from),
+            )
         }
     }
 }
@@ -109,7 +172,7 @@ mod tests {
 
     #[test]
     fn upstream_errors_keep_their_status_and_name_the_provider() {
-        let err = ApiError::Provider(ProviderError::Upstream {
+        let err = ApiError::from(ProviderError::Upstream {
             provider: "openai".into(),
             status: 429,
             message: "slow down".into(),
@@ -125,7 +188,10 @@ mod tests {
 
     #[test]
     fn unreachable_upstreams_are_502_with_a_code() {
-        let err = ApiError::Provider(ProviderError::Connect { provider: "local".into(), detail: "refused".into() });
+        let err = ApiError::from(ProviderError::Connect {
+            provider: "local".into(),
+            detail: "refused".into(),
+        });
         assert_eq!(err.status(), StatusCode::BAD_GATEWAY);
         assert_eq!(err.body().3.as_deref(), Some("upstream_unreachable"));
     }

@@ -29,9 +29,13 @@ fn client_request_id(req: &Request) -> Option<HeaderValue> {
 pub async fn request_context(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
     let started = Instant::now();
     let id = client_request_id(&req).unwrap_or_else(|| {
-        HeaderValue::from_str(&uuid::Uuid::now_v7().to_string()).unwrap_or(HeaderValue::from_static("unknown"))
+        HeaderValue::from_str(&uuid::Uuid::now_v7().to_string())
+            .unwrap_or(HeaderValue::from_static("unknown"))
     });
-    let route = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_string());
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string());
     let route = route.unwrap_or_else(|| "unmatched".into());
     let method = req.method().clone();
     req.extensions_mut().insert(BodyLimit(app.max_body_bytes));
@@ -44,8 +48,15 @@ pub async fn request_context(State(app): State<Arc<App>>, mut req: Request, next
     let mut response = next.run(req).instrument(span.clone()).await;
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
-    app.metrics.record_request(&route, method.as_str(), status, elapsed.as_secs_f64());
-    span.in_scope(|| tracing::debug!(status, elapsed_us = elapsed.as_micros() as u64, "request finished"));
+    app.metrics
+        .record_request(&route, method.as_str(), status, elapsed.as_secs_f64());
+    span.in_scope(|| {
+        tracing::debug!(
+            status,
+            elapsed_us = elapsed.as_micros() as u64,
+            "request finished"
+        )
+    });
     response.headers_mut().insert(REQUEST_ID, id);
     response
 }

@@ -30,11 +30,17 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/metrics", get(ops::metrics))
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
-        .route_layer(axum::middleware::from_fn_with_state(app.clone(), middleware::require_api_key));
+        .route_layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            middleware::require_api_key,
+        ));
     Router::new()
         .route("/health", get(ops::health))
         .merge(protected)
         .layer(DefaultBodyLimit::max(limit))
-        .layer(axum::middleware::from_fn_with_state(app.clone(), middleware::request_context))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            middleware::request_context,
+        ))
         .with_state(app)
 }

@@ -33,7 +33,10 @@ pub async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {
 }
 
 pub async fn not_found(uri: Uri) -> ApiError {
-    ApiError::NotFound { message: format!("no route {}", uri.path()), code: "unknown_route" }
+    ApiError::NotFound {
+        message: format!("no route {}", uri.path()),
+        code: "unknown_route",
+    }
 }
 
 pub async fn method_not_allowed() -> ApiError {

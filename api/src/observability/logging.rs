@@ -15,10 +15,16 @@ pub fn init_logging(format: LogFormat) {
         Ok("human") => LogFormat::Human,
         _ => format,
     };
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     // A second init (tests, embedding) keeps the first subscriber.
     let _ = match format {
-        LogFormat::Json => builder.json().with_current_span(true).with_span_list(false).try_init(),
+        LogFormat::Json => builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .try_init(),
         LogFormat::Human => builder.with_target(false).try_init(),
     };
 }

@@ -66,10 +66,15 @@ impl Metrics {
         let mut registry = Registry::with_prefix("onyx");
         let requests = Family::<RequestLabels, Counter>::default();
         let request_seconds: HistogramFamily<RouteLabels> = Family::new_with_constructor(latency_histogram);
-        let upstream_seconds: HistogramFamily<ProviderLabels> = Family::new_with_constructor(latency_histogram);
+        let upstream_seconds: HistogramFamily<ProviderLabels> =
+            Family::new_with_constructor(latency_histogram);
         let upstream_errors = Family::<ErrorLabels, Counter>::default();
         let tokens = Family::<TokenLabels, Counter>::default();
-        registry.register("http_requests", "HTTP requests by route, method and status", requests.clone());
+        registry.register(
+            "http_requests",
+            "HTTP requests by route, method and status",
+            requests.clone(),
+        );
         registry.register(
             "http_request_duration_seconds",
             "Time to the response head, by route",
@@ -80,30 +85,65 @@ impl Metrics {
             "Time until a provider answered (first byte for streams), by provider",
             upstream_seconds.clone(),
         );
-        registry.register("upstream_errors", "Failed provider calls by provider and reason", upstream_errors.clone());
-        registry.register("tokens", "Tokens by provider, model and kind (prompt/completion)", tokens.clone());
-        Self { registry, requests, request_seconds, upstream_seconds, upstream_errors, tokens }
+        registry.register(
+            "upstream_errors",
+            "Failed provider calls by provider and reason",
+            upstream_errors.clone(),
+        );
+        registry.register(
+            "tokens",
+            "Tokens by provider, model and kind (prompt/completion)",
+            tokens.clone(),
+        );
+        Self {
+            registry,
+            requests,
+            request_seconds,
+            upstream_seconds,
+            upstream_errors,
+            tokens,
+        }
     }
 
     pub fn record_request(&self, route: &str, method: &str, status: u16, seconds: f64) {
-        let labels = RequestLabels { route: route.into(), method: method.into(), status };
+        let labels = RequestLabels {
+            route: route.into(),
+            method: method.into(),
+            status,
+        };
         self.requests.get_or_create(&labels).inc();
-        self.request_seconds.get_or_create(&RouteLabels { route: route.into() }).observe(seconds);
+        self.request_seconds
+            .get_or_create(&RouteLabels { route: route.into() })
+            .observe(seconds);
     }
 
     pub fn record_upstream(&self, provider: &str, seconds: f64) {
-        self.upstream_seconds.get_or_create(&ProviderLabels { provider: provider.into() }).observe(seconds);
+        self.upstream_seconds
+            .get_or_create(&ProviderLabels {
+                provider: provider.into(),
+            })
+            .observe(seconds);
     }
 
     pub fn record_upstream_error(&self, provider: &str, reason: &str) {
-        let labels = ErrorLabels { provider: provider.into(), reason: reason.into() };
+        let labels = ErrorLabels {
+            provider: provider.into(),
+            reason: reason.into(),
+        };
         self.upstream_errors.get_or_create(&labels).inc();
     }
 
     pub fn record_usage(&self, provider: &str, model: &str, usage: &Usage) {
-        for (kind, count) in [("prompt", usage.prompt_tokens), ("completion", usage.completion_tokens)] {
+        for (kind, count) in [
+            ("prompt", usage.prompt_tokens),
+            ("completion", usage.completion_tokens),
+        ] {
             if count > 0 {
-                let labels = TokenLabels { provider: provider.into(), model: model.into(), kind };
+                let labels = TokenLabels {
+                    provider: provider.into(),
+                    model: model.into(),
+                    kind,
+                };
                 self.tokens.get_or_create(&labels).inc_by(count);
             }
         }

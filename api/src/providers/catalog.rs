@@ -23,7 +23,12 @@ pub struct ModelEntry {
 
 impl ModelEntry {
     fn new(id: String, owned_by: String) -> Self {
-        Self { id, object: "model", created: 0, owned_by }
+        Self {
+            id,
+            object: "model",
+            created: 0,
+            owned_by,
+        }
     }
 }
 
@@ -43,7 +48,11 @@ struct CatalogState {
 
 impl ModelCatalog {
     pub fn new(ttl: Duration, configured: BTreeMap<String, Vec<String>>) -> Self {
-        Self { ttl, configured, state: Mutex::new(CatalogState::default()) }
+        Self {
+            ttl,
+            configured,
+            state: Mutex::new(CatalogState::default()),
+        }
     }
 
     pub async fn list(&self, router: &Router) -> Vec<ModelEntry> {
@@ -74,8 +83,16 @@ impl ModelCatalog {
                 ids.insert(format!("{name}/{model}"), name.to_string());
             }
         }
-        let mut entries: Vec<ModelEntry> = ids.into_iter().map(|(id, owner)| ModelEntry::new(id, owner)).collect();
-        entries.extend(router.aliases().keys().map(|alias| ModelEntry::new(alias.clone(), "onyx-alias".into())));
+        let mut entries: Vec<ModelEntry> = ids
+            .into_iter()
+            .map(|(id, owner)| ModelEntry::new(id, owner))
+            .collect();
+        entries.extend(
+            router
+                .aliases()
+                .keys()
+                .map(|alias| ModelEntry::new(alias.clone(), "onyx-alias".into())),
+        );
         entries
     }
 }

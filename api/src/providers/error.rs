@@ -49,13 +49,25 @@ impl ProviderError {
 
     pub(crate) fn from_reqwest(provider: &str, err: reqwest::Error, timeout: Duration) -> Self {
         if err.is_timeout() {
-            Self::Timeout { provider: provider.into(), after: timeout }
+            Self::Timeout {
+                provider: provider.into(),
+                after: timeout,
+            }
         } else if err.is_connect() || err.is_request() {
-            Self::Connect { provider: provider.into(), detail: root_cause(&err) }
+            Self::Connect {
+                provider: provider.into(),
+                detail: root_cause(&err),
+            }
         } else if err.is_decode() || err.is_body() {
-            Self::BadResponse { provider: provider.into(), detail: root_cause(&err) }
+            Self::BadResponse {
+                provider: provider.into(),
+                detail: root_cause(&err),
+            }
         } else {
-            Self::Connect { provider: provider.into(), detail: root_cause(&err) }
+            Self::Connect {
+                provider: provider.into(),
+                detail: root_cause(&err),
+            }
         }
     }
 }

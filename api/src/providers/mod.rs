@@ -7,11 +7,11 @@
 //! `ollama` (ollama-rs). All of them take and return OpenAI-shaped JSON.
 
 mod anthropic;
+pub mod catalog;
 mod error;
 mod model_ref;
 mod ollama;
 mod openai_compat;
-pub mod catalog;
 mod router;
 pub mod types;
 
@@ -39,11 +39,17 @@ pub trait Provider: Send + Sync {
     /// A complete `chat.completion` object.
     fn chat<'a>(&'a self, model: &'a str, call: &'a ChatCall) -> BoxFuture<'a, Result<Value, ProviderError>>;
     /// Resolves once the upstream has accepted the request and started streaming.
-    fn chat_stream<'a>(&'a self, model: &'a str, call: &'a ChatCall)
-    -> BoxFuture<'a, Result<ChunkStream, ProviderError>>;
+    fn chat_stream<'a>(
+        &'a self,
+        model: &'a str,
+        call: &'a ChatCall,
+    ) -> BoxFuture<'a, Result<ChunkStream, ProviderError>>;
     /// An OpenAI `list` of embeddings.
-    fn embeddings<'a>(&'a self, model: &'a str, call: &'a EmbeddingsCall)
-    -> BoxFuture<'a, Result<Value, ProviderError>>;
+    fn embeddings<'a>(
+        &'a self,
+        model: &'a str,
+        call: &'a EmbeddingsCall,
+    ) -> BoxFuture<'a, Result<Value, ProviderError>>;
     /// The upstream's own model names (without the provider prefix).
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>>;
 }
@@ -83,7 +89,10 @@ pub(crate) fn http_client(config: &ProviderConfig) -> Result<reqwest::Client, Pr
         .tcp_nodelay(true)
         .pool_idle_timeout(std::time::Duration::from_secs(90))
         .build()
-        .map_err(|err| ProviderError::Connect { provider: config.name.clone(), detail: error::root_cause(&err) })
+        .map_err(|err| ProviderError::Connect {
+            provider: config.name.clone(),
+            detail: error::root_cause(&err),
+        })
 }
 
 /// A fresh id for completions translated from other protocols.
@@ -100,7 +109,14 @@ mod tests {
     fn with_model_replaces_only_the_model() {
         let body = json!({"model": "openai/gpt-4o", "messages": [], "custom": {"x": 1}});
         let Value::Object(map) = body else { unreachable!() };
-        let out = serde_json::to_value(WithModel { model: "gpt-4o", body: &map }).unwrap();
-        assert_eq!(out, json!({"model": "gpt-4o", "messages": [], "custom": {"x": 1}}));
+        let out = serde_json::to_value(WithModel {
+            model: "gpt-4o",
+            body: &map,
+        })
+        .unwrap();
+        assert_eq!(
+            out,
+            json!({"model": "gpt-4o", "messages": [], "custom": {"x": 1}})
+        );
     }
 }

@@ -11,7 +11,9 @@ pub struct ModelRef {
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ModelRefError {
-    #[error("model {0:?} has no provider prefix; use \"provider/model\" (for example \"openai/gpt-4o-mini\")")]
+    #[error(
+        "model {0:?} has no provider prefix; use \"provider/model\" (for example \"openai/gpt-4o-mini\")"
+    )]
     MissingProvider(String),
     #[error("model {0:?} names no model after the provider")]
     MissingModel(String),
@@ -19,14 +21,19 @@ pub enum ModelRefError {
 
 impl ModelRef {
     pub fn parse(text: &str) -> Result<Self, ModelRefError> {
-        let (provider, model) = text.split_once('/').ok_or_else(|| ModelRefError::MissingProvider(text.into()))?;
+        let (provider, model) = text
+            .split_once('/')
+            .ok_or_else(|| ModelRefError::MissingProvider(text.into()))?;
         if provider.is_empty() {
             return Err(ModelRefError::MissingProvider(text.into()));
         }
         if model.trim().is_empty() {
             return Err(ModelRefError::MissingModel(text.into()));
         }
-        Ok(Self { provider: provider.into(), model: model.into() })
+        Ok(Self {
+            provider: provider.into(),
+            model: model.into(),
+        })
     }
 }
 
@@ -50,8 +57,17 @@ mod tests {
 
     #[test]
     fn rejects_missing_parts() {
-        assert!(matches!(ModelRef::parse("gpt-4o"), Err(ModelRefError::MissingProvider(_))));
-        assert!(matches!(ModelRef::parse("/gpt-4o"), Err(ModelRefError::MissingProvider(_))));
-        assert!(matches!(ModelRef::parse("openai/"), Err(ModelRefError::MissingModel(_))));
+        assert!(matches!(
+            ModelRef::parse("gpt-4o"),
+            Err(ModelRefError::MissingProvider(_))
+        ));
+        assert!(matches!(
+            ModelRef::parse("/gpt-4o"),
+            Err(ModelRefError::MissingProvider(_))
+        ));
+        assert!(matches!(
+            ModelRef::parse("openai/"),
+            Err(ModelRefError::MissingModel(_))
+        ));
     }
 }

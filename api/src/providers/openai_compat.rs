@@ -23,16 +23,32 @@ pub struct OpenAiCompat {
 
 impl OpenAiCompat {
     pub fn new(config: &ProviderConfig) -> Result<Self, ProviderError> {
-        let key = config.api_key.as_ref().map(|k| k.expose_secret().to_string()).unwrap_or_default();
+        let key = config
+            .api_key
+            .as_ref()
+            .map(|k| k.expose_secret().to_string())
+            .unwrap_or_default();
         let base = config.base_url.as_str().trim_end_matches('/').to_string();
         let mut openai = OpenAIConfig::new().with_api_base(base).with_api_key(key);
         for (name, value) in &config.headers {
-            let invalid = |detail: String| ProviderError::InvalidRequest(format!("providers.{}.headers: {detail}", config.name));
+            let invalid = |detail: String| {
+                ProviderError::InvalidRequest(format!("providers.{}.headers: {detail}", config.name))
+            };
             let name = http::HeaderName::try_from(name.as_str()).map_err(|err| invalid(err.to_string()))?;
-            openai = openai.with_header(name, value.expose_secret()).map_err(|err| invalid(err.to_string()))?;
+            openai = openai
+                .with_header(name, value.expose_secret())
+                .map_err(|err| invalid(err.to_string()))?;
         }
-        let client = async_openai::Client::build(super::http_client(config)?, openai);
-        Ok(Self { name: config.name.clone(), client, timeout: config.timeout })
+        let http = super::http_client(config)?;
+        // async-openai's default executor retries on its own; Onyx's router owns
+        // retries (per-provider budget, then fallbacks), so use the plain transport.
+        let client = async_openai::Client::build(http.clone(), openai)
+            .with_http_service(async_openai::middleware::ReqwestService::new(http));
+        Ok(Self {
+            name: config.name.clone(),
+            client,
+            timeout: config.timeout,
+        })
     }
 
     fn map_error(&self, err: OpenAIError) -> ProviderError {
@@ -45,7 +61,10 @@ impl OpenAiCompat {
     ) -> Result<T, ProviderError> {
         match tokio::time::timeout(self.timeout, future).await {
             Ok(result) => result.map_err(|err| self.map_error(err)),
-            Err(_) => Err(ProviderError::Timeout { provider: self.name.clone(), after: self.timeout }),
+            Err(_) => Err(ProviderError::Timeout {
+                provider: self.name.clone(),
+                after: self.timeout,
+            }),
         }
     }
 }
@@ -61,8 +80,12 @@ impl Provider for OpenAiCompat {
 
     fn chat<'a>(&'a self, model: &'a str, call: &'a ChatCall) -> BoxFuture<'a, Result<Value, ProviderError>> {
         async move {
-            let body = WithModel { model, body: &call.body };
-            self.within(self.client.chat().create_byot::<_, Value>(body)).await
+            let body = WithModel {
+                model,
+                body: &call.body,
+            };
+            self.within(self.client.chat().create_byot::<_, Value>(body))
+                .await
         }
         .boxed()
     }
@@ -73,11 +96,18 @@ impl Provider for OpenAiCompat {
         call: &'a ChatCall,
     ) -> BoxFuture<'a, Result<ChunkStream, ProviderError>> {
         async move {
-            let body = WithModel { model, body: &call.body };
-            let stream = self.within(self.client.chat().create_stream_byot::<_, Value>(body)).await?;
+            let body = WithModel {
+                model,
+                body: &call.body,
+            };
+            let stream = self
+                .within(self.client.chat().create_stream_byot::<_, Value>(body))
+                .await?;
             let name = self.name.clone();
             let timeout = self.timeout;
-            Ok(stream.map(move |item| item.map_err(|err| map_openai_error(&name, timeout, err))).boxed())
+            Ok(stream
+                .map(move |item| item.map_err(|err| map_openai_error(&name, timeout, err)))
+                .boxed())
         }
         .boxed()
     }
@@ -88,8 +118,12 @@ impl Provider for OpenAiCompat {
         call: &'a EmbeddingsCall,
     ) -> BoxFuture<'a, Result<Value, ProviderError>> {
         async move {
-            let body = WithModel { model, body: &call.body };
-            self.within(self.client.embeddings().create_byot::<_, Value>(body)).await
+            let body = WithModel {
+                model,
+                body: &call.body,
+            };
+            self.within(self.client.embeddings().create_byot::<_, Value>(body))
+                .await
         }
         .boxed()
     }
@@ -99,7 +133,11 @@ impl Provider for OpenAiCompat {
             let list: Value = self.within(self.client.models().list_byot()).await?;
             let ids = list["data"]
                 .as_array()
-                .map(|data| data.iter().filter_map(|m| m["id"].as_str().map(String::from)).collect())
+                .map(|data| {
+                    data.iter()
+                        .filter_map(|m| m["id"].as_str().map(String::from))
+                        .collect()
+                })
                 .unwrap_or_default();
             Ok(ids)
         }
@@ -131,11 +169,18 @@ fn map_openai_error(provider: &str, timeout: Duration, err: OpenAIError) -> Prov
             }
         }
         OpenAIError::Reqwest(err) => ProviderError::from_reqwest(provider, err, timeout),
-        OpenAIError::JSONDeserialize(err, _) => {
-            ProviderError::BadResponse { provider: provider.into(), detail: err.to_string() }
-        }
-        OpenAIError::StreamError(err) => ProviderError::BadResponse { provider: provider.into(), detail: err.to_string() },
+        OpenAIError::JSONDeserialize(err, _) => ProviderError::BadResponse {
+            provider: provider.into(),
+            detail: err.to_string(),
+        },
+        OpenAIError::StreamError(err) => ProviderError::BadResponse {
+            provider: provider.into(),
+            detail: err.to_string(),
+        },
         OpenAIError::InvalidArgument(detail) => ProviderError::InvalidRequest(detail),
-        other => ProviderError::BadResponse { provider: provider.into(), detail: other.to_string() },
+        other => ProviderError::BadResponse {
+            provider: provider.into(),
+            detail: other.to_string(),
+        },
     }
 }

@@ -27,7 +27,10 @@ pub struct ModelTarget {
 
 impl ModelTarget {
     pub fn model_ref(&self) -> ModelRef {
-        ModelRef { provider: self.provider.name().to_string(), model: self.model.clone() }
+        ModelRef {
+            provider: self.provider.name().to_string(),
+            model: self.model.clone(),
+        }
     }
 }
 
@@ -37,7 +40,11 @@ pub enum RouteError {
     #[error("{0}")]
     BadReference(#[from] super::ModelRefError),
     #[error("unknown provider {provider:?} in model {model:?}; configured providers: {known}")]
-    UnknownProvider { provider: String, model: String, known: String },
+    UnknownProvider {
+        provider: String,
+        model: String,
+        known: String,
+    },
 }
 
 pub struct Router {
@@ -52,8 +59,15 @@ impl Router {
         aliases: BTreeMap<String, Vec<ModelRef>>,
         metrics: Arc<Metrics>,
     ) -> Self {
-        let providers = providers.into_iter().map(|(p, retries)| (p.name().to_string(), (p, retries))).collect();
-        Self { providers, aliases, metrics }
+        let providers = providers
+            .into_iter()
+            .map(|(p, retries)| (p.name().to_string(), (p, retries)))
+            .collect();
+        Self {
+            providers,
+            aliases,
+            metrics,
+        }
     }
 
     pub fn providers(&self) -> impl Iterator<Item = &Arc<dyn Provider>> {
@@ -72,9 +86,11 @@ impl Router {
         };
         refs.into_iter()
             .map(|r| match self.providers.get(&r.provider) {
-                Some((provider, retries)) => {
-                    Ok(ModelTarget { provider: provider.clone(), model: r.model, max_retries: *retries })
-                }
+                Some((provider, retries)) => Ok(ModelTarget {
+                    provider: provider.clone(),
+                    model: r.model,
+                    max_retries: *retries,
+                }),
                 None => Err(RouteError::UnknownProvider {
                     provider: r.provider,
                     model: model.to_string(),
@@ -86,13 +102,18 @@ impl Router {
 
     fn known_providers(&self) -> String {
         if self.providers.is_empty() {
-            "none (set OPENAI_API_KEY, ANTHROPIC_API_KEY, OLLAMA_HOST or add `providers` to the config)".into()
+            "none (set OPENAI_API_KEY, ANTHROPIC_API_KEY, OLLAMA_HOST or add `providers` to the config)"
+                .into()
         } else {
             self.providers.keys().cloned().collect::<Vec<_>>().join(", ")
         }
     }
 
-    pub async fn chat(&self, targets: &[ModelTarget], call: &ChatCall) -> Result<(Value, ModelRef), ProviderError> {
+    pub async fn chat(
+        &self,
+        targets: &[ModelTarget],
+        call: &ChatCall,
+    ) -> Result<(Value, ModelRef), ProviderError> {
         self.run(targets, |t| t.provider.chat(&t.model, call)).await
     }
 
@@ -101,7 +122,8 @@ impl Router {
         targets: &[ModelTarget],
         call: &ChatCall,
     ) -> Result<(ChunkStream, ModelRef), ProviderError> {
-        self.run(targets, |t| t.provider.chat_stream(&t.model, call)).await
+        self.run(targets, |t| t.provider.chat_stream(&t.model, call))
+            .await
     }
 
     pub async fn embeddings(
@@ -123,12 +145,14 @@ impl Router {
             loop {
                 let started = Instant::now();
                 let result = op(target).await;
-                self.metrics.record_upstream(target.provider.name(), started.elapsed().as_secs_f64());
+                self.metrics
+                    .record_upstream(target.provider.name(), started.elapsed().as_secs_f64());
                 let err = match result {
                     Ok(value) => return Ok((value, target.model_ref())),
                     Err(err) => err,
                 };
-                self.metrics.record_upstream_error(target.provider.name(), error_reason(&err));
+                self.metrics
+                    .record_upstream_error(target.provider.name(), error_reason(&err));
                 tracing::warn!(provider = target.provider.name(), model = %target.model, attempt, error = %err, "upstream call failed");
                 if err.is_retryable() && attempt < target.max_retries {
                     tokio::time::sleep(backoff(attempt)).await;
@@ -148,8 +172,16 @@ impl Router {
 
 /// A bad request fails the same way on every fallback, so it ends the walk.
 fn is_callers_fault(err: &ProviderError) -> bool {
-    matches!(err, ProviderError::InvalidRequest(_) | ProviderError::Unsupported(_))
-        || matches!(err, ProviderError::Upstream { status: 400 | 413 | 422, .. })
+    matches!(
+        err,
+        ProviderError::InvalidRequest(_) | ProviderError::Unsupported(_)
+    ) || matches!(
+        err,
+        ProviderError::Upstream {
+            status: 400 | 413 | 422,
+            ..
+        }
+    )
 }
 
 fn error_reason(err: &ProviderError) -> &'static str {
@@ -166,7 +198,9 @@ fn error_reason(err: &ProviderError) -> &'static str {
 
 /// Exponential backoff with up to 50% random jitter, capped.
 fn backoff(attempt: u32) -> Duration {
-    let base = BACKOFF_BASE.saturating_mul(1u32 << attempt.min(10)).min(BACKOFF_CAP);
+    let base = BACKOFF_BASE
+        .saturating_mul(1u32 << attempt.min(10))
+        .min(BACKOFF_CAP);
     let jitter_permille = u64::from(uuid::Uuid::new_v4().as_u128() as u16 % 500);
     base + base.mul_f64(jitter_permille as f64 / 1000.0)
 }

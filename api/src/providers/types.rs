@@ -43,7 +43,10 @@ pub struct ChatRequest {
 
 impl ChatRequest {
     pub fn include_usage(&self) -> bool {
-        self.stream_options.as_ref().and_then(|o| o.include_usage).unwrap_or(false)
+        self.stream_options
+            .as_ref()
+            .and_then(|o| o.include_usage)
+            .unwrap_or(false)
     }
 
     pub fn max_output_tokens(&self) -> Option<u32> {
@@ -112,8 +115,12 @@ impl Content {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentPart {
-    Text { text: String },
-    ImageUrl { image_url: ImageUrl },
+    Text {
+        text: String,
+    },
+    ImageUrl {
+        image_url: ImageUrl,
+    },
     /// Parts Onyx does not translate (audio, files…); OpenAI upstreams still get them.
     #[serde(other)]
     Other,
@@ -161,7 +168,9 @@ pub struct FunctionDef {
 pub enum ToolChoice {
     /// `"none"`, `"auto"` or `"required"`.
     Mode(String),
-    Named { function: NamedFunction },
+    Named {
+        function: NamedFunction,
+    },
 }
 
 #[derive(Debug, Deserialize)]
@@ -202,12 +211,19 @@ pub struct Usage {
 
 impl Usage {
     pub fn new(prompt_tokens: u64, completion_tokens: u64) -> Self {
-        Self { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens }
+        Self {
+            prompt_tokens,
+            completion_tokens,
+            total_tokens: prompt_tokens + completion_tokens,
+        }
     }
 
     /// The `usage` object of a completion or chunk, if it has one.
     pub fn from_response(value: &Value) -> Option<Self> {
-        value.get("usage").filter(|u| u.is_object()).and_then(|u| Usage::deserialize(u).ok())
+        value
+            .get("usage")
+            .filter(|u| u.is_object())
+            .and_then(|u| Usage::deserialize(u).ok())
     }
 }
 
@@ -297,11 +313,23 @@ pub struct ChunkFactory {
 
 impl ChunkFactory {
     pub fn new(id: String, model: String) -> Self {
-        Self { id, model, created: unix_now() }
+        Self {
+            id,
+            model,
+            created: unix_now(),
+        }
     }
 
     pub fn delta(&self, delta: Delta, finish_reason: Option<&'static str>) -> Value {
-        self.to_value(vec![ChunkChoice { index: 0, delta, finish_reason, logprobs: None }], None)
+        self.to_value(
+            vec![ChunkChoice {
+                index: 0,
+                delta,
+                finish_reason,
+                logprobs: None,
+            }],
+            None,
+        )
     }
 
     /// The trailing usage-only chunk of `stream_options.include_usage`.
@@ -323,7 +351,10 @@ impl ChunkFactory {
 }
 
 pub fn unix_now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 /// Embeddings request as OpenAI defines it.

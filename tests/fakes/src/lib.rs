@@ -1,0 +1,160 @@
+//! Fake model upstreams for tests and benchmarks: OpenAI chat completions,
+//! Anthropic Messages and Ollama, each speaking its real HTTP wire protocol on
+//! 127.0.0.1. What the fake "model" does is decided by [`script`] from the model
+//! name and the conversation, so every protocol behaves the same way.
+//!
+//! Every fake records the request bodies it received and counts streams that
+//! finished or were cut off by the client (`GET /_fake/requests`, `/_fake/stats`).
+
+pub mod anthropic;
+pub mod ollama;
+pub mod openai;
+pub mod script;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::Json;
+use axum::Router;
+use axum::extract::State;
+use axum::routing::get;
+use serde_json::{Value, json};
+
+/// The API key every fake expects unless told otherwise.
+pub const DEFAULT_KEY: &str = "sk-fake-upstream-key-0001";
+
+#[derive(Default)]
+pub struct FakeState {
+    /// Required `Authorization: Bearer` / `x-api-key`; `None` accepts anything.
+    pub key: Option<String>,
+    requests: Mutex<Vec<Value>>,
+    attempts: Mutex<std::collections::HashMap<String, u64>>,
+    pub streams_completed: AtomicU64,
+    pub streams_cancelled: AtomicU64,
+}
+
+impl FakeState {
+    pub fn new(key: Option<String>) -> Arc<Self> {
+        Arc::new(Self {
+            key,
+            ..Self::default()
+        })
+    }
+
+    pub fn record(&self, body: &Value) {
+        if let Ok(mut requests) = self.requests.lock() {
+            requests.push(body.clone());
+        }
+    }
+
+    /// Every request body received, oldest first.
+    pub fn requests(&self) -> Vec<Value> {
+        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    pub fn last_request(&self) -> Option<Value> {
+        self.requests.lock().ok().and_then(|r| r.last().cloned())
+    }
+
+    /// Counts calls per model (1 for the first call).
+    pub fn attempt(&self, model: &str) -> u64 {
+        let mut attempts = match self.attempts.lock() {
+            Ok(a) => a,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let count = attempts.entry(model.to_string()).or_insert(0);
+        *count += 1;
+        *count
+    }
+
+    pub fn stats(&self) -> Value {
+        json!({
+            "requests": self.requests.lock().map(|r| r.len()).unwrap_or(0),
+            "streamsCompleted": self.streams_completed.load(Ordering::SeqCst),
+            "streamsCancelled": self.streams_cancelled.load(Ordering::SeqCst),
+        })
+    }
+}
+
+/// Counts a stream as cancelled unless it was marked complete before being dropped.
+pub struct StreamGuard {
+    state: Arc<FakeState>,
+    completed: bool,
+}
+
+impl StreamGuard {
+    pub fn new(state: Arc<FakeState>) -> Self {
+        Self {
+            state,
+            completed: false,
+        }
+    }
+
+    pub fn complete(&mut self) {
+        if !self.completed {
+            self.completed = true;
+            self.state.streams_completed.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        if !self.completed {
+            self.state.streams_cancelled.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// A running fake server.
+pub struct FakeServer {
+    pub addr: SocketAddr,
+    pub state: Arc<FakeState>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FakeServer {
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Serves `routes` (plus the `/_fake/*` introspection routes) on 127.0.0.1:`port`.
+pub async fn serve(
+    routes: Router<Arc<FakeState>>,
+    state: Arc<FakeState>,
+    port: u16,
+) -> std::io::Result<FakeServer> {
+    let app = routes
+        .route(
+            "/_fake/requests",
+            get(|State(s): State<Arc<FakeState>>| async move { Json(Value::Array(s.requests())) }),
+        )
+        .route(
+            "/_fake/stats",
+            get(|State(s): State<Arc<FakeState>>| async move { Json(s.stats()) }),
+        )
+        .with_state(state.clone());
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    let addr = listener.local_addr()?;
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(FakeServer { addr, state, task })
+}
+
+/// Whether the request carries the key the fake expects.
+pub fn authorized(state: &FakeState, presented: Option<&str>) -> bool {
+    match &state.key {
+        None => true,
+        Some(key) => presented == Some(key.as_str()),
+    }
+}

@@ -1,1 +1,47 @@
-fn main(){}
+//! `onyx-fake-upstream`: runs the fake OpenAI, Anthropic and Ollama servers for
+//! SDK tests and benchmarks, prints their base URLs as one JSON line, and runs
+//! until killed. Ports: `--openai-port`, `--anthropic-port`, `--ollama-port`
+//! (0 = any free port); the API key: `--key` (default the fakes' default key).
+
+use std::process::ExitCode;
+
+fn arg(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+fn port(name: &str) -> u16 {
+    arg(name).and_then(|p| p.parse().ok()).unwrap_or(0)
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let key = arg("--key").unwrap_or_else(|| onyx_test_fakes::DEFAULT_KEY.to_string());
+    let started = async {
+        let openai = onyx_test_fakes::openai::start(Some(key.clone()), port("--openai-port")).await?;
+        let anthropic =
+            onyx_test_fakes::anthropic::start(Some(key.clone()), port("--anthropic-port")).await?;
+        let ollama = onyx_test_fakes::ollama::start(port("--ollama-port")).await?;
+        Ok::<_, std::io::Error>((openai, anthropic, ollama))
+    };
+    let (openai, anthropic, ollama) = match started.await {
+        Ok(servers) => servers,
+        Err(err) => {
+            eprintln!("onyx-fake-upstream: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!(
+        "{}",
+        serde_json::json!({
+            "openai": format!("{}/v1", openai.url()),
+            "anthropic": anthropic.url(),
+            "ollama": ollama.url(),
+            "key": key,
+        })
+    );
+    let _ = tokio::signal::ctrl_c().await;
+    ExitCode::SUCCESS
+}

@@ -33,13 +33,20 @@ pub struct Anthropic {
 impl Anthropic {
     pub fn new(config: &ProviderConfig) -> Result<Self, ProviderError> {
         let base = config.base_url.as_str().trim_end_matches('/');
-        let api_base = if base.ends_with("/v1") { base.to_string() } else { format!("{base}/v1") };
+        let api_base = if base.ends_with("/v1") {
+            base.to_string()
+        } else {
+            format!("{base}/v1")
+        };
         Ok(Self {
             name: config.name.clone(),
             http: super::http_client(config)?,
             api_base,
             api_key: config.api_key.clone(),
-            version: config.api_version.clone().unwrap_or_else(|| DEFAULT_VERSION.into()),
+            version: config
+                .api_version
+                .clone()
+                .unwrap_or_else(|| DEFAULT_VERSION.into()),
             headers: config.headers.clone(),
             timeout: config.timeout,
         })
@@ -60,7 +67,12 @@ impl Anthropic {
     /// Sends a request and returns the response once its status is a success.
     async fn send(&self, builder: reqwest::RequestBuilder) -> Result<reqwest::Response, ProviderError> {
         let response = match tokio::time::timeout(self.timeout, builder.send()).await {
-            Err(_) => return Err(ProviderError::Timeout { provider: self.name.clone(), after: self.timeout }),
+            Err(_) => {
+                return Err(ProviderError::Timeout {
+                    provider: self.name.clone(),
+                    after: self.timeout,
+                });
+            }
             Ok(result) => result.map_err(|err| ProviderError::from_reqwest(&self.name, err, self.timeout))?,
         };
         if response.status().is_success() {
@@ -89,7 +101,10 @@ impl Anthropic {
     }
 
     fn bad_response(&self, detail: impl ToString) -> ProviderError {
-        ProviderError::BadResponse { provider: self.name.clone(), detail: detail.to_string() }
+        ProviderError::BadResponse {
+            provider: self.name.clone(),
+            detail: detail.to_string(),
+        }
     }
 }
 
@@ -119,13 +134,23 @@ impl Provider for Anthropic {
     fn chat<'a>(&'a self, model: &'a str, call: &'a ChatCall) -> BoxFuture<'a, Result<Value, ProviderError>> {
         async move {
             let body = request::messages_request(&call.request, model, false)?;
-            let response = self.send(self.request(reqwest::Method::POST, "/messages").json(&body)).await?;
+            let response = self
+                .send(self.request(reqwest::Method::POST, "/messages").json(&body))
+                .await?;
             let read = tokio::time::timeout(self.timeout, response.bytes());
             let bytes = match read.await {
-                Err(_) => return Err(ProviderError::Timeout { provider: self.name.clone(), after: self.timeout }),
-                Ok(result) => result.map_err(|err| ProviderError::from_reqwest(&self.name, err, self.timeout))?,
+                Err(_) => {
+                    return Err(ProviderError::Timeout {
+                        provider: self.name.clone(),
+                        after: self.timeout,
+                    });
+                }
+                Ok(result) => {
+                    result.map_err(|err| ProviderError::from_reqwest(&self.name, err, self.timeout))?
+                }
             };
-            let message: response::Message = serde_json::from_slice(&bytes).map_err(|err| self.bad_response(err))?;
+            let message: response::Message =
+                serde_json::from_slice(&bytes).map_err(|err| self.bad_response(err))?;
             serde_json::to_value(response::to_completion(message)).map_err(|err| self.bad_response(err))
         }
         .boxed()
@@ -168,7 +193,11 @@ impl Provider for Anthropic {
         .boxed()
     }
 
-    fn embeddings<'a>(&'a self, _: &'a str, _: &'a EmbeddingsCall) -> BoxFuture<'a, Result<Value, ProviderError>> {
+    fn embeddings<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a EmbeddingsCall,
+    ) -> BoxFuture<'a, Result<Value, ProviderError>> {
         let message = format!(
             "provider {:?} (anthropic) offers no embeddings; use an OpenAI-compatible or Ollama provider",
             self.name
@@ -178,11 +207,17 @@ impl Provider for Anthropic {
 
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
         async move {
-            let response = self.send(self.request(reqwest::Method::GET, "/models?limit=1000")).await?;
+            let response = self
+                .send(self.request(reqwest::Method::GET, "/models?limit=1000"))
+                .await?;
             let list: Value = response.json().await.map_err(|err| self.bad_response(err))?;
             Ok(list["data"]
                 .as_array()
-                .map(|data| data.iter().filter_map(|m| m["id"].as_str().map(String::from)).collect())
+                .map(|data| {
+                    data.iter()
+                        .filter_map(|m| m["id"].as_str().map(String::from))
+                        .collect()
+                })
                 .unwrap_or_default())
         }
         .boxed()

@@ -14,7 +14,9 @@ const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 pub fn messages_request(request: &ChatRequest, model: &str, stream: bool) -> Result<Value, ProviderError> {
     if request.n.is_some_and(|n| n > 1) {
-        return Err(ProviderError::InvalidRequest("anthropic models return one choice; `n` must be 1".into()));
+        return Err(ProviderError::InvalidRequest(
+            "anthropic models return one choice; `n` must be 1".into(),
+        ));
     }
     let mut system = Vec::new();
     let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
@@ -44,14 +46,21 @@ pub fn messages_request(request: &ChatRequest, model: &str, stream: bool) -> Res
         }
     }
     if turns.is_empty() {
-        return Err(ProviderError::InvalidRequest("messages: at least one user message is required".into()));
+        return Err(ProviderError::InvalidRequest(
+            "messages: at least one user message is required".into(),
+        ));
     }
 
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
-    body.insert("max_tokens".into(), json!(request.max_output_tokens().unwrap_or(DEFAULT_MAX_TOKENS)));
-    let messages: Vec<Value> =
-        turns.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect();
+    body.insert(
+        "max_tokens".into(),
+        json!(request.max_output_tokens().unwrap_or(DEFAULT_MAX_TOKENS)),
+    );
+    let messages: Vec<Value> = turns
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
     body.insert("messages".into(), Value::Array(messages));
     if !system.is_empty() {
         body.insert("system".into(), json!(system.join("\n\n")));
@@ -75,7 +84,11 @@ pub fn messages_request(request: &ChatRequest, model: &str, stream: bool) -> Res
             .iter()
             .filter(|t| t.kind == "function")
             .map(|t| {
-                let schema = t.function.parameters.clone().unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+                let schema = t
+                    .function
+                    .parameters
+                    .clone()
+                    .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
                 let mut tool = json!({"name": t.function.name, "input_schema": schema});
                 if let Some(description) = &t.function.description {
                     tool["description"] = json!(description);
@@ -172,7 +185,9 @@ fn assistant_blocks(message: &Message, index: usize) -> Result<Vec<Value>, Provi
 
 fn tool_result_block(message: &Message, index: usize) -> Result<Value, ProviderError> {
     let id = message.tool_call_id.as_deref().ok_or_else(|| {
-        ProviderError::InvalidRequest(format!("messages[{index}].tool_call_id: required for role \"tool\""))
+        ProviderError::InvalidRequest(format!(
+            "messages[{index}].tool_call_id: required for role \"tool\""
+        ))
     })?;
     let content = message.content.as_ref().map(Content::text).unwrap_or_default();
     Ok(json!({"type": "tool_result", "tool_use_id": id, "content": content}))
@@ -212,7 +227,11 @@ mod tests {
         assert_eq!(out["tool_choice"], json!({"type": "any"}));
         assert_eq!(out["tools"][0]["input_schema"], json!({"type": "object"}));
         let messages = out["messages"].as_array().unwrap();
-        assert_eq!(messages.len(), 3, "tool results merge into one user turn: {messages:?}");
+        assert_eq!(
+            messages.len(),
+            3,
+            "tool results merge into one user turn: {messages:?}"
+        );
         assert_eq!(messages[1]["content"][1]["input"], json!({"city": "Rome"}));
         assert_eq!(messages[2]["role"], "user");
         assert_eq!(messages[2]["content"][0]["tool_use_id"], "c1");
@@ -228,7 +247,10 @@ mod tests {
         ]}]}));
         let out = messages_request(&req, "m", true).unwrap();
         let content = &out["messages"][0]["content"];
-        assert_eq!(content[1]["source"], json!({"type": "base64", "media_type": "image/png", "data": "iVBOR"}));
+        assert_eq!(
+            content[1]["source"],
+            json!({"type": "base64", "media_type": "image/png", "data": "iVBOR"})
+        );
         assert_eq!(content[2]["source"]["type"], "url");
         assert_eq!(out["stream"], true);
         assert_eq!(out["max_tokens"], DEFAULT_MAX_TOKENS);
@@ -241,8 +263,16 @@ mod tests {
             {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{nope"}}]}
         ]}));
         let err = messages_request(&bad_args, "m", false).unwrap_err().to_string();
-        assert!(err.starts_with("messages[1].tool_calls[0].function.arguments"), "{err}");
+        assert!(
+            err.starts_with("messages[1].tool_calls[0].function.arguments"),
+            "{err}"
+        );
         let no_id = request(json!({"model": "m", "messages": [{"role": "tool", "content": "x"}]}));
-        assert!(messages_request(&no_id, "m", false).unwrap_err().to_string().contains("tool_call_id"));
+        assert!(
+            messages_request(&no_id, "m", false)
+                .unwrap_err()
+                .to_string()
+                .contains("tool_call_id")
+        );
     }
 }

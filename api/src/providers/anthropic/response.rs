@@ -3,7 +3,9 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::providers::types::{AssistantMessage, Choice, Completion, FunctionCall, ToolCall, Usage, unix_now};
+use crate::providers::types::{
+    AssistantMessage, Choice, Completion, FunctionCall, ToolCall, Usage, unix_now,
+};
 
 #[derive(Debug, Deserialize)]
 pub struct Message {
@@ -19,8 +21,14 @@ pub struct Message {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Block {
-    Text { text: String },
-    ToolUse { id: String, name: String, input: Value },
+    Text {
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
     #[serde(other)]
     Other,
 }
@@ -64,7 +72,10 @@ pub fn to_completion(message: Message) -> Completion {
             Block::ToolUse { id, name, input } => tool_calls.push(ToolCall {
                 id,
                 kind: "function".into(),
-                function: FunctionCall { name, arguments: input.to_string() },
+                function: FunctionCall {
+                    name,
+                    arguments: input.to_string(),
+                },
             }),
             Block::Other => {}
         }
@@ -126,7 +137,10 @@ mod tests {
         let call = &out["choices"][0]["message"]["tool_calls"][0];
         assert_eq!(call["id"], "toolu_1");
         assert_eq!(call["function"]["arguments"], "{\"city\":\"Paris\"}");
-        assert_eq!(out["usage"], json!({"prompt_tokens": 15, "completion_tokens": 7, "total_tokens": 22}));
+        assert_eq!(
+            out["usage"],
+            json!({"prompt_tokens": 15, "completion_tokens": 7, "total_tokens": 22})
+        );
     }
 
     #[test]

@@ -17,14 +17,28 @@ use crate::providers::types::{ChunkFactory, Delta, FunctionDelta, ToolCallDelta,
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Event {
-    MessageStart { message: StartMessage },
-    ContentBlockStart { index: u32, content_block: BlockStart },
-    ContentBlockDelta { index: u32, delta: BlockDelta },
+    MessageStart {
+        message: StartMessage,
+    },
+    ContentBlockStart {
+        index: u32,
+        content_block: BlockStart,
+    },
+    ContentBlockDelta {
+        index: u32,
+        delta: BlockDelta,
+    },
     ContentBlockStop {},
-    MessageDelta { delta: MessageDeltaBody, #[serde(default)] usage: Option<AnthropicUsage> },
+    MessageDelta {
+        delta: MessageDeltaBody,
+        #[serde(default)]
+        usage: Option<AnthropicUsage>,
+    },
     MessageStop {},
     Ping {},
-    Error { error: super::response::ErrorDetail },
+    Error {
+        error: super::response::ErrorDetail,
+    },
     #[serde(other)]
     Unknown,
 }
@@ -40,8 +54,14 @@ struct StartMessage {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum BlockStart {
-    Text { #[serde(default)] text: String },
-    ToolUse { id: String, name: String },
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+    },
     #[serde(other)]
     Other,
 }
@@ -49,8 +69,12 @@ enum BlockStart {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum BlockDelta {
-    TextDelta { text: String },
-    InputJsonDelta { partial_json: String },
+    TextDelta {
+        text: String,
+    },
+    InputJsonDelta {
+        partial_json: String,
+    },
     #[serde(other)]
     Other,
 }
@@ -90,18 +114,27 @@ impl StreamTranslator {
             provider: self.provider.clone(),
             detail: format!("unreadable stream event: {err}"),
         })?;
-        let text_delta = |text: String| Delta { content: Some(text), ..Delta::default() };
+        let text_delta = |text: String| Delta {
+            content: Some(text),
+            ..Delta::default()
+        };
         Ok(match event {
             Event::MessageStart { message } => {
                 self.factory.id = message.id;
                 self.factory.model = message.model;
                 self.prompt_tokens = message.usage.prompt_tokens();
                 self.completion_tokens = message.usage.output_tokens;
-                let delta = Delta { role: Some("assistant"), content: Some(String::new()), ..Delta::default() };
+                let delta = Delta {
+                    role: Some("assistant"),
+                    content: Some(String::new()),
+                    ..Delta::default()
+                };
                 vec![self.factory.delta(delta, None)]
             }
             Event::ContentBlockStart { index, content_block } => match content_block {
-                BlockStart::Text { text } if !text.is_empty() => vec![self.factory.delta(text_delta(text), None)],
+                BlockStart::Text { text } if !text.is_empty() => {
+                    vec![self.factory.delta(text_delta(text), None)]
+                }
                 BlockStart::ToolUse { id, name } => {
                     let tool_index = self.tool_indexes.len() as u32;
                     self.tool_indexes.insert(index, tool_index);
@@ -109,9 +142,18 @@ impl StreamTranslator {
                         index: tool_index,
                         id: Some(id),
                         kind: Some("function"),
-                        function: FunctionDelta { name: Some(name), arguments: Some(String::new()) },
+                        function: FunctionDelta {
+                            name: Some(name),
+                            arguments: Some(String::new()),
+                        },
                     };
-                    vec![self.factory.delta(Delta { tool_calls: Some(vec![call]), ..Delta::default() }, None)]
+                    vec![self.factory.delta(
+                        Delta {
+                            tool_calls: Some(vec![call]),
+                            ..Delta::default()
+                        },
+                        None,
+                    )]
                 }
                 _ => Vec::new(),
             },
@@ -123,9 +165,18 @@ impl StreamTranslator {
                             index: tool_index,
                             id: None,
                             kind: None,
-                            function: FunctionDelta { name: None, arguments: Some(partial_json) },
+                            function: FunctionDelta {
+                                name: None,
+                                arguments: Some(partial_json),
+                            },
                         };
-                        vec![self.factory.delta(Delta { tool_calls: Some(vec![call]), ..Delta::default() }, None)]
+                        vec![self.factory.delta(
+                            Delta {
+                                tool_calls: Some(vec![call]),
+                                ..Delta::default()
+                            },
+                            None,
+                        )]
                     }
                     None => Vec::new(),
                 },
@@ -177,19 +228,43 @@ mod tests {
     #[test]
     fn translates_a_tool_use_stream() {
         let mut t = StreamTranslator::new("anthropic", "claude", true);
-        let start = feed(&mut t, json!({"type": "message_start", "message": {"id": "msg_1", "model": "claude-x", "usage": {"input_tokens": 9, "output_tokens": 1}}}));
+        let start = feed(
+            &mut t,
+            json!({"type": "message_start", "message": {"id": "msg_1", "model": "claude-x", "usage": {"input_tokens": 9, "output_tokens": 1}}}),
+        );
         assert_eq!(start[0]["choices"][0]["delta"]["role"], "assistant");
         assert_eq!(start[0]["id"], "msg_1");
-        let text = feed(&mut t, json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}}));
+        let text = feed(
+            &mut t,
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}}),
+        );
         assert_eq!(text[0]["choices"][0]["delta"]["content"], "Hi");
-        let tool = feed(&mut t, json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}}));
-        assert_eq!(tool[0]["choices"][0]["delta"]["tool_calls"][0], json!({"index": 0, "id": "toolu_1", "type": "function", "function": {"name": "weather", "arguments": ""}}));
-        let args = feed(&mut t, json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"city\":"}}));
-        assert_eq!(args[0]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"], "{\"city\":");
-        let end = feed(&mut t, json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 20}}));
+        let tool = feed(
+            &mut t,
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}}),
+        );
+        assert_eq!(
+            tool[0]["choices"][0]["delta"]["tool_calls"][0],
+            json!({"index": 0, "id": "toolu_1", "type": "function", "function": {"name": "weather", "arguments": ""}})
+        );
+        let args = feed(
+            &mut t,
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"city\":"}}),
+        );
+        assert_eq!(
+            args[0]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"],
+            "{\"city\":"
+        );
+        let end = feed(
+            &mut t,
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 20}}),
+        );
         assert_eq!(end[0]["choices"][0]["finish_reason"], "tool_calls");
         let stop = feed(&mut t, json!({"type": "message_stop"}));
-        assert_eq!(stop[0]["usage"], json!({"prompt_tokens": 9, "completion_tokens": 20, "total_tokens": 29}));
+        assert_eq!(
+            stop[0]["usage"],
+            json!({"prompt_tokens": 9, "completion_tokens": 20, "total_tokens": 29})
+        );
         assert_eq!(stop[0]["choices"], json!([]));
         assert!(t.done);
     }
@@ -198,8 +273,14 @@ mod tests {
     fn error_events_become_errors() {
         let mut t = StreamTranslator::new("anthropic", "claude", false);
         let err = t
-            .on_event(&json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}).to_string())
+            .on_event(
+                &json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+                    .to_string(),
+            )
             .unwrap_err();
-        assert!(matches!(err, ProviderError::Upstream { status: 529, .. }), "{err:?}");
+        assert!(
+            matches!(err, ProviderError::Upstream { status: 529, .. }),
+            "{err:?}"
+        );
     }
 }

@@ -31,10 +31,16 @@ impl Ollama {
         })
     }
 
-    async fn within<T>(&self, future: impl Future<Output = Result<T, OllamaError>>) -> Result<T, ProviderError> {
+    async fn within<T>(
+        &self,
+        future: impl Future<Output = Result<T, OllamaError>>,
+    ) -> Result<T, ProviderError> {
         match tokio::time::timeout(self.timeout, future).await {
             Ok(result) => result.map_err(|err| self.map_error(err)),
-            Err(_) => Err(ProviderError::Timeout { provider: self.name.clone(), after: self.timeout }),
+            Err(_) => Err(ProviderError::Timeout {
+                provider: self.name.clone(),
+                after: self.timeout,
+            }),
         }
     }
 
@@ -53,12 +59,14 @@ impl Ollama {
             }
         };
         match err {
-            OllamaError::ReqwestError(err) if err.is_timeout() => {
-                ProviderError::Timeout { provider, after: self.timeout }
-            }
-            OllamaError::ReqwestError(err) => {
-                ProviderError::Connect { provider, detail: super::error::root_cause(&err) }
-            }
+            OllamaError::ReqwestError(err) if err.is_timeout() => ProviderError::Timeout {
+                provider,
+                after: self.timeout,
+            },
+            OllamaError::ReqwestError(err) => ProviderError::Connect {
+                provider,
+                detail: super::error::root_cause(&err),
+            },
             OllamaError::Other(text) => {
                 let message = serde_json::from_str::<Value>(&text)
                     .ok()
@@ -67,8 +75,14 @@ impl Ollama {
                 upstream(message)
             }
             OllamaError::InternalError(inner) => upstream(inner.message),
-            OllamaError::JsonError(err) => ProviderError::BadResponse { provider, detail: err.to_string() },
-            other => ProviderError::BadResponse { provider, detail: other.to_string() },
+            OllamaError::JsonError(err) => ProviderError::BadResponse {
+                provider,
+                detail: err.to_string(),
+            },
+            other => ProviderError::BadResponse {
+                provider,
+                detail: other.to_string(),
+            },
         }
     }
 }
@@ -87,8 +101,10 @@ impl Provider for Ollama {
             let request = translate::chat_request(&call.request, model)?;
             let response = self.within(self.client.send_chat_messages(request)).await?;
             let completion = translate::completion(response, super::completion_id());
-            serde_json::to_value(completion)
-                .map_err(|err| ProviderError::BadResponse { provider: self.name.clone(), detail: err.to_string() })
+            serde_json::to_value(completion).map_err(|err| ProviderError::BadResponse {
+                provider: self.name.clone(),
+                detail: err.to_string(),
+            })
         }
         .boxed()
     }
@@ -148,7 +164,8 @@ impl Provider for Ollama {
                     ));
                 }
             };
-            let mut request = GenerateEmbeddingsRequest::new(model.to_string(), EmbeddingsInput::Multiple(texts));
+            let mut request =
+                GenerateEmbeddingsRequest::new(model.to_string(), EmbeddingsInput::Multiple(texts));
             if let Some(dimensions) = call.request.dimensions {
                 request = request.dimensions(dimensions);
             }
@@ -159,7 +176,11 @@ impl Provider for Ollama {
                 .into_iter()
                 .enumerate()
                 .map(|(index, vector)| {
-                    let embedding = if base64 { json!(encode_base64(&vector)) } else { json!(vector) };
+                    let embedding = if base64 {
+                        json!(encode_base64(&vector))
+                    } else {
+                        json!(vector)
+                    };
                     json!({"object": "embedding", "index": index, "embedding": embedding})
                 })
                 .collect();

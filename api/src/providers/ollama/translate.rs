@@ -5,22 +5,30 @@ use ollama_rs::generation::chat::request::ChatMessageRequest;
 use ollama_rs::generation::chat::{ChatMessage, ChatMessageResponse};
 use ollama_rs::generation::images::Image;
 use ollama_rs::generation::parameters::{FormatType, JsonStructure};
-use ollama_rs::generation::tools::{ToolCall as OllamaToolCall, ToolCallFunction, ToolFunctionInfo, ToolInfo, ToolType};
+use ollama_rs::generation::tools::{
+    ToolCall as OllamaToolCall, ToolCallFunction, ToolFunctionInfo, ToolInfo, ToolType,
+};
 use ollama_rs::models::ModelOptions;
 use serde_json::Value;
 
 use crate::providers::ProviderError;
 use crate::providers::types::{
-    AssistantMessage, ChatRequest, Choice, Completion, Content, ContentPart, Delta, FunctionCall, FunctionDelta,
-    Message, Role, ToolCall, ToolCallDelta, Usage, unix_now,
+    AssistantMessage, ChatRequest, Choice, Completion, Content, ContentPart, Delta, FunctionCall,
+    FunctionDelta, Message, Role, ToolCall, ToolCallDelta, Usage, unix_now,
 };
 
 pub fn chat_request(request: &ChatRequest, model: &str) -> Result<ChatMessageRequest, ProviderError> {
     if request.n.is_some_and(|n| n > 1) {
-        return Err(ProviderError::InvalidRequest("ollama models return one choice; `n` must be 1".into()));
+        return Err(ProviderError::InvalidRequest(
+            "ollama models return one choice; `n` must be 1".into(),
+        ));
     }
-    let messages =
-        request.messages.iter().enumerate().map(|(i, m)| message(m, i)).collect::<Result<Vec<_>, _>>()?;
+    let messages = request
+        .messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| message(m, i))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut out = ChatMessageRequest::new(model.to_string(), messages);
     if let Some(tools) = &request.tools {
         out = out.tools(
@@ -54,13 +62,21 @@ pub fn chat_request(request: &ChatRequest, model: &str) -> Result<ChatMessageReq
         match format.kind.as_str() {
             "json_object" => out = out.format(FormatType::Json),
             "json_schema" => {
-                let schema = format.json_schema.as_ref().and_then(|s| s.schema.clone()).ok_or_else(|| {
-                    ProviderError::InvalidRequest("response_format.json_schema.schema: required".into())
-                })?;
+                let schema = format
+                    .json_schema
+                    .as_ref()
+                    .and_then(|s| s.schema.clone())
+                    .ok_or_else(|| {
+                        ProviderError::InvalidRequest("response_format.json_schema.schema: required".into())
+                    })?;
                 let schema = schemars::Schema::try_from(schema).map_err(|_| {
-                    ProviderError::InvalidRequest("response_format.json_schema.schema: not a JSON schema".into())
+                    ProviderError::InvalidRequest(
+                        "response_format.json_schema.schema: not a JSON schema".into(),
+                    )
                 })?;
-                out = out.format(FormatType::StructuredJson(Box::new(JsonStructure::new_for_schema(schema))));
+                out = out.format(FormatType::StructuredJson(Box::new(
+                    JsonStructure::new_for_schema(schema),
+                )));
             }
             _ => {}
         }
@@ -69,7 +85,11 @@ pub fn chat_request(request: &ChatRequest, model: &str) -> Result<ChatMessageReq
 }
 
 fn tool_info(tool: &crate::providers::types::ToolDef, index: usize) -> Result<ToolInfo, ProviderError> {
-    let parameters = tool.function.parameters.clone().unwrap_or_else(|| serde_json::json!({"type": "object"}));
+    let parameters = tool
+        .function
+        .parameters
+        .clone()
+        .unwrap_or_else(|| serde_json::json!({"type": "object"}));
     let parameters = schemars::Schema::try_from(parameters).map_err(|_| {
         ProviderError::InvalidRequest(format!("tools[{index}].function.parameters: not a JSON schema"))
     })?;
@@ -101,7 +121,10 @@ fn message(message: &Message, index: usize) -> Result<ChatMessage, ProviderError
                     })?
                 };
                 out.tool_calls.push(OllamaToolCall {
-                    function: ToolCallFunction { name: call.function.name.clone(), arguments },
+                    function: ToolCallFunction {
+                        name: call.function.name.clone(),
+                        arguments,
+                    },
                 });
             }
             out
@@ -111,11 +134,16 @@ fn message(message: &Message, index: usize) -> Result<ChatMessage, ProviderError
 }
 
 fn images(message: &Message, index: usize) -> Result<Vec<Image>, ProviderError> {
-    let Some(Content::Parts(parts)) = &message.content else { return Ok(Vec::new()) };
+    let Some(Content::Parts(parts)) = &message.content else {
+        return Ok(Vec::new());
+    };
     let mut images = Vec::new();
     for part in parts {
         if let ContentPart::ImageUrl { image_url } = part {
-            let data = image_url.url.strip_prefix("data:").and_then(|rest| rest.split_once(";base64,"));
+            let data = image_url
+                .url
+                .strip_prefix("data:")
+                .and_then(|rest| rest.split_once(";base64,"));
             match data {
                 Some((_, base64)) => images.push(Image::from_base64(base64)),
                 None => {
@@ -136,13 +164,20 @@ fn tool_calls(message: &ChatMessage) -> Vec<ToolCall> {
         .map(|call| ToolCall {
             id: format!("call_{}", uuid::Uuid::new_v4().simple()),
             kind: "function".into(),
-            function: FunctionCall { name: call.function.name.clone(), arguments: call.function.arguments.to_string() },
+            function: FunctionCall {
+                name: call.function.name.clone(),
+                arguments: call.function.arguments.to_string(),
+            },
         })
         .collect()
 }
 
 pub fn usage(response: &ChatMessageResponse) -> Usage {
-    response.final_data.as_ref().map(|d| Usage::new(d.prompt_eval_count, d.eval_count)).unwrap_or_default()
+    response
+        .final_data
+        .as_ref()
+        .map(|d| Usage::new(d.prompt_eval_count, d.eval_count))
+        .unwrap_or_default()
 }
 
 pub fn completion(response: ChatMessageResponse, id: String) -> Completion {
@@ -181,7 +216,10 @@ pub fn delta(response: &ChatMessageResponse, first: bool, tools_so_far: &mut u32
                 index,
                 id: Some(call.id),
                 kind: Some("function"),
-                function: FunctionDelta { name: Some(call.function.name), arguments: Some(call.function.arguments) },
+                function: FunctionDelta {
+                    name: Some(call.function.name),
+                    arguments: Some(call.function.arguments),
+                },
             }
         })
         .collect();
@@ -214,19 +252,26 @@ mod tests {
         .unwrap();
         let out = serde_json::to_value(chat_request(&request, "llama3.2").unwrap()).unwrap();
         assert_eq!(out["model"], "llama3.2");
-        assert_eq!(out["messages"][2]["tool_calls"][0]["function"]["arguments"], json!({"a": 1}));
+        assert_eq!(
+            out["messages"][2]["tool_calls"][0]["function"]["arguments"],
+            json!({"a": 1})
+        );
         assert_eq!(out["messages"][3]["role"], "tool");
-        assert_eq!(out["tools"][0]["function"]["parameters"]["properties"]["a"]["type"], "integer");
+        assert_eq!(
+            out["tools"][0]["function"]["parameters"]["properties"]["a"]["type"],
+            "integer"
+        );
         assert_eq!(out["options"]["num_predict"], 10);
         assert_eq!(out["format"], "json");
     }
 
     #[test]
     fn remote_images_are_refused() {
-        let request: ChatRequest = serde_json::from_value(json!({"model": "m", "messages": [{"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": "https://x/cat.png"}}
-        ]}]}))
-        .unwrap();
+        let request: ChatRequest =
+            serde_json::from_value(json!({"model": "m", "messages": [{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": "https://x/cat.png"}}
+            ]}]}))
+            .unwrap();
         assert!(chat_request(&request, "m").is_err());
     }
 }

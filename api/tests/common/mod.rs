@@ -1,0 +1,243 @@
+//! Test harness: starts the real `onyx` binary (on port 0, with its own HOME and
+//! data dir, provider variables cleared) against fake upstreams, and waits on
+//! `/health` rather than sleeping.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use onyx_test_fakes::{DEFAULT_KEY, FakeServer};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+pub const ONYX_KEY: &str = "onyx_sk_test_key_0123456789";
+
+pub struct Fakes {
+    pub openai: FakeServer,
+    pub anthropic: FakeServer,
+    pub ollama: FakeServer,
+}
+
+impl Fakes {
+    pub async fn start() -> Self {
+        Self {
+            openai: onyx_test_fakes::openai::start(Some(DEFAULT_KEY.into()), 0)
+                .await
+                .unwrap(),
+            anthropic: onyx_test_fakes::anthropic::start(Some(DEFAULT_KEY.into()), 0)
+                .await
+                .unwrap(),
+            ollama: onyx_test_fakes::ollama::start(0).await.unwrap(),
+        }
+    }
+
+    /// A config with all three providers, aliases and an API key.
+    pub fn config(&self) -> String {
+        format!(
+            r#"{{
+  gateway: {{ auth: {{ apiKeys: ["{ONYX_KEY}"] }}, maxBodyBytes: 65536, shutdownGraceSeconds: 30 }},
+  providers: {{
+    openai: {{ type: "openai", baseUrl: "{}/v1", apiKey: "${{FAKE_KEY}}", maxRetries: 2 }},
+    anthropic: {{ type: "anthropic", baseUrl: "{}", apiKey: "${{FAKE_KEY}}" }},
+    ollama: {{ type: "ollama", baseUrl: "{}" }},
+  }},
+  models: {{ aliases: {{
+    resilient: ["openai/fake-500", "anthropic/fake-echo"],
+    fast: "ollama/fake-echo",
+  }} }},
+}}"#,
+            self.openai.url(),
+            self.anthropic.url(),
+            self.ollama.url()
+        )
+    }
+}
+
+pub struct Onyx {
+    pub child: Child,
+    pub url: String,
+    pub dir: tempfile::TempDir,
+    pub client: reqwest::Client,
+}
+
+impl Onyx {
+    /// Starts `onyx serve` with this config text (`None`: no config file at all).
+    pub async fn start(config: Option<&str>, env: &[(&str, &str)]) -> Self {
+        Self::try_start(config, env)
+            .await
+            .unwrap_or_else(|(code, stderr)| panic!("onyx failed to start ({code:?}): {stderr}"))
+    }
+
+    pub fn command(dir: &std::path::Path, env: &[(&str, &str)]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_onyx"));
+        for var in [
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "OPENROUTER_API_KEY",
+            "OLLAMA_HOST",
+            "ONYX_CONFIG",
+            "ONYX_API_KEY",
+            "ONYX_DATA_DIR",
+        ] {
+            cmd.env_remove(var);
+        }
+        cmd.env("HOME", dir)
+            .env("ONYX_DATA_DIR", dir.join("data"))
+            .env("FAKE_KEY", DEFAULT_KEY)
+            .env("ONYX_LOG", "info");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// Like [`start`], but returns the exit status and stderr when it fails to start.
+    pub async fn try_start(
+        config: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> Result<Self, (Option<i32>, String)> {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Self::command(dir.path(), env);
+        cmd.arg("serve").arg("--listen").arg("127.0.0.1:0");
+        if let Some(config) = config {
+            let path = dir.path().join("onyx.json5");
+            std::fs::write(&path, config).unwrap();
+            cmd.arg("--config").arg(path);
+        }
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let url = tokio::time::timeout(Duration::from_secs(60), async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(url) = line.strip_prefix("listening on ") {
+                    return Some(url.to_string());
+                }
+            }
+            None
+        })
+        .await
+        .ok()
+        .flatten();
+        let Some(url) = url else {
+            let output = child.wait_with_output().await.unwrap();
+            return Err((
+                output.status.code(),
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            ));
+        };
+        // Keep draining stdout so the child never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let client = reqwest::Client::new();
+        for _ in 0..600 {
+            if let Ok(r) = client.get(format!("{url}/health")).send().await
+                && r.status().is_success()
+            {
+                return Ok(Self {
+                    child,
+                    url,
+                    dir,
+                    client,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("onyx never became healthy at {url}");
+    }
+
+    pub fn post(&self, path: &str) -> reqwest::RequestBuilder {
+        self.client
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(ONYX_KEY)
+    }
+
+    pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.client
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(ONYX_KEY)
+    }
+
+    pub async fn chat(&self, body: Value) -> (u16, Value) {
+        let response = self
+            .post("/v1/chat/completions")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap())
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id().unwrap()
+    }
+}
+
+/// Reads an SSE response into its `data:` payloads (including `[DONE]`).
+pub async fn sse_events(response: reqwest::Response) -> Vec<String> {
+    let text = response.text().await.unwrap();
+    text.split("\n\n")
+        .filter_map(|event| {
+            event
+                .lines()
+                .find_map(|l| l.strip_prefix("data: "))
+                .map(String::from)
+        })
+        .collect()
+}
+
+/// The chunks of an SSE chat stream, parsed, without `[DONE]`.
+pub fn chunks(events: &[String]) -> Vec<Value> {
+    events
+        .iter()
+        .filter(|e| *e != "[DONE]")
+        .map(|e| serde_json::from_str(e).unwrap())
+        .collect()
+}
+
+/// All content deltas of a chat stream, joined.
+pub fn streamed_text(chunks: &[Value]) -> String {
+    chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect()
+}
+
+/// Tool-call arguments of a chat stream, reassembled per index: (id, name, arguments).
+pub fn streamed_tool_calls(chunks: &[Value]) -> Vec<(String, String, String)> {
+    let mut calls: Vec<(String, String, String)> = Vec::new();
+    for chunk in chunks {
+        for call in chunk["choices"][0]["delta"]["tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let index = call["index"].as_u64().unwrap() as usize;
+            if calls.len() <= index {
+                calls.resize(index + 1, Default::default());
+            }
+            if let Some(id) = call["id"].as_str() {
+                calls[index].0 = id.into();
+            }
+            if let Some(name) = call["function"]["name"].as_str() {
+                calls[index].1 = name.into();
+            }
+            if let Some(args) = call["function"]["arguments"].as_str() {
+                calls[index].2.push_str(args);
+            }
+        }
+    }
+    calls
+}
+
+pub fn weather_tool() -> Value {
+    serde_json::json!([{"type": "function", "function": {
+        "name": "lookup", "description": "Look something up",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
+    }}])
+}

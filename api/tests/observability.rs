@@ -1,0 +1,143 @@
+//! Request ids, `/health`, `/metrics`, and graceful shutdown under SIGTERM.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn request_ids_are_echoed_or_generated() {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&fakes.config()), &[]).await;
+    let response = onyx
+        .get("/v1/models")
+        .header("x-request-id", "trace-abc-123")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["x-request-id"], "trace-abc-123");
+    let response = onyx.get("/v1/models").send().await.unwrap();
+    let generated = response.headers()["x-request-id"].to_str().unwrap().to_string();
+    assert_eq!(uuid::Uuid::parse_str(&generated).unwrap().get_version_num(), 7);
+    let response = onyx
+        .get("/v1/nope")
+        .header("x-request-id", "bad id with spaces")
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(response.headers()["x-request-id"], "bad id with spaces");
+}
+
+#[tokio::test]
+async fn health_lists_each_dependency() {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&fakes.config()), &[]).await;
+    let body: Value = onyx
+        .client
+        .get(format!("{}/health", onyx.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["status"], "ok", "{body}");
+    let deps = body["dependencies"].as_array().unwrap();
+    let names: Vec<&str> = deps.iter().map(|d| d["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["anthropic", "ollama", "openai"]);
+    assert!(deps.iter().all(|d| d["status"] == "up"), "{body}");
+    assert_eq!(deps[0]["kind"], "provider:anthropic");
+}
+
+#[tokio::test]
+async fn metrics_count_requests_latency_upstreams_and_tokens() {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&fakes.config()), &[]).await;
+    let (status, _) = onyx
+        .chat(json!({"model": "openai/fake-echo", "messages": [{"role": "user", "content": "one two"}]}))
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = onyx
+        .chat(json!({"model": "openai/fake-500", "messages": [{"role": "user", "content": "x"}]}))
+        .await;
+    assert_eq!(status, 500);
+    let text = onyx.get("/metrics").send().await.unwrap().text().await.unwrap();
+    assert!(
+        text.contains(
+            r#"onyx_http_requests_total{route="/v1/chat/completions",method="POST",status="200"} 1"#
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            r#"onyx_http_requests_total{route="/v1/chat/completions",method="POST",status="500"} 1"#
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"onyx_http_request_duration_seconds_count{route="/v1/chat/completions"} 2"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"onyx_upstream_request_duration_seconds_count{provider="openai"} 4"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"onyx_upstream_errors_total{provider="openai",reason="server_error"} 3"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"onyx_tokens_total{provider="openai",model="fake-echo",kind="prompt"} 2"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"onyx_tokens_total{provider="openai",model="fake-echo",kind="completion"} 3"#),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn sigterm_lets_an_in_flight_stream_finish() {
+    let fakes = Fakes::start().await;
+    let mut onyx = Onyx::start(Some(&fakes.config()), &[]).await;
+    let mut response = onyx
+        .post("/v1/chat/completions")
+        .json(&json!({"model": "openai/fake-slow", "stream": true, "messages": [{"role": "user", "content": "go"}]}))
+        .send()
+        .await
+        .unwrap();
+    let first = response.chunk().await.unwrap().unwrap();
+    assert!(first.starts_with(b"data: "));
+    let status = std::process::Command::new("kill")
+        .arg("-TERM")
+        .arg(onyx.pid().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut rest = Vec::new();
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        rest.extend_from_slice(&chunk);
+    }
+    let rest = String::from_utf8(rest).unwrap();
+    assert!(
+        rest.trim_end().ends_with("data: [DONE]"),
+        "stream was cut: {}",
+        &rest[rest.len().saturating_sub(200)..]
+    );
+    assert!(rest.contains("w99"), "every word arrived");
+    let exit = tokio::time::timeout(std::time::Duration::from_secs(20), onyx.child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(exit.success(), "{exit:?}");
+    // New connections are refused once it stopped.
+    assert!(
+        onyx.client
+            .get(format!("{}/health", onyx.url))
+            .send()
+            .await
+            .is_err()
+    );
+}

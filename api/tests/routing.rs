@@ -1,0 +1,174 @@
+//! Retries with backoff, alias fallbacks, upstream error statuses, unknown
+//! models, and cancellation of the upstream when the client goes away.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::{Value, json};
+
+async fn setup() -> (Fakes, Onyx) {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&fakes.config()), &[]).await;
+    (fakes, onyx)
+}
+
+fn user(text: &str) -> Value {
+    json!([{"role": "user", "content": text}])
+}
+
+#[tokio::test]
+async fn transient_failures_are_retried_then_succeed() {
+    let (fakes, onyx) = setup().await;
+    let (status, body) = onyx
+        .chat(json!({"model": "openai/fake-flaky", "messages": user("again")}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["choices"][0]["message"]["content"], "echo: again");
+    assert_eq!(fakes.openai.state.requests().len(), 3, "two 503s then success");
+}
+
+#[tokio::test]
+async fn upstream_errors_keep_their_status_after_retries() {
+    let (fakes, onyx) = setup().await;
+    let (status, body) = onyx
+        .chat(json!({"model": "openai/fake-429", "messages": user("x")}))
+        .await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["error"]["type"], "rate_limit_error");
+    assert!(body["error"]["message"].as_str().unwrap().contains("slow down"));
+    assert_eq!(fakes.openai.state.requests().len(), 3, "1 try + maxRetries 2");
+
+    let (status, body) = onyx
+        .chat(json!({"model": "anthropic/fake-429", "messages": user("x")}))
+        .await;
+    assert_eq!(status, 429, "{body}");
+    let (status, body) = onyx
+        .chat(json!({"model": "openai/fake-500", "messages": user("x")}))
+        .await;
+    assert_eq!(status, 500, "{body}");
+    assert!(!body["error"]["message"].as_str().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn aliases_fall_back_to_the_next_model() {
+    let (fakes, onyx) = setup().await;
+    let (status, body) = onyx
+        .chat(json!({"model": "resilient", "messages": user("fallback please")}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["choices"][0]["message"]["content"], "echo: fallback please");
+    assert_eq!(
+        fakes.openai.state.requests().len(),
+        3,
+        "openai tried with retries first"
+    );
+    assert_eq!(
+        fakes.anthropic.state.requests().len(),
+        1,
+        "then anthropic answered"
+    );
+    let (status, _) = onyx.chat(json!({"model": "fast", "messages": user("x")})).await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn unknown_providers_and_models_are_404_model_not_found() {
+    let (_fakes, onyx) = setup().await;
+    for model in [
+        "nope/gpt-4o",
+        "gpt-4o",
+        "openai/",
+        "openai/does-not-exist",
+        "anthropic/does-not-exist",
+        "ollama/does-not-exist",
+    ] {
+        let (status, body) = onyx.chat(json!({"model": model, "messages": user("x")})).await;
+        assert_eq!(status, 404, "{model}: {body}");
+        assert_eq!(body["error"]["code"], "model_not_found", "{model}: {body}");
+        assert!(body["error"]["message"].is_string());
+    }
+    let (_, body) = onyx
+        .chat(json!({"model": "nope/gpt-4o", "messages": user("x")}))
+        .await;
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("openai, anthropic, ollama")
+            || body["error"]["message"].as_str().unwrap().contains("anthropic")
+    );
+}
+
+#[tokio::test]
+async fn unreachable_upstream_is_a_502_not_a_hang() {
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let config = format!(
+        r#"{{ gateway: {{ auth: {{ apiKeys: ["{ONYX_KEY}"] }} }},
+             providers: {{ dead: {{ type: "openai", baseUrl: "http://{dead}/v1", maxRetries: 1 }} }} }}"#
+    );
+    let onyx = Onyx::start(Some(&config), &[]).await;
+    let (status, body) = onyx.chat(json!({"model": "dead/m", "messages": user("x")})).await;
+    assert_eq!(status, 502, "{body}");
+    assert_eq!(body["error"]["code"], "upstream_unreachable");
+    let health: Value = onyx
+        .client
+        .get(format!("{}/health", onyx.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["status"], "degraded");
+    assert_eq!(health["dependencies"][0]["status"], "down");
+}
+
+#[tokio::test]
+async fn a_client_disconnect_cancels_the_upstream_stream() {
+    let (fakes, onyx) = setup().await;
+    for (model, fake) in [
+        ("openai/fake-slow", &fakes.openai),
+        ("anthropic/fake-slow", &fakes.anthropic),
+        ("ollama/fake-slow", &fakes.ollama),
+    ] {
+        let mut response = onyx
+            .post("/v1/chat/completions")
+            .json(&json!({"model": model, "stream": true, "messages": user("go")}))
+            .send()
+            .await
+            .unwrap();
+        // Read a few chunks: they arrive one by one, long before the stream ends.
+        let mut received = 0;
+        while received < 3 {
+            let chunk = response.chunk().await.unwrap().unwrap();
+            received += chunk.windows(6).filter(|w| w == b"data: ").count();
+        }
+        drop(response);
+        let mut cancelled = 0;
+        for _ in 0..100 {
+            cancelled = fake
+                .state
+                .streams_cancelled
+                .load(std::sync::atomic::Ordering::SeqCst);
+            if cancelled > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(cancelled, 1, "{model}: upstream stream not cancelled");
+        assert_eq!(
+            fake.state
+                .streams_completed
+                .load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "{model}"
+        );
+    }
+}

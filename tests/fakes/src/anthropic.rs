@@ -1,0 +1,213 @@
+//! A fake Anthropic Messages API: `POST /v1/messages` (JSON and the SSE event
+//! stream with `tool_use`, `input_json_delta`, `message_delta` usage), Anthropic
+//! error bodies, `GET /v1/models`. It checks `x-api-key`, `anthropic-version`,
+//! `max_tokens` and that roles alternate starting with `user`, as the real API does.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+use crate::script::{self, Plan, Turn};
+use crate::{FakeServer, FakeState, StreamGuard};
+
+pub async fn start(key: Option<String>, port: u16) -> std::io::Result<FakeServer> {
+    let state = FakeState::new(key);
+    let routes = Router::new()
+        .route("/v1/messages", post(messages))
+        .route("/v1/models", get(models));
+    crate::serve(routes, state.clone(), port).await
+}
+
+fn error(status: u16, kind: &str, message: &str) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = json!({"type": "error", "error": {"type": kind, "message": message}});
+    (status, axum::Json(body)).into_response()
+}
+
+fn check_headers(state: &FakeState, headers: &HeaderMap) -> Option<Response> {
+    let key = headers.get("x-api-key").and_then(|v| v.to_str().ok());
+    if !crate::authorized(state, key) {
+        return Some(error(401, "authentication_error", "invalid x-api-key"));
+    }
+    if headers.get("anthropic-version").is_none() {
+        return Some(error(
+            400,
+            "invalid_request_error",
+            "anthropic-version: header is required",
+        ));
+    }
+    None
+}
+
+fn text_of(content: &Value) -> (String, bool) {
+    match content {
+        Value::String(s) => (s.clone(), false),
+        Value::Array(blocks) => {
+            let is_tool_result = blocks.iter().any(|b| b["type"] == "tool_result");
+            let text = blocks
+                .iter()
+                .filter_map(|b| match b["type"].as_str() {
+                    Some("text") => b["text"].as_str().map(String::from),
+                    Some("tool_result") => Some(text_of(&b["content"]).0),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            (text, is_tool_result)
+        }
+        _ => (String::new(), false),
+    }
+}
+
+fn validate(body: &Value) -> Result<(), String> {
+    if body["max_tokens"].as_u64().is_none() {
+        return Err("max_tokens: Field required".into());
+    }
+    let messages = body["messages"].as_array().ok_or("messages: Field required")?;
+    let mut expected = "user";
+    for (i, message) in messages.iter().enumerate() {
+        let role = message["role"].as_str().unwrap_or_default();
+        if role != expected {
+            return Err(format!(
+                "messages.{i}.role: roles must alternate between \"user\" and \"assistant\", starting with \"user\""
+            ));
+        }
+        expected = if role == "user" { "assistant" } else { "user" };
+    }
+    Ok(())
+}
+
+async fn messages(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(denied) = check_headers(&state, &headers) {
+        return denied;
+    }
+    let Ok(body) = serde_json::from_slice::<Value>(&body) else {
+        return error(400, "invalid_request_error", "request body is not valid JSON");
+    };
+    state.record(&body);
+    if let Err(message) = validate(&body) {
+        return error(400, "invalid_request_error", &message);
+    }
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let last = messages.last().cloned().unwrap_or(Value::Null);
+    let (last_text, is_tool_result) = text_of(&last["content"]);
+    let turn = Turn {
+        model: body["model"].as_str().unwrap_or_default().to_string(),
+        last_role: if is_tool_result {
+            "tool".into()
+        } else {
+            last["role"].as_str().unwrap_or_default().to_string()
+        },
+        last_text,
+        tool_names: body["tools"]
+            .as_array()
+            .map(|t| {
+                t.iter()
+                    .filter_map(|t| t["name"].as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        prompt_words: messages
+            .iter()
+            .map(|m| script::words(&text_of(&m["content"]).0))
+            .sum::<u64>()
+            + script::words(body["system"].as_str().unwrap_or_default()),
+    };
+    let plan = script::plan(&state, &turn);
+    let (content, stop_reason) = match &plan {
+        Plan::NotFound => return error(404, "not_found_error", &format!("model: {}", turn.model)),
+        Plan::Fail { status: 429, message } => return error(429, "rate_limit_error", message),
+        Plan::Fail { status: 503, message } => return error(529, "overloaded_error", message),
+        Plan::Fail { status, message } => return error(*status, "api_error", message),
+        Plan::Reply(text) => (vec![json!({"type": "text", "text": text})], "end_turn"),
+        Plan::CallTool { id, name, arguments } => (
+            vec![
+                json!({"type": "text", "text": "Let me look that up."}),
+                json!({"type": "tool_use", "id": id.replace("call_", "toolu_"), "name": name, "input": arguments}),
+            ],
+            "tool_use",
+        ),
+    };
+    let usage = json!({"input_tokens": turn.prompt_words, "output_tokens": plan.completion_words()});
+    if body["stream"].as_bool() == Some(true) {
+        return stream(state, turn.model, content, stop_reason, usage);
+    }
+    axum::Json(json!({
+        "id": "msg_fake", "type": "message", "role": "assistant", "model": turn.model,
+        "content": content, "stop_reason": stop_reason, "stop_sequence": null, "usage": usage,
+    }))
+    .into_response()
+}
+
+fn event(name: &str, data: Value) -> Bytes {
+    Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
+}
+
+fn stream(
+    state: Arc<FakeState>,
+    model: String,
+    content: Vec<Value>,
+    stop_reason: &str,
+    usage: Value,
+) -> Response {
+    let slow = script::is_slow(&model);
+    let mut events = vec![event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 1}}}),
+    )];
+    events.push(event("ping", json!({"type": "ping"})));
+    for (index, block) in content.iter().enumerate() {
+        if block["type"] == "text" {
+            events.push(event("content_block_start", json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})));
+            for piece in script::pieces(block["text"].as_str().unwrap_or_default()) {
+                events.push(event("content_block_delta", json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}})));
+            }
+        } else {
+            events.push(event("content_block_start", json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}})));
+            let args = block["input"].to_string();
+            let (a, b) = args.split_at(args.len() / 2);
+            for part in [a, b] {
+                events.push(event("content_block_delta", json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": part}})));
+            }
+        }
+        events.push(event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+    }
+    events.push(event("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null}, "usage": {"output_tokens": usage["output_tokens"]}})));
+    events.push(event("message_stop", json!({"type": "message_stop"})));
+    let body = async_stream::stream! {
+        let mut guard = StreamGuard::new(state);
+        for event in events {
+            if slow {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+            }
+            yield Ok::<_, std::convert::Infallible>(event);
+        }
+        guard.complete();
+    };
+    (
+        [(header::CONTENT_TYPE, "text/event-stream")],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
+
+async fn models(State(state): State<Arc<FakeState>>, headers: HeaderMap) -> Response {
+    if let Some(denied) = check_headers(&state, &headers) {
+        return denied;
+    }
+    let data: Vec<Value> = script::MODELS
+        .iter()
+        .map(|m| json!({"type": "model", "id": m, "display_name": m, "created_at": "2025-01-01T00:00:00Z"}))
+        .collect();
+    axum::Json(json!({"data": data, "has_more": false, "first_id": null, "last_id": null})).into_response()
+}

@@ -1,0 +1,275 @@
+//! A fake OpenAI API: `POST /v1/chat/completions` (JSON and SSE, tool calls,
+//! `stream_options.include_usage`, OpenAI error bodies), `GET /v1/models`,
+//! `POST /v1/embeddings` (float and base64).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::script::{self, Plan, Turn};
+use crate::{FakeServer, FakeState, StreamGuard};
+
+pub async fn start(key: Option<String>, port: u16) -> std::io::Result<FakeServer> {
+    let state = FakeState::new(key);
+    let routes = Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/models", get(models))
+        .route("/v1/embeddings", post(embeddings));
+    crate::serve(routes, state.clone(), port).await
+}
+
+fn error(status: u16, message: &str, kind: &str, code: Option<&str>) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = json!({"error": {"message": message, "type": kind, "param": null, "code": code}});
+    (status, axum::Json(body)).into_response()
+}
+
+fn check_auth(state: &FakeState, headers: &HeaderMap) -> Option<Response> {
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    (!crate::authorized(state, presented)).then(|| {
+        error(
+            401,
+            "Incorrect API key provided",
+            "invalid_request_error",
+            Some("invalid_api_key"),
+        )
+    })
+}
+
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => String::new(),
+    }
+}
+
+fn turn(body: &Value) -> Turn {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let last = messages.last().cloned().unwrap_or(Value::Null);
+    let prompt_words = messages
+        .iter()
+        .map(|m| script::words(&text_of(&m["content"])))
+        .sum();
+    Turn {
+        model: body["model"].as_str().unwrap_or_default().to_string(),
+        last_role: last["role"].as_str().unwrap_or_default().to_string(),
+        last_text: text_of(&last["content"]),
+        tool_names: body["tools"]
+            .as_array()
+            .map(|t| {
+                t.iter()
+                    .filter_map(|t| t["function"]["name"].as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        prompt_words,
+    }
+}
+
+async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(denied) = check_auth(&state, &headers) {
+        return denied;
+    }
+    let Ok(body) = serde_json::from_slice::<Value>(&body) else {
+        return error(
+            400,
+            "We could not parse the JSON body of your request.",
+            "invalid_request_error",
+            None,
+        );
+    };
+    state.record(&body);
+    let turn = turn(&body);
+    let plan = script::plan(&state, &turn);
+    match &plan {
+        Plan::NotFound => {
+            let message = format!(
+                "The model `{}` does not exist or you do not have access to it.",
+                turn.model
+            );
+            return error(404, &message, "invalid_request_error", Some("model_not_found"));
+        }
+        Plan::Fail { status, message } => {
+            let kind = if *status == 429 {
+                "rate_limit_error"
+            } else {
+                "server_error"
+            };
+            return error(*status, message, kind, None);
+        }
+        _ => {}
+    }
+    let usage = json!({
+        "prompt_tokens": turn.prompt_words,
+        "completion_tokens": plan.completion_words(),
+        "total_tokens": turn.prompt_words + plan.completion_words(),
+    });
+    let id = "chatcmpl-fake";
+    if body["stream"].as_bool() == Some(true) {
+        let include_usage = body["stream_options"]["include_usage"].as_bool() == Some(true);
+        return stream(state, plan, turn.model, usage, include_usage);
+    }
+    let (message, finish) = match plan {
+        Plan::Reply(text) => (
+            json!({"role": "assistant", "content": text, "refusal": null}),
+            "stop",
+        ),
+        Plan::CallTool { id, name, arguments } => (
+            json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}
+            ]}),
+            "tool_calls",
+        ),
+        Plan::Fail { .. } | Plan::NotFound => (Value::Null, "stop"),
+    };
+    axum::Json(json!({
+        "id": id, "object": "chat.completion", "created": 1_700_000_000u64, "model": turn.model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": null}],
+        "usage": usage, "system_fingerprint": "fp_fake",
+    }))
+    .into_response()
+}
+
+fn chunk(model: &str, delta: Value, finish: Option<&str>) -> Value {
+    json!({
+        "id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1_700_000_000u64, "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": null}],
+    })
+}
+
+fn stream(state: Arc<FakeState>, plan: Plan, model: String, usage: Value, include_usage: bool) -> Response {
+    let slow = script::is_slow(&model);
+    let mut chunks = vec![chunk(&model, json!({"role": "assistant", "content": ""}), None)];
+    let finish = match plan {
+        Plan::Reply(text) => {
+            chunks.extend(
+                script::pieces(&text)
+                    .into_iter()
+                    .map(|p| chunk(&model, json!({"content": p}), None)),
+            );
+            "stop"
+        }
+        Plan::CallTool { id, name, arguments } => {
+            let args = arguments.to_string();
+            let (a, b) = args.split_at(args.len() / 2);
+            chunks.push(chunk(&model, json!({"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}), None));
+            chunks.push(chunk(
+                &model,
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": a}}]}),
+                None,
+            ));
+            chunks.push(chunk(
+                &model,
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": b}}]}),
+                None,
+            ));
+            "tool_calls"
+        }
+        Plan::Fail { .. } | Plan::NotFound => "stop",
+    };
+    chunks.push(chunk(&model, json!({}), Some(finish)));
+    if include_usage {
+        chunks.push(json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1_700_000_000u64, "model": model, "choices": [], "usage": usage}));
+    }
+    let events = async_stream::stream! {
+        let mut guard = StreamGuard::new(state);
+        for chunk in chunks {
+            if slow {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+            }
+            yield Ok::<_, std::convert::Infallible>(Bytes::from(format!("data: {chunk}\n\n")));
+        }
+        yield Ok(Bytes::from_static(b"data: [DONE]\n\n"));
+        guard.complete();
+    };
+    (
+        [(header::CONTENT_TYPE, "text/event-stream")],
+        Body::from_stream(events),
+    )
+        .into_response()
+}
+
+async fn models(State(state): State<Arc<FakeState>>, headers: HeaderMap) -> Response {
+    if let Some(denied) = check_auth(&state, &headers) {
+        return denied;
+    }
+    let data: Vec<Value> = script::MODELS
+        .iter()
+        .chain(["fake-embed"].iter())
+        .map(|m| json!({"id": m, "object": "model", "created": 1_700_000_000u64, "owned_by": "fake"}))
+        .collect();
+    axum::Json(json!({"object": "list", "data": data})).into_response()
+}
+
+async fn embeddings(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(denied) = check_auth(&state, &headers) {
+        return denied;
+    }
+    let Ok(body) = serde_json::from_slice::<Value>(&body) else {
+        return error(
+            400,
+            "We could not parse the JSON body of your request.",
+            "invalid_request_error",
+            None,
+        );
+    };
+    state.record(&body);
+    let model = body["model"].as_str().unwrap_or_default();
+    if model != "fake-embed" {
+        let message = format!("The model `{model}` does not exist or you do not have access to it.");
+        return error(404, &message, "invalid_request_error", Some("model_not_found"));
+    }
+    let inputs: Vec<String> = match &body["input"] {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(items) => items
+            .iter()
+            .map(|i| i.as_str().map(String::from).unwrap_or_else(|| i.to_string()))
+            .collect(),
+        _ => {
+            return error(
+                400,
+                "'input' is a required property",
+                "invalid_request_error",
+                None,
+            );
+        }
+    };
+    let dimensions = body["dimensions"].as_u64().unwrap_or(16) as usize;
+    let base64 = body["encoding_format"].as_str() == Some("base64");
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(index, text)| {
+            let vector = script::embed(text, dimensions);
+            let embedding = if base64 {
+                let bytes: Vec<u8> = vector.iter().flat_map(|v| v.to_le_bytes()).collect();
+                json!(base64::engine::general_purpose::STANDARD.encode(bytes))
+            } else {
+                json!(vector)
+            };
+            json!({"object": "embedding", "index": index, "embedding": embedding})
+        })
+        .collect();
+    let tokens: u64 = inputs.iter().map(|t| script::words(t)).sum();
+    axum::Json(json!({
+        "object": "list", "data": data, "model": model,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens}
+    }))
+    .into_response()
+}
