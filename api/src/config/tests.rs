@@ -1,1 +1,136 @@
+use std::collections::HashMap;
+use std::path::Path;
 
+use secrecy::ExposeSecret;
+
+use super::*;
+
+fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    move |name| map.get(name).cloned()
+}
+
+#[test]
+fn the_example_config_loads_and_documents_every_section() {
+    let text = include_str!("../../../config/onyx.example.json5");
+    let config = parse(
+        Some(text),
+        Some(Path::new("onyx.example.json5")),
+        &env(&[("HOME", "/home/u")]),
+    )
+    .unwrap();
+    assert_eq!(config.gateway.listen.to_string(), DEFAULT_LISTEN);
+    assert!(
+        config.gateway.api_keys.is_empty(),
+        "an unset ${{ONYX_API_KEY:-}} adds no key"
+    );
+    assert_eq!(config.providers.len(), 4);
+    assert_eq!(config.providers["anthropic"].kind, ProviderKind::Anthropic);
+    assert!(
+        config.providers["openai"].headers.is_empty(),
+        "empty header values are dropped"
+    );
+    assert_eq!(config.aliases["fast"].len(), 2);
+    assert_eq!(
+        config.storage.surrealdb.url,
+        "surrealkv:///home/u/.local/share/onyx/db"
+    );
+    assert_eq!(config.memory.fusion, Fusion::Linear);
+    assert_eq!(config.agents.list[0].id, "main");
+    assert_eq!(config.bindings.len(), 2);
+    assert!(config.plugins.settings.contains_key("telegram"));
+}
+
+#[test]
+fn no_file_is_the_embedded_default() {
+    let config = parse(None, None, &env(&[("HOME", "/home/u")])).unwrap();
+    assert_eq!(config.gateway.listen.to_string(), "127.0.0.1:18790");
+    assert_eq!(config.gateway.max_body_bytes, 20 * 1024 * 1024);
+    assert!(config.providers.is_empty());
+    assert_eq!(config.storage.data_dir, Path::new("/home/u/.local/share/onyx"));
+    assert!(matches!(config.storage.objects, ObjectStoreConfig::Local));
+}
+
+#[test]
+fn providers_come_from_the_environment_unless_configured() {
+    let vars = env(&[
+        ("OPENAI_API_KEY", "sk-env"),
+        ("OPENROUTER_API_KEY", "or-env"),
+        ("OLLAMA_HOST", "10.0.0.5"),
+        ("ANTHROPIC_API_KEY", "ant-env"),
+    ]);
+    let text = r#"{ providers: { anthropic: { type: "anthropic", apiKey: "from-file" } } }"#;
+    let config = parse(Some(text), None, &vars).unwrap();
+    assert_eq!(
+        config.providers["openai"].base_url.as_str(),
+        "https://api.openai.com/v1"
+    );
+    assert_eq!(
+        config.providers["openai"]
+            .api_key
+            .as_ref()
+            .unwrap()
+            .expose_secret(),
+        "sk-env"
+    );
+    assert_eq!(
+        config.providers["openrouter"].base_url.as_str(),
+        "https://openrouter.ai/api/v1"
+    );
+    assert_eq!(
+        config.providers["ollama"].base_url.as_str(),
+        "http://10.0.0.5:11434/"
+    );
+    let anthropic = &config.providers["anthropic"];
+    assert!(!anthropic.detected);
+    assert_eq!(anthropic.api_key.as_ref().unwrap().expose_secret(), "from-file");
+}
+
+#[test]
+fn bad_values_name_their_path() {
+    let cases = [
+        (r#"{ gateway: { listen: "localhost" } }"#, "gateway.listen:"),
+        (
+            r#"{ gateway: { auth: { apiKeys: ["short"] } } }"#,
+            "gateway.auth.apiKeys[0]:",
+        ),
+        (
+            r#"{ gateway: { auth: { passwordHash: "plain" } } }"#,
+            "gateway.auth.passwordHash:",
+        ),
+        (
+            r#"{ storage: { objects: { type: "ftp" } } }"#,
+            "storage.objects.type:",
+        ),
+        (r#"{ memory: { vectorWeight: 2 } }"#, "memory.vectorWeight:"),
+        (
+            r#"{ memory: { chunkTokens: 100, chunkOverlap: 100 } }"#,
+            "memory.chunkOverlap:",
+        ),
+        (
+            r#"{ agents: { list: [{ id: "a" }, { id: "a" }] } }"#,
+            "agents.list[1].id:",
+        ),
+        (
+            r#"{ agents: { list: [{ id: "a", permissionMode: "yolo" }] } }"#,
+            "agents.list[0].permissionMode:",
+        ),
+        (
+            r#"{ agents: { list: [{ id: "a", sandbox: {} }] } }"#,
+            "agents.list[0].sandbox: unknown field",
+        ),
+        (
+            r#"{ providers: { "bad name": { type: "openai" } } }"#,
+            "providers.bad name:",
+        ),
+        (
+            r#"{ models: { aliases: { "a/b": "x/y" } } }"#,
+            "models.aliases.a/b:",
+        ),
+        (r#"[1]"#, "<root>:"),
+    ];
+    for (text, prefix) in cases {
+        let err = parse(Some(text), None, &env(&[])).unwrap_err().to_string();
+        assert!(err.starts_with(prefix), "{text}: {err}");
+    }
+}

@@ -187,9 +187,11 @@ fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<Pr
         kind,
         base_url,
         api_key: raw.api_key.filter(|k| !k.is_empty()).map(SecretString::from),
+        // An empty value (an unset `${VAR:-}`) means "do not send this header".
         headers: raw
             .headers
             .into_iter()
+            .filter(|(_, v)| !v.is_empty())
             .map(|(k, v)| (k, SecretString::from(v)))
             .collect(),
         timeout: Duration::from_secs(timeout),

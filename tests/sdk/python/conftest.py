@@ -1,0 +1,55 @@
+"""Starts the fake upstreams and the real `onyx` binary for the SDK suite.
+
+Binaries come from $ONYX_BIN and $FAKE_UPSTREAM_BIN (set by tests/run)."""
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+
+import httpx
+import pytest
+
+ONYX_KEY = "onyx_sk_python_sdk_test_key"
+
+
+@pytest.fixture(scope="session")
+def stack():
+    fake = subprocess.Popen([os.environ["FAKE_UPSTREAM_BIN"]], stdout=subprocess.PIPE, text=True)
+    urls = json.loads(fake.stdout.readline())
+    tmp = tempfile.mkdtemp()
+    config = os.path.join(tmp, "onyx.json5")
+    with open(config, "w") as f:
+        f.write(
+            f"""{{
+  gateway: {{ auth: {{ apiKeys: ["{ONYX_KEY}"] }} }},
+  providers: {{
+    openai: {{ type: "openai", baseUrl: "{urls['openai']}", apiKey: "{urls['key']}", maxRetries: 0 }},
+    anthropic: {{ type: "anthropic", baseUrl: "{urls['anthropic']}", apiKey: "{urls['key']}" }},
+    ollama: {{ type: "ollama", baseUrl: "{urls['ollama']}" }},
+  }},
+}}"""
+        )
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in ("OLLAMA_HOST", "ONYX_CONFIG")}
+    env.update(HOME=tmp, ONYX_DATA_DIR=os.path.join(tmp, "data"))
+    onyx = subprocess.Popen(
+        [os.environ["ONYX_BIN"], "serve", "--config", config, "--listen", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    line = onyx.stdout.readline()
+    assert line.startswith("listening on "), line
+    base = line.removeprefix("listening on ").strip()
+    for _ in range(200):
+        try:
+            if httpx.get(f"{base}/health").status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    yield base
+    onyx.terminate()
+    fake.terminate()
+    onyx.wait(10)
+    fake.wait(10)
