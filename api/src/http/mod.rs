@@ -38,6 +38,10 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/health", get(ops::health))
         .merge(protected)
         .layer(DefaultBodyLimit::max(limit))
+        // Last line of defence: a bug must still answer in OpenAI's shape, not drop the connection.
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            ops::panic_response,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),
             middleware::request_context,

@@ -32,6 +32,14 @@ pub async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {
     )
 }
 
+/// Answers a request whose handler panicked (logged; the client sees no details).
+pub fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
+    tracing::error!("a request handler panicked");
+    let body =
+        json!({"error": {"message": "internal error", "type": "server_error", "param": null, "code": null}});
+    (StatusCode::INTERNAL_SERVER_ERROR, Json(body)).into_response()
+}
+
 pub async fn not_found(uri: Uri) -> ApiError {
     ApiError::NotFound {
         message: format!("no route {}", uri.path()),

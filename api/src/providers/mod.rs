@@ -95,6 +95,22 @@ pub(crate) fn http_client(config: &ProviderConfig) -> Result<reqwest::Client, Pr
         })
 }
 
+/// Runs an upstream call with the provider's time limit, mapping its error.
+pub(crate) async fn within<T, E>(
+    provider: &str,
+    limit: std::time::Duration,
+    future: impl Future<Output = Result<T, E>>,
+    map_error: impl FnOnce(E) -> ProviderError,
+) -> Result<T, ProviderError> {
+    match tokio::time::timeout(limit, future).await {
+        Ok(result) => result.map_err(map_error),
+        Err(_) => Err(ProviderError::Timeout {
+            provider: provider.into(),
+            after: limit,
+        }),
+    }
+}
+
 /// A fresh id for completions translated from other protocols.
 pub(crate) fn completion_id() -> String {
     format!("chatcmpl-{}", uuid::Uuid::now_v7().simple())

@@ -59,13 +59,7 @@ impl OpenAiCompat {
         &self,
         future: impl Future<Output = Result<T, OpenAIError>>,
     ) -> Result<T, ProviderError> {
-        match tokio::time::timeout(self.timeout, future).await {
-            Ok(result) => result.map_err(|err| self.map_error(err)),
-            Err(_) => Err(ProviderError::Timeout {
-                provider: self.name.clone(),
-                after: self.timeout,
-            }),
-        }
+        super::within(&self.name, self.timeout, future, |err| self.map_error(err)).await
     }
 }
 

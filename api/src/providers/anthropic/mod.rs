@@ -66,15 +66,10 @@ impl Anthropic {
 
     /// Sends a request and returns the response once its status is a success.
     async fn send(&self, builder: reqwest::RequestBuilder) -> Result<reqwest::Response, ProviderError> {
-        let response = match tokio::time::timeout(self.timeout, builder.send()).await {
-            Err(_) => {
-                return Err(ProviderError::Timeout {
-                    provider: self.name.clone(),
-                    after: self.timeout,
-                });
-            }
-            Ok(result) => result.map_err(|err| ProviderError::from_reqwest(&self.name, err, self.timeout))?,
-        };
+        let response = super::within(&self.name, self.timeout, builder.send(), |err| {
+            ProviderError::from_reqwest(&self.name, err, self.timeout)
+        })
+        .await?;
         if response.status().is_success() {
             return Ok(response);
         }
@@ -137,18 +132,10 @@ impl Provider for Anthropic {
             let response = self
                 .send(self.request(reqwest::Method::POST, "/messages").json(&body))
                 .await?;
-            let read = tokio::time::timeout(self.timeout, response.bytes());
-            let bytes = match read.await {
-                Err(_) => {
-                    return Err(ProviderError::Timeout {
-                        provider: self.name.clone(),
-                        after: self.timeout,
-                    });
-                }
-                Ok(result) => {
-                    result.map_err(|err| ProviderError::from_reqwest(&self.name, err, self.timeout))?
-                }
-            };
+            let bytes = super::within(&self.name, self.timeout, response.bytes(), |err| {
+                ProviderError::from_reqwest(&self.name, err, self.timeout)
+            })
+            .await?;
             let message: response::Message =
                 serde_json::from_slice(&bytes).map_err(|err| self.bad_response(err))?;
             serde_json::to_value(response::to_completion(message)).map_err(|err| self.bad_response(err))

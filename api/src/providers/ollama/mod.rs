@@ -35,13 +35,7 @@ impl Ollama {
         &self,
         future: impl Future<Output = Result<T, OllamaError>>,
     ) -> Result<T, ProviderError> {
-        match tokio::time::timeout(self.timeout, future).await {
-            Ok(result) => result.map_err(|err| self.map_error(err)),
-            Err(_) => Err(ProviderError::Timeout {
-                provider: self.name.clone(),
-                after: self.timeout,
-            }),
-        }
+        super::within(&self.name, self.timeout, future, |err| self.map_error(err)).await
     }
 
     /// ollama-rs reports upstream failures as the body text, without the status.
