@@ -141,3 +141,37 @@ async fn sigterm_lets_an_in_flight_stream_finish() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn json_logs_carry_the_request_id() {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(
+        Some(&fakes.config()),
+        &[("ONYX_LOG_FORMAT", "json"), ("ONYX_LOG", "debug")],
+    )
+    .await;
+    let response = onyx
+        .get("/v1/nope")
+        .header("x-request-id", "trace-json-42")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404);
+    let mut child = onyx.child;
+    let _ = std::process::Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().unwrap().to_string())
+        .status();
+    let output = child.wait_with_output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l["span"]["request_id"] == "trace-json-42")
+        .unwrap_or_else(|| panic!("no JSON log line with the request id in:\n{stderr}"));
+    assert!(
+        line["timestamp"].is_string() && line["level"].is_string(),
+        "{line}"
+    );
+    assert!(!stderr.contains(ONYX_KEY), "the API key never reaches the logs");
+}

@@ -172,3 +172,24 @@ async fn a_client_disconnect_cancels_the_upstream_stream() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_provider_timeout_is_a_504() {
+    let fakes = Fakes::start().await;
+    let config = format!(
+        r#"{{ gateway: {{ auth: {{ apiKeys: ["{ONYX_KEY}"] }} }},
+             providers: {{ hasty: {{ type: "openai", baseUrl: "{}/v1", apiKey: "${{FAKE_KEY}}", timeoutSeconds: 1, maxRetries: 0 }} }} }}"#,
+        fakes.openai.url()
+    );
+    let onyx = Onyx::start(Some(&config), &[]).await;
+    let started = std::time::Instant::now();
+    let (status, body) = onyx
+        .chat(json!({"model": "hasty/fake-slow", "messages": user("x")}))
+        .await;
+    assert_eq!(status, 504, "{body}");
+    assert_eq!(body["error"]["code"], "upstream_timeout");
+    assert!(
+        started.elapsed() < Duration::from_millis(2900),
+        "gave up at the provider's limit, not the upstream's pace"
+    );
+}

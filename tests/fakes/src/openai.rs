@@ -125,6 +125,10 @@ async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Byt
         let include_usage = body["stream_options"]["include_usage"].as_bool() == Some(true);
         return stream(state, plan, turn.model, usage, include_usage);
     }
+    if script::is_slow(&turn.model) {
+        // A non-streaming slow answer arrives all at once, late (for timeout tests).
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
     let (message, finish) = match plan {
         Plan::Reply(text) => (
             json!({"role": "assistant", "content": text, "refusal": null}),

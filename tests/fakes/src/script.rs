@@ -7,7 +7,7 @@
 //! | `fake-tools` | calls the first offered tool with `{"query": <last user text>}`; after a tool result, answers `tool said: <result>` |
 //! | `fake-429` / `fake-500` | always fails with that status |
 //! | `fake-flaky` | fails with 503 twice, then answers like `fake-echo` (counted per fake) |
-//! | `fake-slow` | streams 100 words, one every 30 ms (for cancellation tests) |
+//! | `fake-slow` | streams 100 words, one every 30 ms; without streaming (OpenAI fake) answers after 3 s |
 //! | anything else | 404 model not found |
 
 use serde_json::{Value, json};
