@@ -157,7 +157,7 @@ async fn json_logs_carry_the_request_id() {
         .await
         .unwrap();
     assert_eq!(response.status(), 404);
-    let mut child = onyx.child;
+    let child = onyx.child;
     let _ = std::process::Command::new("kill")
         .arg("-TERM")
         .arg(child.id().unwrap().to_string())
