@@ -13,6 +13,8 @@ use crate::health::HealthCache;
 use crate::observability::Metrics;
 use crate::providers::catalog::ModelCatalog;
 use crate::providers::{self, ProviderError, Router};
+use crate::sessions::{SessionError, Sessions};
+use crate::storage::{self, Db, DbError, ObjectStore};
 
 pub struct App {
     pub router: Router,
@@ -22,6 +24,11 @@ pub struct App {
     pub health: HealthCache,
     pub started: Instant,
     pub max_body_bytes: usize,
+    pub db: Db,
+    pub objects: Arc<dyn ObjectStore>,
+    pub sessions: Arc<Sessions>,
+    /// Store plain proxy requests (without `x-onyx-session-id`) as sessions.
+    pub record_sessions: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +44,10 @@ pub enum StartupError {
         "refusing to listen on {0} without an API key: set ONYX_API_KEY or gateway.auth.apiKeys, or listen on 127.0.0.1"
     )]
     OpenWithoutKey(std::net::SocketAddr),
+    #[error(transparent)]
+    Database(#[from] DbError),
+    #[error("sessions: {0}")]
+    Sessions(#[from] SessionError),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: std::net::SocketAddr,
@@ -45,7 +56,7 @@ pub enum StartupError {
 }
 
 impl App {
-    pub fn new(config: &Config) -> Result<Self, StartupError> {
+    pub async fn new(config: &Config) -> Result<Self, StartupError> {
         let metrics = Arc::new(Metrics::new());
         let mut providers = Vec::with_capacity(config.providers.len());
         let mut configured_models = BTreeMap::new();
@@ -64,7 +75,15 @@ impl App {
         {
             keys.push(SecretString::from(key));
         }
+        let db = Db::connect(&config.storage.surrealdb).await?;
+        let objects = open_objects(config).await;
+        let sessions = Sessions::new(objects.clone(), db.clone()).await?;
+        sessions.spawn_retry_loop(Duration::from_secs(2));
         Ok(Self {
+            db,
+            objects,
+            sessions,
+            record_sessions: config.gateway.record_sessions,
             router,
             catalog: ModelCatalog::new(config.gateway.models_cache_ttl, configured_models),
             api_keys: ApiKeys::new(&keys),
@@ -73,6 +92,18 @@ impl App {
             started: Instant::now(),
             max_body_bytes: config.gateway.max_body_bytes,
         })
+    }
+}
+
+/// The object store; when it cannot be reached at startup Onyx still serves
+/// (turns are parked until it is back) and `/health` says so.
+async fn open_objects(config: &Config) -> Arc<dyn ObjectStore> {
+    match storage::open_object_store(&config.storage).await {
+        Ok(store) => store,
+        Err(err) => {
+            tracing::error!(error = %err, "object store unavailable at startup; will keep retrying");
+            storage::object_store_without_buckets(&config.storage).await
+        }
     }
 }
 

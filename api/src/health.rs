@@ -10,6 +10,7 @@ use serde::Serialize;
 use tokio::sync::Mutex;
 
 use crate::providers::{ProviderError, Router};
+use crate::storage::{Db, ObjectStore};
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 const CACHE_FOR: Duration = Duration::from_secs(10);
@@ -37,17 +38,72 @@ pub struct HealthCache {
 }
 
 impl HealthCache {
-    pub async fn dependencies(&self, router: &Router) -> Vec<DependencyHealth> {
+    pub async fn dependencies(&self, router: &Router, stores: Stores<'_>) -> Vec<DependencyHealth> {
         let mut last = self.last.lock().await;
         if let Some((at, deps)) = last.as_ref()
             && at.elapsed() < CACHE_FOR
         {
             return deps.clone();
         }
-        let deps = probe_providers(router).await;
+        let (mut deps, providers) = futures::join!(probe_stores(stores), probe_providers(router));
+        deps.extend(providers);
         *last = Some((Instant::now(), deps.clone()));
         deps
     }
+}
+
+/// The stores to probe, and how many session turns wait for the object store.
+#[derive(Clone, Copy)]
+pub struct Stores<'a> {
+    pub db: &'a Db,
+    pub objects: &'a dyn ObjectStore,
+    pub parked_sessions: usize,
+}
+
+async fn timed<T, E: std::fmt::Display>(
+    name: &str,
+    kind: &str,
+    probe: impl Future<Output = Result<T, E>>,
+    detail: impl FnOnce(T) -> String,
+) -> DependencyHealth {
+    let started = Instant::now();
+    let result = tokio::time::timeout(PROBE_TIMEOUT, probe).await;
+    let latency_ms = started.elapsed().as_millis() as u64;
+    let (status, detail) = match result {
+        Ok(Ok(value)) => (State::Up, detail(value)),
+        Ok(Err(err)) => (State::Down, err.to_string()),
+        Err(_) => (State::Down, format!("no answer within {PROBE_TIMEOUT:?}")),
+    };
+    DependencyHealth {
+        name: name.into(),
+        kind: kind.into(),
+        status,
+        latency_ms,
+        detail: Some(detail),
+    }
+}
+
+/// The database and the object store (whose buckets are created if missing).
+pub async fn probe_stores(stores: Stores<'_>) -> Vec<DependencyHealth> {
+    let database = timed("database", "surrealdb", stores.db.health(), |()| {
+        stores.db.url.clone()
+    });
+    let objects_kind = format!("objects:{}", stores.objects.backend());
+    let objects = timed(
+        "objects",
+        &objects_kind,
+        stores.objects.ensure_buckets(),
+        |()| match stores.parked_sessions {
+            0 => "buckets ready".to_string(),
+            n => format!("buckets ready; turns of {n} session(s) waiting to be written"),
+        },
+    );
+    let (database, mut objects) = futures::join!(database, objects);
+    if stores.parked_sessions > 0 && objects.status == State::Up {
+        // Up again, but the backlog has not drained yet.
+        objects.detail = objects.detail.map(|d| format!("{d} (retrying)"));
+    }
+    vec![database, objects]
 }
 
 /// Asks every provider at once; never takes longer than the probe timeout.

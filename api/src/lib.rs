@@ -14,3 +14,5 @@ pub mod health;
 pub mod http;
 pub mod observability;
 pub mod providers;
+pub mod sessions;
+pub mod storage;

@@ -46,9 +46,11 @@ async fn health_lists_each_dependency() {
     assert_eq!(body["status"], "ok", "{body}");
     let deps = body["dependencies"].as_array().unwrap();
     let names: Vec<&str> = deps.iter().map(|d| d["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["anthropic", "ollama", "openai"]);
+    assert_eq!(names, ["database", "objects", "anthropic", "ollama", "openai"]);
     assert!(deps.iter().all(|d| d["status"] == "up"), "{body}");
-    assert_eq!(deps[0]["kind"], "provider:anthropic");
+    assert_eq!(deps[0]["kind"], "surrealdb");
+    assert_eq!(deps[1]["kind"], "objects:local");
+    assert_eq!(deps[2]["kind"], "provider:anthropic");
 }
 
 #[tokio::test]
@@ -157,13 +159,7 @@ async fn json_logs_carry_the_request_id() {
         .await
         .unwrap();
     assert_eq!(response.status(), 404);
-    let child = onyx.child;
-    let _ = std::process::Command::new("kill")
-        .arg("-TERM")
-        .arg(child.id().unwrap().to_string())
-        .status();
-    let output = child.wait_with_output().await.unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let (_, stderr) = onyx.stop_and_logs().await;
     let line = stderr
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())

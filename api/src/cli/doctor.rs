@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use crate::app::{App, detect_local_ollama};
 use crate::config;
-use crate::health::{State, probe_providers};
+use crate::health::{State, Stores, probe_providers, probe_stores};
 
 struct Row {
     check: String,
@@ -37,7 +37,7 @@ pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
     });
     detect_local_ollama(&mut config).await;
     rows.push(data_dir_row(&config.storage.data_dir));
-    match App::new(&config) {
+    match App::new(&config).await {
         Err(err) => rows.push(Row {
             check: "providers".into(),
             ok: false,
@@ -67,7 +67,14 @@ pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
                     detail: "none configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY or OLLAMA_HOST".into(),
                 });
             }
-            for dep in probe_providers(&app.router).await {
+            let stores = Stores {
+                db: &app.db,
+                objects: app.objects.as_ref(),
+                parked_sessions: app.sessions.pending_count(),
+            };
+            let mut deps = probe_stores(stores).await;
+            deps.extend(probe_providers(&app.router).await);
+            for dep in deps {
                 rows.push(Row {
                     check: format!("{} ({})", dep.name, dep.kind),
                     ok: dep.status == State::Up,

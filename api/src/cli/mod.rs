@@ -2,6 +2,7 @@
 
 mod doctor;
 mod hash_password;
+mod reindex;
 mod serve;
 
 use std::net::SocketAddr;
@@ -39,6 +40,12 @@ enum Command {
     },
     /// Hash a password (read from stdin) for gateway.auth.passwordHash.
     HashPassword,
+    /// Rebuild the database's derived tables (session metadata) from the object store.
+    /// Stop `onyx serve` first when the database is embedded.
+    Reindex {
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
 }
 
 pub fn main() -> ExitCode {
@@ -55,6 +62,7 @@ pub fn main() -> ExitCode {
             Command::Serve { config, listen } => serve::run(config, listen).await,
             Command::Doctor { config } => doctor::run(config).await,
             Command::HashPassword => hash_password::run(),
+            Command::Reindex { config } => reindex::run(config).await,
         }
     })
 }

@@ -34,7 +34,7 @@ async fn serve(config_path: Option<PathBuf>, listen: Option<SocketAddr>) -> Resu
         None => tracing::info!("no config file: running on the embedded default"),
     }
     detect_local_ollama(&mut config).await;
-    let app = Arc::new(App::new(&config)?);
+    let app = Arc::new(App::new(&config).await?);
     let addr = config.gateway.listen;
     if app.api_keys.is_empty() {
         if !addr.ip().is_loopback() {

@@ -1,16 +1,21 @@
 //! `POST /v1/chat/completions`: JSON or server-sent events. Chunks are written
 //! as they arrive from the upstream; when the client goes away the stream is
 //! dropped, which closes the upstream request.
+//!
+//! With `x-onyx-session-id` (header or body field; `new` starts one, and
+//! `gateway.recordSessions` starts one for every plain request) the session's
+//! history is prepended and the turn is recorded; the id comes back in the
+//! `x-onyx-session-id` response header.
 
 use std::sync::Arc;
 
 use axum::Json;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::body::{JsonObject, into_map, typed};
 use super::error::ApiError;
@@ -18,11 +23,19 @@ use crate::app::App;
 use crate::observability::Metrics;
 use crate::providers::types::ChatRequest;
 use crate::providers::{ChatCall, ChunkStream, ModelRef, Usage};
+use crate::sessions::recorder::{self, StreamRecorder};
+use crate::sessions::{SessionMeta, Sessions};
+
+pub const SESSION_HEADER: &str = "x-onyx-session-id";
+/// Until agents exist, every session belongs to the default agent.
+const DEFAULT_AGENT: &str = "main";
 
 pub async fn chat_completions(
     State(app): State<Arc<App>>,
-    JsonObject(body): JsonObject,
+    headers: HeaderMap,
+    JsonObject(mut body): JsonObject,
 ) -> Result<Response, ApiError> {
+    let session_ref = take_session_ref(&headers, &mut body)?;
     let request: ChatRequest = typed(&body)?;
     if request.messages.is_empty() {
         return Err(ApiError::bad_request(
@@ -30,21 +43,135 @@ pub async fn chat_completions(
             Some("messages".into()),
         ));
     }
+    let targets = app.router.resolve(&request.model)?;
+    let session = open_session(&app, session_ref.as_deref(), &headers).await?;
+    let mut history_missing = false;
+    let (request, turn) = match &session {
+        None => (request, Vec::new()),
+        Some(session) => {
+            let client_messages = body["messages"].as_array().cloned().unwrap_or_default();
+            let turn = recorder::client_messages(&client_messages);
+            let history = match app.sessions.messages(session).await {
+                Ok(history) => history,
+                // The object store is down: answer without the history rather than not at all.
+                Err(err) => {
+                    tracing::warn!(session = %session.id, error = %err, "session history unavailable; answering without it");
+                    history_missing = true;
+                    Vec::new()
+                }
+            };
+            if !history.is_empty() {
+                body["messages"] = Value::Array(with_history(
+                    client_messages,
+                    history.iter().map(|m| m.to_openai()),
+                ));
+            }
+            (typed(&body)?, turn)
+        }
+    };
     let call = ChatCall {
         body: into_map(body),
         request,
     };
-    let targets = app.router.resolve(&call.request.model)?;
-    if call.request.stream {
+    let mut response = if call.request.stream {
         let (stream, served_by) = app.router.chat_stream(&targets, &call).await?;
-        return Ok(sse_response(stream, served_by, app.metrics.clone()));
+        let recorder = session
+            .clone()
+            .map(|s| StreamRecorder::new(app.sessions.clone(), s, turn, served_by.to_string()));
+        sse_response(stream, served_by, app.metrics.clone(), recorder)
+    } else {
+        let (completion, served_by) = app.router.chat(&targets, &call).await?;
+        if let Some(usage) = Usage::from_response(&completion) {
+            app.metrics
+                .record_usage(&served_by.provider, &served_by.model, &usage);
+        }
+        if let Some(session) = &session {
+            let mut turn = turn;
+            turn.push(recorder::assistant_from_completion(
+                &completion,
+                &served_by.to_string(),
+            ));
+            record(app.sessions.clone(), session.clone(), turn).await;
+        }
+        Json(completion).into_response()
+    };
+    if let Some(session) = &session
+        && let Ok(value) = HeaderValue::from_str(&session.id)
+    {
+        response.headers_mut().insert(SESSION_HEADER, value);
+        if history_missing {
+            response
+                .headers_mut()
+                .insert("x-onyx-session-history", HeaderValue::from_static("unavailable"));
+        }
     }
-    let (completion, served_by) = app.router.chat(&targets, &call).await?;
-    if let Some(usage) = Usage::from_response(&completion) {
-        app.metrics
-            .record_usage(&served_by.provider, &served_by.model, &usage);
+    Ok(response)
+}
+
+/// The session the request names, from the header or the body field (which is
+/// removed: upstreams would reject an unknown parameter).
+fn take_session_ref(headers: &HeaderMap, body: &mut Value) -> Result<Option<String>, ApiError> {
+    let from_body = body.as_object_mut().and_then(|b| b.remove(SESSION_HEADER));
+    if let Some(value) = headers.get(SESSION_HEADER) {
+        let text = value.to_str().map_err(|_| {
+            ApiError::bad_request(
+                "x-onyx-session-id: not a valid header value",
+                Some(SESSION_HEADER.into()),
+            )
+        })?;
+        return Ok(Some(text.trim().to_string()));
     }
-    Ok(Json(completion).into_response())
+    match from_body {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(ApiError::bad_request(
+            "x-onyx-session-id: must be a string",
+            Some(SESSION_HEADER.into()),
+        )),
+    }
+}
+
+/// `api` unless the client says otherwise (the UI sends `ui`).
+fn source(headers: &HeaderMap) -> String {
+    let given = headers
+        .get("x-onyx-source")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("api");
+    let known = matches!(given, "api" | "ui" | "cron")
+        || ["telegram:", "discord:"]
+            .iter()
+            .any(|p| given.starts_with(p) && given.len() <= 64);
+    if known {
+        given.to_string()
+    } else {
+        "api".to_string()
+    }
+}
+
+async fn open_session(
+    app: &App,
+    reference: Option<&str>,
+    headers: &HeaderMap,
+) -> Result<Option<SessionMeta>, ApiError> {
+    Ok(match reference {
+        Some("new") => Some(app.sessions.create(DEFAULT_AGENT, &source(headers)).await?),
+        Some(id) => Some(app.sessions.get(id).await?),
+        None if app.record_sessions => Some(app.sessions.create(DEFAULT_AGENT, &source(headers)).await?),
+        None => None,
+    })
+}
+
+/// The client's system messages first, then the stored history, then the rest.
+fn with_history(client: Vec<Value>, history: impl Iterator<Item = Value>) -> Vec<Value> {
+    let (system, rest): (Vec<Value>, Vec<Value>) = client
+        .into_iter()
+        .partition(|m| matches!(m["role"].as_str(), Some("system" | "developer")));
+    system.into_iter().chain(history).chain(rest).collect()
+}
+
+async fn record(sessions: Arc<Sessions>, session: SessionMeta, turn: Vec<crate::sessions::LogMessage>) {
+    // Its own task: the write finishes even if the client hangs up meanwhile.
+    let _ = tokio::spawn(recorder::store(sessions, session, turn)).await;
 }
 
 fn sse_event(data: &[u8]) -> Bytes {
@@ -55,7 +182,12 @@ fn sse_event(data: &[u8]) -> Bytes {
     Bytes::from(event)
 }
 
-fn sse_response(stream: ChunkStream, served_by: ModelRef, metrics: Arc<Metrics>) -> Response {
+fn sse_response(
+    stream: ChunkStream,
+    served_by: ModelRef,
+    metrics: Arc<Metrics>,
+    mut recorder: Option<StreamRecorder>,
+) -> Response {
     let events = async_stream::stream! {
         let mut stream = stream;
         while let Some(item) = stream.next().await {
@@ -63,6 +195,9 @@ fn sse_response(stream: ChunkStream, served_by: ModelRef, metrics: Arc<Metrics>)
                 Ok(chunk) => {
                     if let Some(usage) = Usage::from_response(&chunk) {
                         metrics.record_usage(&served_by.provider, &served_by.model, &usage);
+                    }
+                    if let Some(recorder) = recorder.as_mut() {
+                        recorder.observe(&chunk);
                     }
                     match serde_json::to_vec(&chunk) {
                         Ok(data) => yield Ok::<_, std::convert::Infallible>(sse_event(&data)),
@@ -78,6 +213,10 @@ fn sse_response(stream: ChunkStream, served_by: ModelRef, metrics: Arc<Metrics>)
                     break;
                 }
             }
+        }
+        // Recorded before [DONE], so a client that saw [DONE] finds the turn stored.
+        if let Some(recorder) = recorder.take() {
+            recorder.finish().await;
         }
         yield Ok(Bytes::from_static(b"data: [DONE]\n\n"));
     };

@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::providers::{ProviderError, RouteError};
+use crate::sessions::SessionError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -27,6 +28,8 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error(transparent)]
     Route(#[from] RouteError),
+    #[error(transparent)]
+    Session(#[from] crate::sessions::SessionError),
     /// Boxed: provider errors carry the upstream's whole error object.
     #[error(transparent)]
     Provider(Box<ProviderError>),
@@ -52,6 +55,11 @@ impl ApiError {
             Self::BadRequest { .. } => StatusCode::BAD_REQUEST,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::NotFound { .. } | Self::Route(_) => StatusCode::NOT_FOUND,
+            Self::Session(err) => match err {
+                SessionError::NotFound(_) => StatusCode::NOT_FOUND,
+                SessionError::BadId(_) => StatusCode::BAD_REQUEST,
+                SessionError::Db(_) | SessionError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+            },
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Provider(err) => match err.as_ref() {
@@ -109,6 +117,27 @@ impl ApiError {
                 Some("method_not_allowed".into()),
             ),
             Self::Provider(err) => provider_body(err, default_type),
+            Self::Session(err) => match err {
+                SessionError::NotFound(_) => (
+                    err.to_string(),
+                    default_type.into(),
+                    None,
+                    Some("session_not_found".into()),
+                ),
+                SessionError::BadId(_) => (
+                    err.to_string(),
+                    default_type.into(),
+                    Some("x-onyx-session-id".into()),
+                    Some("invalid_session_id".into()),
+                ),
+                // Internal details are logged, not sent.
+                SessionError::Db(_) | SessionError::Store(_) => (
+                    "session storage is unavailable".into(),
+                    default_type.into(),
+                    None,
+                    Some("storage_unavailable".into()),
+                ),
+            },
         }
     }
 }

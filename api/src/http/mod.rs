@@ -9,6 +9,7 @@ mod error;
 mod middleware;
 mod models;
 mod ops;
+mod sessions;
 
 use std::sync::Arc;
 
@@ -27,6 +28,12 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/models", get(models::list_models))
         .route("/v1/embeddings", post(embeddings::create_embeddings))
+        .route("/v1/sessions", get(sessions::list))
+        .route(
+            "/v1/sessions/{id}",
+            get(sessions::get).patch(sessions::patch).delete(sessions::delete),
+        )
+        .route("/v1/sessions/{id}/export", get(sessions::export))
         .route("/metrics", get(ops::metrics))
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)

@@ -14,7 +14,12 @@ use crate::app::App;
 use crate::health::State as DepState;
 
 pub async fn health(State(app): State<Arc<App>>) -> impl IntoResponse {
-    let dependencies = app.health.dependencies(&app.router).await;
+    let stores = crate::health::Stores {
+        db: &app.db,
+        objects: app.objects.as_ref(),
+        parked_sessions: app.sessions.pending_count(),
+    };
+    let dependencies = app.health.dependencies(&app.router, stores).await;
     let degraded = dependencies.iter().any(|d| d.status == DepState::Down);
     Json(json!({
         "status": if degraded { "degraded" } else { "ok" },

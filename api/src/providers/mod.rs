@@ -23,6 +23,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 pub use error::ProviderError;
+pub(crate) use error::root_cause as root_cause_of;
 pub use model_ref::{ModelRef, ModelRefError};
 pub use router::{ModelTarget, RouteError, Router};
 pub use types::{ChatCall, EmbeddingsCall, Usage};

@@ -3,7 +3,10 @@
 //! `/health` rather than sleeping.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod services;
+
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use onyx_test_fakes::{DEFAULT_KEY, FakeServer};
@@ -56,6 +59,10 @@ impl Fakes {
 
 pub struct Onyx {
     pub child: Child,
+    /// Everything the process wrote to stderr so far (drained continuously,
+    /// so logging can never block the server on a full pipe).
+    pub stderr: Arc<Mutex<String>>,
+    stderr_reader: tokio::task::JoinHandle<()>,
     pub url: String,
     pub dir: tempfile::TempDir,
     pub client: reqwest::Client,
@@ -97,7 +104,38 @@ impl Onyx {
         config: Option<&str>,
         env: &[(&str, &str)],
     ) -> Result<Self, (Option<i32>, String)> {
-        let dir = tempfile::tempdir().unwrap();
+        Self::try_start_in(tempfile::tempdir().unwrap(), config, env).await
+    }
+
+    /// Starts on an existing home/data dir (to restart after a crash).
+    pub async fn start_in(dir: tempfile::TempDir, config: Option<&str>, env: &[(&str, &str)]) -> Self {
+        Self::try_start_in(dir, config, env)
+            .await
+            .unwrap_or_else(|(code, stderr)| panic!("onyx failed to start ({code:?}): {stderr}"))
+    }
+
+    /// SIGTERM, wait for the exit, and return everything logged to stderr.
+    pub async fn stop_and_logs(mut self) -> (std::process::ExitStatus, String) {
+        let pid = self.child.id().unwrap().to_string();
+        let _ = std::process::Command::new("kill").arg("-TERM").arg(pid).status();
+        let status = self.child.wait().await.unwrap();
+        let _ = (&mut self.stderr_reader).await;
+        let logs = self.stderr.lock().unwrap().clone();
+        (status, logs)
+    }
+
+    /// `kill -9`, keeping the data dir for a restart.
+    pub async fn crash(mut self) -> tempfile::TempDir {
+        self.child.start_kill().unwrap();
+        self.child.wait().await.unwrap();
+        self.dir
+    }
+
+    pub async fn try_start_in(
+        dir: tempfile::TempDir,
+        config: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> Result<Self, (Option<i32>, String)> {
         let mut cmd = Self::command(dir.path(), env);
         cmd.arg("serve").arg("--listen").arg("127.0.0.1:0");
         if let Some(config) = config {
@@ -111,6 +149,18 @@ impl Onyx {
             .kill_on_drop(true)
             .spawn()
             .unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let stderr_reader = {
+            let sink = stderr.clone();
+            let mut err_lines = BufReader::new(child.stderr.take().unwrap()).lines();
+            tokio::spawn(async move {
+                while let Ok(Some(line)) = err_lines.next_line().await {
+                    let mut sink = sink.lock().unwrap();
+                    sink.push_str(&line);
+                    sink.push('\n');
+                }
+            })
+        };
         let stdout = child.stdout.take().unwrap();
         let mut lines = BufReader::new(stdout).lines();
         let url = tokio::time::timeout(Duration::from_secs(60), async {
@@ -125,11 +175,10 @@ impl Onyx {
         .ok()
         .flatten();
         let Some(url) = url else {
-            let output = child.wait_with_output().await.unwrap();
-            return Err((
-                output.status.code(),
-                String::from_utf8_lossy(&output.stderr).into_owned(),
-            ));
+            let status = child.wait().await.unwrap();
+            let _ = stderr_reader.await;
+            let logs = stderr.lock().unwrap().clone();
+            return Err((status.code(), logs));
         };
         // Keep draining stdout so the child never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
@@ -140,6 +189,8 @@ impl Onyx {
             {
                 return Ok(Self {
                     child,
+                    stderr,
+                    stderr_reader,
                     url,
                     dir,
                     client,

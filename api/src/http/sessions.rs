@@ -1,0 +1,161 @@
+//! `/v1/sessions`: list (filters, text search, cursor pagination, newest
+//! first), get (metadata + messages with offset/limit), export (JSONL),
+//! rename/archive, delete (log and metadata; idempotent).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::body::{JsonObject, typed};
+use super::error::ApiError;
+use crate::app::App;
+use crate::sessions::{ListFilter, Status, decode_cursor};
+
+const MAX_LIMIT: usize = 200;
+
+fn number(
+    params: &HashMap<String, String>,
+    name: &str,
+    default: usize,
+    max: usize,
+) -> Result<usize, ApiError> {
+    match params.get(name) {
+        None => Ok(default),
+        Some(text) => match text.parse::<usize>() {
+            Ok(n) if n <= max => Ok(n),
+            _ => Err(ApiError::bad_request(
+                format!("{name}: must be a whole number from 0 to {max}"),
+                Some(name.into()),
+            )),
+        },
+    }
+}
+
+fn status(text: &str) -> Result<Status, ApiError> {
+    match text {
+        "active" => Ok(Status::Active),
+        "archived" => Ok(Status::Archived),
+        _ => Err(ApiError::bad_request(
+            "status: must be \"active\" or \"archived\"",
+            Some("status".into()),
+        )),
+    }
+}
+
+pub async fn list(
+    State(app): State<Arc<App>>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let cursor = params.get("cursor").cloned();
+    if let Some(cursor) = &cursor
+        && decode_cursor(cursor).is_none()
+    {
+        return Err(ApiError::bad_request(
+            "cursor: not a cursor this API returned",
+            Some("cursor".into()),
+        ));
+    }
+    let updated_since = params.get("updated_since").cloned();
+    if let Some(since) = &updated_since
+        && humantime::parse_rfc3339_weak(since).is_err()
+    {
+        return Err(ApiError::bad_request(
+            "updated_since: not an RFC 3339 time",
+            Some("updated_since".into()),
+        ));
+    }
+    let filter = ListFilter {
+        agent: params.get("agent").cloned(),
+        status: params.get("status").map(|s| status(s)).transpose()?,
+        source: params.get("source").cloned(),
+        updated_since,
+        query: params.get("q").filter(|q| !q.trim().is_empty()).cloned(),
+        limit: number(&params, "limit", 50, MAX_LIMIT)?.max(1),
+        cursor,
+    };
+    let (data, next_cursor) = app.sessions.list(&filter).await?;
+    Ok(Json(
+        json!({"object": "list", "data": data, "next_cursor": next_cursor, "has_more": next_cursor.is_some()}),
+    ))
+}
+
+pub async fn get(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let offset = number(&params, "offset", 0, usize::MAX)?;
+    let limit = number(&params, "limit", 100, 1000)?;
+    let session = app.sessions.get(&id).await?;
+    let messages = app.sessions.messages(&session).await?;
+    let total = messages.len();
+    let page: Vec<_> = messages.into_iter().skip(offset).take(limit).collect();
+    let mut body = serde_json::to_value(&session).unwrap_or_default();
+    body["object"] = json!("session");
+    body["messages"] = serde_json::to_value(page).unwrap_or_default();
+    body["total_messages"] = json!(total);
+    Ok(Json(body))
+}
+
+pub async fn export(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let session = app.sessions.get(&id).await?;
+    let messages = app.sessions.messages(&session).await?;
+    let mut jsonl = Vec::new();
+    for message in &messages {
+        if serde_json::to_writer(&mut jsonl, message).is_ok() {
+            jsonl.push(b'\n');
+        }
+    }
+    let disposition = format!("attachment; filename=\"session-{}.jsonl\"", session.id);
+    let mut response = jsonl.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/x-ndjson"),
+    );
+    if let Ok(value) = HeaderValue::from_str(&disposition) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    Ok(response)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Patch {
+    title: Option<String>,
+    status: Option<Status>,
+}
+
+pub async fn patch(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    JsonObject(body): JsonObject,
+) -> Result<Json<Value>, ApiError> {
+    let patch: Patch = typed(&body)?;
+    if let Some(title) = &patch.title
+        && (title.trim().is_empty() || title.chars().count() > 200)
+    {
+        return Err(ApiError::bad_request(
+            "title: must be 1 to 200 characters",
+            Some("title".into()),
+        ));
+    }
+    let session = app
+        .sessions
+        .update(&id, patch.title.as_deref(), patch.status)
+        .await?;
+    Ok(Json(serde_json::to_value(session).unwrap_or_default()))
+}
+
+pub async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    app.sessions.delete(&id).await?;
+    Ok(Json(
+        json!({"id": id, "object": "session.deleted", "deleted": true}),
+    ))
+}

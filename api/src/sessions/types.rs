@@ -1,0 +1,102 @@
+//! Session data: log lines (one message each) and the metadata row.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One message of a session log, as a JSONL line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogMessage {
+    /// RFC 3339 UTC.
+    pub ts: String,
+    pub role: String,
+    #[serde(default)]
+    pub content: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Value>,
+    /// Set on an assistant message cut short by the client going away.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub aborted: bool,
+}
+
+impl LogMessage {
+    /// The text of the content (string content, or the text parts joined).
+    pub fn text(&self) -> String {
+        match &self.content {
+            Value::String(s) => s.clone(),
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+            _ => String::new(),
+        }
+    }
+
+    /// The message as an OpenAI chat message, for replaying history upstream.
+    pub fn to_openai(&self) -> Value {
+        let mut message = serde_json::json!({"role": self.role, "content": self.content});
+        if let Some(name) = &self.name {
+            message["name"] = Value::String(name.clone());
+        }
+        if let Some(calls) = &self.tool_calls {
+            message["tool_calls"] = calls.clone();
+        }
+        if let Some(id) = &self.tool_call_id {
+            message["tool_call_id"] = Value::String(id.clone());
+        }
+        message
+    }
+
+    pub fn tokens(&self) -> u64 {
+        self.usage
+            .as_ref()
+            .and_then(|u| u["total_tokens"].as_u64())
+            .unwrap_or(0)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Active,
+    Archived,
+}
+
+/// A session's metadata (the `session` table; rebuildable from the log).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionMeta {
+    pub id: String,
+    pub agent_id: String,
+    pub title: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub message_count: u64,
+    pub token_count: u64,
+    pub last_message_preview: String,
+    pub status: Status,
+    pub source: String,
+}
+
+/// Filters of `GET /v1/sessions`.
+#[derive(Debug, Default, Clone)]
+pub struct ListFilter {
+    pub agent: Option<String>,
+    pub status: Option<Status>,
+    pub source: Option<String>,
+    pub updated_since: Option<String>,
+    pub query: Option<String>,
+    pub limit: usize,
+    pub cursor: Option<String>,
+}
+
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string()
+}

@@ -1,0 +1,109 @@
+//! The SurrealDB handle: one `Surreal<Any>` chosen by URL (`surrealkv://` under
+//! the data dir by default, `mem://` for tests, `ws://` for a server), signed in
+//! when credentials are configured, with migrations run at connect.
+
+use std::sync::Arc;
+
+use secrecy::ExposeSecret;
+use serde::de::DeserializeOwned;
+use surrealdb::Surreal;
+use surrealdb::engine::any::Any;
+
+use super::migrations;
+use crate::config::SurrealConfig;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("database: {0}")]
+    Surreal(String),
+    #[error(
+        "database schema version {found} is newer than this onyx understands (up to {known}); upgrade onyx"
+    )]
+    SchemaTooNew { found: u32, known: u32 },
+    #[error("database returned data Onyx could not read: {0}")]
+    Decode(String),
+}
+
+impl From<surrealdb::Error> for DbError {
+    fn from(err: surrealdb::Error) -> Self {
+        Self::Surreal(err.to_string())
+    }
+}
+
+/// A cheap-to-clone database handle.
+#[derive(Clone)]
+pub struct Db {
+    inner: Arc<Surreal<Any>>,
+    /// The URL without credentials, for `/health` and logs.
+    pub url: String,
+}
+
+impl Db {
+    pub async fn connect(config: &SurrealConfig) -> Result<Self, DbError> {
+        if let Some(path) = config.url.strip_prefix("surrealkv://") {
+            // SurrealKV wants its parent directory to exist.
+            if let Some(parent) = std::path::Path::new(path).parent() {
+                std::fs::create_dir_all(parent).map_err(|err| DbError::Surreal(format!("{path}: {err}")))?;
+            }
+        }
+        let db = surrealdb::engine::any::connect(config.url.as_str()).await?;
+        if let (Some(user), Some(pass)) = (&config.user, &config.pass) {
+            let root = surrealdb::opt::auth::Root {
+                username: user.clone(),
+                password: pass.expose_secret().to_string(),
+            };
+            db.signin(root).await?;
+        }
+        db.use_ns(config.namespace.as_str())
+            .use_db(config.database.as_str())
+            .await?;
+        let db = Self {
+            inner: Arc::new(db),
+            url: config.url.clone(),
+        };
+        db.migrate().await?;
+        Ok(db)
+    }
+
+    /// Brings the schema up to date (idempotent; refuses a newer schema).
+    pub async fn migrate(&self) -> Result<(), DbError> {
+        migrations::run(self).await
+    }
+
+    /// Runs one or more statements with JSON parameters; checks every statement succeeded.
+    pub async fn execute(
+        &self,
+        sql: &str,
+        vars: serde_json::Value,
+    ) -> Result<surrealdb::IndexedResults, DbError> {
+        let mut response = self.inner.query(sql).bind(vars).await?;
+        let errors = response.take_errors();
+        if let Some((_, err)) = errors.into_iter().min_by_key(|(index, _)| *index) {
+            return Err(DbError::Surreal(err.to_string()));
+        }
+        Ok(response)
+    }
+
+    /// Runs a query and reads statement `index` as rows of `T`.
+    pub async fn rows<T: DeserializeOwned>(
+        &self,
+        sql: &str,
+        vars: serde_json::Value,
+        index: usize,
+    ) -> Result<Vec<T>, DbError> {
+        let mut response = self.execute(sql, vars).await?;
+        let value: surrealdb::types::Value = response.take(index)?;
+        let json = value.into_json_value();
+        let json = match json {
+            serde_json::Value::Array(_) => json,
+            serde_json::Value::Null => serde_json::Value::Array(Vec::new()),
+            other => serde_json::Value::Array(vec![other]),
+        };
+        serde_json::from_value(json).map_err(|err| DbError::Decode(err.to_string()))
+    }
+
+    pub async fn health(&self) -> Result<(), DbError> {
+        self.inner.health().await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,98 @@
+//! Real services for storage tests: an S3 server (s3s-fs, which checks SigV4
+//! signatures and enforces conditional writes) and a SurrealDB server, each
+//! started on a free port from binaries that `tests/run` installs or builds.
+//! Their paths come from `S3S_FS_BIN` and `SURREAL_TEST_SERVER_BIN`.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::process::{Child, Command};
+
+pub const S3_ACCESS_KEY: &str = "onyx-test-access";
+pub const S3_SECRET_KEY: &str = "onyx-test-secret-key-0123456789";
+
+pub struct Service {
+    pub child: Child,
+    pub addr: std::net::SocketAddr,
+    pub dir: tempfile::TempDir,
+}
+
+fn free_addr() -> std::net::SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+fn binary(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| panic!("{var} is not set: run the suite through ./tests/run"))
+}
+
+async fn wait_for_port(addr: std::net::SocketAddr, child: &mut Child, name: &str) {
+    for _ in 0..600 {
+        if tokio::net::TcpStream::connect(addr).await.is_ok() {
+            return;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("{name} exited early: {status}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{name} never listened on {addr}");
+}
+
+impl Service {
+    pub async fn s3() -> Self {
+        Self::s3_at(tempfile::tempdir().unwrap(), free_addr()).await
+    }
+
+    /// Stops the server, keeping its data dir and address for [`Service::s3_at`].
+    pub async fn stop(mut self) -> (tempfile::TempDir, std::net::SocketAddr) {
+        self.child.start_kill().unwrap();
+        self.child.wait().await.unwrap();
+        (self.dir, self.addr)
+    }
+
+    pub async fn s3_at(dir: tempfile::TempDir, addr: std::net::SocketAddr) -> Self {
+        let mut child = Command::new(binary("S3S_FS_BIN"))
+            .args(["--host", "127.0.0.1", "--port", &addr.port().to_string()])
+            .args(["--access-key", S3_ACCESS_KEY, "--secret-key", S3_SECRET_KEY])
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        wait_for_port(addr, &mut child, "s3s-fs").await;
+        Self { child, addr, dir }
+    }
+
+    pub async fn surreal() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let addr = free_addr();
+        let mut child = Command::new(binary("SURREAL_TEST_SERVER_BIN"))
+            .args([
+                "start",
+                "--bind",
+                &addr.to_string(),
+                "--user",
+                "root",
+                "--pass",
+                "root",
+                "memory",
+            ])
+            .env("SURREAL_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        wait_for_port(addr, &mut child, "surreal").await;
+        Self { child, addr, dir }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}

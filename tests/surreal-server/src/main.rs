@@ -1,0 +1,7 @@
+//! `onyx-surreal-test-server start --bind 127.0.0.1:PORT --user root --pass root memory`:
+//! a real SurrealDB server, same version as Onyx's client, built from crates.io
+//! because no registry here ships the `surreal` binary.
+
+fn main() -> std::process::ExitCode {
+    surrealdb_server::init(surrealdb_server::core::CommunityComposer())
+}
