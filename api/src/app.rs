@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use secrecy::SecretString;
 
-use crate::auth::ApiKeys;
+use crate::auth::{ApiKeys, Authenticator, KeyError};
 use crate::config::{Config, ProviderKind};
 use crate::health::HealthCache;
 use crate::observability::Metrics;
@@ -19,7 +19,7 @@ use crate::storage::{self, Db, DbError, ObjectStore};
 pub struct App {
     pub router: Router,
     pub catalog: ModelCatalog,
-    pub api_keys: ApiKeys,
+    pub auth: Authenticator,
     pub metrics: Arc<Metrics>,
     pub health: HealthCache,
     pub started: Instant,
@@ -46,6 +46,8 @@ pub enum StartupError {
     OpenWithoutKey(std::net::SocketAddr),
     #[error(transparent)]
     Database(#[from] DbError),
+    #[error("API keys: {0}")]
+    Keys(#[from] KeyError),
     #[error("sessions: {0}")]
     Sessions(#[from] SessionError),
     #[error("cannot listen on {addr}: {source}")]
@@ -78,6 +80,7 @@ impl App {
         let db = Db::connect(&config.storage.surrealdb).await?;
         let objects = open_objects(config).await;
         let sessions = Sessions::new(objects.clone(), db.clone()).await?;
+        let auth = Authenticator::new(ApiKeys::new(&keys), db.clone()).await?;
         sessions.spawn_retry_loop(Duration::from_secs(2));
         Ok(Self {
             db,
@@ -86,7 +89,7 @@ impl App {
             record_sessions: config.gateway.record_sessions,
             router,
             catalog: ModelCatalog::new(config.gateway.models_cache_ttl, configured_models),
-            api_keys: ApiKeys::new(&keys),
+            auth,
             metrics,
             health: HealthCache::default(),
             started: Instant::now(),

@@ -1,13 +1,16 @@
-//! Who may call Onyx: API keys (from config and `ONYX_API_KEY`; kept only as
-//! SHA-256 digests, compared in constant time) and the UI password
+//! Who may call Onyx: API keys (from config and `ONYX_API_KEY`, kept only as
+//! SHA-256 digests and compared in constant time; and keys created with
+//! `onyx keys`, stored as digests in SurrealDB, see `keys`) and the UI password
 //! (argon2id hashes made by `onyx hash-password`).
 
+mod keys;
 mod password;
 
 use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+pub use keys::{Authenticator, KEY_PREFIX, KeyError, Scope, StoredKey};
 pub use password::{PasswordError, hash_password, verify_password};
 
 /// The accepted API keys, as digests.

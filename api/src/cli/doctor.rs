@@ -44,15 +44,16 @@ pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
             detail: err.to_string(),
         }),
         Ok(app) => {
-            let keys =
-                app.api_keys.len() + usize::from(std::env::var("ONYX_API_KEY").is_ok_and(|k| !k.is_empty()));
-            let open = keys == 0;
+            let open = !app.auth.required();
             let loopback = config.gateway.listen.ip().is_loopback();
             rows.push(Row {
                 check: "auth".into(),
                 ok: !open || loopback,
                 detail: match (open, loopback) {
-                    (false, _) => format!("{} API key(s)", app.api_keys.len()),
+                    (false, _) => format!(
+                        "{} key(s) from config/env, plus keys from `onyx keys`",
+                        app.auth.config_key_count()
+                    ),
                     (true, true) => "no API key: loopback only".into(),
                     (true, false) => format!(
                         "no API key but listening on {}: serve will refuse",

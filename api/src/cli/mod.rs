@@ -2,6 +2,7 @@
 
 mod doctor;
 mod hash_password;
+mod keys;
 mod reindex;
 mod serve;
 
@@ -40,6 +41,13 @@ enum Command {
     },
     /// Hash a password (read from stdin) for gateway.auth.passwordHash.
     HashPassword,
+    /// Manage API keys stored in the database.
+    Keys {
+        #[arg(long, short, global = true)]
+        config: Option<PathBuf>,
+        #[command(subcommand)]
+        command: keys::KeysCommand,
+    },
     /// Rebuild the database's derived tables (session metadata) from the object store.
     /// Stop `onyx serve` first when the database is embedded.
     Reindex {
@@ -63,6 +71,7 @@ pub fn main() -> ExitCode {
             Command::Doctor { config } => doctor::run(config).await,
             Command::HashPassword => hash_password::run(),
             Command::Reindex { config } => reindex::run(config).await,
+            Command::Keys { config, command } => keys::run(config, command).await,
         }
     })
 }

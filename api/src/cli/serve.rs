@@ -36,7 +36,7 @@ async fn serve(config_path: Option<PathBuf>, listen: Option<SocketAddr>) -> Resu
     detect_local_ollama(&mut config).await;
     let app = Arc::new(App::new(&config).await?);
     let addr = config.gateway.listen;
-    if app.api_keys.is_empty() {
+    if !app.auth.required() {
         if !addr.ip().is_loopback() {
             return Err(StartupError::OpenWithoutKey(addr));
         }

@@ -20,6 +20,8 @@ pub enum ApiError {
     },
     #[error("{0}")]
     Unauthorized(&'static str),
+    #[error("{0}")]
+    Forbidden(&'static str),
     #[error("{message}")]
     NotFound { message: String, code: &'static str },
     #[error("the request body is larger than the limit of {limit} bytes")]
@@ -54,6 +56,7 @@ impl ApiError {
         match self {
             Self::BadRequest { .. } => StatusCode::BAD_REQUEST,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound { .. } | Self::Route(_) => StatusCode::NOT_FOUND,
             Self::Session(err) => match err {
                 SessionError::NotFound(_) => StatusCode::NOT_FOUND,
@@ -94,6 +97,12 @@ impl ApiError {
                 default_type.into(),
                 None,
                 Some("invalid_api_key".into()),
+            ),
+            Self::Forbidden(message) => (
+                message.to_string(),
+                default_type.into(),
+                None,
+                Some("insufficient_scope".into()),
             ),
             Self::NotFound { message, code } => {
                 (message.clone(), default_type.into(), None, Some(code.to_string()))

@@ -16,6 +16,7 @@ use tracing::Instrument;
 use super::body::BodyLimit;
 use super::error::ApiError;
 use crate::app::App;
+use crate::auth::Scope;
 
 const REQUEST_ID: &str = "x-request-id";
 
@@ -61,9 +62,10 @@ pub async fn request_context(State(app): State<Arc<App>>, mut req: Request, next
     response
 }
 
-pub async fn require_api_key(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
-    if app.api_keys.is_empty() {
-        // Only possible when bound to loopback (checked at startup).
+pub async fn require_api_key(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
+    if !app.auth.required() {
+        // No key exists: only possible when bound to loopback (checked at startup).
+        req.extensions_mut().insert(Scope::Admin);
         return next.run(req).await;
     }
     let presented = req
@@ -71,10 +73,24 @@ pub async fn require_api_key(State(app): State<Arc<App>>, req: Request, next: Ne
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .map(str::trim);
-    match presented {
-        None => ApiError::Unauthorized("missing API key: send `Authorization: Bearer <key>`").into_response(),
-        Some(key) if app.api_keys.verify(key) => next.run(req).await,
-        Some(_) => ApiError::Unauthorized("invalid API key").into_response(),
+        .map(str::trim)
+        .map(String::from);
+    let Some(presented) = presented else {
+        return ApiError::Unauthorized("missing API key: send `Authorization: Bearer <key>`").into_response();
+    };
+    match app.auth.authenticate(&presented).await {
+        Some(scope) => {
+            req.extensions_mut().insert(scope);
+            next.run(req).await
+        }
+        None => ApiError::Unauthorized("invalid API key").into_response(),
+    }
+}
+
+/// Key and config management need the admin scope.
+pub async fn require_admin(req: Request, next: Next) -> Response {
+    match req.extensions().get::<Scope>() {
+        Some(Scope::Admin) => next.run(req).await,
+        _ => ApiError::Forbidden("this route needs an API key with the admin scope").into_response(),
     }
 }

@@ -6,6 +6,7 @@ mod body;
 mod chat;
 mod embeddings;
 mod error;
+mod keys;
 mod middleware;
 mod models;
 mod ops;
@@ -24,7 +25,12 @@ use crate::app::App;
 /// The whole HTTP surface. `/health` is the only route without auth.
 pub fn router(app: Arc<App>) -> Router {
     let limit = app.max_body_bytes;
+    let admin = Router::new()
+        .route("/v1/keys", get(keys::list).post(keys::create))
+        .route("/v1/keys/{id}", axum::routing::delete(keys::revoke))
+        .route_layer(axum::middleware::from_fn(middleware::require_admin));
     let protected = Router::new()
+        .merge(admin)
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/models", get(models::list_models))
         .route("/v1/embeddings", post(embeddings::create_embeddings))

@@ -1,0 +1,87 @@
+//! `onyx keys create|list|revoke`: API keys in the database. With the embedded
+//! database, stop `onyx serve` first (or use `/v1/keys` with an admin key).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+use crate::auth::{ApiKeys, Authenticator, Scope};
+use crate::config;
+use crate::storage::Db;
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Create a key and print it (shown once).
+    Create {
+        #[arg(long)]
+        name: String,
+        /// `chat` (use models, agents, sessions, memory) or `admin` (also manage keys and config).
+        #[arg(long, default_value = "chat")]
+        scope: Scope,
+    },
+    /// List active keys (prefix, scope, last use).
+    List,
+    /// Revoke a key by id.
+    Revoke { id: String },
+}
+
+pub async fn run(config_path: Option<PathBuf>, command: KeysCommand) -> ExitCode {
+    match keys(config_path, command).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("onyx keys: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn keys(config_path: Option<PathBuf>, command: KeysCommand) -> Result<(), String> {
+    let path = config::locate(config_path.as_deref());
+    let config = config::load(path.as_deref()).map_err(|e| e.to_string())?;
+    let db = Db::connect(&config.storage.surrealdb).await.map_err(|e| {
+        let locked = e.to_string().contains("locked");
+        if locked {
+            format!("{e}\n(the embedded database is in use: stop `onyx serve`, or use POST /v1/keys)")
+        } else {
+            e.to_string()
+        }
+    })?;
+    let auth = Authenticator::new(ApiKeys::new([]), db)
+        .await
+        .map_err(|e| e.to_string())?;
+    match command {
+        KeysCommand::Create { name, scope } => {
+            let (stored, secret) = auth.create(&name, scope).await.map_err(|e| e.to_string())?;
+            println!("{secret}");
+            eprintln!(
+                "created key {} ({:?}, id {}); it is shown only this once",
+                stored.name, stored.scope, stored.id
+            );
+        }
+        KeysCommand::List => {
+            let keys = auth.list().await.map_err(|e| e.to_string())?;
+            println!(
+                "{:<36}  {:<20}  {:<6}  {:<16}  LAST USED",
+                "ID", "NAME", "SCOPE", "PREFIX"
+            );
+            for key in keys {
+                let scope = if key.scope == Scope::Admin {
+                    "admin"
+                } else {
+                    "chat"
+                };
+                let last = key.last_used_at.unwrap_or_else(|| "never".into());
+                println!(
+                    "{:<36}  {:<20}  {:<6}  {:<16}  {last}",
+                    key.id, key.name, scope, key.prefix
+                );
+            }
+        }
+        KeysCommand::Revoke { id } => {
+            auth.revoke(&id).await.map_err(|e| e.to_string())?;
+            eprintln!("revoked {id}");
+        }
+    }
+    Ok(())
+}
