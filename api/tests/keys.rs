@@ -50,7 +50,7 @@ async fn keys_made_over_http_work_until_revoked() {
     // The list never shows the key itself; last use is recorded.
     let mut listed = Value::Null;
     for _ in 0..100 {
-        listed = onyx.get("/v1/keys").send().await.unwrap().json().await.unwrap();
+        listed = onyx.get_json("/v1/keys").await;
         if listed["data"][0]["last_used_at"].is_string() {
             break;
         }

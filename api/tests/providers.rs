@@ -239,7 +239,7 @@ async fn embeddings_work_for_openai_and_ollama_in_both_encodings() {
 #[tokio::test]
 async fn models_list_every_provider_and_alias() {
     let (_fakes, onyx) = setup().await;
-    let body: Value = onyx.get("/v1/models").send().await.unwrap().json().await.unwrap();
+    let body: Value = onyx.get_json("/v1/models").await;
     assert_eq!(body["object"], "list");
     let ids: Vec<&str> = body["data"]
         .as_array()

@@ -79,13 +79,8 @@ async fn a_session_continues_with_its_history() {
     assert!(body["token_count"].as_u64().unwrap() > 0);
     assert_eq!(body["last_message_preview"], "echo: what is my name?");
     let page = onyx
-        .get(&format!("/v1/sessions/{id}?offset=1&limit=2"))
-        .send()
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap();
+        .get_json(&format!("/v1/sessions/{id}?offset=1&limit=2"))
+        .await;
     assert_eq!(page["messages"].as_array().unwrap().len(), 2);
     assert_eq!(page["messages"][0]["role"], "assistant");
 }
@@ -108,14 +103,7 @@ async fn the_body_field_works_and_never_reaches_the_upstream() {
         .chat(json!({"model": "openai/fake-echo", "messages": [{"role": "user", "content": "x"}]}))
         .await;
     assert_eq!(status, 200);
-    let list: Value = onyx
-        .get("/v1/sessions")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = onyx.get_json("/v1/sessions").await;
     assert_eq!(list["data"].as_array().unwrap().len(), 1);
 }
 
@@ -273,14 +261,7 @@ async fn list_filter_search_paginate_rename_archive_export_delete() {
         .unwrap();
     let ui_id = ui.headers()["x-onyx-session-id"].to_str().unwrap().to_string();
 
-    let list: Value = onyx
-        .get("/v1/sessions")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = onyx.get_json("/v1/sessions").await;
     let titles: Vec<&str> = list["data"]
         .as_array()
         .unwrap()
@@ -300,36 +281,15 @@ async fn list_filter_search_paginate_rename_archive_export_delete() {
         "newest first"
     );
 
-    let rust: Value = onyx
-        .get("/v1/sessions?q=RUST")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let rust: Value = onyx.get_json("/v1/sessions?q=RUST").await;
     assert_eq!(rust["data"].as_array().unwrap().len(), 2);
-    let content: Value = onyx
-        .get("/v1/sessions?q=echo%3A%20tax")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let content: Value = onyx.get_json("/v1/sessions?q=echo%3A%20tax").await;
     assert_eq!(
         content["data"].as_array().unwrap().len(),
         1,
         "content is searched too"
     );
-    let from_ui: Value = onyx
-        .get("/v1/sessions?source=ui")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let from_ui: Value = onyx.get_json("/v1/sessions?source=ui").await;
     assert_eq!(from_ui["data"][0]["id"], ui_id.as_str());
     assert_eq!(from_ui["data"].as_array().unwrap().len(), 1);
 
@@ -341,7 +301,7 @@ async fn list_filter_search_paginate_rename_archive_export_delete() {
             Some(c) => format!("/v1/sessions?limit=2&cursor={c}"),
             None => "/v1/sessions?limit=2".to_string(),
         };
-        let page: Value = onyx.get(&path).send().await.unwrap().json().await.unwrap();
+        let page: Value = onyx.get_json(&path).await;
         seen.extend(
             page["data"]
                 .as_array()
@@ -373,14 +333,7 @@ async fn list_filter_search_paginate_rename_archive_export_delete() {
         .unwrap();
     assert_eq!(renamed["title"], "Garden");
     patch(&ids[1], json!({"status": "archived"})).await.unwrap();
-    let archived: Value = onyx
-        .get("/v1/sessions?status=archived")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let archived: Value = onyx.get_json("/v1/sessions?status=archived").await;
     assert_eq!(archived["data"].as_array().unwrap().len(), 1);
     assert_eq!(archived["data"][0]["id"], ids[1].as_str());
 
@@ -438,14 +391,7 @@ async fn fifty_concurrent_turns_on_one_session_are_all_kept_whole() {
     });
     let statuses = futures::future::join_all(requests).await;
     assert!(statuses.iter().all(|s| s.as_u16() == 200), "{statuses:?}");
-    let body = onyx
-        .get(&format!("/v1/sessions/{id}?limit=1000"))
-        .send()
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap();
+    let body = onyx.get_json(&format!("/v1/sessions/{id}?limit=1000")).await;
     assert_eq!(body["message_count"], 102);
     let messages = body["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 102);
@@ -503,14 +449,7 @@ async fn kill_9_mid_stream_loses_nothing_accepted_and_reindex_agrees() {
         .await
         .unwrap();
     assert_eq!(patched.status(), 200);
-    let before: Value = onyx
-        .get("/v1/sessions")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let before: Value = onyx.get_json("/v1/sessions").await;
 
     let mut response = onyx
         .post("/v1/chat/completions")
@@ -561,14 +500,7 @@ async fn kill_9_mid_stream_loses_nothing_accepted_and_reindex_agrees() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("reindexed 2 session(s)"));
 
     let onyx = Onyx::start_in(dir, Some(&config), &[]).await;
-    let after: Value = onyx
-        .get("/v1/sessions")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let after: Value = onyx.get_json("/v1/sessions").await;
     let before = snapshot(&before);
     let mut after = snapshot(&after);
     // The interrupted turn may or may not have been recorded; everything else is identical.

@@ -84,14 +84,7 @@ async fn sessions_on_s3_and_a_surrealdb_server() {
     .await;
     let id = turn(&onyx, "new", "hello s3").await;
     turn(&onyx, &id, "again").await;
-    let body: Value = onyx
-        .get(&format!("/v1/sessions/{id}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let body: Value = onyx.get_json(&format!("/v1/sessions/{id}")).await;
     assert_eq!(body["message_count"], 4);
     assert_eq!(body["messages"][3]["content"], "echo: again");
     let segments = std::fs::read_dir(s3.dir.path().join(format!("onyx-sessions/main/{id}")))
@@ -134,14 +127,7 @@ async fn turns_wait_out_an_s3_outage_and_nothing_is_lost() {
     let _s3 = Service::s3_at(dir, addr).await;
     let mut body = Value::Null;
     for _ in 0..300 {
-        body = onyx
-            .get(&format!("/v1/sessions/{id}"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        body = onyx.get_json(&format!("/v1/sessions/{id}")).await;
         if body["message_count"] == 6 {
             break;
         }

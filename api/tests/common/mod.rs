@@ -213,6 +213,11 @@ impl Onyx {
             .bearer_auth(ONYX_KEY)
     }
 
+    /// GET with the test key; the body as JSON.
+    pub async fn get_json(&self, path: &str) -> Value {
+        self.get(path).send().await.unwrap().json().await.unwrap()
+    }
+
     pub async fn chat(&self, body: Value) -> (u16, Value) {
         let response = self
             .post("/v1/chat/completions")
