@@ -293,6 +293,15 @@ async fn list_filter_search_paginate_rename_archive_export_delete() {
     assert_eq!(from_ui["data"][0]["id"], ui_id.as_str());
     assert_eq!(from_ui["data"].as_array().unwrap().len(), 1);
 
+    let future = onyx
+        .get_json("/v1/sessions?updated_since=2999-01-01T00:00:00Z")
+        .await;
+    assert_eq!(future["data"].as_array().unwrap().len(), 0);
+    let past = onyx
+        .get_json("/v1/sessions?updated_since=2000-01-01T00:00:00Z")
+        .await;
+    assert_eq!(past["data"].as_array().unwrap().len(), 6);
+
     // Cursor pagination walks every session once.
     let mut seen = Vec::new();
     let mut cursor: Option<String> = None;
