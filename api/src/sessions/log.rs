@@ -58,6 +58,14 @@ impl SessionLog {
         slots.entry(session.to_string()).or_default().clone()
     }
 
+    /// A session this process just created has no segments: its first append
+    /// needs no listing (a conflict still falls back to one).
+    pub fn mark_new(&self, session: &str) {
+        if let Ok(mut slot) = self.slot(session).try_lock() {
+            *slot = Some(0);
+        }
+    }
+
     async fn listed_next(&self, agent: &str, session: &str) -> Result<u64, StoreError> {
         let objects = self.store.list(Bucket::Sessions, &prefix(agent, session)).await?;
         Ok(objects

@@ -90,6 +90,7 @@ impl Sessions {
                 json!({"id": id, "agent": agent, "source": source, "now": now}),
             )
             .await?;
+        self.log.mark_new(&id);
         meta::get(&self.db, &id).await?.ok_or(SessionError::NotFound(id))
     }
 
