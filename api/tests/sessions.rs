@@ -26,10 +26,7 @@ async fn chat_in(onyx: &Onyx, session: &str, model: &str, text: &str) -> (String
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let id = response.headers()["x-onyx-session-id"]
-        .to_str()
-        .unwrap()
-        .to_string();
+    let id = session_id(&response);
     (id, response.json().await.unwrap())
 }
 
@@ -117,10 +114,7 @@ async fn streamed_turns_and_tool_calls_are_recorded() {
         .send()
         .await
         .unwrap();
-    let id = response.headers()["x-onyx-session-id"]
-        .to_str()
-        .unwrap()
-        .to_string();
+    let id = session_id(&response);
     let events = sse_events(response).await;
     assert_eq!(events.last().unwrap(), "[DONE]");
     let body = session(&onyx, &id).await;
@@ -150,10 +144,7 @@ async fn an_aborted_stream_keeps_the_partial_answer() {
         .send()
         .await
         .unwrap();
-    let id = response.headers()["x-onyx-session-id"]
-        .to_str()
-        .unwrap()
-        .to_string();
+    let id = session_id(&response);
     let mut seen = 0;
     while seen < 5 {
         let chunk = response.chunk().await.unwrap().unwrap();
@@ -259,7 +250,7 @@ async fn list_filter_search_paginate_rename_archive_export_delete() {
         .send()
         .await
         .unwrap();
-    let ui_id = ui.headers()["x-onyx-session-id"].to_str().unwrap().to_string();
+    let ui_id = session_id(&ui);
 
     let list: Value = onyx.get_json("/v1/sessions").await;
     let titles: Vec<&str> = list["data"]
@@ -430,10 +421,7 @@ async fn record_sessions_stores_plain_requests() {
         .send()
         .await
         .unwrap();
-    let id = response.headers()["x-onyx-session-id"]
-        .to_str()
-        .unwrap()
-        .to_string();
+    let id = session_id(&response);
     assert_eq!(session(&onyx, &id).await["message_count"], 2);
 }
 

@@ -138,19 +138,23 @@ async fn refuses_a_public_address_without_a_key() {
     );
 }
 
+async fn doctor(home: &std::path::Path, config: &std::path::Path) -> std::process::Output {
+    Onyx::command(home, &[])
+        .arg("doctor")
+        .arg("--config")
+        .arg(config)
+        .output()
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn doctor_prints_a_table_and_fails_on_unreachable_dependencies() {
     let fakes = Fakes::start().await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("onyx.json5");
     std::fs::write(&path, fakes.config()).unwrap();
-    let output = Onyx::command(dir.path(), &[])
-        .arg("doctor")
-        .arg("--config")
-        .arg(&path)
-        .output()
-        .await
-        .unwrap();
+    let output = doctor(dir.path(), &path).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
     assert!(stdout.starts_with("CHECK"), "{stdout}");
@@ -178,13 +182,7 @@ async fn doctor_prints_a_table_and_fails_on_unreachable_dependencies() {
         format!(r#"{{ providers: {{ dead: {{ type: "ollama", baseUrl: "http://{dead}" }} }} }}"#),
     )
     .unwrap();
-    let output = Onyx::command(dir.path(), &[])
-        .arg("doctor")
-        .arg("--config")
-        .arg(&path)
-        .output()
-        .await
-        .unwrap();
+    let output = doctor(dir.path(), &path).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(1), "{stdout}");
     assert!(
@@ -195,13 +193,7 @@ async fn doctor_prints_a_table_and_fails_on_unreachable_dependencies() {
     );
 
     std::fs::write(&path, "{ bogus: 1 }").unwrap();
-    let output = Onyx::command(dir.path(), &[])
-        .arg("doctor")
-        .arg("--config")
-        .arg(&path)
-        .output()
-        .await
-        .unwrap();
+    let output = doctor(dir.path(), &path).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(1));
     assert!(stdout.contains("unknown field `bogus`"), "{stdout}");

@@ -43,10 +43,7 @@ async fn turn(onyx: &Onyx, session: &str, text: &str) -> String {
         200,
         "the chat answers whatever the object store does"
     );
-    response.headers()["x-onyx-session-id"]
-        .to_str()
-        .unwrap()
-        .to_string()
+    session_id(&response)
 }
 
 async fn dependency(onyx: &Onyx, name: &str) -> Value {

@@ -234,6 +234,14 @@ impl Onyx {
     }
 }
 
+/// The `x-onyx-session-id` a chat response carries.
+pub fn session_id(response: &reqwest::Response) -> String {
+    response.headers()["x-onyx-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
 /// Reads an SSE response into its `data:` payloads (including `[DONE]`).
 pub async fn sse_events(response: reqwest::Response) -> Vec<String> {
     let text = response.text().await.unwrap();

@@ -82,19 +82,28 @@ fn turn(body: &Value) -> Turn {
     }
 }
 
-async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Some(denied) = check_auth(&state, &headers) {
-        return denied;
+/// Checks the key, parses the JSON body and records it, as every POST route does.
+fn accept(state: &FakeState, headers: &HeaderMap, body: &[u8]) -> Result<Value, Box<Response>> {
+    if let Some(denied) = check_auth(state, headers) {
+        return Err(Box::new(denied));
     }
-    let Ok(body) = serde_json::from_slice::<Value>(&body) else {
-        return error(
+    let Ok(body) = serde_json::from_slice::<Value>(body) else {
+        return Err(Box::new(error(
             400,
             "We could not parse the JSON body of your request.",
             "invalid_request_error",
             None,
-        );
+        )));
     };
     state.record(&body);
+    Ok(body)
+}
+
+async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Bytes) -> Response {
+    let body = match accept(&state, &headers, &body) {
+        Ok(body) => body,
+        Err(refused) => return *refused,
+    };
     let turn = turn(&body);
     let plan = script::plan(&state, &turn);
     match &plan {
@@ -222,18 +231,10 @@ async fn models(State(state): State<Arc<FakeState>>, headers: HeaderMap) -> Resp
 }
 
 async fn embeddings(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Some(denied) = check_auth(&state, &headers) {
-        return denied;
-    }
-    let Ok(body) = serde_json::from_slice::<Value>(&body) else {
-        return error(
-            400,
-            "We could not parse the JSON body of your request.",
-            "invalid_request_error",
-            None,
-        );
+    let body = match accept(&state, &headers, &body) {
+        Ok(body) => body,
+        Err(refused) => return *refused,
     };
-    state.record(&body);
     let model = body["model"].as_str().unwrap_or_default();
     if model != "fake-embed" {
         let message = format!("The model `{model}` does not exist or you do not have access to it.");
