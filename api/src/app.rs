@@ -10,6 +10,7 @@ use secrecy::SecretString;
 use crate::auth::{ApiKeys, Authenticator, KeyError};
 use crate::config::{Config, ProviderKind};
 use crate::health::HealthCache;
+use crate::memory::Memory;
 use crate::observability::Metrics;
 use crate::providers::catalog::ModelCatalog;
 use crate::providers::{self, ProviderError, Router};
@@ -27,6 +28,7 @@ pub struct App {
     pub db: Db,
     pub objects: Arc<dyn ObjectStore>,
     pub sessions: Arc<Sessions>,
+    pub memory: Arc<Memory>,
     /// Store plain proxy requests (without `x-onyx-session-id`) as sessions.
     pub record_sessions: bool,
 }
@@ -82,10 +84,23 @@ impl App {
         let sessions = Sessions::new(objects.clone(), db.clone()).await?;
         let auth = Authenticator::new(ApiKeys::new(&keys), db.clone()).await?;
         sessions.spawn_retry_loop(Duration::from_secs(2));
+        let memory = crate::memory::build(config, objects.clone(), db.clone()).map_err(|source| {
+            StartupError::Provider {
+                name: "memory.embedder".into(),
+                source: Box::new(source),
+            }
+        })?;
+        // Before serving: a chunking change empties the index, which must not
+        // race the first writes.
+        if let Err(err) = memory.prepare_chunking().await {
+            tracing::warn!(error = %err, "could not check the memory index; will retry in the background");
+        }
+        memory.spawn_background();
         Ok(Self {
             db,
             objects,
             sessions,
+            memory,
             record_sessions: config.gateway.record_sessions,
             router,
             catalog: ModelCatalog::new(config.gateway.models_cache_ttl, configured_models),

@@ -9,6 +9,7 @@ use futures::future::join_all;
 use serde::Serialize;
 use tokio::sync::Mutex;
 
+use crate::memory::{Availability, Memory};
 use crate::providers::{ProviderError, Router};
 use crate::storage::{Db, ObjectStore};
 
@@ -20,6 +21,8 @@ const CACHE_FOR: Duration = Duration::from_secs(10);
 pub enum State {
     Up,
     Down,
+    /// Not configured, and Onyx works without it (reported, not degraded).
+    Disabled,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -38,16 +41,26 @@ pub struct HealthCache {
 }
 
 impl HealthCache {
-    pub async fn dependencies(&self, router: &Router, stores: Stores<'_>) -> Vec<DependencyHealth> {
+    pub async fn dependencies(
+        &self,
+        router: &Router,
+        stores: Stores<'_>,
+        memory: &Memory,
+    ) -> Vec<DependencyHealth> {
         let mut last = self.last.lock().await;
         if let Some((at, deps)) = last.as_ref()
             && at.elapsed() < CACHE_FOR
         {
-            return deps.clone();
+            let mut deps = deps.clone();
+            deps.push(embedder_health(memory, None).await);
+            return deps;
         }
         let (mut deps, providers) = futures::join!(probe_stores(stores), probe_providers(router));
         deps.extend(providers);
         *last = Some((Instant::now(), deps.clone()));
+        // Not cached: the state is kept current by every embedding call and the
+        // memory worker's liveness probe, and costs nothing to read.
+        deps.push(embedder_health(memory, None).await);
         deps
     }
 }
@@ -130,4 +143,52 @@ pub async fn probe_providers(router: &Router) -> Vec<DependencyHealth> {
         }
     });
     join_all(probes).await
+}
+
+/// The memory embedder: up (with its dimensions and the pending queue), down,
+/// or disabled when none is configured (search is then full-text only).
+/// With `probe`, asks the embedder now (for `onyx doctor`); without, reports
+/// what the last call to it found.
+pub async fn embedder_health(memory: &Memory, probe: Option<Duration>) -> DependencyHealth {
+    let started = Instant::now();
+    let probed = match probe {
+        Some(within) => memory.probe_embedder(within).await,
+        None => None,
+    };
+    let latency_ms = started.elapsed().as_millis() as u64;
+    let info = memory.embedder_info();
+    let pending = memory.pending_count().await;
+    let waiting = match pending {
+        0 => String::new(),
+        n => format!("; {n} chunk(s) waiting to be embedded"),
+    };
+    let model = info.model.clone().unwrap_or_default();
+    let dimensions = info.state.dimensions.unwrap_or(0);
+    let (status, detail) = match (info.state.state, probed) {
+        (Availability::None, _) => (
+            State::Disabled,
+            "none configured: memory search is full-text (BM25) only".to_string(),
+        ),
+        (_, Some(Ok(dimensions))) => (State::Up, format!("{model}, {dimensions} dimensions{waiting}")),
+        (_, Some(Err(err))) => (
+            State::Down,
+            format!("{model}: {err}; memory search falls back to full text{waiting}"),
+        ),
+        (Availability::Up, None) => (State::Up, format!("{model}, {dimensions} dimensions{waiting}")),
+        (Availability::Unknown, None) => (State::Up, format!("{model}: not asked yet{waiting}")),
+        (Availability::Down, None) => (
+            State::Down,
+            format!(
+                "{model}: {}; memory search falls back to full text{waiting}",
+                info.state.error.as_deref().unwrap_or("no answer")
+            ),
+        ),
+    };
+    DependencyHealth {
+        name: "embedder".into(),
+        kind: format!("embedder:{}", info.kind.unwrap_or("none")),
+        status,
+        latency_ms,
+        detail: Some(detail),
+    }
 }

@@ -1,6 +1,7 @@
 //! Onyx: a self-hosted personal AI assistant gateway.
 //!
 //! Module map (see `DESIGN.md`): `config` loads and validates `onyx.json5`;
+//! `memory` keeps files-first memory and its search index;
 //! `providers` routes `provider/model` to OpenAI-compatible, Anthropic and
 //! Ollama upstreams; `http` is the axum surface; `auth` checks keys and
 //! passwords; `health` and `observability` report on the running gateway;
@@ -12,6 +13,7 @@ pub mod cli;
 pub mod config;
 pub mod health;
 pub mod http;
+pub mod memory;
 pub mod observability;
 pub mod providers;
 pub mod sessions;

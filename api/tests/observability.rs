@@ -34,23 +34,24 @@ async fn request_ids_are_echoed_or_generated() {
 async fn health_lists_each_dependency() {
     let fakes = Fakes::start().await;
     let onyx = Onyx::start(Some(&fakes.config()), &[]).await;
-    let body: Value = onyx
-        .client
-        .get(format!("{}/health", onyx.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let body: Value = onyx.health().await;
     assert_eq!(body["status"], "ok", "{body}");
     let deps = body["dependencies"].as_array().unwrap();
     let names: Vec<&str> = deps.iter().map(|d| d["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["database", "objects", "anthropic", "ollama", "openai"]);
+    assert_eq!(
+        names,
+        ["database", "objects", "anthropic", "ollama", "openai", "embedder"]
+    );
     assert!(deps.iter().all(|d| d["status"] == "up"), "{body}");
     assert_eq!(deps[0]["kind"], "surrealdb");
     assert_eq!(deps[1]["kind"], "objects:local");
     assert_eq!(deps[2]["kind"], "provider:anthropic");
+    // With no embedder configured, the Ollama provider's nomic-embed-text is used.
+    assert_eq!(deps[5]["kind"], "embedder:ollama");
+    assert!(
+        deps[5]["detail"].as_str().unwrap().contains("nomic-embed-text"),
+        "{body}"
+    );
 }
 
 #[tokio::test]

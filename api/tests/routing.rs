@@ -117,15 +117,7 @@ async fn unreachable_upstream_is_a_502_not_a_hang() {
     let (status, body) = onyx.chat(json!({"model": "dead/m", "messages": user("x")})).await;
     assert_eq!(status, 502, "{body}");
     assert_eq!(body["error"]["code"], "upstream_unreachable");
-    let health: Value = onyx
-        .client
-        .get(format!("{}/health", onyx.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let health: Value = onyx.health().await;
     assert_eq!(health["status"], "degraded");
     let dead = health["dependencies"]
         .as_array()

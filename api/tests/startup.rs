@@ -15,15 +15,7 @@ use tokio::io::AsyncWriteExt;
 #[tokio::test]
 async fn serves_with_no_config_file_at_all() {
     let onyx = Onyx::start(None, &[]).await;
-    let body: Value = onyx
-        .client
-        .get(format!("{}/health", onyx.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let body: Value = onyx.health().await;
     assert_eq!(body["status"], "ok");
     // No key configured: loopback requests need none.
     let response = onyx

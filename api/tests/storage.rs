@@ -220,7 +220,15 @@ fn surreal_config(url: String, credentials: bool) -> SurrealConfig {
 }
 
 async fn database_roundtrip(db: &Db) {
-    assert_eq!(onyx::storage::SCHEMA_VERSION, 1);
+    assert_eq!(onyx::storage::SCHEMA_VERSION, 2);
+    // Version 2 defined the memory index (reading an undefined table is an error).
+    for table in ["memory_chunk", "memory_file", "embedding_cache"] {
+        let rows: Vec<serde_json::Value> = db
+            .rows(&format!("SELECT * FROM {table}"), json!({}), 0)
+            .await
+            .unwrap();
+        assert!(rows.is_empty());
+    }
     db.execute(
         "CREATE session:abc SET agent_id = 'main', title = $title",
         json!({"title": "hello"}),

@@ -47,15 +47,7 @@ async fn turn(onyx: &Onyx, session: &str, text: &str) -> String {
 }
 
 async fn dependency(onyx: &Onyx, name: &str) -> Value {
-    let health: Value = onyx
-        .client
-        .get(format!("{}/health", onyx.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let health: Value = onyx.health().await;
     health["dependencies"]
         .as_array()
         .unwrap()

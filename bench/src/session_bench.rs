@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use onyx::config::SurrealConfig;
 use onyx::sessions::{ListFilter, LogMessage, Sessions, now_rfc3339};
 use onyx::storage::{Db, LocalStore, ObjectStore, S3Settings, S3Store};
+use onyx_bench::{ms, percentile};
 use secrecy::SecretString;
 
 fn message(i: usize) -> LogMessage {
@@ -31,15 +32,6 @@ fn message(i: usize) -> LogMessage {
         usage: None,
         aborted: false,
     }
-}
-
-fn percentile(samples: &mut [Duration], p: f64) -> Duration {
-    samples.sort();
-    samples[((samples.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
 }
 
 #[tokio::main]

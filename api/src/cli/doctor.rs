@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use crate::app::{App, detect_local_ollama};
 use crate::config;
-use crate::health::{State, Stores, probe_providers, probe_stores};
+use crate::health::{State, Stores, embedder_health, probe_providers, probe_stores};
 
 struct Row {
     check: String,
@@ -75,10 +75,11 @@ pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
             };
             let mut deps = probe_stores(stores).await;
             deps.extend(probe_providers(&app.router).await);
+            deps.push(embedder_health(&app.memory, Some(std::time::Duration::from_secs(5))).await);
             for dep in deps {
                 rows.push(Row {
                     check: format!("{} ({})", dep.name, dep.kind),
-                    ok: dep.status == State::Up,
+                    ok: dep.status != State::Down,
                     detail: format!("{} ms, {}", dep.latency_ms, dep.detail.unwrap_or_default()),
                 });
             }

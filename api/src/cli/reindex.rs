@@ -1,5 +1,6 @@
-//! `onyx reindex`: rebuilds every derived table (session metadata now; memory
-//! chunks later) from the object store, with a progress bar.
+//! `onyx reindex`: rebuilds every derived table from the object store, with
+//! progress bars: session metadata, then the memory index (chunks, then
+//! embeddings when an embedder answers).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,10 +13,7 @@ use crate::storage::{self, Db};
 
 pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
     match reindex(config_path).await {
-        Ok(count) => {
-            eprintln!("reindexed {count} session(s)");
-            ExitCode::SUCCESS
-        }
+        Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("onyx reindex: {err}");
             ExitCode::FAILURE
@@ -23,7 +21,21 @@ pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
     }
 }
 
-async fn reindex(config_path: Option<PathBuf>) -> Result<usize, String> {
+fn bar(label: &str) -> ProgressBar {
+    ProgressBar::new(0).with_style(
+        ProgressStyle::with_template(&format!("{label:<16} {{bar:40}} {{pos}}/{{len}} ({{eta}})"))
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    )
+}
+
+fn reporter(bar: &ProgressBar) -> impl Fn(usize, usize) + Send + Sync + '_ {
+    move |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    }
+}
+
+async fn reindex(config_path: Option<PathBuf>) -> Result<(), String> {
     let path = config::locate(config_path.as_deref());
     let config = config::load(path.as_deref()).map_err(|e| e.to_string())?;
     let db = Db::connect(&config.storage.surrealdb)
@@ -32,20 +44,40 @@ async fn reindex(config_path: Option<PathBuf>) -> Result<usize, String> {
     let objects = storage::open_object_store(&config.storage)
         .await
         .map_err(|e| e.to_string())?;
-    let sessions = Sessions::new(objects, db).await.map_err(|e| e.to_string())?;
-    let bar = ProgressBar::new(0).with_style(
-        ProgressStyle::with_template("sessions {bar:40} {pos}/{len} ({eta})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let count = sessions
-        .reindex(&|done, total| {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        })
+    let sessions = Sessions::new(objects.clone(), db.clone())
         .await
         .map_err(|e| e.to_string())?;
-    bar.finish_and_clear();
+    let progress = bar("sessions");
+    let count = sessions
+        .reindex(&reporter(&progress))
+        .await
+        .map_err(|e| e.to_string())?;
+    progress.finish_and_clear();
     // Parked turns belong in the log too: write them now if the store is back.
     sessions.drain_parked().await.map_err(|e| e.to_string())?;
-    Ok(count)
+    eprintln!("reindexed {count} session(s)");
+
+    let memory = crate::memory::build(&config, objects, db).map_err(|e| e.to_string())?;
+    let progress = bar("memory files");
+    let report = memory
+        .rebuild(&reporter(&progress))
+        .await
+        .map_err(|e| e.to_string())?;
+    progress.finish_and_clear();
+    eprintln!("reindexed {} memory file(s)", report.files);
+    let progress = bar("embeddings");
+    let embedded = memory.prepare_embedding(&reporter(&progress)).await;
+    progress.finish_and_clear();
+    let status = memory.status().await.map_err(|e| e.to_string())?;
+    match embedded {
+        Ok(()) => eprintln!(
+            "{} memory chunk(s) indexed, {} waiting for the embedder",
+            status.chunks, status.pending
+        ),
+        Err(err) => eprintln!(
+            "{} memory chunk(s) indexed for full-text search; {} wait for the embedder ({err}) and are embedded when `onyx serve` reaches it",
+            status.chunks, status.pending
+        ),
+    }
+    Ok(())
 }

@@ -126,6 +126,7 @@ pub struct RawMemory {
     pub half_life_days: Option<f64>,
     pub chunk_tokens: Option<u32>,
     pub chunk_overlap: Option<u32>,
+    pub sync_interval_seconds: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

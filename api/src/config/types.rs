@@ -131,6 +131,8 @@ pub struct MemoryConfig {
     pub half_life_days: f64,
     pub chunk_tokens: u32,
     pub chunk_overlap: u32,
+    /// How often files changed outside Onyx are looked for.
+    pub sync_interval: Duration,
 }
 
 #[derive(Debug)]

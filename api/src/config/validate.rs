@@ -483,6 +483,16 @@ fn memory(raw: raw::RawMemory) -> Result<MemoryConfig, ConfigError> {
         half_life_days,
         chunk_tokens,
         chunk_overlap,
+        sync_interval: std::time::Duration::from_secs(match raw.sync_interval_seconds {
+            Some(0) => {
+                return Err(ConfigError::invalid(
+                    "memory.syncIntervalSeconds",
+                    "must be at least 1",
+                ));
+            }
+            Some(seconds) => seconds,
+            None => 60,
+        }),
     })
 }
 

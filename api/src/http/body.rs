@@ -11,43 +11,102 @@ use super::error::ApiError;
 /// A request body that is a JSON object (always `Value::Object`).
 pub struct JsonObject(pub Value);
 
+/// Reads the whole body within the configured limit (413 beyond it).
+async fn read_limited<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+    let limit = req
+        .extensions()
+        .get::<BodyLimit>()
+        .map(|l| l.0)
+        .unwrap_or(usize::MAX);
+    Bytes::from_request(req, state).await.map_err(|rejection| {
+        if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::PayloadTooLarge { limit }
+        } else {
+            ApiError::bad_request(
+                format!("could not read the request body: {}", rejection.body_text()),
+                None,
+            )
+        }
+    })
+}
+
 impl<S: Send + Sync> FromRequest<S> for JsonObject {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let limit = req
-            .extensions()
-            .get::<BodyLimit>()
-            .map(|l| l.0)
-            .unwrap_or(usize::MAX);
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::PayloadTooLarge { limit }
-            } else {
-                ApiError::bad_request(
-                    format!("could not read the request body: {}", rejection.body_text()),
-                    None,
-                )
-            }
-        })?;
+        let bytes = read_limited(req, state).await?;
         if bytes.is_empty() {
             return Err(ApiError::bad_request(
                 "the request body is empty; send a JSON object",
                 None,
             ));
         }
-        match serde_json::from_slice::<Value>(&bytes) {
-            Ok(value @ Value::Object(_)) => Ok(Self(value)),
-            Ok(_) => Err(ApiError::bad_request(
-                "the request body must be a JSON object",
-                None,
-            )),
-            Err(err) => Err(ApiError::BadRequest {
-                message: format!("the request body is not valid JSON: {err}"),
-                param: None,
-                code: Some("invalid_json"),
-            }),
+        parse_object(&bytes).map(Self)
+    }
+}
+
+fn parse_object(bytes: &[u8]) -> Result<Value, ApiError> {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) => Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+            None,
+        )),
+        Err(err) => Err(ApiError::BadRequest {
+            message: format!("the request body is not valid JSON: {err}"),
+            param: None,
+            code: Some("invalid_json"),
+        }),
+    }
+}
+
+/// A text document sent as the body: raw UTF-8, or `{"content": "…"}` when
+/// the content type is JSON.
+pub struct TextDocument(pub String);
+
+impl<S: Send + Sync> FromRequest<S> for TextDocument {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let is_json = req
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        let bytes = read_limited(req, state).await?;
+        if is_json {
+            let value = parse_object(&bytes)?;
+            return match value.get("content") {
+                Some(Value::String(text)) => Ok(Self(text.clone())),
+                _ => Err(ApiError::BadRequest {
+                    message: "content: expected the file's text as a string".into(),
+                    param: Some("content".into()),
+                    code: Some("invalid_type"),
+                }),
+            };
         }
+        String::from_utf8(bytes.to_vec())
+            .map(Self)
+            .map_err(|_| ApiError::bad_request("the request body is not UTF-8 text", None))
+    }
+}
+
+/// A whole-number query parameter within `0..=max`, or `default` when absent.
+pub fn query_number(
+    params: &std::collections::HashMap<String, String>,
+    name: &str,
+    default: usize,
+    max: usize,
+) -> Result<usize, ApiError> {
+    match params.get(name) {
+        None => Ok(default),
+        Some(text) => match text.parse::<usize>() {
+            Ok(n) if n <= max => Ok(n),
+            _ => Err(ApiError::bad_request(
+                format!("{name}: must be a whole number from 0 to {max}"),
+                Some(name.into()),
+            )),
+        },
     }
 }
 

@@ -7,8 +7,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::memory::MemoryError;
 use crate::providers::{ProviderError, RouteError};
 use crate::sessions::SessionError;
+use crate::storage::StoreError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -32,6 +34,8 @@ pub enum ApiError {
     Route(#[from] RouteError),
     #[error(transparent)]
     Session(#[from] crate::sessions::SessionError),
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
     /// Boxed: provider errors carry the upstream's whole error object.
     #[error(transparent)]
     Provider(Box<ProviderError>),
@@ -62,6 +66,17 @@ impl ApiError {
                 SessionError::NotFound(_) => StatusCode::NOT_FOUND,
                 SessionError::BadId(_) => StatusCode::BAD_REQUEST,
                 SessionError::Db(_) | SessionError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+            },
+            Self::Memory(err) => match err {
+                MemoryError::Path(_) | MemoryError::Invalid(_) => StatusCode::BAD_REQUEST,
+                MemoryError::Store(StoreError::InvalidKey(_)) => StatusCode::BAD_REQUEST,
+                MemoryError::NotFound { .. } => StatusCode::NOT_FOUND,
+                MemoryError::Conflict { .. } | MemoryError::Store(StoreError::PreconditionFailed) => {
+                    StatusCode::PRECONDITION_FAILED
+                }
+                MemoryError::Store(StoreError::Unavailable(_)) | MemoryError::Db(_) => {
+                    StatusCode::SERVICE_UNAVAILABLE
+                }
             },
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -126,6 +141,7 @@ impl ApiError {
                 Some("method_not_allowed".into()),
             ),
             Self::Provider(err) => provider_body(err, default_type),
+            Self::Memory(err) => memory_body(err, default_type),
             Self::Session(err) => match err {
                 SessionError::NotFound(_) => (
                     err.to_string(),
@@ -149,6 +165,35 @@ impl ApiError {
             },
         }
     }
+}
+
+fn memory_body(err: &MemoryError, default_type: &str) -> (String, String, Option<String>, Option<String>) {
+    let (param, code) = match err {
+        MemoryError::Path(crate::memory::paths::PathError::Agent(_)) => (Some("agent"), "invalid_agent"),
+        MemoryError::Path(_) | MemoryError::Store(StoreError::InvalidKey(_)) => {
+            (Some("path"), "invalid_path")
+        }
+        MemoryError::Invalid(message) => (message.split(':').next(), "invalid_request"),
+        MemoryError::NotFound { .. } => (None, "file_not_found"),
+        MemoryError::Conflict { .. } | MemoryError::Store(StoreError::PreconditionFailed) => {
+            (Some("If-Match"), "etag_mismatch")
+        }
+        MemoryError::Store(StoreError::Unavailable(_)) | MemoryError::Db(_) => {
+            // Internal details are logged, not sent.
+            return (
+                "memory storage is unavailable".into(),
+                default_type.into(),
+                None,
+                Some("storage_unavailable".into()),
+            );
+        }
+    };
+    (
+        err.to_string(),
+        default_type.into(),
+        param.map(String::from),
+        Some(code.into()),
+    )
 }
 
 fn provider_body(

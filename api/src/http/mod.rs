@@ -7,6 +7,7 @@ mod chat;
 mod embeddings;
 mod error;
 mod keys;
+mod memory;
 mod middleware;
 mod models;
 mod ops;
@@ -40,6 +41,17 @@ pub fn router(app: Arc<App>) -> Router {
             get(sessions::get).patch(sessions::patch).delete(sessions::delete),
         )
         .route("/v1/sessions/{id}/export", get(sessions::export))
+        .route("/v1/memory", post(memory::append_note))
+        .route("/v1/memory/files", get(memory::list_files))
+        .route(
+            "/v1/memory/files/{agent}/{*path}",
+            get(memory::read_file)
+                .put(memory::write_file)
+                .delete(memory::delete_file),
+        )
+        .route("/v1/memory/search", get(memory::search))
+        .route("/v1/memory/status", get(memory::status))
+        .route("/v1/memory/sync", post(memory::sync))
         .route("/metrics", get(ops::metrics))
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)

@@ -12,30 +12,12 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::body::{JsonObject, typed};
+use super::body::{JsonObject, query_number, typed};
 use super::error::ApiError;
 use crate::app::App;
 use crate::sessions::{ListFilter, Status, decode_cursor};
 
 const MAX_LIMIT: usize = 200;
-
-fn number(
-    params: &HashMap<String, String>,
-    name: &str,
-    default: usize,
-    max: usize,
-) -> Result<usize, ApiError> {
-    match params.get(name) {
-        None => Ok(default),
-        Some(text) => match text.parse::<usize>() {
-            Ok(n) if n <= max => Ok(n),
-            _ => Err(ApiError::bad_request(
-                format!("{name}: must be a whole number from 0 to {max}"),
-                Some(name.into()),
-            )),
-        },
-    }
-}
 
 fn status(text: &str) -> Result<Status, ApiError> {
     match text {
@@ -76,7 +58,7 @@ pub async fn list(
         source: params.get("source").cloned(),
         updated_since,
         query: params.get("q").filter(|q| !q.trim().is_empty()).cloned(),
-        limit: number(&params, "limit", 50, MAX_LIMIT)?.max(1),
+        limit: query_number(&params, "limit", 50, MAX_LIMIT)?.max(1),
         cursor,
     };
     let (data, next_cursor) = app.sessions.list(&filter).await?;
@@ -90,8 +72,8 @@ pub async fn get(
     Path(id): Path<String>,
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
-    let offset = number(&params, "offset", 0, usize::MAX)?;
-    let limit = number(&params, "limit", 100, 1000)?;
+    let offset = query_number(&params, "offset", 0, usize::MAX)?;
+    let limit = query_number(&params, "limit", 100, 1000)?;
     let session = app.sessions.get(&id).await?;
     let messages = app.sessions.messages(&session).await?;
     let total = messages.len();

@@ -30,6 +30,13 @@ impl From<surrealdb::Error> for DbError {
     }
 }
 
+const CONFLICT_RETRIES: u32 = 10;
+const FAILED_TRANSACTION_ECHO: &str = "due to a failed transaction";
+
+fn is_conflict(message: &str) -> bool {
+    message.contains("can be retried") || message.contains("onflict")
+}
+
 /// A cheap-to-clone database handle.
 #[derive(Clone)]
 pub struct Db {
@@ -77,11 +84,41 @@ impl Db {
         vars: serde_json::Value,
     ) -> Result<surrealdb::IndexedResults, DbError> {
         let mut response = self.inner.query(sql).bind(vars).await?;
-        let errors = response.take_errors();
-        if let Some((_, err)) = errors.into_iter().min_by_key(|(index, _)| *index) {
-            return Err(DbError::Surreal(err.to_string()));
+        let mut errors: Vec<(usize, String)> = response
+            .take_errors()
+            .into_iter()
+            .map(|(index, err)| (index, err.to_string()))
+            .collect();
+        // In a failed transaction every statement reports the failure; the
+        // one that says why is the one that is not that echo.
+        errors.sort_by_key(|(index, message)| (message.contains(FAILED_TRANSACTION_ECHO), *index));
+        if let Some((_, message)) = errors.into_iter().next() {
+            return Err(DbError::Surreal(message));
         }
         Ok(response)
+    }
+
+    /// Like [`execute`](Self::execute), retried when SurrealDB reports a
+    /// transaction conflict (concurrent writers to the same index keys). Only
+    /// for idempotent queries or single transactions: a conflict rolls the
+    /// failed transaction back, so running the query again is safe.
+    pub async fn execute_retrying(
+        &self,
+        sql: &str,
+        vars: serde_json::Value,
+    ) -> Result<surrealdb::IndexedResults, DbError> {
+        let mut attempt: u32 = 0;
+        loop {
+            match self.execute(sql, vars.clone()).await {
+                Err(DbError::Surreal(message)) if is_conflict(&message) && attempt < CONFLICT_RETRIES => {
+                    attempt += 1;
+                    let jitter = u64::from(uuid::Uuid::now_v7().as_bytes()[15] % 8);
+                    tokio::time::sleep(std::time::Duration::from_millis(u64::from(attempt) * 5 + jitter))
+                        .await;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Runs a query and reads statement `index` as rows of `T`.

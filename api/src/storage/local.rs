@@ -205,8 +205,19 @@ fn list_dir(root: &Path, prefix: &str) -> Result<Vec<ObjectInfo>, StoreError> {
             {
                 let key = relative.to_string_lossy().replace('\\', "/");
                 if key.starts_with(prefix) {
-                    let size = entry.metadata().map_err(io_error)?.len();
-                    out.push(ObjectInfo { key, size });
+                    let metadata = entry.metadata().map_err(io_error)?;
+                    let size = metadata.len();
+                    // A cheap change token; the content hash would mean reading every file.
+                    let modified = metadata
+                        .modified()
+                        .ok()
+                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                        .map_or(0, |d| d.as_nanos());
+                    out.push(ObjectInfo {
+                        key,
+                        size,
+                        etag: format!("{modified}-{size}"),
+                    });
                 }
             }
         }

@@ -16,6 +16,16 @@ const MIGRATIONS: &[&str] = &[
      DEFINE TABLE IF NOT EXISTS api_key SCHEMALESS;
      DEFINE INDEX IF NOT EXISTS api_key_digest ON api_key FIELDS digest UNIQUE;
      DEFINE TABLE IF NOT EXISTS pending_append SCHEMALESS;",
+    // 2: the memory index. The HNSW index on memory_chunk.embedding is defined
+    // at runtime, once the embedder's dimension is known.
+    "DEFINE TABLE IF NOT EXISTS memory_chunk SCHEMALESS;
+     DEFINE ANALYZER IF NOT EXISTS memory_az TOKENIZERS blank, class, punct FILTERS lowercase, ascii, snowball(english);
+     DEFINE INDEX IF NOT EXISTS memory_chunk_body ON memory_chunk FIELDS body FULLTEXT ANALYZER memory_az BM25(1.2,0.75) HIGHLIGHTS;
+     DEFINE INDEX IF NOT EXISTS memory_chunk_file ON memory_chunk FIELDS agent, path;
+     DEFINE INDEX IF NOT EXISTS memory_chunk_pending ON memory_chunk FIELDS pending;
+     DEFINE TABLE IF NOT EXISTS memory_file SCHEMALESS;
+     DEFINE TABLE IF NOT EXISTS embedding_cache SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS embedding_cache_key ON embedding_cache FIELDS key UNIQUE;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

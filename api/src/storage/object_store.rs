@@ -50,6 +50,9 @@ pub struct Object {
 pub struct ObjectInfo {
     pub key: String,
     pub size: u64,
+    /// Changes whenever the content may have: the ETag on S3, the
+    /// modification time and size locally. Not comparable to [`Version`].
+    pub etag: String,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -208,6 +208,7 @@ impl ObjectStore for S3Store {
                         out.push(ObjectInfo {
                             key: key.to_string(),
                             size: object.size().unwrap_or(0).max(0) as u64,
+                            etag: object.e_tag().unwrap_or_default().to_string(),
                         });
                     }
                 }

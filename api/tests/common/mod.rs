@@ -218,6 +218,18 @@ impl Onyx {
         self.get(path).send().await.unwrap().json().await.unwrap()
     }
 
+    /// `GET /health` (open: no key) as JSON.
+    pub async fn health(&self) -> Value {
+        self.client
+            .get(format!("{}/health", self.url))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     pub async fn chat(&self, body: Value) -> (u16, Value) {
         let response = self
             .post("/v1/chat/completions")

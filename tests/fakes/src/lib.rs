@@ -10,11 +10,12 @@ pub mod anthropic;
 pub mod ollama;
 pub mod openai;
 pub mod script;
+pub mod topics;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use axum::Json;
 use axum::Router;
@@ -33,6 +34,9 @@ pub struct FakeState {
     attempts: Mutex<std::collections::HashMap<String, u64>>,
     pub streams_completed: AtomicU64,
     pub streams_cancelled: AtomicU64,
+    /// While set, embedding endpoints answer 503 (an outage, switched by
+    /// `POST /_fake/embed-outage` with `{"down": true|false}`).
+    pub embed_down: AtomicBool,
 }
 
 impl FakeState {
@@ -141,6 +145,16 @@ pub async fn serve(
         .route(
             "/_fake/stats",
             get(|State(s): State<Arc<FakeState>>| async move { Json(s.stats()) }),
+        )
+        .route(
+            "/_fake/embed-outage",
+            axum::routing::post(
+                |State(s): State<Arc<FakeState>>, Json(body): Json<Value>| async move {
+                    let down = body["down"].as_bool().unwrap_or(true);
+                    s.embed_down.store(down, Ordering::SeqCst);
+                    Json(json!({"embedDown": down}))
+                },
+            ),
         )
         .with_state(state.clone());
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;

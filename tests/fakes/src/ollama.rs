@@ -122,12 +122,15 @@ async fn embed(State(state): State<Arc<FakeState>>, body: Bytes) -> Response {
     };
     state.record(&body);
     let model = body["model"].as_str().unwrap_or_default();
-    if base_name(model) != "fake-embed" {
+    if state.embed_down.load(std::sync::atomic::Ordering::SeqCst) {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "embedding service is down");
+    }
+    let Some(default_dimensions) = script::embedding_dimensions(&base_name(model)) else {
         return error(
             StatusCode::NOT_FOUND,
             &format!("model \"{model}\" not found, try pulling it first"),
         );
-    }
+    };
     let inputs: Vec<String> = match &body["input"] {
         Value::String(s) => vec![s.clone()],
         Value::Array(items) => items
@@ -136,7 +139,9 @@ async fn embed(State(state): State<Arc<FakeState>>, body: Bytes) -> Response {
             .collect(),
         _ => return error(StatusCode::BAD_REQUEST, "invalid input type"),
     };
-    let dimensions = body["dimensions"].as_u64().unwrap_or(16) as usize;
+    let dimensions = body["dimensions"]
+        .as_u64()
+        .map_or(default_dimensions, |d| d as usize);
     let embeddings: Vec<Vec<f32>> = inputs.iter().map(|t| script::embed(t, dimensions)).collect();
     axum::Json(
         json!({"model": model, "embeddings": embeddings, "total_duration": 1000, "prompt_eval_count": 1}),
@@ -147,7 +152,7 @@ async fn embed(State(state): State<Arc<FakeState>>, body: Bytes) -> Response {
 async fn tags() -> Response {
     let models: Vec<Value> = script::MODELS
         .iter()
-        .chain(["fake-embed"].iter())
+        .chain(script::EMBEDDING_MODELS.iter().map(|(name, _)| name))
         .map(|m| json!({"name": format!("{m}:latest"), "model": format!("{m}:latest"), "modified_at": "2025-01-01T00:00:00Z", "size": 1000, "digest": "sha256:fake", "details": {}}))
         .collect();
     axum::Json(json!({"models": models})).into_response()

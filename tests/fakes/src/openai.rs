@@ -224,7 +224,7 @@ async fn models(State(state): State<Arc<FakeState>>, headers: HeaderMap) -> Resp
     }
     let data: Vec<Value> = script::MODELS
         .iter()
-        .chain(["fake-embed"].iter())
+        .chain(script::EMBEDDING_MODELS.iter().map(|(name, _)| name))
         .map(|m| json!({"id": m, "object": "model", "created": 1_700_000_000u64, "owned_by": "fake"}))
         .collect();
     axum::Json(json!({"object": "list", "data": data})).into_response()
@@ -236,10 +236,13 @@ async fn embeddings(State(state): State<Arc<FakeState>>, headers: HeaderMap, bod
         Err(refused) => return *refused,
     };
     let model = body["model"].as_str().unwrap_or_default();
-    if model != "fake-embed" {
+    if state.embed_down.load(std::sync::atomic::Ordering::SeqCst) {
+        return error(503, "embedding service is down", "server_error", None);
+    }
+    let Some(default_dimensions) = script::embedding_dimensions(model) else {
         let message = format!("The model `{model}` does not exist or you do not have access to it.");
         return error(404, &message, "invalid_request_error", Some("model_not_found"));
-    }
+    };
     let inputs: Vec<String> = match &body["input"] {
         Value::String(s) => vec![s.clone()],
         Value::Array(items) => items
@@ -255,7 +258,9 @@ async fn embeddings(State(state): State<Arc<FakeState>>, headers: HeaderMap, bod
             );
         }
     };
-    let dimensions = body["dimensions"].as_u64().unwrap_or(16) as usize;
+    let dimensions = body["dimensions"]
+        .as_u64()
+        .map_or(default_dimensions, |d| d as usize);
     let base64 = body["encoding_format"].as_str() == Some("base64");
     let data: Vec<Value> = inputs
         .iter()

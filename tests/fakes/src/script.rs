@@ -123,26 +123,25 @@ pub fn pieces(text: &str) -> Vec<String> {
     out
 }
 
-/// A deterministic embedding: hashed bag of words, L2-normalised, so texts
-/// sharing words are close.
+/// Embedding models the fakes serve, with their default dimensions
+/// (`dimensions` in the request overrides it).
+pub const EMBEDDING_MODELS: &[(&str, usize)] = &[
+    ("fake-embed", 16),
+    ("nomic-embed-text", 768),
+    ("all-minilm", 384),
+    ("text-embedding-3-small", 1536),
+];
+
+/// The default dimensions of an embedding model, `None` if it is not one.
+pub fn embedding_dimensions(model: &str) -> Option<usize> {
+    EMBEDDING_MODELS
+        .iter()
+        .find(|(name, _)| *name == model)
+        .map(|(_, d)| *d)
+}
+
+/// A deterministic embedding that puts texts on the same topic close together
+/// (see [`crate::topics`]).
 pub fn embed(text: &str, dimensions: usize) -> Vec<f32> {
-    let mut vector = vec![0f32; dimensions.max(1)];
-    for word in text
-        .to_lowercase()
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-    {
-        let mut hash: u64 = 0xcbf29ce484222325;
-        for byte in word.bytes() {
-            hash ^= u64::from(byte);
-            hash = hash.wrapping_mul(0x100000001b3);
-        }
-        let len = vector.len() as u64;
-        vector[(hash % len) as usize] += 1.0;
-    }
-    let norm = vector.iter().map(|v| v * v).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        vector.iter_mut().for_each(|v| *v /= norm);
-    }
-    vector
+    crate::topics::embed(text, dimensions)
 }

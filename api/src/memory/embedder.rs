@@ -1,0 +1,218 @@
+//! The `Embedder` trait and its implementation over the provider protocols:
+//! Ollama (ollama-rs, `POST /api/embed`) and any OpenAI-compatible provider
+//! (`POST /v1/embeddings`). Texts are sent in batches. Which embedder runs is
+//! decided here from config: the one configured, else Ollama when available,
+//! else an OpenAI provider, else none (memory search is then BM25-only).
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use crate::config::{Config, EmbedderConfig, ProviderKind};
+use crate::providers::types::{EmbeddingInput, EmbeddingsRequest};
+use crate::providers::{self, EmbeddingsCall, Provider, ProviderError};
+
+/// Texts per embedding request.
+const BATCH: usize = 64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    /// Boxed: provider errors carry the upstream's whole error object.
+    #[error(transparent)]
+    Provider(Box<ProviderError>),
+    #[error("the embedder answered with {got} vectors for {sent} texts")]
+    Count { sent: usize, got: usize },
+    #[error("the embedder answered without a usable vector: {0}")]
+    Shape(String),
+}
+
+pub trait Embedder: Send + Sync {
+    /// `ollama` or `openai`.
+    fn kind(&self) -> &'static str;
+    fn model(&self) -> &str;
+    /// One vector per text, in order.
+    fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>>;
+}
+
+impl From<ProviderError> for EmbedError {
+    fn from(err: ProviderError) -> Self {
+        Self::Provider(Box::new(err))
+    }
+}
+
+/// An embedder that calls a provider's embeddings endpoint.
+pub struct ProviderEmbedder {
+    provider: Arc<dyn Provider>,
+    model: String,
+    dimensions: Option<u32>,
+}
+
+impl ProviderEmbedder {
+    pub fn new(provider: Arc<dyn Provider>, model: String, dimensions: Option<u32>) -> Self {
+        Self {
+            provider,
+            model,
+            dimensions,
+        }
+    }
+
+    async fn embed_batch(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let body = json!({"model": self.model, "input": texts});
+        let mut call = EmbeddingsCall {
+            body: body.as_object().cloned().unwrap_or_default(),
+            request: EmbeddingsRequest {
+                model: self.model.clone(),
+                input: EmbeddingInput::Many(texts.to_vec()),
+                encoding_format: None,
+                dimensions: self.dimensions,
+            },
+        };
+        if let Some(dimensions) = self.dimensions {
+            call.body.insert("dimensions".into(), json!(dimensions));
+        }
+        let response = self.provider.embeddings(&self.model, &call).await?;
+        let vectors = parse_vectors(&response)?;
+        if vectors.len() != texts.len() {
+            return Err(EmbedError::Count {
+                sent: texts.len(),
+                got: vectors.len(),
+            });
+        }
+        Ok(vectors)
+    }
+}
+
+impl Embedder for ProviderEmbedder {
+    fn kind(&self) -> &'static str {
+        self.provider.kind().as_str()
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
+        async move {
+            let mut out = Vec::with_capacity(texts.len());
+            for batch in texts.chunks(BATCH) {
+                out.extend(self.embed_batch(batch).await?);
+            }
+            Ok(out)
+        }
+        .boxed()
+    }
+}
+
+/// Reads an OpenAI `list` of embeddings, ordered by `index`.
+fn parse_vectors(response: &Value) -> Result<Vec<Vec<f32>>, EmbedError> {
+    let data = response["data"]
+        .as_array()
+        .ok_or_else(|| EmbedError::Shape("no data array".into()))?;
+    let mut indexed: Vec<(u64, Vec<f32>)> = Vec::with_capacity(data.len());
+    for (position, item) in data.iter().enumerate() {
+        let vector = item["embedding"]
+            .as_array()
+            .ok_or_else(|| EmbedError::Shape("embedding is not an array of numbers".into()))?
+            .iter()
+            .map(|v| v.as_f64().map(|f| f as f32))
+            .collect::<Option<Vec<f32>>>()
+            .ok_or_else(|| EmbedError::Shape("embedding holds a non-number".into()))?;
+        if vector.is_empty() {
+            return Err(EmbedError::Shape("empty embedding".into()));
+        }
+        indexed.push((item["index"].as_u64().unwrap_or(position as u64), vector));
+    }
+    indexed.sort_by_key(|(index, _)| *index);
+    Ok(indexed.into_iter().map(|(_, v)| v).collect())
+}
+
+/// The embedder this config asks for, if any (see the module doc for the order).
+pub fn from_config(config: &Config) -> Result<Option<Arc<dyn Embedder>>, ProviderError> {
+    let chosen = match &config.memory.embedder {
+        Some(embedder) => Some(configured(config, embedder)?),
+        None => automatic(config)?,
+    };
+    Ok(chosen.map(|e| Arc::new(e) as Arc<dyn Embedder>))
+}
+
+fn configured(config: &Config, wanted: &EmbedderConfig) -> Result<ProviderEmbedder, ProviderError> {
+    let named = wanted
+        .provider
+        .as_deref()
+        .and_then(|name| config.providers.get(name))
+        .or_else(|| config.providers.values().find(|p| p.kind == wanted.kind));
+    let provider = match (&wanted.base_url, named) {
+        (Some(url), named) => {
+            let mut detected = crate::config::detected_provider("embedder", wanted.kind, url.clone(), None);
+            detected.api_key = named.and_then(|p| p.api_key.clone());
+            providers::build(&detected)?
+        }
+        (None, Some(named)) => providers::build(named)?,
+        (None, None) => {
+            let url = match wanted.kind {
+                ProviderKind::Ollama => crate::config::ollama_url("127.0.0.1:11434"),
+                _ => None,
+            }
+            .ok_or_else(|| {
+                ProviderError::InvalidRequest(
+                    "memory.embedder: no provider of its type is configured; set memory.embedder.baseUrl or provider"
+                        .into(),
+                )
+            })?;
+            providers::build(&crate::config::detected_provider(
+                "embedder",
+                wanted.kind,
+                url,
+                None,
+            ))?
+        }
+    };
+    Ok(ProviderEmbedder::new(
+        provider,
+        wanted.model.clone(),
+        wanted.dimensions,
+    ))
+}
+
+fn automatic(config: &Config) -> Result<Option<ProviderEmbedder>, ProviderError> {
+    if let Some(ollama) = config.providers.values().find(|p| p.kind == ProviderKind::Ollama) {
+        return Ok(Some(ProviderEmbedder::new(
+            providers::build(ollama)?,
+            "nomic-embed-text".into(),
+            None,
+        )));
+    }
+    if let Some(openai) = config
+        .providers
+        .values()
+        .find(|p| p.kind == ProviderKind::OpenAi && p.api_key.is_some())
+    {
+        return Ok(Some(ProviderEmbedder::new(
+            providers::build(openai)?,
+            "text-embedding-3-small".into(),
+            None,
+        )));
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vectors_are_ordered_by_index() {
+        let response = json!({"data": [
+            {"index": 1, "embedding": [0.0, 1.0]},
+            {"index": 0, "embedding": [1.0, 0.0]},
+        ]});
+        assert_eq!(
+            parse_vectors(&response).unwrap(),
+            vec![vec![1.0, 0.0], vec![0.0, 1.0]]
+        );
+        assert!(parse_vectors(&json!({"data": [{"embedding": "abc"}]})).is_err());
+        assert!(parse_vectors(&json!({"error": "x"})).is_err());
+    }
+}

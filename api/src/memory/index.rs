@@ -1,0 +1,318 @@
+//! The memory index in SurrealDB: one `memory_chunk` row per chunk (text with
+//! a FULLTEXT BM25 index, embedding with an HNSW index whose dimension comes
+//! from the embedder), one `memory_file` row per indexed file (its checksum and
+//! change token, to detect edits made outside Onyx), the `embedding_cache`
+//! (vectors by content hash, so unchanged text is never re-embedded) and the
+//! fingerprint of how the index was built (`onyx_meta:memory`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::chunker::{Chunk, content_hash};
+use super::paths::{FileKind, daily_date};
+use crate::storage::{Db, DbError};
+
+/// One chunk as stored.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChunkRow {
+    pub agent: String,
+    pub path: String,
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub day: Option<String>,
+    pub start_line: usize,
+    pub end_line: usize,
+    pub heading: String,
+    pub text: String,
+    /// What the full-text index sees: heading context and text.
+    pub body: String,
+    pub hash: String,
+    pub pending: bool,
+    /// Absent (not null) while pending: the HNSW index only takes vectors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<Vec<f32>>,
+}
+
+impl ChunkRow {
+    pub fn new(agent: &str, path: &str, kind: FileKind, chunk: Chunk) -> Self {
+        Self {
+            agent: agent.into(),
+            path: path.into(),
+            kind: kind.as_str(),
+            day: (kind == FileKind::Daily)
+                .then(|| daily_date(path).map(String::from))
+                .flatten(),
+            start_line: chunk.start_line,
+            end_line: chunk.end_line,
+            body: chunk.indexed_text(),
+            heading: chunk.heading,
+            text: chunk.text,
+            hash: chunk.hash,
+            pending: true,
+            embedding: None,
+        }
+    }
+}
+
+/// What the index remembers about a file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FileRow {
+    pub agent: String,
+    pub path: String,
+    /// SHA-256 of the content.
+    pub checksum: String,
+    /// The object store's cheap change token (ETag, or mtime and size).
+    pub etag: String,
+    pub size: u64,
+    pub chunks: usize,
+}
+
+/// How the index was built; a change means rebuilding.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// `chunker v1, 400/80 tokens`.
+    pub chunking: Option<String>,
+    /// `ollama nomic-embed-text 768d`, or `none`.
+    pub embedding: Option<String>,
+    pub dimensions: Option<usize>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct PendingChunk {
+    pub id: String,
+    pub body: String,
+    pub hash: String,
+}
+
+#[derive(Clone)]
+pub struct Index {
+    db: Db,
+}
+
+#[derive(Deserialize)]
+struct Count {
+    count: usize,
+}
+
+#[derive(Deserialize)]
+struct Cached {
+    key: String,
+    vector: Vec<f32>,
+}
+
+impl Index {
+    pub fn new(db: Db) -> Self {
+        Self { db }
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    pub async fn fingerprint(&self) -> Result<Fingerprint, DbError> {
+        let rows: Vec<Fingerprint> = self
+            .db
+            .rows(
+                "SELECT chunking, embedding, dimensions FROM onyx_meta:memory",
+                json!({}),
+                0,
+            )
+            .await?;
+        Ok(rows.into_iter().next().unwrap_or_default())
+    }
+
+    pub async fn set_fingerprint(&self, fingerprint: &Fingerprint) -> Result<(), DbError> {
+        self.db
+            .execute_retrying("UPSERT onyx_meta:memory CONTENT $fp", json!({"fp": fingerprint}))
+            .await?;
+        Ok(())
+    }
+
+    /// Drops every vector and (re)creates the HNSW index for `dimensions`;
+    /// chunks become pending until re-embedded.
+    pub async fn reset_vectors(&self, dimensions: Option<usize>) -> Result<(), DbError> {
+        let define = match dimensions {
+            Some(d) => format!(
+                "DEFINE INDEX memory_chunk_embedding ON memory_chunk FIELDS embedding \
+                 HNSW DIMENSION {d} DIST COSINE TYPE F32 EFC 150 M 12;"
+            ),
+            None => String::new(),
+        };
+        let sql = format!(
+            "REMOVE INDEX IF EXISTS memory_chunk_embedding ON memory_chunk;
+             UPDATE memory_chunk SET embedding = NONE, pending = true;
+             DELETE embedding_cache;
+             {define}"
+        );
+        self.db.execute_retrying(&sql, json!({})).await?;
+        Ok(())
+    }
+
+    /// Replaces a file's chunks and its file row in one transaction.
+    pub async fn replace_file(&self, file: &FileRow, chunks: &[ChunkRow]) -> Result<(), DbError> {
+        self.db
+            .execute_retrying(
+                "BEGIN TRANSACTION;
+                 DELETE memory_chunk WHERE agent = $agent AND path = $path;
+                 IF array::len($rows) > 0 { INSERT INTO memory_chunk $rows };
+                 UPSERT type::record('memory_file', $key) CONTENT $file;
+                 COMMIT TRANSACTION;",
+                json!({
+                    "agent": file.agent,
+                    "path": file.path,
+                    "rows": chunks,
+                    "key": file_key(&file.agent, &file.path),
+                    "file": file,
+                }),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Records a new change token for a file whose content did not change.
+    pub async fn touch_file(&self, agent: &str, path: &str, etag: &str) -> Result<(), DbError> {
+        self.db
+            .execute_retrying(
+                "UPDATE type::record('memory_file', $key) SET etag = $etag",
+                json!({"key": file_key(agent, path), "etag": etag}),
+            )
+            .await?;
+        Ok(())
+    }
+
+    pub async fn remove_file(&self, agent: &str, path: &str) -> Result<(), DbError> {
+        self.db
+            .execute_retrying(
+                "BEGIN TRANSACTION;
+                 DELETE memory_chunk WHERE agent = $agent AND path = $path;
+                 DELETE type::record('memory_file', $key);
+                 COMMIT TRANSACTION;",
+                json!({"agent": agent, "path": path, "key": file_key(agent, path)}),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Forgets everything derived (files are untouched); used before a rebuild.
+    pub async fn clear(&self) -> Result<(), DbError> {
+        self.db
+            .execute_retrying(
+                "BEGIN TRANSACTION; DELETE memory_chunk; DELETE memory_file; COMMIT TRANSACTION;",
+                json!({}),
+            )
+            .await?;
+        Ok(())
+    }
+
+    pub async fn files(&self) -> Result<Vec<FileRow>, DbError> {
+        self.db
+            .rows(
+                "SELECT agent, path, checksum, etag, size, chunks FROM memory_file",
+                json!({}),
+                0,
+            )
+            .await
+    }
+
+    pub async fn file(&self, agent: &str, path: &str) -> Result<Option<FileRow>, DbError> {
+        let rows: Vec<FileRow> = self
+            .db
+            .rows(
+                "SELECT agent, path, checksum, etag, size, chunks FROM type::record('memory_file', $key)",
+                json!({"key": file_key(agent, path)}),
+                0,
+            )
+            .await?;
+        Ok(rows.into_iter().next())
+    }
+
+    pub async fn pending(&self, limit: usize) -> Result<Vec<PendingChunk>, DbError> {
+        self.db
+            .rows(
+                "SELECT record::id(id) AS id, body, hash FROM memory_chunk WHERE pending = true LIMIT $limit",
+                json!({"limit": limit}),
+                0,
+            )
+            .await
+    }
+
+    pub async fn count(&self, pending_only: bool) -> Result<usize, DbError> {
+        let sql = if pending_only {
+            "SELECT count() AS count FROM memory_chunk WHERE pending = true GROUP ALL"
+        } else {
+            "SELECT count() AS count FROM memory_chunk GROUP ALL"
+        };
+        let rows: Vec<Count> = self.db.rows(sql, json!({}), 0).await?;
+        Ok(rows.first().map_or(0, |r| r.count))
+    }
+
+    /// Stores vectors for pending chunks (rows replaced meanwhile are skipped).
+    pub async fn set_vectors(&self, updates: &[(String, Vec<f32>)]) -> Result<(), DbError> {
+        let rows: Vec<Value> = updates
+            .iter()
+            .map(|(id, vector)| json!({"id": id, "embedding": vector}))
+            .collect();
+        self.db
+            .execute_retrying(
+                "FOR $row IN $rows {
+                     UPDATE type::record('memory_chunk', $row.id) SET embedding = $row.embedding, pending = false
+                 };",
+                json!({"rows": rows}),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Cached vectors for these content hashes under this embedding fingerprint.
+    pub async fn cached_vectors(
+        &self,
+        embedding: &str,
+        hashes: &[String],
+    ) -> Result<std::collections::HashMap<String, Vec<f32>>, DbError> {
+        let keys: Vec<String> = hashes.iter().map(|h| cache_key(embedding, h)).collect();
+        let rows: Vec<Cached> = self
+            .db
+            .rows(
+                "SELECT key, vector FROM embedding_cache WHERE key IN $keys",
+                json!({"keys": keys}),
+                0,
+            )
+            .await?;
+        let by_key: std::collections::HashMap<String, Vec<f32>> =
+            rows.into_iter().map(|r| (r.key, r.vector)).collect();
+        Ok(hashes
+            .iter()
+            .filter_map(|h| {
+                by_key
+                    .get(&cache_key(embedding, h))
+                    .map(|v| (h.clone(), v.clone()))
+            })
+            .collect())
+    }
+
+    pub async fn cache_vectors(
+        &self,
+        embedding: &str,
+        entries: &[(String, Vec<f32>)],
+    ) -> Result<(), DbError> {
+        let rows: Vec<Value> = entries
+            .iter()
+            .map(|(hash, vector)| json!({"key": cache_key(embedding, hash), "vector": vector}))
+            .collect();
+        self.db
+            .execute_retrying(
+                "FOR $row IN $rows { UPSERT type::record('embedding_cache', $row.key) SET key = $row.key, vector = $row.vector };",
+                json!({"rows": rows}),
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+fn file_key(agent: &str, path: &str) -> String {
+    format!("{agent}/{path}")
+}
+
+fn cache_key(embedding: &str, hash: &str) -> String {
+    content_hash(&format!("{embedding}\n{hash}"))
+}

@@ -1,0 +1,134 @@
+//! Files-first memory. Agents and users write markdown files in the
+//! `onyx-memory` bucket (`{agent}/MEMORY.md`, `USER.md`, `memory/YYYY-MM-DD.md`,
+//! and `_shared/…` for every agent); SurrealDB holds a derived index of their
+//! chunks for hybrid search (HNSW vectors + FULLTEXT BM25), rebuilt from the
+//! files whenever it is lost or built differently.
+//!
+//! - `paths`: agent ids, file paths, which files are indexed
+//! - `chunker`: markdown-aware chunks with line numbers and content hashes
+//! - `embedder`: the `Embedder` trait over Ollama and OpenAI-compatible providers
+//! - `index`: the SurrealDB tables and statements
+//! - `search`: the two legs and their fusion
+//! - `service`: the files API and search
+//! - `sync`: the background worker (file sync, re-embedding, pending queue)
+//! - `state`: embedder availability and progress, for health and status
+
+pub mod chunker;
+pub mod embedder;
+mod index;
+pub mod paths;
+pub mod search;
+mod service;
+mod state;
+mod sync;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+pub use chunker::ChunkParams;
+pub use embedder::{EmbedError, Embedder, ProviderEmbedder};
+pub use index::{ChunkRow, FileRow, Index};
+pub use search::{Mode, Ranking};
+pub use service::{
+    FileContent, FileInfo, Memory, MemoryError, NoteTarget, SearchResults, Settings, WriteOutcome,
+};
+pub use state::{Availability, EmbedderSnapshot, ProgressSnapshot};
+pub use sync::SyncReport;
+
+use crate::config::MemoryConfig;
+
+impl Settings {
+    pub fn from_config(config: &MemoryConfig) -> Self {
+        Self {
+            chunking: ChunkParams {
+                target_tokens: config.chunk_tokens as usize,
+                overlap_tokens: config.chunk_overlap as usize,
+            },
+            ranking: Ranking {
+                fusion: config.fusion,
+                vector_weight: config.vector_weight,
+                text_weight: config.text_weight,
+                min_score: config.min_score,
+                half_life_days: config.half_life_days,
+            },
+            sync_interval: config.sync_interval,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Status {
+    pub embedder: EmbedderInfo,
+    pub chunks: usize,
+    pub pending: usize,
+    pub files: usize,
+    pub progress: ProgressSnapshot,
+}
+
+#[derive(Debug, Serialize)]
+pub struct EmbedderInfo {
+    pub kind: Option<&'static str>,
+    pub model: Option<String>,
+    #[serde(flatten)]
+    pub state: EmbedderSnapshot,
+}
+
+impl Memory {
+    pub fn embedder_info(&self) -> EmbedderInfo {
+        EmbedderInfo {
+            kind: self.embedder.as_ref().map(|e| e.kind()),
+            model: self.embedder.as_ref().map(|e| e.model().to_string()),
+            state: self.state.snapshot(),
+        }
+    }
+
+    /// The index at a glance, for `/v1/memory/status` and the UI.
+    pub async fn status(&self) -> Result<Status, MemoryError> {
+        let (chunks, pending, files) = futures::try_join!(
+            self.index.count(false),
+            self.index.count(true),
+            self.index.files()
+        )?;
+        Ok(Status {
+            embedder: self.embedder_info(),
+            chunks,
+            pending,
+            files: files.len(),
+            progress: self.progress.snapshot(),
+        })
+    }
+
+    /// Asks the embedder whether it answers now (for `/health`); `None` when
+    /// none is configured.
+    pub async fn probe_embedder(&self, within: Duration) -> Option<Result<usize, String>> {
+        self.embedder.as_ref()?;
+        let probe = tokio::time::timeout(within, self.embed(&["health probe".to_string()])).await;
+        Some(match probe {
+            Ok(Ok(vectors)) => Ok(vectors.first().map_or(0, Vec::len)),
+            Ok(Err(err)) => Err(err.to_string()),
+            Err(_) => Err(format!("no answer within {within:?}")),
+        })
+    }
+
+    pub async fn pending_count(&self) -> usize {
+        self.index.count(true).await.unwrap_or(0)
+    }
+}
+
+/// Builds the memory service for a config (the embedder is chosen as
+/// `embedder::from_config` says).
+pub fn build(
+    config: &crate::config::Config,
+    objects: Arc<dyn crate::storage::ObjectStore>,
+    db: crate::storage::Db,
+) -> Result<Arc<Memory>, crate::providers::ProviderError> {
+    let embedder = embedder::from_config(config)?;
+    Ok(Memory::new(
+        objects,
+        db,
+        embedder,
+        Settings::from_config(&config.memory),
+    ))
+}

@@ -1,0 +1,524 @@
+//! `Memory`: the files API (list, read, write, delete, append a note) over the
+//! object store, indexing every write before it returns, and search. Writes to
+//! one file are serialised per file; appends use conditional writes so two
+//! replicas appending to the same daily log both land.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde::Serialize;
+
+use super::chunker::{self, ChunkParams, content_hash};
+use super::embedder::{EmbedError, Embedder};
+use super::index::{ChunkRow, FileRow, Index};
+use super::paths::{self, PathError, SHARED};
+use super::search::{self, Hit, Legs, Mode, Ranking};
+use super::state::{EmbedderState, Progress};
+use crate::storage::{Bucket, Db, DbError, ObjectStore, PutCondition, StoreError, Version};
+
+/// How long a write or search waits for the embedder before carrying on without it.
+const EMBED_WAIT: Duration = Duration::from_secs(20);
+/// Each lost race means another writer's append landed, so this bounds how
+/// many simultaneous writers one append can outlast.
+const APPEND_ATTEMPTS: usize = 64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    #[error(transparent)]
+    Path(#[from] PathError),
+    #[error("no memory file {agent}/{path}")]
+    NotFound { agent: String, path: String },
+    #[error("{agent}/{path} changed since it was read (If-Match did not hold)")]
+    Conflict { agent: String, path: String },
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+pub struct Settings {
+    pub chunking: ChunkParams,
+    pub ranking: Ranking,
+    pub sync_interval: Duration,
+}
+
+pub struct Memory {
+    pub(super) objects: Arc<dyn ObjectStore>,
+    pub(super) index: Index,
+    pub(super) embedder: Option<Arc<dyn Embedder>>,
+    pub(super) state: EmbedderState,
+    pub(super) settings: Settings,
+    pub(super) progress: Progress,
+    locks: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FileInfo {
+    pub agent: String,
+    pub path: String,
+    pub size: u64,
+    /// Whether search covers it (MEMORY.md, USER.md, memory/…, _shared/…).
+    pub indexed: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FileContent {
+    pub agent: String,
+    pub path: String,
+    pub content: String,
+    pub etag: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WriteOutcome {
+    pub agent: String,
+    pub path: String,
+    pub size: usize,
+    pub etag: String,
+    /// Chunks now in the index for this file.
+    pub chunks: usize,
+    /// Of those, how many wait for the embedder.
+    pub pending: usize,
+}
+
+/// Where `POST /v1/memory` puts a note.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoteTarget {
+    /// Today's `memory/YYYY-MM-DD.md`.
+    Daily,
+    /// `MEMORY.md`.
+    Curated,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SearchResults {
+    pub object: &'static str,
+    /// The mode that actually ran (`text` when the embedder is unavailable).
+    pub mode: Mode,
+    pub requested_mode: Mode,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    pub data: Vec<Hit>,
+}
+
+impl Memory {
+    pub fn new(
+        objects: Arc<dyn ObjectStore>,
+        db: Db,
+        embedder: Option<Arc<dyn Embedder>>,
+        settings: Settings,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            objects,
+            index: Index::new(db),
+            state: EmbedderState::new(embedder.is_some()),
+            embedder,
+            settings,
+            progress: Progress::default(),
+            locks: std::sync::Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub(super) fn lock_for(&self, agent: &str, path: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = match self.locks.lock() {
+            Ok(l) => l,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if locks.len() > 10_000 {
+            locks.retain(|_, lock| Arc::strong_count(lock) > 1);
+        }
+        locks.entry(format!("{agent}/{path}")).or_default().clone()
+    }
+
+    /// An agent's files and the shared ones, sorted.
+    pub async fn list_files(&self, agent: &str) -> Result<Vec<FileInfo>, MemoryError> {
+        let agent = paths::agent(agent)?;
+        let mut owners = vec![agent];
+        if agent != SHARED {
+            owners.push(SHARED);
+        }
+        let mut out = Vec::new();
+        for owner in owners {
+            for object in self.objects.list(Bucket::Memory, &format!("{owner}/")).await? {
+                if let Some((owner, path)) = paths::split_key(&object.key) {
+                    out.push(FileInfo {
+                        indexed: paths::indexed_kind(owner, path).is_some(),
+                        agent: owner.into(),
+                        path: path.into(),
+                        size: object.size,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    pub async fn read_file(&self, agent: &str, path: &str) -> Result<FileContent, MemoryError> {
+        let (agent, path) = (paths::agent(agent)?, paths::file(path)?);
+        let key = paths::object_key(agent, path)?;
+        let object = self
+            .objects
+            .get(Bucket::Memory, &key)
+            .await?
+            .ok_or_else(|| not_found(agent, path))?;
+        Ok(FileContent {
+            agent: agent.into(),
+            path: path.into(),
+            content: String::from_utf8_lossy(&object.body).into_owned(),
+            etag: object.version.0,
+        })
+    }
+
+    /// Writes a whole file (only if still at `if_match`, when given) and indexes it.
+    pub async fn write_file(
+        &self,
+        agent: &str,
+        path: &str,
+        content: String,
+        if_match: Option<String>,
+    ) -> Result<WriteOutcome, MemoryError> {
+        let (agent, path) = (paths::agent(agent)?, paths::file(path)?);
+        let key = paths::object_key(agent, path)?;
+        let lock = self.lock_for(agent, path);
+        let _guard = lock.lock().await;
+        let condition = match if_match {
+            Some(etag) => PutCondition::IfMatch(Version(etag)),
+            None => PutCondition::Overwrite,
+        };
+        let version = match self
+            .objects
+            .put(Bucket::Memory, &key, Bytes::from(content.clone()), condition)
+            .await
+        {
+            Err(StoreError::PreconditionFailed) => return Err(conflict(agent, path)),
+            other => other?,
+        };
+        self.index_written(agent, path, content, version).await
+    }
+
+    pub async fn delete_file(&self, agent: &str, path: &str) -> Result<(), MemoryError> {
+        let (agent, path) = (paths::agent(agent)?, paths::file(path)?);
+        let key = paths::object_key(agent, path)?;
+        let lock = self.lock_for(agent, path);
+        let _guard = lock.lock().await;
+        if self.objects.get(Bucket::Memory, &key).await?.is_none() {
+            return Err(not_found(agent, path));
+        }
+        self.objects.delete(Bucket::Memory, &key).await?;
+        self.index.remove_file(agent, path).await?;
+        Ok(())
+    }
+
+    /// Appends a note to today's daily log or to MEMORY.md, then indexes it.
+    pub async fn append_note(
+        &self,
+        agent: &str,
+        target: NoteTarget,
+        note: &str,
+    ) -> Result<WriteOutcome, MemoryError> {
+        let agent = paths::agent(agent)?;
+        let note = note.trim();
+        if note.is_empty() {
+            return Err(MemoryError::Invalid("content: the note is empty".into()));
+        }
+        let now = crate::sessions::now_rfc3339();
+        let (day, time) = (&now[..10], &now[11..16]);
+        let (path, header, line) = match target {
+            NoteTarget::Daily => (
+                paths::daily_path(day),
+                format!("# {day}\n\n"),
+                format!("- {time} {note}\n"),
+            ),
+            NoteTarget::Curated => (
+                paths::CURATED.to_string(),
+                "# Memory\n\n".to_string(),
+                format!("- {note}\n"),
+            ),
+        };
+        let key = paths::object_key(agent, &path)?;
+        let lock = self.lock_for(agent, &path);
+        let _guard = lock.lock().await;
+        for _ in 0..APPEND_ATTEMPTS {
+            let current = self.objects.get(Bucket::Memory, &key).await?;
+            let (mut content, condition) = match current {
+                Some(object) => (
+                    String::from_utf8_lossy(&object.body).into_owned(),
+                    PutCondition::IfMatch(object.version),
+                ),
+                None => (header.clone(), PutCondition::IfAbsent),
+            };
+            if !content.is_empty() && !content.ends_with('\n') {
+                content.push('\n');
+            }
+            content.push_str(&line);
+            match self
+                .objects
+                .put(Bucket::Memory, &key, Bytes::from(content.clone()), condition)
+                .await
+            {
+                // Another replica appended first: read again and retry, a
+                // little later so the losers do not collide again in step.
+                Err(StoreError::PreconditionFailed) => {
+                    let jitter = u64::from(uuid::Uuid::now_v7().as_bytes()[15] % 10);
+                    tokio::time::sleep(Duration::from_millis(jitter)).await;
+                }
+                Err(err) => return Err(err.into()),
+                Ok(version) => return self.index_written(agent, &path, content, version).await,
+            }
+        }
+        Err(conflict(agent, &path))
+    }
+
+    async fn index_written(
+        &self,
+        agent: &str,
+        path: &str,
+        content: String,
+        version: Version,
+    ) -> Result<WriteOutcome, MemoryError> {
+        let size = content.len();
+        let (chunks, pending) = self.index_content(agent, path, &content, &version.0).await?;
+        Ok(WriteOutcome {
+            agent: agent.into(),
+            path: path.into(),
+            size,
+            etag: version.0,
+            chunks,
+            pending,
+        })
+    }
+
+    /// Chunks and indexes one file's content (the caller holds its lock).
+    /// Returns (chunks, of which pending). Files that are not memory are skipped.
+    pub(super) async fn index_content(
+        &self,
+        agent: &str,
+        path: &str,
+        content: &str,
+        etag: &str,
+    ) -> Result<(usize, usize), MemoryError> {
+        let Some(kind) = paths::indexed_kind(agent, path) else {
+            return Ok((0, 0));
+        };
+        let mut rows: Vec<ChunkRow> = chunker::chunk(content, self.settings.chunking)
+            .into_iter()
+            .map(|c| ChunkRow::new(agent, path, kind, c))
+            .collect();
+        self.attach_vectors(&mut rows).await?;
+        let pending = rows.iter().filter(|r| r.pending).count();
+        let file = FileRow {
+            agent: agent.into(),
+            path: path.into(),
+            checksum: content_hash(content),
+            etag: etag.into(),
+            size: content.len() as u64,
+            chunks: rows.len(),
+        };
+        self.index.replace_file(&file, &rows).await?;
+        Ok((rows.len(), pending))
+    }
+
+    /// Fills vectors from the cache, then from the embedder if it is up;
+    /// whatever is left stays pending for the background drain.
+    async fn attach_vectors(&self, rows: &mut [ChunkRow]) -> Result<(), MemoryError> {
+        if self.embedder.is_none() {
+            // Nothing will ever embed them; a configured embedder later re-embeds all.
+            rows.iter_mut().for_each(|r| r.pending = false);
+            return Ok(());
+        }
+        let Some(embedding) = self.state.ready_fingerprint() else {
+            return Ok(());
+        };
+        let hashes: Vec<String> = rows.iter().map(|r| r.hash.clone()).collect();
+        let cached = self.index.cached_vectors(&embedding, &hashes).await?;
+        let mut missing: Vec<usize> = Vec::new();
+        for (i, row) in rows.iter_mut().enumerate() {
+            match cached.get(&row.hash) {
+                Some(vector) => {
+                    row.embedding = Some(vector.clone());
+                    row.pending = false;
+                }
+                None => missing.push(i),
+            }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let texts: Vec<String> = missing.iter().map(|&i| rows[i].body.clone()).collect();
+        match self.embed(&texts).await {
+            Ok(vectors) => {
+                let mut fresh = Vec::with_capacity(vectors.len());
+                for (&i, vector) in missing.iter().zip(vectors) {
+                    fresh.push((rows[i].hash.clone(), vector.clone()));
+                    rows[i].embedding = Some(vector);
+                    rows[i].pending = false;
+                }
+                self.index.cache_vectors(&embedding, &fresh).await?;
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, chunks = texts.len(), "embedder unavailable; chunks wait in the pending queue")
+            }
+        }
+        Ok(())
+    }
+
+    /// Embeds with the configured embedder, recording up/down.
+    pub(super) async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let Some(embedder) = &self.embedder else {
+            return Err(EmbedError::Shape("no embedder configured".into()));
+        };
+        let result = match tokio::time::timeout(EMBED_WAIT, embedder.embed(texts)).await {
+            Ok(result) => result,
+            Err(_) => Err(EmbedError::Shape(format!("no answer within {EMBED_WAIT:?}"))),
+        };
+        match &result {
+            Ok(_) => self.state.mark_up(),
+            Err(err) => self.state.mark_down(err.to_string()),
+        }
+        result
+    }
+
+    /// Hybrid, vector or text search over an agent's memory and `_shared`.
+    pub async fn search(
+        &self,
+        agent: &str,
+        query: &str,
+        limit: usize,
+        requested: Mode,
+    ) -> Result<SearchResults, MemoryError> {
+        let agent = paths::agent(agent)?;
+        let query = query.trim();
+        if query.is_empty() {
+            return Err(MemoryError::Invalid("q: the query is empty".into()));
+        }
+        let agents: Vec<&str> = if agent == SHARED {
+            vec![SHARED]
+        } else {
+            vec![agent, SHARED]
+        };
+        let mut note = None;
+        let vector = match (requested, self.state.ready_fingerprint()) {
+            (Mode::Text, _) => None,
+            (_, None) => {
+                note = Some(self.state.unavailable_reason());
+                None
+            }
+            (_, Some(_)) => match self.embed(&[query.to_string()]).await {
+                Ok(mut vectors) => vectors.pop(),
+                Err(err) => {
+                    note = Some(format!(
+                        "the embedder is unavailable ({err}); showing full-text results"
+                    ));
+                    None
+                }
+            },
+        };
+        let text = search::text_query(query);
+        let run_text = requested != Mode::Vector || vector.is_none();
+        let mode = match (&vector, run_text) {
+            (Some(_), true) => Mode::Hybrid,
+            (Some(_), false) => Mode::Vector,
+            (None, _) => Mode::Text,
+        };
+        let legs = Legs {
+            agents: &agents,
+            vector: vector.as_deref(),
+            text: (run_text && !text.is_empty()).then_some(text.as_str()),
+            candidates: (limit * 3).max(20),
+        };
+        let today = &crate::sessions::now_rfc3339()[..10];
+        let data = search::run(self.index.db(), legs, self.settings.ranking, limit, today).await?;
+        Ok(SearchResults {
+            object: "list",
+            mode,
+            requested_mode: requested,
+            note,
+            data,
+        })
+    }
+}
+
+fn not_found(agent: &str, path: &str) -> MemoryError {
+    MemoryError::NotFound {
+        agent: agent.into(),
+        path: path.into(),
+    }
+}
+
+fn conflict(agent: &str, path: &str) -> MemoryError {
+    MemoryError::Conflict {
+        agent: agent.into(),
+        path: path.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Fusion, SurrealConfig};
+    use crate::storage::LocalStore;
+
+    async fn memory(objects: Arc<dyn ObjectStore>, db: Db) -> Arc<Memory> {
+        Memory::new(
+            objects,
+            db,
+            None,
+            Settings {
+                chunking: ChunkParams {
+                    target_tokens: 400,
+                    overlap_tokens: 80,
+                },
+                ranking: Ranking {
+                    fusion: Fusion::Linear,
+                    vector_weight: 0.7,
+                    text_weight: 0.3,
+                    min_score: 0.0,
+                    half_life_days: 30.0,
+                },
+                sync_interval: Duration::from_secs(3600),
+            },
+        )
+    }
+
+    /// Two `Memory`s (as two replicas: no shared lock) append to one daily log
+    /// at once; conditional writes make the losers re-read and retry.
+    #[tokio::test]
+    async fn simultaneous_appends_from_two_replicas_all_land() {
+        let dir = tempfile::tempdir().unwrap();
+        let objects: Arc<dyn ObjectStore> = Arc::new(LocalStore::new(dir.path()));
+        objects.ensure_buckets().await.unwrap();
+        let db = Db::connect(&SurrealConfig {
+            url: "mem://".into(),
+            user: None,
+            pass: None,
+            namespace: "onyx".into(),
+            database: "test".into(),
+        })
+        .await
+        .unwrap();
+        let (a, b) = (
+            memory(objects.clone(), db.clone()).await,
+            memory(objects, db).await,
+        );
+        let appends = (0..24).map(|i| {
+            let replica = if i % 2 == 0 { a.clone() } else { b.clone() };
+            tokio::spawn(async move {
+                replica
+                    .append_note("main", NoteTarget::Daily, &format!("note {i:02}"))
+                    .await
+            })
+        });
+        let mut path = String::new();
+        for outcome in futures::future::join_all(appends).await {
+            path = outcome.unwrap().unwrap().path;
+        }
+        let content = a.read_file("main", &path).await.unwrap().content;
+        for i in 0..24 {
+            assert_eq!(content.matches(&format!("note {i:02}")).count(), 1, "{content}");
+        }
+    }
+}

@@ -1,0 +1,299 @@
+//! Keeping the index in step with the files: comparing the bucket with the
+//! index by change token and checksum (files edited or deleted outside Onyx),
+//! rebuilding everything when the chunking fingerprint changes, re-embedding
+//! when the embedder changes, and draining chunks that wait for the embedder.
+//! One background task per process does all of it, and never gives up.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::chunker::{CHUNKER_VERSION, content_hash};
+use super::index::Fingerprint;
+use super::paths;
+use super::service::{Memory, MemoryError};
+use super::state::Phase;
+use crate::storage::Bucket;
+
+const TICK: Duration = Duration::from_secs(2);
+const MAX_PROBE_BACKOFF: Duration = Duration::from_secs(60);
+const DRAIN_BATCH: usize = 64;
+/// How often an idle, healthy embedder is asked whether it still answers.
+const LIVENESS_EVERY: Duration = Duration::from_secs(30);
+
+/// What a comparison with the files changed.
+#[derive(Debug, Default, Serialize, PartialEq, Eq)]
+pub struct SyncReport {
+    pub files: usize,
+    pub reindexed: usize,
+    pub removed: usize,
+}
+
+/// Reports (done, total) while work runs.
+pub type OnProgress<'a> = &'a (dyn Fn(usize, usize) + Send + Sync);
+
+impl Memory {
+    fn chunking_fingerprint(&self) -> String {
+        let c = self.settings.chunking;
+        format!(
+            "chunker v{CHUNKER_VERSION}, {}/{} tokens",
+            c.target_tokens, c.overlap_tokens
+        )
+    }
+
+    /// Runs sync, embedding and recovery for as long as the process lives.
+    pub fn spawn_background(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let memory = self.clone();
+        tokio::spawn(async move { memory.background().await })
+    }
+
+    async fn background(&self) {
+        let mut prepared = false;
+        let mut last_sync: Option<Instant> = None;
+        let mut probe_wait = TICK;
+        let mut next_probe = Instant::now();
+        let mut last_liveness = Instant::now();
+        loop {
+            if !prepared {
+                match self.prepare_chunking().await {
+                    Ok(()) => prepared = true,
+                    Err(err) => self.record_error("preparing the memory index", &err),
+                }
+            }
+            if self.embedder.is_some() && !self.state.is_ready() && Instant::now() >= next_probe {
+                match self.prepare_embedding(&|_, _| {}).await {
+                    Ok(()) => probe_wait = TICK,
+                    Err(err) => {
+                        tracing::debug!(error = %err, "embedder probe failed");
+                        probe_wait = (probe_wait * 2).min(MAX_PROBE_BACKOFF);
+                    }
+                }
+                next_probe = Instant::now() + probe_wait;
+            }
+            if self.state.is_ready() && last_liveness.elapsed() >= LIVENESS_EVERY {
+                last_liveness = Instant::now();
+                let _ = self.embed(&["liveness probe".to_string()]).await;
+            }
+            let due = last_sync.is_none_or(|at| at.elapsed() >= self.settings.sync_interval);
+            if prepared && due {
+                match self.sync_files(&|_, _| {}).await {
+                    Ok(report) => {
+                        if report.reindexed + report.removed > 0 {
+                            tracing::info!(?report, "memory files changed outside onyx were re-indexed");
+                        }
+                        last_sync = Some(Instant::now());
+                    }
+                    Err(err) => self.record_error("syncing memory files", &err),
+                }
+            }
+            if self.state.is_ready()
+                && let Err(err) = self.drain_pending(&|_, _| {}).await
+            {
+                self.record_error("embedding pending chunks", &err);
+            }
+            tokio::time::sleep(TICK).await;
+        }
+    }
+
+    fn record_error(&self, what: &str, err: &MemoryError) {
+        tracing::warn!(error = %err, "{what} failed; will retry");
+        self.progress.update(|p| {
+            p.phase = Phase::Idle;
+            p.last_error = Some(format!("{what}: {err}"));
+        });
+    }
+
+    /// Empties the index when it was built with other chunking parameters
+    /// (the next sync rebuilds it from the files).
+    pub async fn prepare_chunking(&self) -> Result<(), MemoryError> {
+        let mut stored = self.index.fingerprint().await?;
+        let wanted = self.chunking_fingerprint();
+        if stored.chunking.as_deref() != Some(wanted.as_str()) {
+            if stored.chunking.is_some() {
+                tracing::info!(from = ?stored.chunking, to = %wanted, "chunking changed; rebuilding the memory index");
+            }
+            self.index.clear().await?;
+            stored.chunking = Some(wanted);
+            self.index.set_fingerprint(&stored).await?;
+        }
+        Ok(())
+    }
+
+    /// Asks the embedder for its dimensions; when they or the model differ from
+    /// what the index was built with, drops every vector (re-embedded by the
+    /// drain, with progress) and recreates the HNSW index.
+    pub async fn prepare_embedding(&self, on_progress: OnProgress<'_>) -> Result<(), MemoryError> {
+        let Some(embedder) = self.embedder.clone() else {
+            return Ok(());
+        };
+        let probe = self
+            .embed(&["dimension probe".to_string()])
+            .await
+            .map_err(|e| MemoryError::Invalid(format!("embedder: {e}")))?;
+        let dimensions = probe.first().map_or(0, Vec::len);
+        let wanted = format!("{} {} {dimensions}d", embedder.kind(), embedder.model());
+        let mut stored: Fingerprint = self.index.fingerprint().await?;
+        if stored.embedding.as_deref() != Some(wanted.as_str()) || stored.dimensions != Some(dimensions) {
+            if stored.embedding.is_some() {
+                tracing::info!(from = ?stored.embedding, to = %wanted, "embedder changed; re-embedding all memory");
+            }
+            self.index.reset_vectors(Some(dimensions)).await?;
+            stored.embedding = Some(wanted.clone());
+            stored.dimensions = Some(dimensions);
+            self.index.set_fingerprint(&stored).await?;
+        }
+        self.state.set_ready(wanted, dimensions);
+        self.drain_pending(on_progress).await?;
+        Ok(())
+    }
+
+    /// Embeds every pending chunk (cache first). Stops at the first failure;
+    /// what is left stays pending.
+    pub async fn drain_pending(&self, on_progress: OnProgress<'_>) -> Result<usize, MemoryError> {
+        let Some(embedding) = self.state.ready_fingerprint() else {
+            return Ok(0);
+        };
+        let total = self.index.count(true).await?;
+        if total == 0 {
+            return Ok(0);
+        }
+        let mut done = 0;
+        self.progress.set(Phase::Embedding, 0, total);
+        loop {
+            let batch = self.index.pending(DRAIN_BATCH).await?;
+            if batch.is_empty() {
+                break;
+            }
+            let hashes: Vec<String> = batch.iter().map(|c| c.hash.clone()).collect();
+            let cached = self.index.cached_vectors(&embedding, &hashes).await?;
+            let missing: Vec<&super::index::PendingChunk> =
+                batch.iter().filter(|c| !cached.contains_key(&c.hash)).collect();
+            let texts: Vec<String> = missing.iter().map(|c| c.body.clone()).collect();
+            let fresh = if texts.is_empty() {
+                Vec::new()
+            } else {
+                match self.embed(&texts).await {
+                    Ok(vectors) => vectors,
+                    Err(err) => {
+                        self.progress.set(Phase::Idle, 0, 0);
+                        return Err(MemoryError::Invalid(format!("embedder: {err}")));
+                    }
+                }
+            };
+            let new_entries: Vec<(String, Vec<f32>)> = missing
+                .iter()
+                .zip(fresh)
+                .map(|(c, v)| (c.hash.clone(), v))
+                .collect();
+            self.index.cache_vectors(&embedding, &new_entries).await?;
+            let by_hash: HashMap<&str, &Vec<f32>> = cached
+                .iter()
+                .map(|(h, v)| (h.as_str(), v))
+                .chain(new_entries.iter().map(|(h, v)| (h.as_str(), v)))
+                .collect();
+            let updates: Vec<(String, Vec<f32>)> = batch
+                .iter()
+                .filter_map(|c| by_hash.get(c.hash.as_str()).map(|v| (c.id.clone(), (*v).clone())))
+                .collect();
+            self.index.set_vectors(&updates).await?;
+            let before = done;
+            done += batch.len();
+            self.progress.set(Phase::Embedding, done.min(total), total);
+            on_progress(done.min(total), total);
+            // Large (re-)embeds also report in the log, every tenth.
+            if total >= 500 && before * 10 / total != done * 10 / total {
+                tracing::info!(done = done.min(total), total, "embedding memory chunks");
+            }
+        }
+        self.progress.set(Phase::Idle, 0, 0);
+        tracing::info!(chunks = done, "embedded pending memory chunks");
+        Ok(done)
+    }
+
+    /// Compares every memory file in the bucket with the index: new or changed
+    /// files are (re)indexed, files gone from the bucket lose their chunks.
+    pub async fn sync_files(&self, on_progress: OnProgress<'_>) -> Result<SyncReport, MemoryError> {
+        // The index first, then the bucket: a file written in between is then
+        // listed (and indexed again, harmlessly) rather than taken for deleted.
+        let known: HashMap<String, super::index::FileRow> = self
+            .index
+            .files()
+            .await?
+            .into_iter()
+            .map(|f| (format!("{}/{}", f.agent, f.path), f))
+            .collect();
+        let listed: Vec<_> = self
+            .objects
+            .list(Bucket::Memory, "")
+            .await?
+            .into_iter()
+            .filter(|o| paths::split_key(&o.key).is_some_and(|(a, p)| paths::indexed_kind(a, p).is_some()))
+            .collect();
+        let total = listed.len();
+        let mut report = SyncReport {
+            files: total,
+            ..SyncReport::default()
+        };
+        self.progress.set(Phase::Syncing, 0, total);
+        let mut seen = HashSet::with_capacity(total);
+        for (done, object) in listed.iter().enumerate() {
+            seen.insert(object.key.as_str());
+            let Some((agent, path)) = paths::split_key(&object.key) else {
+                continue;
+            };
+            let row = known.get(&object.key);
+            if row.is_some_and(|r| r.etag == object.etag && r.size == object.size) {
+                continue;
+            }
+            let lock = self.lock_for(agent, path);
+            let _guard = lock.lock().await;
+            let key = paths::object_key(agent, path)?;
+            // Gone since the listing: the next sync removes it.
+            let Some(current) = self.objects.get(Bucket::Memory, &key).await? else {
+                continue;
+            };
+            let content = String::from_utf8_lossy(&current.body).into_owned();
+            if row.is_some_and(|r| r.checksum == content_hash(&content)) {
+                self.index.touch_file(agent, path, &object.etag).await?;
+            } else {
+                self.index_content(agent, path, &content, &object.etag).await?;
+                report.reindexed += 1;
+            }
+            self.progress.set(Phase::Syncing, done + 1, total);
+            on_progress(done + 1, total);
+        }
+        for (key, row) in &known {
+            if !seen.contains(key.as_str()) {
+                let lock = self.lock_for(&row.agent, &row.path);
+                let _guard = lock.lock().await;
+                let key = paths::object_key(&row.agent, &row.path)?;
+                if self.objects.get(Bucket::Memory, &key).await?.is_none() {
+                    self.index.remove_file(&row.agent, &row.path).await?;
+                    report.removed += 1;
+                }
+            }
+        }
+        on_progress(total, total);
+        let now = crate::sessions::now_rfc3339();
+        self.progress.update(|p| {
+            p.phase = Phase::Idle;
+            p.done = 0;
+            p.total = 0;
+            p.last_sync_at = Some(now);
+            p.last_error = None;
+        });
+        Ok(report)
+    }
+
+    /// Forgets the derived index and rebuilds it from the files (`onyx reindex`).
+    pub async fn rebuild(&self, on_progress: OnProgress<'_>) -> Result<SyncReport, MemoryError> {
+        self.index.clear().await?;
+        let mut fingerprint = self.index.fingerprint().await?;
+        fingerprint.chunking = Some(self.chunking_fingerprint());
+        self.index.set_fingerprint(&fingerprint).await?;
+        self.progress.set(Phase::Rebuilding, 0, 0);
+        self.sync_files(on_progress).await
+    }
+}

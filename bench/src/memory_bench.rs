@@ -1,0 +1,213 @@
+//! `memory-bench`: memory search speed at scale. Ingests N chunks with
+//! precomputed 384-dimension vectors (so the embedder is not measured) into
+//! the real SurrealDB memory index (HNSW + FULLTEXT), then times hybrid
+//! searches (both legs in one round trip, fused) and reports RSS.
+//!
+//! ```sh
+//! memory-bench CHUNKS [DB_URL] [QUERIES]     # DB_URL: surrealkv://DIR (default: a temp dir) or mem://
+//! ```
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use onyx::config::{Fusion, SurrealConfig};
+use onyx::memory::chunker::Chunk;
+use onyx::memory::paths::FileKind;
+use onyx::memory::search::{self, Legs, Ranking};
+use onyx::memory::{ChunkRow, FileRow, Index};
+use onyx::storage::Db;
+use onyx_bench::{machine, ms, percentile, rss_mb};
+
+const DIMENSIONS: usize = 384;
+const TOPICS: usize = 64;
+const VOCABULARY: usize = 20_000;
+const WORDS_PER_CHUNK: usize = 60;
+/// Chunks per file: the unit the sync path writes in one transaction.
+const CHUNKS_PER_FILE: usize = 50;
+
+/// A small deterministic generator (splitmix64), so runs are comparable.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+    }
+
+    /// Zipf-ish word ids: small ids are much more common, like real text.
+    fn word(&mut self) -> usize {
+        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
+        ((VOCABULARY as f64).powf(u) as usize).min(VOCABULARY - 1)
+    }
+}
+
+fn normalise(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::EPSILON);
+    v.iter_mut().for_each(|x| *x /= norm);
+}
+
+/// A vector near one of the topic centroids.
+fn vector_near(centroids: &[Vec<f32>], topic: usize, rng: &mut Rng) -> Vec<f32> {
+    let mut v: Vec<f32> = centroids[topic].iter().map(|c| c + 0.6 * rng.unit()).collect();
+    normalise(&mut v);
+    v
+}
+
+fn text(rng: &mut Rng) -> String {
+    (0..WORDS_PER_CHUNK)
+        .map(|_| format!("w{}", rng.word()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let Some(chunks) = args.get(1).and_then(|n| n.parse::<usize>().ok()) else {
+        eprintln!("usage: memory-bench CHUNKS [DB_URL] [QUERIES]");
+        return ExitCode::FAILURE;
+    };
+    let temp = std::env::temp_dir().join(format!("onyx-memory-bench-{}", std::process::id()));
+    let url = args
+        .get(2)
+        .cloned()
+        .unwrap_or_else(|| format!("surrealkv://{}", temp.display()));
+    let queries = args.get(3).and_then(|n| n.parse().ok()).unwrap_or(500);
+    let result = run(chunks, &url, queries).await;
+    let _ = std::fs::remove_dir_all(&temp);
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("memory-bench: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(chunks: usize, url: &str, queries: usize) -> Result<(), String> {
+    println!("machine: {}", machine());
+    println!("database: {url}; {chunks} chunks of ~{WORDS_PER_CHUNK} words, {DIMENSIONS}-d vectors");
+    let db = Db::connect(&SurrealConfig {
+        url: url.into(),
+        user: None,
+        pass: None,
+        namespace: "onyx".into(),
+        database: "bench".into(),
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    let index = Index::new(db.clone());
+    index
+        .reset_vectors(Some(DIMENSIONS))
+        .await
+        .map_err(|e| e.to_string())?;
+
+    let mut rng = Rng(42);
+    let centroids: Vec<Vec<f32>> = (0..TOPICS)
+        .map(|_| {
+            let mut c: Vec<f32> = (0..DIMENSIONS).map(|_| rng.unit()).collect();
+            normalise(&mut c);
+            c
+        })
+        .collect();
+    let bar = ProgressBar::new(chunks as u64).with_style(
+        ProgressStyle::with_template("ingest {bar:40} {pos}/{len} ({per_sec}, {eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut ingest_time = Duration::ZERO;
+    let files = chunks.div_ceil(CHUNKS_PER_FILE);
+    for file in 0..files {
+        let agent = format!("agent{}", file % 4);
+        let path = format!("memory/bench-{file:06}.md");
+        let count = CHUNKS_PER_FILE.min(chunks - file * CHUNKS_PER_FILE);
+        let rows: Vec<ChunkRow> = (0..count)
+            .map(|i| {
+                let topic = (file * CHUNKS_PER_FILE + i) % TOPICS;
+                let body = format!("topic{topic} {}", text(&mut rng));
+                let mut row = ChunkRow::new(
+                    &agent,
+                    &path,
+                    FileKind::Note,
+                    Chunk {
+                        start_line: i * 3 + 1,
+                        end_line: i * 3 + 3,
+                        heading: String::new(),
+                        hash: format!("{file}-{i}"),
+                        text: body,
+                    },
+                );
+                row.embedding = Some(vector_near(&centroids, topic, &mut rng));
+                row.pending = false;
+                row
+            })
+            .collect();
+        let file_row = FileRow {
+            agent: agent.clone(),
+            path: path.clone(),
+            checksum: format!("{file}"),
+            etag: String::new(),
+            size: 0,
+            chunks: count,
+        };
+        let started = Instant::now();
+        index
+            .replace_file(&file_row, &rows)
+            .await
+            .map_err(|e| e.to_string())?;
+        ingest_time += started.elapsed();
+        bar.inc(count as u64);
+    }
+    bar.finish_and_clear();
+    let (rss_after_ingest, _) = rss_mb();
+    let rate = chunks as f64 / ingest_time.as_secs_f64();
+    println!(
+        "ingest: {chunks} chunks in {:.1} s = {rate:.0} chunks/s (files of {CHUNKS_PER_FILE} chunks, one transaction each)",
+        ingest_time.as_secs_f64()
+    );
+
+    let ranking = Ranking {
+        fusion: Fusion::Linear,
+        vector_weight: 0.7,
+        text_weight: 0.3,
+        min_score: 0.0,
+        half_life_days: 30.0,
+    };
+    let agents = ["agent1", "_shared"];
+    let mut samples = Vec::with_capacity(queries);
+    let mut hits_total = 0;
+    for q in 0..queries + 20 {
+        let vector = vector_near(&centroids, q % TOPICS, &mut rng);
+        let words = format!("w{} w{} topic{}", rng.word(), rng.word(), q % TOPICS);
+        let legs = Legs {
+            agents: &agents,
+            vector: Some(&vector),
+            text: Some(&words),
+            candidates: 30,
+        };
+        let started = Instant::now();
+        let hits = search::run(&db, legs, ranking, 10, "2026-11-22")
+            .await
+            .map_err(|e| e.to_string())?;
+        if q >= 20 {
+            samples.push(started.elapsed());
+            hits_total += hits.len();
+        }
+    }
+    let (rss, peak) = rss_mb();
+    println!(
+        "hybrid search ({queries} queries, top 10 of 30 candidates per leg, one agent of four): p50 {}, p99 {}, {:.1} hits/query",
+        ms(percentile(&mut samples, 0.5)),
+        ms(percentile(&mut samples, 0.99)),
+        hits_total as f64 / queries.max(1) as f64
+    );
+    println!("rss: {rss_after_ingest:.0} MB after ingest, {rss:.0} MB after searching, peak {peak:.0} MB");
+    Ok(())
+}
