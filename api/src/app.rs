@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use secrecy::SecretString;
 
+use crate::agents::{self, Agents};
 use crate::auth::{ApiKeys, Authenticator, KeyError};
 use crate::config::{Config, ProviderKind};
 use crate::health::HealthCache;
@@ -18,7 +19,7 @@ use crate::sessions::{SessionError, Sessions};
 use crate::storage::{self, Db, DbError, ObjectStore};
 
 pub struct App {
-    pub router: Router,
+    pub router: Arc<Router>,
     pub catalog: ModelCatalog,
     pub auth: Authenticator,
     pub metrics: Arc<Metrics>,
@@ -29,6 +30,7 @@ pub struct App {
     pub objects: Arc<dyn ObjectStore>,
     pub sessions: Arc<Sessions>,
     pub memory: Arc<Memory>,
+    pub agents: Arc<Agents>,
     /// Store plain proxy requests (without `x-onyx-session-id`) as sessions.
     pub record_sessions: bool,
 }
@@ -72,7 +74,7 @@ impl App {
             providers.push((client, provider.max_retries));
             configured_models.insert(provider.name.clone(), provider.models.clone());
         }
-        let router = Router::new(providers, config.aliases.clone(), metrics.clone());
+        let router = Arc::new(Router::new(providers, config.aliases.clone(), metrics.clone()));
         let mut keys: Vec<SecretString> = config.gateway.api_keys.clone();
         if let Ok(key) = std::env::var("ONYX_API_KEY")
             && !key.is_empty()
@@ -96,11 +98,22 @@ impl App {
             tracing::warn!(error = %err, "could not check the memory index; will retry in the background");
         }
         memory.spawn_background();
+        let agents = Agents::start(
+            config,
+            agents::Parts {
+                router: router.clone(),
+                memory: memory.clone(),
+                sessions: sessions.clone(),
+                objects: objects.clone(),
+                db: db.clone(),
+            },
+        );
         Ok(Self {
             db,
             objects,
             sessions,
             memory,
+            agents,
             record_sessions: config.gateway.record_sessions,
             router,
             catalog: ModelCatalog::new(config.gateway.models_cache_ttl, configured_models),

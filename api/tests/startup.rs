@@ -26,7 +26,14 @@ async fn serves_with_no_config_file_at_all() {
         .unwrap();
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
-    assert_eq!(body["data"], json!([]));
+    // No providers, so no provider models; the main agent always exists.
+    let ids: Vec<&str> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["onyx:main"]);
     let response = onyx
         .client
         .post(format!("{}/v1/chat/completions", onyx.url))

@@ -220,9 +220,16 @@ fn surreal_config(url: String, credentials: bool) -> SurrealConfig {
 }
 
 async fn database_roundtrip(db: &Db) {
-    assert_eq!(onyx::storage::SCHEMA_VERSION, 2);
-    // Version 2 defined the memory index (reading an undefined table is an error).
-    for table in ["memory_chunk", "memory_file", "embedding_cache"] {
+    assert_eq!(onyx::storage::SCHEMA_VERSION, 3);
+    // Versions 2 and 3 defined memory and agent tables (reading an undefined table is an error).
+    for table in [
+        "memory_chunk",
+        "memory_file",
+        "embedding_cache",
+        "agent",
+        "inbox_message",
+        "approval",
+    ] {
         let rows: Vec<serde_json::Value> = db
             .rows(&format!("SELECT * FROM {table}"), json!({}), 0)
             .await

@@ -30,6 +30,43 @@ pub struct RawConfig {
     pub bindings: Vec<RawBinding>,
     #[serde(default)]
     pub plugins: RawPlugins,
+    #[serde(default)]
+    pub tools: RawTools,
+}
+
+/// Settings of the agents' built-in tools.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawTools {
+    #[serde(default)]
+    pub web_search: RawWebSearch,
+    #[serde(default)]
+    pub web_fetch: RawWebFetch,
+    #[serde(default)]
+    pub exec: RawExec,
+    pub approval_timeout_seconds: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawWebSearch {
+    pub searxng_url: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawWebFetch {
+    #[serde(default)]
+    pub allow_private: Vec<String>,
+    pub max_bytes: Option<usize>,
+    pub timeout_seconds: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawExec {
+    pub timeout_seconds: Option<u64>,
+    pub max_output_bytes: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]

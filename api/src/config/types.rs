@@ -28,6 +28,36 @@ pub struct Config {
     pub agents: AgentsConfig,
     pub bindings: Vec<Binding>,
     pub plugins: PluginsConfig,
+    pub tools: ToolsConfig,
+}
+
+#[derive(Debug, Clone)]
+pub struct ToolsConfig {
+    /// SearXNG's base URL; without one `web_search` is not offered.
+    pub searxng_url: Option<Url>,
+    /// Hosts or IP addresses `web_fetch` may reach even though they are
+    /// private, loopback or link-local.
+    pub fetch_allow_private: Vec<String>,
+    pub fetch_max_bytes: usize,
+    pub fetch_timeout: Duration,
+    pub exec_timeout: Duration,
+    pub exec_max_output: usize,
+    /// How long a dangerous tool call waits for approval in `ask` mode.
+    pub approval_timeout: Duration,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        Self {
+            searxng_url: None,
+            fetch_allow_private: Vec::new(),
+            fetch_max_bytes: 2 * 1024 * 1024,
+            fetch_timeout: Duration::from_secs(15),
+            exec_timeout: Duration::from_secs(60),
+            exec_max_output: 64 * 1024,
+            approval_timeout: Duration::from_secs(300),
+        }
+    }
 }
 
 #[derive(Debug)]

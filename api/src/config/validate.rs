@@ -38,6 +38,36 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
             enabled: raw.plugins.enabled,
             settings: raw.plugins.settings,
         },
+        tools: tools(raw.tools, env)?,
+    })
+}
+
+fn tools(raw: raw::RawTools, env: Env) -> Result<ToolsConfig, ConfigError> {
+    let defaults = ToolsConfig::default();
+    let searxng = raw
+        .web_search
+        .searxng_url
+        .or_else(|| env("SEARXNG_URL"))
+        .filter(|u| !u.is_empty());
+    Ok(ToolsConfig {
+        searxng_url: searxng
+            .as_deref()
+            .map(|u| parse_url(u, "tools.webSearch.searxngUrl"))
+            .transpose()?,
+        fetch_allow_private: raw.web_fetch.allow_private,
+        fetch_max_bytes: raw.web_fetch.max_bytes.unwrap_or(defaults.fetch_max_bytes),
+        fetch_timeout: raw
+            .web_fetch
+            .timeout_seconds
+            .map_or(defaults.fetch_timeout, Duration::from_secs),
+        exec_timeout: raw
+            .exec
+            .timeout_seconds
+            .map_or(defaults.exec_timeout, Duration::from_secs),
+        exec_max_output: raw.exec.max_output_bytes.unwrap_or(defaults.exec_max_output),
+        approval_timeout: raw
+            .approval_timeout_seconds
+            .map_or(defaults.approval_timeout, Duration::from_secs),
     })
 }
 

@@ -37,6 +37,15 @@ pub async fn chat_completions(
 ) -> Result<Response, ApiError> {
     let session_ref = take_session_ref(&headers, &mut body)?;
     let request: ChatRequest = typed(&body)?;
+    if let Some(agent) = super::agent_chat::agent_of(&headers, &request.model) {
+        if request.messages.is_empty() {
+            return Err(ApiError::bad_request(
+                "messages: at least one message is required",
+                Some("messages".into()),
+            ));
+        }
+        return super::agent_chat::run(app, &headers, body, &agent, session_ref).await;
+    }
     if request.messages.is_empty() {
         return Err(ApiError::bad_request(
             "messages: at least one message is required",
@@ -132,7 +141,7 @@ fn take_session_ref(headers: &HeaderMap, body: &mut Value) -> Result<Option<Stri
 }
 
 /// `api` unless the client says otherwise (the UI sends `ui`).
-fn source(headers: &HeaderMap) -> String {
+pub fn source(headers: &HeaderMap) -> String {
     let given = headers
         .get("x-onyx-source")
         .and_then(|v| v.to_str().ok())
@@ -220,7 +229,12 @@ fn sse_response(
         }
         yield Ok(Bytes::from_static(b"data: [DONE]\n\n"));
     };
-    let mut response = Response::new(Body::from_stream(events));
+    event_stream(Body::from_stream(events))
+}
+
+/// A `text/event-stream` response that proxies will not buffer.
+pub fn event_stream(body: Body) -> Response {
+    let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,

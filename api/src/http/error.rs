@@ -36,6 +36,14 @@ pub enum ApiError {
     Session(#[from] crate::sessions::SessionError),
     #[error(transparent)]
     Memory(#[from] MemoryError),
+    /// A dependency (database, object store) failed; details are logged only.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Conflict(String),
+    /// An agent run failed with this status.
+    #[error("{message}")]
+    Agent { message: String, status: u16 },
     /// Boxed: provider errors carry the upstream's whole error object.
     #[error(transparent)]
     Provider(Box<ProviderError>),
@@ -78,6 +86,9 @@ impl ApiError {
                     StatusCode::SERVICE_UNAVAILABLE
                 }
             },
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Agent { status, .. } => StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_GATEWAY),
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Provider(err) => match err.as_ref() {
@@ -142,6 +153,24 @@ impl ApiError {
             ),
             Self::Provider(err) => provider_body(err, default_type),
             Self::Memory(err) => memory_body(err, default_type),
+            Self::Unavailable(_) => (
+                "storage is unavailable".into(),
+                default_type.into(),
+                None,
+                Some("storage_unavailable".into()),
+            ),
+            Self::Conflict(message) => (
+                message.clone(),
+                default_type.into(),
+                None,
+                Some("conflict".into()),
+            ),
+            Self::Agent { message, .. } => (
+                message.clone(),
+                default_type.into(),
+                None,
+                Some("agent_failed".into()),
+            ),
             Self::Session(err) => match err {
                 SessionError::NotFound(_) => (
                     err.to_string(),

@@ -2,6 +2,8 @@
 //! OpenAI-shaped errors for everything that goes wrong (unknown routes, wrong
 //! methods, oversized or malformed bodies). Handlers are thin.
 
+mod agent_chat;
+mod agents;
 mod body;
 mod chat;
 mod embeddings;
@@ -52,6 +54,15 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/memory/search", get(memory::search))
         .route("/v1/memory/status", get(memory::status))
         .route("/v1/memory/sync", post(memory::sync))
+        .route("/v1/agents", get(agents::list).post(agents::create))
+        .route("/v1/agents/{id}", get(agents::get).patch(agents::patch))
+        .route(
+            "/v1/agents/{id}/files/{name}",
+            get(agents::read_file).put(agents::write_file),
+        )
+        .route("/v1/inbox", get(agents::inbox))
+        .route("/v1/approvals", get(agents::approvals))
+        .route("/v1/approvals/{id}", post(agents::decide))
         .route("/metrics", get(ops::metrics))
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)

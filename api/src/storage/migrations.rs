@@ -26,6 +26,14 @@ const MIGRATIONS: &[&str] = &[
      DEFINE TABLE IF NOT EXISTS memory_file SCHEMALESS;
      DEFINE TABLE IF NOT EXISTS embedding_cache SCHEMALESS;
      DEFINE INDEX IF NOT EXISTS embedding_cache_key ON embedding_cache FIELDS key UNIQUE;",
+    // 3: agents created or changed through the API, agent-to-agent messages,
+    // and tool calls waiting for a human's approval.
+    "DEFINE TABLE IF NOT EXISTS agent SCHEMALESS;
+     DEFINE TABLE IF NOT EXISTS inbox_message SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS inbox_recipient ON inbox_message FIELDS recipient, status;
+     DEFINE INDEX IF NOT EXISTS inbox_key ON inbox_message FIELDS key UNIQUE;
+     DEFINE TABLE IF NOT EXISTS approval SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS approval_status ON approval FIELDS status;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

@@ -119,6 +119,18 @@ async fn messages(State(state): State<Arc<FakeState>>, headers: HeaderMap, body:
             .map(|m| script::words(&text_of(&m["content"]).0))
             .sum::<u64>()
             + script::words(body["system"].as_str().unwrap_or_default()),
+        history: messages
+            .iter()
+            .map(|m| {
+                let (text, tool_result) = text_of(&m["content"]);
+                let role = if tool_result {
+                    "tool"
+                } else {
+                    m["role"].as_str().unwrap_or_default()
+                };
+                (role.to_string(), text)
+            })
+            .collect(),
     };
     let plan = script::plan(&state, &turn);
     let (content, stop_reason) = match &plan {
@@ -127,11 +139,12 @@ async fn messages(State(state): State<Arc<FakeState>>, headers: HeaderMap, body:
         Plan::Fail { status: 503, message } => return error(529, "overloaded_error", message),
         Plan::Fail { status, message } => return error(*status, "api_error", message),
         Plan::Reply(text) => (vec![json!({"type": "text", "text": text})], "end_turn"),
-        Plan::CallTool { id, name, arguments } => (
-            vec![
-                json!({"type": "text", "text": "Let me look that up."}),
-                json!({"type": "tool_use", "id": id.replace("call_", "toolu_"), "name": name, "input": arguments}),
-            ],
+        Plan::CallTools(calls) => (
+            std::iter::once(json!({"type": "text", "text": "Let me look that up."}))
+                .chain(calls.iter().map(|c| {
+                    json!({"type": "tool_use", "id": c.id.replace("call_", "toolu_"), "name": c.name, "input": c.arguments})
+                }))
+                .collect(),
             "tool_use",
         ),
     };

@@ -146,6 +146,23 @@ pub async fn serve(
             "/_fake/stats",
             get(|State(s): State<Arc<FakeState>>| async move { Json(s.stats()) }),
         )
+        // A web page and a redirect, for tests of fetching tools.
+        .route(
+            "/_fake/page",
+            get(|| async {
+                (
+                    [(axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8")],
+                    "<html><head><title>Fake page</title><script>var hidden = 1;</script></head><body><h1>Onyx test page</h1><p>The secret word is <b>marmalade</b>.</p></body></html>",
+                )
+            }),
+        )
+        .route(
+            "/_fake/redirect",
+            get(|axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>| async move {
+                let to = q.get("to").cloned().unwrap_or_default();
+                (axum::http::StatusCode::FOUND, [(axum::http::header::LOCATION, to)])
+            }),
+        )
         .route(
             "/_fake/embed-outage",
             axum::routing::post(

@@ -59,6 +59,15 @@ async fn chat(State(state): State<Arc<FakeState>>, body: Bytes) -> Response {
             .iter()
             .map(|m| script::words(m["content"].as_str().unwrap_or_default()))
             .sum(),
+        history: messages
+            .iter()
+            .map(|m| {
+                (
+                    m["role"].as_str().unwrap_or_default().to_string(),
+                    m["content"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect(),
     };
     let plan = script::plan(&state, &turn);
     let (content, tool_calls) = match &plan {
@@ -75,9 +84,12 @@ async fn chat(State(state): State<Arc<FakeState>>, body: Bytes) -> Response {
             );
         }
         Plan::Reply(text) => (text.clone(), Vec::new()),
-        Plan::CallTool { name, arguments, .. } => (
+        Plan::CallTools(calls) => (
             String::new(),
-            vec![json!({"function": {"name": name, "arguments": arguments}})],
+            calls
+                .iter()
+                .map(|c| json!({"function": {"name": c.name, "arguments": c.arguments}}))
+                .collect(),
         ),
     };
     let done = json!({

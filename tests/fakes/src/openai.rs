@@ -79,6 +79,15 @@ fn turn(body: &Value) -> Turn {
             })
             .unwrap_or_default(),
         prompt_words,
+        history: messages
+            .iter()
+            .map(|m| {
+                (
+                    m["role"].as_str().unwrap_or_default().to_string(),
+                    text_of(&m["content"]),
+                )
+            })
+            .collect(),
     }
 }
 
@@ -143,12 +152,16 @@ async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Byt
             json!({"role": "assistant", "content": text, "refusal": null}),
             "stop",
         ),
-        Plan::CallTool { id, name, arguments } => (
-            json!({"role": "assistant", "content": null, "tool_calls": [
-                {"id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}
-            ]}),
-            "tool_calls",
-        ),
+        Plan::CallTools(calls) => {
+            let calls: Vec<Value> = calls
+                .iter()
+                .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments.to_string()}}))
+                .collect();
+            (
+                json!({"role": "assistant", "content": null, "tool_calls": calls}),
+                "tool_calls",
+            )
+        }
         Plan::Fail { .. } | Plan::NotFound => (Value::Null, "stop"),
     };
     axum::Json(json!({
@@ -178,20 +191,19 @@ fn stream(state: Arc<FakeState>, plan: Plan, model: String, usage: Value, includ
             );
             "stop"
         }
-        Plan::CallTool { id, name, arguments } => {
-            let args = arguments.to_string();
-            let (a, b) = args.split_at(args.len() / 2);
-            chunks.push(chunk(&model, json!({"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}), None));
-            chunks.push(chunk(
-                &model,
-                json!({"tool_calls": [{"index": 0, "function": {"arguments": a}}]}),
-                None,
-            ));
-            chunks.push(chunk(
-                &model,
-                json!({"tool_calls": [{"index": 0, "function": {"arguments": b}}]}),
-                None,
-            ));
+        Plan::CallTools(calls) => {
+            for (index, call) in calls.iter().enumerate() {
+                let args = call.arguments.to_string();
+                let (a, b) = args.split_at(args.len() / 2);
+                chunks.push(chunk(&model, json!({"tool_calls": [{"index": index, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}]}), None));
+                for part in [a, b] {
+                    chunks.push(chunk(
+                        &model,
+                        json!({"tool_calls": [{"index": index, "function": {"arguments": part}}]}),
+                        None,
+                    ));
+                }
+            }
             "tool_calls"
         }
         Plan::Fail { .. } | Plan::NotFound => "stop",

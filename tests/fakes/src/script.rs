@@ -8,6 +8,7 @@
 //! | `fake-429` / `fake-500` | always fails with that status |
 //! | `fake-flaky` | fails with 503 twice, then answers like `fake-echo` (counted per fake) |
 //! | `fake-slow` | streams 100 words, one every 30 ms; without streaming (OpenAI fake) answers after 3 s |
+//! | `fake-script` | follows a script in the last user message (see [`script_plan`]) |
 //! | anything else | 404 model not found |
 
 use serde_json::{Value, json};
@@ -21,6 +22,7 @@ pub const MODELS: &[&str] = &[
     "fake-500",
     "fake-flaky",
     "fake-slow",
+    "fake-script",
 ];
 
 /// The protocol-independent view of a request.
@@ -30,15 +32,21 @@ pub struct Turn {
     pub last_text: String,
     pub tool_names: Vec<String>,
     pub prompt_words: u64,
+    /// Every message as (role, text); tool results have the role `tool`.
+    pub history: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
 }
 
 pub enum Plan {
     Reply(String),
-    CallTool {
-        id: String,
-        name: String,
-        arguments: Value,
-    },
+    /// One or more tool calls in one answer (several are meant to run in parallel).
+    CallTools(Vec<ToolCall>),
     Fail {
         status: u16,
         message: String,
@@ -50,7 +58,7 @@ impl Plan {
     pub fn completion_words(&self) -> u64 {
         match self {
             Plan::Reply(text) => words(text),
-            Plan::CallTool { arguments, .. } => words(&arguments.to_string()),
+            Plan::CallTools(calls) => calls.iter().map(|c| words(&c.arguments.to_string())).sum(),
             _ => 0,
         }
     }
@@ -101,13 +109,61 @@ pub fn plan(state: &FakeState, turn: &Turn) -> Plan {
         && let Some(name) = turn.tool_names.first()
     {
         let id = format!("call_{}", state.attempt("tool-call-ids"));
-        return Plan::CallTool {
+        return Plan::CallTools(vec![ToolCall {
             id,
             name: name.clone(),
             arguments: json!({"query": turn.last_text}),
-        };
+        }]);
+    }
+    if model == "fake-script" {
+        return script_plan(state, turn);
     }
     Plan::Reply(format!("echo: {}", turn.last_text))
+}
+
+/// `fake-script`: the last user message reads
+/// `script: memory_search {"query": "dog"} ; fs_write {…} & fs_list {} ; answer`.
+/// Step N (N = assistant messages since that user message) makes the calls of
+/// the Nth `;`-separated step (`&` joins calls made in parallel). Past the last
+/// step, or at `answer`, it replies `script done: ` and every tool result since
+/// the user message, joined by ` | `.
+pub fn script_plan(state: &FakeState, turn: &Turn) -> Plan {
+    let Some(start) = turn.history.iter().rposition(|(role, _)| role == "user") else {
+        return Plan::Reply("script: no user message".into());
+    };
+    let script = turn.history[start].1.trim();
+    let Some(script) = script.strip_prefix("script:") else {
+        return Plan::Reply(format!("echo: {script}"));
+    };
+    let after = &turn.history[start + 1..];
+    let step = after.iter().filter(|(role, _)| role == "assistant").count();
+    let steps: Vec<&str> = script.split(" ; ").map(str::trim).collect();
+    match steps.get(step) {
+        Some(calls) if *calls != "answer" => {
+            let mut out = Vec::new();
+            for call in calls.split(" & ") {
+                let call = call.trim();
+                let (name, arguments) = match call.split_once(' ') {
+                    Some((name, args)) => (name, serde_json::from_str(args).unwrap_or(json!({}))),
+                    None => (call, json!({})),
+                };
+                out.push(ToolCall {
+                    id: format!("call_{}", state.attempt("tool-call-ids")),
+                    name: name.to_string(),
+                    arguments,
+                });
+            }
+            Plan::CallTools(out)
+        }
+        _ => {
+            let results: Vec<&str> = after
+                .iter()
+                .filter(|(role, _)| role == "tool")
+                .map(|(_, text)| text.as_str())
+                .collect();
+            Plan::Reply(format!("script done: {}", results.join(" | ")))
+        }
+    }
 }
 
 /// Splits an answer into stream pieces of one word each (spaces kept).

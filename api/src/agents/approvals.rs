@@ -1,0 +1,133 @@
+//! Approvals for dangerous tool calls in `ask` mode, kept in SurrealDB so any
+//! replica can take the decision (`POST /v1/approvals/{id}`) while the run
+//! that asked waits on another. Unanswered requests are denied at the timeout.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::sessions::now_rfc3339;
+use crate::storage::{Db, DbError};
+
+const POLL: Duration = Duration::from_millis(150);
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Approval {
+    pub id: String,
+    pub agent: String,
+    pub session: Option<String>,
+    pub tool: String,
+    pub arguments: Value,
+    pub created_at: String,
+    /// `pending`, `approved`, `denied` or `expired`.
+    pub status: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Approved,
+    Denied,
+    TimedOut,
+}
+
+#[derive(Clone)]
+pub struct Approvals {
+    db: Db,
+}
+
+#[derive(Deserialize)]
+struct StatusRow {
+    status: String,
+}
+
+impl Approvals {
+    pub fn new(db: Db) -> Self {
+        Self { db }
+    }
+
+    pub async fn request(
+        &self,
+        agent: &str,
+        session: Option<&str>,
+        tool: &str,
+        arguments: &Value,
+    ) -> Result<Approval, DbError> {
+        let approval = Approval {
+            id: uuid::Uuid::now_v7().to_string(),
+            agent: agent.into(),
+            session: session.map(String::from),
+            tool: tool.into(),
+            arguments: arguments.clone(),
+            created_at: now_rfc3339(),
+            status: "pending".into(),
+        };
+        self.db
+            .execute_retrying(
+                "CREATE type::record('approval', $id) CONTENT {
+                     key: $id, agent: $a.agent, session: $a.session, tool: $a.tool,
+                     arguments: $a.arguments, created_at: $a.created_at, status: 'pending'
+                 }",
+                json!({ "id": approval.id, "a": approval }),
+            )
+            .await?;
+        Ok(approval)
+    }
+
+    /// Records a decision; `false` when there is no pending request with that id.
+    pub async fn decide(&self, id: &str, approve: bool) -> Result<bool, DbError> {
+        let rows: Vec<StatusRow> = self
+            .db
+            .rows(
+                "UPDATE type::record('approval', $id) SET status = $status, decided_at = $now
+                 WHERE status = 'pending' RETURN status",
+                json!({"id": id, "status": if approve { "approved" } else { "denied" }, "now": now_rfc3339()}),
+                0,
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    /// Waits for the decision; a request nobody answers is denied (`expired`).
+    pub async fn wait(&self, id: &str, timeout: Duration) -> Decision {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let rows: Result<Vec<StatusRow>, _> = self
+                .db
+                .rows(
+                    "SELECT status FROM type::record('approval', $id)",
+                    json!({ "id": id }),
+                    0,
+                )
+                .await;
+            match rows.ok().and_then(|r| r.into_iter().next()).map(|r| r.status) {
+                Some(status) if status == "approved" => return Decision::Approved,
+                Some(status) if status == "denied" => return Decision::Denied,
+                _ => {}
+            }
+            if Instant::now() >= deadline {
+                // Too late to approve now; a decision racing this is lost on purpose.
+                let _ = self
+                    .db
+                    .execute_retrying(
+                        "UPDATE type::record('approval', $id) SET status = 'expired' WHERE status = 'pending'",
+                        json!({ "id": id }),
+                    )
+                    .await;
+                return Decision::TimedOut;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    pub async fn pending(&self) -> Result<Vec<Approval>, DbError> {
+        self.db
+            .rows(
+                "SELECT key AS id, agent, session, tool, arguments, created_at, status FROM approval
+                 WHERE status = 'pending' ORDER BY created_at",
+                json!({}),
+                0,
+            )
+            .await
+    }
+}

@@ -1,0 +1,120 @@
+//! Agents: what turns the proxy into an assistant. `"model": "onyx:main"`
+//! runs an agent with its workspace files, memory and tools.
+//!
+//! - `registry`: which agents exist (config `agents.list` + API changes)
+//! - `workspace`: their files in the object store, seeded from `config/workspace/`
+//! - `prompt`: composing the system prompt from those files, memory and the inbox
+//! - `runtime`: the tool-calling loop, streaming events as it goes
+//! - `tools/`: the built-in tools, one file per group
+//! - `approvals`: dangerous calls waiting for a person in `ask` mode
+
+pub mod approvals;
+pub mod prompt;
+pub mod registry;
+pub mod runtime;
+pub mod tools;
+pub mod workspace;
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+
+pub use registry::{AgentDef, AgentPatch, MAIN, Registry};
+pub use runtime::{Event, Outcome, RunRequest};
+
+use crate::config::{Config, ToolsConfig};
+use crate::inbox::Inbox;
+use crate::memory::Memory;
+use crate::providers::Router;
+use crate::sessions::{Sessions, recorder};
+use crate::storage::{Db, ObjectStore};
+
+pub struct Agents {
+    pub registry: Registry,
+    pub approvals: approvals::Approvals,
+    pub inbox: Inbox,
+    router: Arc<Router>,
+    memory: Arc<Memory>,
+    sessions: Arc<Sessions>,
+    objects: Arc<dyn ObjectStore>,
+    tools: Arc<ToolsConfig>,
+    max_iterations: u32,
+    wake: tokio::sync::mpsc::UnboundedSender<tools::Wake>,
+}
+
+pub struct Parts {
+    pub router: Arc<Router>,
+    pub memory: Arc<Memory>,
+    pub sessions: Arc<Sessions>,
+    pub objects: Arc<dyn ObjectStore>,
+    pub db: Db,
+}
+
+impl Agents {
+    /// Builds the service and starts the task that runs agents woken by messages.
+    pub fn start(config: &Config, parts: Parts) -> Arc<Self> {
+        let (wake, mut woken) = tokio::sync::mpsc::unbounded_channel();
+        let agents = Arc::new(Self {
+            registry: Registry::new(config, parts.db.clone()),
+            approvals: approvals::Approvals::new(parts.db.clone()),
+            inbox: Inbox::new(parts.db),
+            router: parts.router,
+            memory: parts.memory,
+            sessions: parts.sessions,
+            objects: parts.objects,
+            tools: Arc::new(config.tools.clone()),
+            max_iterations: config.agents.max_iterations.max(1),
+            wake,
+        });
+        let weak = Arc::downgrade(&agents);
+        tokio::spawn(async move {
+            while let Some(request) = woken.recv().await {
+                let Some(agents) = weak.upgrade() else { break };
+                tokio::spawn(async move { agents.run_woken(request).await });
+            }
+        });
+        agents
+    }
+
+    /// The agent, with its workspace seeded on first use.
+    pub async fn prepare(&self, agent: &AgentDef) -> Result<(), crate::storage::StoreError> {
+        workspace::seed_if_new(self.objects.as_ref(), &agent.id)
+            .await
+            .map(|_| ())
+    }
+
+    /// A run nobody watches: `send_to_agent` with `wake: true`.
+    async fn run_woken(self: Arc<Self>, wake: tools::Wake) {
+        let agent = match self.registry.get(&wake.agent).await {
+            Ok(Some(agent)) if agent.enabled => agent,
+            _ => return,
+        };
+        if let Err(err) = self.prepare(&agent).await {
+            tracing::warn!(agent = %agent.id, error = %err, "cannot wake the agent");
+            return;
+        }
+        let session = self.sessions.create(&agent.id, "inbox").await.ok();
+        let message = serde_json::json!({"role": "user", "content": format!(
+            "{} sent you a message (see Inbox). Act on it.", wake.from
+        )});
+        let request = RunRequest {
+            agent: agent.clone(),
+            turn: recorder::client_messages(std::slice::from_ref(&message)),
+            messages: vec![message],
+            client_system: Vec::new(),
+            client_tools: Vec::new(),
+            session,
+            include_memory: false,
+            attended: false,
+            stream: false,
+            temperature: None,
+            max_tokens: None,
+        };
+        let mut events = self.run(request);
+        while let Some(event) = events.next().await {
+            if let Event::Failed { message, .. } = event {
+                tracing::warn!(agent = %agent.id, error = %message, "woken agent run failed");
+            }
+        }
+    }
+}

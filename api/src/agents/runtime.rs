@@ -1,0 +1,561 @@
+//! One run of an agent: compose the system prompt, call the model with the
+//! agent's tools, run the tool calls it makes (in parallel, with permission
+//! checks and approvals), feed the results back, and repeat until it answers
+//! or the iteration limit. Events (text deltas, tool activity, approval
+//! requests) stream out as they happen; dropping the stream stops the run.
+//! At the end the whole exchange goes to the session and one line to today's
+//! daily log.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use serde_json::{Map, Value, json};
+
+use super::Agents;
+use super::approvals::Decision;
+use super::prompt::{self, Inputs};
+use super::registry::AgentDef;
+use super::tools::{self, ToolContext, ToolKind, ToolOutput, ToolSpec};
+use crate::config::PermissionMode;
+use crate::memory::NoteTarget;
+use crate::providers::types::ChatRequest;
+use crate::providers::{ChatCall, ProviderError, Usage};
+use crate::sessions::{LogMessage, SessionMeta, now_rfc3339};
+
+pub struct RunRequest {
+    pub agent: AgentDef,
+    /// The conversation so far (session history and the client's messages),
+    /// without system messages.
+    pub messages: Vec<Value>,
+    /// The client's own system messages, kept after the composed prompt.
+    pub client_system: Vec<Value>,
+    /// Tools the client defined; a call to one ends the run and goes back to it.
+    pub client_tools: Vec<Value>,
+    /// The messages of this turn to record (the client's new ones).
+    pub turn: Vec<LogMessage>,
+    pub session: Option<SessionMeta>,
+    pub include_memory: bool,
+    /// Whether a person can approve tool calls (not for cron or wake-ups).
+    pub attended: bool,
+    /// Stream from the upstream too (text deltas arrive as they are made).
+    pub stream: bool,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Event {
+    Text(String),
+    ToolStarted {
+        id: String,
+        name: String,
+        arguments: Value,
+    },
+    ToolFinished {
+        id: String,
+        name: String,
+        summary: String,
+        is_error: bool,
+    },
+    ApprovalRequired {
+        id: String,
+        tool: String,
+        arguments: Value,
+    },
+    Done(Box<Outcome>),
+    /// The run could not finish; `status` is the HTTP status it deserves.
+    Failed {
+        message: String,
+        status: u16,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub content: String,
+    /// `stop`, `tool_calls` (the client's tools) or `length` (iteration limit).
+    pub finish_reason: &'static str,
+    /// Calls to the client's own tools, when the model made any.
+    pub client_tool_calls: Option<Value>,
+    pub usage: Usage,
+    pub model: String,
+    pub iterations: u32,
+    pub tools_used: Vec<String>,
+}
+
+/// One model answer, assembled.
+struct Step {
+    content: String,
+    tool_calls: Vec<Value>,
+    usage: Option<Usage>,
+}
+
+type Sender = tokio::sync::mpsc::UnboundedSender<Event>;
+
+impl Agents {
+    /// Starts a run; the events end with `Done` or `Failed`.
+    pub fn run(self: &Arc<Self>, request: RunRequest) -> BoxStream<'static, Event> {
+        let agents = self.clone();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let work = async move { agents.drive(request, tx).await };
+        async_stream::stream! {
+            let work = work;
+            tokio::pin!(work);
+            loop {
+                tokio::select! {
+                    Some(event) = rx.recv() => yield event,
+                    result = &mut work => {
+                        while let Ok(event) = rx.try_recv() {
+                            yield event;
+                        }
+                        yield match result {
+                            Ok(outcome) => Event::Done(Box::new(outcome)),
+                            Err((status, message)) => Event::Failed { message, status },
+                        };
+                        break;
+                    }
+                }
+            }
+        }
+        .boxed()
+    }
+
+    async fn drive(&self, request: RunRequest, tx: Sender) -> Result<Outcome, (u16, String)> {
+        let agent = request.agent.clone();
+        let model = agent.model.clone().ok_or_else(|| {
+            (
+                400,
+                format!(
+                    "agent {:?} has no model: set agents.defaults.model or the agent's model",
+                    agent.id
+                ),
+            )
+        })?;
+        let targets = self
+            .router
+            .resolve(&model)
+            .map_err(|e| (404, format!("agent {:?}: {e}", agent.id)))?;
+        let mode = match (agent.permission_mode, request.attended) {
+            (PermissionMode::Ask, false) => PermissionMode::Safe,
+            (mode, _) => mode,
+        };
+        let offered = tools::offered(&agent, mode, &self.tools);
+        let inbox = self.inbox.claim(&agent.id).await.unwrap_or_default();
+        let now = now_rfc3339();
+        let today = &now[..10];
+        let yesterday = yesterday_of(today);
+        let last_user = last_user_text(&request.messages);
+        let composed = prompt::compose(
+            &self.memory,
+            Inputs {
+                agent: &agent.id,
+                today,
+                yesterday: &yesterday,
+                inbox: &inbox,
+                memory_query: request.include_memory.then_some(last_user.as_str()),
+            },
+        )
+        .await;
+        let mut messages: Vec<Value> = vec![json!({"role": "system", "content": composed.system})];
+        messages.extend(request.client_system.iter().cloned());
+        messages.extend(request.messages.iter().cloned());
+        let mut tool_defs: Vec<Value> = offered.iter().map(ToolSpec::function).collect();
+        tool_defs.extend(request.client_tools.iter().cloned());
+        let client_tool_names: Vec<String> = request
+            .client_tools
+            .iter()
+            .filter_map(|t| t["function"]["name"].as_str().map(String::from))
+            .collect();
+        let context = ToolContext {
+            agent: agent.clone(),
+            memory: self.memory.clone(),
+            sessions: self.sessions.clone(),
+            inbox: self.inbox.clone(),
+            settings: self.tools.clone(),
+            known_agents: self
+                .registry
+                .list()
+                .await
+                .map(|l| l.into_iter().map(|a| a.id).collect())
+                .unwrap_or_default(),
+            wake: self.wake.clone(),
+        };
+        let mut turn = request.turn.clone();
+        let mut usage = Usage::default();
+        let mut tools_used: Vec<String> = Vec::new();
+        let mut outcome = None;
+        let mut iterations = 0;
+        while iterations < self.max_iterations {
+            iterations += 1;
+            let step = match self.step(&targets, &request, &messages, &tool_defs, &tx).await {
+                Ok(step) => step,
+                Err(err) => {
+                    let _ = self
+                        .inbox
+                        .release(&inbox.iter().map(|m| m.id.clone()).collect::<Vec<_>>())
+                        .await;
+                    let status = match &err {
+                        ProviderError::Upstream { status, .. } => *status,
+                        ProviderError::Timeout { .. } => 504,
+                        ProviderError::InvalidRequest(_) | ProviderError::Unsupported(_) => 400,
+                        _ => 502,
+                    };
+                    return Err((status, err.to_string()));
+                }
+            };
+            if let Some(u) = &step.usage {
+                usage = Usage::new(
+                    usage.prompt_tokens + u.prompt_tokens,
+                    usage.completion_tokens + u.completion_tokens,
+                );
+            }
+            let mut assistant = json!({"role": "assistant", "content": step.content});
+            if !step.tool_calls.is_empty() {
+                assistant["tool_calls"] = Value::Array(step.tool_calls.clone());
+            }
+            turn.push(log_message(&assistant, Some(&model)));
+            messages.push(assistant);
+            if step.tool_calls.is_empty() {
+                outcome = Some((step.content, "stop", None));
+                break;
+            }
+            let to_client: Vec<Value> = step
+                .tool_calls
+                .iter()
+                .filter(|c| {
+                    client_tool_names
+                        .iter()
+                        .any(|n| c["function"]["name"] == n.as_str())
+                })
+                .cloned()
+                .collect();
+            if !to_client.is_empty() {
+                outcome = Some((step.content, "tool_calls", Some(Value::Array(to_client))));
+                break;
+            }
+            let results =
+                futures::future::join_all(step.tool_calls.iter().map(|call| {
+                    self.run_tool(&context, &offered, mode, request.session.as_ref(), call, &tx)
+                }))
+                .await;
+            for (call, output) in step.tool_calls.iter().zip(results) {
+                let name = call["function"]["name"].as_str().unwrap_or_default().to_string();
+                if !tools_used.contains(&name) {
+                    tools_used.push(name);
+                }
+                let message = json!({"role": "tool", "tool_call_id": call["id"], "content": output.content});
+                turn.push(log_message(&message, None));
+                messages.push(message);
+            }
+        }
+        let (content, finish_reason, client_tool_calls) = outcome.unwrap_or_else(|| {
+            (
+                format!("(stopped after {iterations} steps without a final answer: the iteration limit)"),
+                "length",
+                None,
+            )
+        });
+        self.finish(
+            &agent,
+            request.session.as_ref(),
+            turn,
+            &last_user,
+            &content,
+            &tools_used,
+        )
+        .await;
+        Ok(Outcome {
+            content,
+            finish_reason,
+            client_tool_calls,
+            usage,
+            model: format!("onyx:{}", agent.id),
+            iterations,
+            tools_used,
+        })
+    }
+
+    /// Asks the model once; text deltas go out as they arrive when streaming.
+    async fn step(
+        &self,
+        targets: &[crate::providers::ModelTarget],
+        request: &RunRequest,
+        messages: &[Value],
+        tool_defs: &[Value],
+        tx: &Sender,
+    ) -> Result<Step, ProviderError> {
+        let mut body = Map::new();
+        body.insert("model".into(), json!(request.agent.model));
+        body.insert("messages".into(), Value::Array(messages.to_vec()));
+        if !tool_defs.is_empty() {
+            body.insert("tools".into(), Value::Array(tool_defs.to_vec()));
+        }
+        if let Some(t) = request.temperature.or(request.agent.temperature) {
+            body.insert("temperature".into(), json!(t));
+        }
+        if let Some(m) = request.max_tokens.or(request.agent.max_tokens) {
+            body.insert("max_tokens".into(), json!(m));
+        }
+        if request.stream {
+            body.insert("stream".into(), json!(true));
+            body.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+        let parsed: ChatRequest = serde_json::from_value(Value::Object(body.clone()))
+            .map_err(|e| ProviderError::InvalidRequest(format!("agent request: {e}")))?;
+        let call = ChatCall {
+            body,
+            request: parsed,
+        };
+        if !request.stream {
+            let (completion, _) = self.router.chat(targets, &call).await?;
+            let message = &completion["choices"][0]["message"];
+            return Ok(Step {
+                content: message["content"].as_str().unwrap_or_default().to_string(),
+                tool_calls: message["tool_calls"].as_array().cloned().unwrap_or_default(),
+                usage: Usage::from_response(&completion),
+            });
+        }
+        let (mut stream, _) = self.router.chat_stream(targets, &call).await?;
+        let mut content = String::new();
+        let mut calls: Vec<Value> = Vec::new();
+        let mut usage = None;
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk?;
+            if let Some(u) = Usage::from_response(&chunk) {
+                usage = Some(u);
+            }
+            let delta = &chunk["choices"][0]["delta"];
+            if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+                content.push_str(text);
+                let _ = tx.send(Event::Text(text.to_string()));
+            }
+            for part in delta["tool_calls"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+            {
+                merge_tool_delta(&mut calls, part);
+            }
+        }
+        Ok(Step {
+            content,
+            tool_calls: calls,
+            usage,
+        })
+    }
+
+    async fn run_tool(
+        &self,
+        context: &ToolContext,
+        offered: &[ToolSpec],
+        mode: PermissionMode,
+        session: Option<&SessionMeta>,
+        call: &Value,
+        tx: &Sender,
+    ) -> ToolOutput {
+        let id = call["id"].as_str().unwrap_or_default().to_string();
+        let name = call["function"]["name"].as_str().unwrap_or_default().to_string();
+        let raw = call["function"]["arguments"].as_str().unwrap_or("{}");
+        let arguments: Value =
+            serde_json::from_str(if raw.trim().is_empty() { "{}" } else { raw }).unwrap_or(Value::Null);
+        let _ = tx.send(Event::ToolStarted {
+            id: id.clone(),
+            name: name.clone(),
+            arguments: arguments.clone(),
+        });
+        let output = match offered.iter().find(|t| t.name == name) {
+            None => ToolOutput::error(format!("the tool {name:?} is not available to you")),
+            Some(_) if !arguments.is_object() => {
+                ToolOutput::error(format!("the arguments for {name} are not a JSON object"))
+            }
+            Some(spec) if spec.kind == ToolKind::Dangerous && mode == PermissionMode::Ask => {
+                self.with_approval(context, session, &name, &arguments, tx).await
+            }
+            Some(_) => tools::call(context, &name, &arguments).await,
+        };
+        let _ = tx.send(Event::ToolFinished {
+            id,
+            name,
+            summary: output.summary(),
+            is_error: output.is_error,
+        });
+        output
+    }
+
+    async fn with_approval(
+        &self,
+        context: &ToolContext,
+        session: Option<&SessionMeta>,
+        name: &str,
+        arguments: &Value,
+        tx: &Sender,
+    ) -> ToolOutput {
+        let approval = match self
+            .approvals
+            .request(&context.agent.id, session.map(|s| s.id.as_str()), name, arguments)
+            .await
+        {
+            Ok(approval) => approval,
+            Err(err) => return ToolOutput::error(format!("could not ask for approval: {err}")),
+        };
+        let _ = tx.send(Event::ApprovalRequired {
+            id: approval.id.clone(),
+            tool: name.into(),
+            arguments: arguments.clone(),
+        });
+        match self
+            .approvals
+            .wait(&approval.id, self.tools.approval_timeout)
+            .await
+        {
+            Decision::Approved => tools::call(context, name, arguments).await,
+            Decision::Denied => ToolOutput::error(format!("the user denied this {name} call")),
+            Decision::TimedOut => ToolOutput::error(format!(
+                "nobody approved this {name} call within {} s, so it was not run",
+                self.tools.approval_timeout.as_secs()
+            )),
+        }
+    }
+
+    /// Records the exchange in the session and one line in today's log.
+    async fn finish(
+        &self,
+        agent: &AgentDef,
+        session: Option<&SessionMeta>,
+        turn: Vec<LogMessage>,
+        asked: &str,
+        answer: &str,
+        tools: &[String],
+    ) {
+        if let Some(session) = session
+            && let Err(err) = self.sessions.append(session, turn).await
+        {
+            tracing::error!(session = %session.id, error = %err, "could not record the agent's turn");
+        }
+        let short = |text: &str| {
+            let flat = text.replace('\n', " ");
+            if flat.chars().count() > 80 {
+                format!("{}…", flat.chars().take(80).collect::<String>())
+            } else {
+                flat
+            }
+        };
+        let tools = if tools.is_empty() {
+            String::new()
+        } else {
+            format!(" (tools: {})", tools.join(", "))
+        };
+        let session = session.map_or_else(String::new, |s| {
+            format!("session {}: ", &s.id[..8.min(s.id.len())])
+        });
+        let line = format!(
+            "{session}asked “{}” → answered “{}”{tools}",
+            short(asked),
+            short(answer)
+        );
+        if let Err(err) = self.memory.append_note(&agent.id, NoteTarget::Daily, &line).await {
+            tracing::warn!(agent = %agent.id, error = %err, "could not write the daily log line");
+        }
+    }
+}
+
+/// Folds one streamed tool-call delta into the calls assembled so far.
+fn merge_tool_delta(calls: &mut Vec<Value>, part: &Value) {
+    let index = part["index"].as_u64().unwrap_or(calls.len() as u64) as usize;
+    while calls.len() <= index {
+        calls.push(json!({"id": "", "type": "function", "function": {"name": "", "arguments": ""}}));
+    }
+    let call = &mut calls[index];
+    if let Some(id) = part["id"].as_str() {
+        call["id"] = json!(id);
+    }
+    if let Some(name) = part["function"]["name"].as_str() {
+        let joined = format!("{}{name}", call["function"]["name"].as_str().unwrap_or_default());
+        call["function"]["name"] = json!(joined);
+    }
+    if let Some(args) = part["function"]["arguments"].as_str() {
+        let joined = format!(
+            "{}{args}",
+            call["function"]["arguments"].as_str().unwrap_or_default()
+        );
+        call["function"]["arguments"] = json!(joined);
+    }
+}
+
+fn log_message(message: &Value, model: Option<&str>) -> LogMessage {
+    LogMessage {
+        ts: now_rfc3339(),
+        role: message["role"].as_str().unwrap_or("assistant").to_string(),
+        content: message.get("content").cloned().unwrap_or(Value::Null),
+        name: None,
+        tool_calls: message.get("tool_calls").filter(|t| !t.is_null()).cloned(),
+        tool_call_id: message["tool_call_id"].as_str().map(String::from),
+        model: model.map(String::from),
+        usage: None,
+        aborted: false,
+    }
+}
+
+fn last_user_text(messages: &[Value]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .map(|m| match &m["content"] {
+            Value::String(s) => s.clone(),
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+            _ => String::new(),
+        })
+        .unwrap_or_default()
+}
+
+fn yesterday_of(today: &str) -> String {
+    let Some(days) = crate::memory::search::day_number(today) else {
+        return today.to_string();
+    };
+    // Back from days since the epoch to a civil date (Howard Hinnant's algorithm).
+    let z = days - 1 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yesterday_crosses_months_and_years() {
+        assert_eq!(yesterday_of("2026-11-22"), "2026-11-21");
+        assert_eq!(yesterday_of("2026-03-01"), "2026-02-28");
+        assert_eq!(yesterday_of("2024-03-01"), "2024-02-29");
+        assert_eq!(yesterday_of("2027-01-01"), "2026-12-31");
+    }
+
+    #[test]
+    fn streamed_tool_calls_are_assembled() {
+        let mut calls = Vec::new();
+        for part in [
+            json!({"index": 0, "id": "a", "function": {"name": "fs_", "arguments": ""}}),
+            json!({"index": 1, "id": "b", "function": {"name": "exec", "arguments": "{\"com"}}),
+            json!({"index": 0, "function": {"name": "read", "arguments": "{}"}}),
+            json!({"index": 1, "function": {"arguments": "mand\":\"ls\"}"}}),
+        ] {
+            merge_tool_delta(&mut calls, &part);
+        }
+        assert_eq!(calls[0]["function"]["name"], "fs_read");
+        assert_eq!(calls[1]["function"]["arguments"], "{\"command\":\"ls\"}");
+        assert_eq!(calls[1]["id"], "b");
+    }
+}

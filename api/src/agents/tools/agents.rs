@@ -1,0 +1,51 @@
+//! `send_to_agent`: leave a message in another agent's inbox, and optionally
+//! start a run of it now.
+
+use serde_json::{Value, json};
+
+use super::{ToolContext, ToolKind, ToolSpec, Wake, text};
+
+pub fn specs() -> Vec<ToolSpec> {
+    vec![ToolSpec {
+        name: "send_to_agent",
+        description: "Send a message to another agent. It sees it in its next conversation; with wake: true it starts working on it now.",
+        parameters: json!({"type": "object", "properties": {
+            "agent": {"type": "string", "description": "The other agent's id"},
+            "message": {"type": "string"},
+            "wake": {"type": "boolean"}
+        }, "required": ["agent", "message"]}),
+        kind: ToolKind::Write,
+    }]
+}
+
+pub async fn call(ctx: &ToolContext, args: &Value) -> Result<String, String> {
+    let to = text(args, "agent")?;
+    let message = text(args, "message")?;
+    if !ctx.known_agents.iter().any(|a| a == to) {
+        return Err(format!(
+            "there is no agent {to:?} (known: {})",
+            ctx.known_agents.join(", ")
+        ));
+    }
+    if to == ctx.agent.id {
+        return Err("that is you; write to memory instead".into());
+    }
+    let sent = ctx
+        .inbox
+        .send(&ctx.agent.id, to, message)
+        .await
+        .map_err(|e| e.to_string())?;
+    let woke = args["wake"].as_bool() == Some(true)
+        && ctx
+            .wake
+            .send(Wake {
+                agent: to.to_string(),
+                from: ctx.agent.id.clone(),
+            })
+            .is_ok();
+    Ok(format!(
+        "message {} delivered to {to}'s inbox{}",
+        sent.id,
+        if woke { "; it is starting on it now" } else { "" }
+    ))
+}

@@ -1,0 +1,146 @@
+//! The built-in tools an agent can call, one file per group, each an OpenAI
+//! function schema plus its implementation. A tool is `Read` (allowed in
+//! `safe` mode), `Write` (changes the agent's own memory or messages) or
+//! `Dangerous` (files, the shell: waits for approval in `ask` mode).
+
+mod agents;
+mod exec;
+mod fs;
+mod memory;
+mod sessions;
+pub mod web;
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::registry::AgentDef;
+use crate::config::{PermissionMode, ToolsConfig};
+use crate::inbox::Inbox;
+use crate::memory::Memory;
+use crate::sessions::Sessions;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolKind {
+    Read,
+    Write,
+    Dangerous,
+}
+
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub parameters: Value,
+    pub kind: ToolKind,
+}
+
+impl ToolSpec {
+    /// The OpenAI `tools[]` entry.
+    pub fn function(&self) -> Value {
+        json!({"type": "function", "function": {
+            "name": self.name, "description": self.description, "parameters": self.parameters,
+        }})
+    }
+}
+
+/// A request to start a run of another agent now (`send_to_agent` with `wake`).
+#[derive(Debug, Clone)]
+pub struct Wake {
+    pub agent: String,
+    pub from: String,
+}
+
+/// Everything a tool may touch, for one run of one agent.
+pub struct ToolContext {
+    pub agent: AgentDef,
+    pub memory: Arc<Memory>,
+    pub sessions: Arc<Sessions>,
+    pub inbox: Inbox,
+    pub settings: Arc<ToolsConfig>,
+    pub known_agents: Vec<String>,
+    pub wake: tokio::sync::mpsc::UnboundedSender<Wake>,
+}
+
+/// A tool's answer: what the model sees, and whether it is an error.
+#[derive(Debug, Clone)]
+pub struct ToolOutput {
+    pub content: String,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn ok(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    pub fn error(content: impl Into<String>) -> Self {
+        Self {
+            content: format!("error: {}", content.into()),
+            is_error: true,
+        }
+    }
+
+    /// A one-line summary for tool activity events.
+    pub fn summary(&self) -> String {
+        let flat = self.content.replace('\n', " ");
+        if flat.chars().count() > 200 {
+            format!("{}…", flat.chars().take(200).collect::<String>())
+        } else {
+            flat
+        }
+    }
+}
+
+/// Every built-in tool (web_search only with a SearXNG URL).
+pub fn all(settings: &ToolsConfig) -> Vec<ToolSpec> {
+    let mut out = memory::specs();
+    out.extend(sessions::specs());
+    out.extend(web::specs(settings.searxng_url.is_some()));
+    out.extend(fs::specs());
+    out.extend(exec::specs());
+    out.extend(agents::specs());
+    out
+}
+
+/// The tools an agent is offered: its allow/deny lists, then its permission
+/// mode (`safe` keeps read-only tools).
+pub fn offered(agent: &AgentDef, mode: PermissionMode, settings: &ToolsConfig) -> Vec<ToolSpec> {
+    all(settings)
+        .into_iter()
+        .filter(|t| agent.tools_allow.is_empty() || agent.tools_allow.iter().any(|a| a == t.name))
+        .filter(|t| !agent.tools_deny.iter().any(|d| d == t.name))
+        .filter(|t| mode != PermissionMode::Safe || t.kind == ToolKind::Read)
+        .collect()
+}
+
+/// Runs one tool call; unknown tools and bad arguments are errors the model sees.
+pub async fn call(ctx: &ToolContext, name: &str, arguments: &Value) -> ToolOutput {
+    let result = match name {
+        "memory_search" | "memory_get" | "memory_write" => memory::call(ctx, name, arguments).await,
+        "sessions_list" | "sessions_history" => sessions::call(ctx, name, arguments).await,
+        "web_fetch" | "web_search" => web::call(ctx, name, arguments).await,
+        "fs_read" | "fs_write" | "fs_edit" | "fs_list" => fs::call(ctx, name, arguments).await,
+        "exec" => exec::call(ctx, arguments).await,
+        "send_to_agent" => agents::call(ctx, arguments).await,
+        other => Err(format!("there is no tool named {other:?}")),
+    };
+    match result {
+        Ok(content) => ToolOutput::ok(content),
+        Err(message) => ToolOutput::error(message),
+    }
+}
+
+/// A required string argument.
+pub(super) fn text<'a>(arguments: &'a Value, name: &str) -> Result<&'a str, String> {
+    arguments[name]
+        .as_str()
+        .ok_or_else(|| format!("argument {name:?} is required and must be a string"))
+}
+
+pub(super) fn number(arguments: &Value, name: &str, default: u64, max: u64) -> u64 {
+    arguments[name].as_u64().unwrap_or(default).min(max)
+}

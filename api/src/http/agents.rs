@@ -1,0 +1,272 @@
+//! `/v1/agents` (list, get, create from the templates, enable/disable, model,
+//! permission mode, workspace files), `/v1/inbox` and `/v1/approvals`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::body::{JsonObject, TextDocument, query_number, typed};
+use super::error::ApiError;
+use crate::agents::registry::{mode_name, parse_mode};
+use crate::agents::{AgentDef, AgentPatch, workspace};
+use crate::app::App;
+use crate::config::PermissionMode;
+
+fn unavailable(err: impl std::fmt::Display) -> ApiError {
+    ApiError::Unavailable(err.to_string())
+}
+
+fn describe(agent: &AgentDef) -> Value {
+    json!({
+        "id": agent.id,
+        "object": "agent",
+        "name": agent.name,
+        "model": agent.model,
+        "default": agent.default,
+        "enabled": agent.enabled,
+        "permission_mode": mode_name(agent.permission_mode),
+        "tools": {"allow": agent.tools_allow, "deny": agent.tools_deny},
+        "temperature": agent.temperature,
+        "max_tokens": agent.max_tokens,
+        "source": agent.source,
+    })
+}
+
+async fn find(app: &App, id: &str) -> Result<AgentDef, ApiError> {
+    app.agents
+        .registry
+        .get(id)
+        .await
+        .map_err(unavailable)?
+        .ok_or_else(|| ApiError::NotFound {
+            message: format!("no agent {id:?}"),
+            code: "agent_not_found",
+        })
+}
+
+pub async fn list(State(app): State<Arc<App>>) -> Result<Json<Value>, ApiError> {
+    let agents = app.agents.registry.list().await.map_err(unavailable)?;
+    Ok(Json(
+        json!({"object": "list", "data": agents.iter().map(describe).collect::<Vec<_>>()}),
+    ))
+}
+
+pub async fn get(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    let agent = find(&app, &id).await?;
+    let files = app.memory.list_files(&agent.id).await.unwrap_or_default();
+    let mut body = describe(&agent);
+    body["files"] = json!(
+        files
+            .iter()
+            .filter(|f| f.agent == agent.id)
+            .map(|f| &f.path)
+            .collect::<Vec<_>>()
+    );
+    Ok(Json(body))
+}
+
+fn workspace_name(name: &str) -> Result<&str, ApiError> {
+    if workspace::is_workspace_file(name) {
+        Ok(name)
+    } else {
+        Err(ApiError::bad_request(
+            format!(
+                "{name:?} is not a workspace file ({})",
+                workspace::TEMPLATES
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Some("name".into()),
+        ))
+    }
+}
+
+pub async fn read_file(
+    State(app): State<Arc<App>>,
+    Path((id, name)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let agent = find(&app, &id).await?;
+    let name = workspace_name(&name)?;
+    app.agents.prepare(&agent).await.map_err(unavailable)?;
+    let file = app.memory.read_file(&agent.id, name).await?;
+    Ok(Json(json!(file)))
+}
+
+pub async fn write_file(
+    State(app): State<Arc<App>>,
+    Path((id, name)): Path<(String, String)>,
+    TextDocument(content): TextDocument,
+) -> Result<Json<Value>, ApiError> {
+    let agent = find(&app, &id).await?;
+    let name = workspace_name(&name)?;
+    app.agents.prepare(&agent).await.map_err(unavailable)?;
+    let outcome = app.memory.write_file(&agent.id, name, content, None).await?;
+    Ok(Json(json!(outcome)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateAgent {
+    id: String,
+    name: Option<String>,
+    model: Option<String>,
+    permission_mode: Option<String>,
+}
+
+fn mode(text: Option<&str>) -> Result<Option<PermissionMode>, ApiError> {
+    text.map(|m| {
+        parse_mode(m).ok_or_else(|| {
+            ApiError::bad_request(
+                "permission_mode: must be \"safe\", \"ask\" or \"allow-all\"",
+                Some("permission_mode".into()),
+            )
+        })
+    })
+    .transpose()
+}
+
+pub async fn create(
+    State(app): State<Arc<App>>,
+    JsonObject(body): JsonObject,
+) -> Result<Json<Value>, ApiError> {
+    let request: CreateAgent = typed(&body)?;
+    crate::memory::paths::agent(&request.id)
+        .ok()
+        .filter(|id| *id != crate::memory::paths::SHARED)
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "id: 1-64 of a-z, 0-9, '-' and '_', not starting with '_'",
+                Some("id".into()),
+            )
+        })?;
+    let permission_mode = mode(request.permission_mode.as_deref())?;
+    if app
+        .agents
+        .registry
+        .get(&request.id)
+        .await
+        .map_err(unavailable)?
+        .is_some()
+    {
+        return Err(ApiError::Conflict(format!(
+            "an agent {:?} already exists",
+            request.id
+        )));
+    }
+    app.agents
+        .registry
+        .create(
+            &request.id,
+            request.name.as_deref(),
+            request.model.as_deref(),
+            permission_mode,
+        )
+        .await
+        .map_err(unavailable)?;
+    let agent = find(&app, &request.id).await?;
+    app.agents.prepare(&agent).await.map_err(unavailable)?;
+    Ok(Json(describe(&agent)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PatchAgent {
+    enabled: Option<bool>,
+    model: Option<String>,
+    permission_mode: Option<String>,
+    name: Option<String>,
+}
+
+pub async fn patch(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    JsonObject(body): JsonObject,
+) -> Result<Json<Value>, ApiError> {
+    find(&app, &id).await?;
+    let request: PatchAgent = typed(&body)?;
+    let change = AgentPatch {
+        enabled: request.enabled,
+        model: request.model,
+        permission_mode: mode(request.permission_mode.as_deref())?,
+        name: request.name,
+    };
+    app.agents
+        .registry
+        .patch(&id, &change)
+        .await
+        .map_err(unavailable)?;
+    Ok(Json(describe(&find(&app, &id).await?)))
+}
+
+pub async fn inbox(
+    State(app): State<Arc<App>>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let agent = params.get("agent").map_or(crate::agents::MAIN, String::as_str);
+    let status = params.get("status").map(String::as_str);
+    if let Some(status) = status
+        && !matches!(status, "pending" | "read")
+    {
+        return Err(ApiError::bad_request(
+            "status: must be \"pending\" or \"read\"",
+            Some("status".into()),
+        ));
+    }
+    let limit = query_number(&params, "limit", 50, 500)?.max(1);
+    let messages = app
+        .agents
+        .inbox
+        .list(agent, status, limit)
+        .await
+        .map_err(unavailable)?;
+    Ok(Json(json!({"object": "list", "data": messages})))
+}
+
+pub async fn approvals(State(app): State<Arc<App>>) -> Result<Json<Value>, ApiError> {
+    let pending = app.agents.approvals.pending().await.map_err(unavailable)?;
+    Ok(Json(json!({"object": "list", "data": pending})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Decide {
+    /// `approve` or `deny`.
+    decision: String,
+}
+
+pub async fn decide(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    JsonObject(body): JsonObject,
+) -> Result<Json<Value>, ApiError> {
+    let request: Decide = typed(&body)?;
+    let approve = match request.decision.as_str() {
+        "approve" => true,
+        "deny" => false,
+        _ => {
+            return Err(ApiError::bad_request(
+                "decision: must be \"approve\" or \"deny\"",
+                Some("decision".into()),
+            ));
+        }
+    };
+    if !app
+        .agents
+        .approvals
+        .decide(&id, approve)
+        .await
+        .map_err(unavailable)?
+    {
+        return Err(ApiError::NotFound {
+            message: format!("no pending approval {id:?} (it may have timed out)"),
+            code: "approval_not_found",
+        });
+    }
+    Ok(Json(json!({"id": id, "decision": request.decision})))
+}

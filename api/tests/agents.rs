@@ -1,0 +1,640 @@
+//! Agents end to end: multi-step tool use against real storage (streaming and
+//! not), parallel tool calls, prompt composition and truncation, the
+//! BOOTSTRAP lifecycle, inbox delivery exactly once, permission modes and
+//! approvals, the agents API, and the tools' security boundaries.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::{Value, json};
+
+fn config(fakes: &Fakes) -> String {
+    fakes.config().replacen(
+        "providers: {",
+        r#"memory: { embedder: { type: "ollama", model: "all-minilm", dimensions: 64 } },
+  agents: {
+    defaults: { model: "openai/fake-script", permissionMode: "allow-all", maxIterations: 6 },
+    list: [
+      { id: "main", default: true },
+      { id: "helper", model: "openai/fake-echo" },
+      { id: "reader", permissionMode: "safe" },
+      { id: "careful", permissionMode: "ask" },
+    ],
+  },
+  tools: { approvalTimeoutSeconds: 2, webFetch: { allowPrivate: ["localhost"] } },
+  providers: {"#,
+        1,
+    )
+}
+
+async fn agent_chat(onyx: &Onyx, agent: &str, text: &str) -> (Value, String) {
+    let response = onyx
+        .post("/v1/chat/completions")
+        .json(&json!({"model": format!("onyx:{agent}"), "messages": [{"role": "user", "content": text}]}))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let session = response
+        .headers()
+        .get("x-onyx-session-id")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    (body, session)
+}
+
+fn answer(body: &Value) -> String {
+    body["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The system prompt the fake model last received.
+fn last_system_prompt(fakes: &Fakes) -> String {
+    let request = fakes.openai.state.last_request().unwrap();
+    request["messages"][0]["content"].as_str().unwrap().to_string()
+}
+
+async fn put_memory(onyx: &Onyx, path: &str, content: &str) {
+    let response = onyx
+        .client
+        .put(format!("{}/v1/memory/files/{path}", onyx.url))
+        .bearer_auth(ONYX_KEY)
+        .body(content.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+const SEARCH_THEN_WRITE: &str = r#"script: memory_search {"query": "rabies vaccination"} ; fs_write {"path": "notes/rex.md", "content": "Rex: rabies shot in April"} ; answer"#;
+
+#[tokio::test]
+async fn an_agent_searches_memory_writes_a_file_and_answers() {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    put_memory(
+        &onyx,
+        "main/MEMORY.md",
+        "# Memory\n\n## Pets\nRex needs his rabies vaccination every April.\n",
+    )
+    .await;
+
+    let (body, session) = agent_chat(&onyx, "main", SEARCH_THEN_WRITE).await;
+    let text = answer(&body);
+    assert!(text.starts_with("script done:"), "{text}");
+    assert!(
+        text.contains("MEMORY.md:3-4") && text.contains("rabies"),
+        "memory_search ran: {text}"
+    );
+    assert!(text.contains("wrote 25 bytes to notes/rex.md"), "{text}");
+    assert_eq!(body["model"], "onyx:main");
+    assert_eq!(body["x_onyx"]["iterations"], 3);
+    let written = onyx.dir.path().join("data/workspaces/main/notes/rex.md");
+    assert_eq!(
+        std::fs::read_to_string(written).unwrap(),
+        "Rex: rabies shot in April"
+    );
+
+    // The session holds the whole exchange, tool calls included.
+    let stored = onyx.get_json(&format!("/v1/sessions/{session}")).await;
+    let roles: Vec<&str> = stored["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "assistant", "tool", "assistant"],
+        "{stored}"
+    );
+    assert_eq!(
+        stored["messages"][1]["tool_calls"][0]["function"]["name"],
+        "memory_search"
+    );
+    assert!(
+        stored["messages"][2]["content"]
+            .as_str()
+            .unwrap()
+            .contains("rabies")
+    );
+    assert_eq!(stored["agent_id"], "main");
+
+    // Today's log got one line about it.
+    let files = onyx.get_json("/v1/memory/files?agent=main").await;
+    let daily = files["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"].as_str().unwrap().starts_with("memory/"))
+        .unwrap()
+        .clone();
+    let log = onyx
+        .get_json(&format!(
+            "/v1/memory/files/main/{}",
+            daily["path"].as_str().unwrap()
+        ))
+        .await;
+    let log = log["content"].as_str().unwrap();
+    assert!(
+        log.contains(&format!("session {}", &session[..8])) && log.contains("tools: memory_search, fs_write"),
+        "{log}"
+    );
+}
+
+#[tokio::test]
+async fn streaming_runs_send_text_and_tool_activity_as_they_happen() {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    put_memory(
+        &onyx,
+        "main/MEMORY.md",
+        "# Memory\n\nRex needs his rabies vaccination every April.\n",
+    )
+    .await;
+    let response = onyx
+        .post("/v1/chat/completions")
+        .json(
+            &json!({"model": "onyx:main", "stream": true, "stream_options": {"include_usage": true},
+            "messages": [{"role": "user", "content": SEARCH_THEN_WRITE}]}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let session = session_id(&response);
+    let events = sse_events(response).await;
+    assert_eq!(events.last().unwrap(), "[DONE]");
+    let chunks = chunks(&events);
+    let activity: Vec<(String, String)> = chunks
+        .iter()
+        .filter_map(|c| c.get("x_onyx"))
+        .map(|x| {
+            (
+                x["type"].as_str().unwrap().to_string(),
+                x["name"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        activity,
+        [
+            ("tool_call_started".to_string(), "memory_search".to_string()),
+            ("tool_call_finished".into(), "memory_search".into()),
+            ("tool_call_started".into(), "fs_write".into()),
+            ("tool_call_finished".into(), "fs_write".into()),
+            ("run_finished".into(), String::new()),
+        ]
+    );
+    let text = streamed_text(&chunks);
+    assert!(
+        text.starts_with("script done:") && text.contains("wrote 25 bytes"),
+        "{text}"
+    );
+    assert!(
+        chunks
+            .iter()
+            .filter(|c| c["choices"][0]["delta"]["content"].is_string())
+            .count()
+            > 3,
+        "text arrived in pieces"
+    );
+    assert!(chunks.last().unwrap()["usage"]["total_tokens"].as_u64().unwrap() > 0);
+    let stored = onyx.get_json(&format!("/v1/sessions/{session}")).await;
+    assert_eq!(stored["messages"].as_array().unwrap().len(), 6, "{stored}");
+    assert!(onyx.dir.path().join("data/workspaces/main/notes/rex.md").exists());
+}
+
+#[tokio::test]
+async fn parallel_tool_calls_all_run() {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    let (body, _) = agent_chat(
+        &onyx,
+        "main",
+        r#"script: fs_write {"path": "a.txt", "content": "A"} & fs_write {"path": "sub/b.txt", "content": "B"} & fs_list {} ; answer"#,
+    )
+    .await;
+    let work = onyx.dir.path().join("data/workspaces/main");
+    assert_eq!(std::fs::read_to_string(work.join("a.txt")).unwrap(), "A");
+    assert_eq!(std::fs::read_to_string(work.join("sub/b.txt")).unwrap(), "B");
+    assert_eq!(body["x_onyx"]["iterations"], 2, "{body}");
+}
+
+#[tokio::test]
+async fn the_prompt_is_composed_in_order_truncated_and_bootstrap_ends() {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    // Reading a workspace file seeds the agent from the templates.
+    let agents_md = onyx.get_json("/v1/agents/main/files/AGENTS.md").await;
+    assert!(agents_md["content"].as_str().unwrap().contains("how you work"));
+    let huge_soul = format!("# Soul\nSTART-OF-SOUL {} END-OF-SOUL\n", "x".repeat(30_000));
+    put_memory(&onyx, "main/SOUL.md", &huge_soul).await;
+    put_memory(&onyx, "main/MEMORY.md", "# Memory\n\nLikes tea.\n").await;
+    onyx.post("/v1/memory")
+        .json(&json!({"content": "walked the dog"}))
+        .send()
+        .await
+        .unwrap();
+
+    let response = onyx
+        .post("/v1/chat/completions")
+        .json(&json!({"model": "onyx:main", "messages": [
+            {"role": "system", "content": "CLIENT SYSTEM PROMPT"},
+            {"role": "user", "content": "hello"}
+        ]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let sent = fakes.openai.state.last_request().unwrap();
+    let system = sent["messages"][0]["content"].as_str().unwrap();
+    assert_eq!(
+        sent["messages"][1]["content"], "CLIENT SYSTEM PROMPT",
+        "the client's system message comes after ours"
+    );
+    let order = [
+        "## IDENTITY.md",
+        "## SOUL.md",
+        "## USER.md",
+        "## AGENTS.md",
+        "## TOOLS.md",
+        "## MEMORY.md",
+        "(today)",
+        "## BOOTSTRAP.md",
+    ];
+    let positions: Vec<usize> = order
+        .iter()
+        .map(|h| system.find(h).unwrap_or_else(|| panic!("{h} missing:\n{system}")))
+        .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+    assert!(
+        system.contains("START-OF-SOUL") && system.contains("END-OF-SOUL"),
+        "head and tail kept"
+    );
+    assert!(system.contains("characters omitted"), "a visible marker");
+    assert!(system.contains("walked the dog") && system.contains("Likes tea."));
+    assert!(system.len() < huge_soul.len(), "the big file was cut");
+
+    // The first-run ritual ends when the agent deletes BOOTSTRAP.md; it stays gone.
+    agent_chat(
+        &onyx,
+        "main",
+        r#"script: memory_write {"path": "BOOTSTRAP.md", "delete": true} ; answer"#,
+    )
+    .await;
+    agent_chat(&onyx, "main", "hello again").await;
+    assert!(!last_system_prompt(&fakes).contains("## BOOTSTRAP.md"));
+    let missing = onyx
+        .get("/v1/agents/main/files/BOOTSTRAP.md")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+
+    // Relevant memory is added on request.
+    let response = onyx
+        .post("/v1/chat/completions")
+        .header("x-onyx-include-memory", "true")
+        .json(&json!({"model": "onyx:main", "messages": [{"role": "user", "content": "what do I like to drink? tea"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let system = last_system_prompt(&fakes);
+    assert!(
+        system.contains("## Relevant memory") && system.contains("main/MEMORY.md:"),
+        "{system}"
+    );
+}
+
+#[tokio::test]
+async fn inbox_messages_are_delivered_exactly_once() {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    let (body, _) = agent_chat(
+        &onyx,
+        "main",
+        r#"script: send_to_agent {"agent": "helper", "message": "please water the plants"} ; answer"#,
+    )
+    .await;
+    assert!(answer(&body).contains("delivered to helper's inbox"), "{body}");
+    let pending = onyx.get_json("/v1/inbox?agent=helper&status=pending").await;
+    assert_eq!(pending["data"][0]["from"], "main");
+    assert_eq!(pending["data"][0]["body"], "please water the plants");
+
+    agent_chat(&onyx, "helper", "anything new?").await;
+    assert!(
+        last_system_prompt(&fakes).contains("From main")
+            && last_system_prompt(&fakes).contains("please water the plants")
+    );
+    agent_chat(&onyx, "helper", "and now?").await;
+    assert!(
+        !last_system_prompt(&fakes).contains("please water the plants"),
+        "delivered once"
+    );
+    assert_eq!(
+        onyx.get_json("/v1/inbox?agent=helper&status=pending").await["data"],
+        json!([])
+    );
+    assert_eq!(
+        onyx.get_json("/v1/inbox?agent=helper").await["data"][0]["status"],
+        "read"
+    );
+
+    // Unknown agents are refused; wake: true starts the recipient at once.
+    let (body, _) = agent_chat(
+        &onyx,
+        "main",
+        r#"script: send_to_agent {"agent": "ghost", "message": "x"} ; answer"#,
+    )
+    .await;
+    assert!(answer(&body).contains("there is no agent \"ghost\""), "{body}");
+    agent_chat(&onyx, "main", r#"script: send_to_agent {"agent": "helper", "message": "wake up and stretch", "wake": true} ; answer"#).await;
+    let mut woken = false;
+    for _ in 0..100 {
+        if onyx.get_json("/v1/inbox?agent=helper&status=pending").await["data"] == json!([])
+            && onyx.get_json("/v1/sessions?agent=helper&source=inbox").await["data"]
+                .as_array()
+                .is_some_and(|d| !d.is_empty())
+        {
+            woken = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(woken, "the woken run read its inbox");
+}
+
+#[tokio::test]
+async fn file_tools_stay_in_the_work_dir_and_safe_mode_cannot_exec() {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    let work = onyx.dir.path().join("data/workspaces/main");
+    std::fs::create_dir_all(&work).unwrap();
+    std::os::unix::fs::symlink("/etc", work.join("link")).unwrap();
+    let (body, _) = agent_chat(
+        &onyx,
+        "main",
+        r#"script: fs_read {"path": "../../onyx.json5"} & fs_write {"path": "/tmp/onyx-escape.txt", "content": "x"} & fs_read {"path": "link/hostname"} & fs_write {"path": "link/evil", "content": "x"} ; answer"#,
+    )
+    .await;
+    let text = answer(&body);
+    assert_eq!(text.matches("error:").count(), 4, "{text}");
+    assert!(
+        text.contains("\"..\"") && text.contains("absolute") && text.contains("symbolic link"),
+        "{text}"
+    );
+    assert!(!std::path::Path::new("/tmp/onyx-escape.txt").exists());
+
+    // exec works where allowed, and is not even offered in safe mode.
+    let (body, _) = agent_chat(
+        &onyx,
+        "main",
+        r#"script: exec {"command": "echo from-the-shell && pwd"} ; answer"#,
+    )
+    .await;
+    assert!(
+        answer(&body).contains("exit code 0") && answer(&body).contains("from-the-shell"),
+        "{body}"
+    );
+    assert!(
+        answer(&body).contains("workspaces/main"),
+        "runs in the work dir: {body}"
+    );
+    let (body, _) = agent_chat(
+        &onyx,
+        "reader",
+        r#"script: exec {"command": "echo nope"} ; answer"#,
+    )
+    .await;
+    assert!(answer(&body).contains("not available to you"), "{body}");
+    let offered: Vec<String> = fakes
+        .openai
+        .state
+        .requests()
+        .iter()
+        .rev()
+        .find(|r| r["model"] == "fake-script")
+        .unwrap()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(offered.contains(&"memory_search".to_string()) && offered.contains(&"fs_read".to_string()));
+    for write in ["exec", "fs_write", "fs_edit", "memory_write", "send_to_agent"] {
+        assert!(
+            !offered.contains(&write.to_string()),
+            "{write} offered in safe mode: {offered:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn web_fetch_refuses_private_addresses_and_redirects_into_them() {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    let port = fakes.openai.addr.port();
+    let fetch = |url: String| format!(r#"script: web_fetch {{"url": "{url}"}} ; answer"#);
+    // Allowlisted by name: fetched and turned into text.
+    let (body, _) = agent_chat(
+        &onyx,
+        "main",
+        &fetch(format!("http://localhost:{port}/_fake/page")),
+    )
+    .await;
+    let text = answer(&body);
+    assert!(
+        text.contains("marmalade") && text.contains("Onyx test page"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("<b>") && !text.contains("var hidden"),
+        "readable text, not HTML: {text}"
+    );
+    for url in [
+        format!("http://127.0.0.1:{port}/_fake/page"),
+        "http://10.0.0.1/".to_string(),
+        "http://169.254.169.254/latest/meta-data/".to_string(),
+        "http://[::1]/".to_string(),
+        format!("http://localhost:{port}/_fake/redirect?to=http://127.0.0.1:{port}/_fake/page"),
+        format!("http://localhost:{port}/_fake/redirect?to=http://169.254.169.254/"),
+        "file:///etc/passwd".to_string(),
+    ] {
+        let (body, _) = agent_chat(&onyx, "main", &fetch(url.clone())).await;
+        assert!(answer(&body).contains("refused"), "{url}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn ask_mode_waits_for_approval_and_times_out_to_deny() {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    let response = onyx
+        .post("/v1/chat/completions")
+        .json(&json!({"model": "onyx:careful", "stream": true,
+            "messages": [{"role": "user", "content": r#"script: exec {"command": "echo approved-run"} ; answer"#}]}))
+        .send()
+        .await
+        .unwrap();
+    let mut body = response.bytes_stream();
+    let mut seen = String::new();
+    let mut approved = false;
+    use futures::StreamExt;
+    while let Some(part) = body.next().await {
+        seen.push_str(&String::from_utf8_lossy(&part.unwrap()));
+        if !approved && let Some(at) = seen.find("\"approval_id\":\"") {
+            let id: String = seen[at + 15..].chars().take_while(|c| *c != '"').collect();
+            let pending = onyx.get_json("/v1/approvals").await;
+            assert_eq!(pending["data"][0]["tool"], "exec", "{pending}");
+            let decided = onyx
+                .post(&format!("/v1/approvals/{id}"))
+                .json(&json!({"decision": "approve"}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(decided.status(), 200);
+            approved = true;
+        }
+    }
+    assert!(approved, "{seen}");
+    assert!(
+        seen.contains("approved-run") && seen.contains("exit code 0"),
+        "{seen}"
+    );
+
+    // Nobody answers: denied after the timeout (2 s here), nothing runs.
+    let (body, _) = agent_chat(
+        &onyx,
+        "careful",
+        r#"script: fs_write {"path": "never.txt", "content": "x"} ; answer"#,
+    )
+    .await;
+    assert!(answer(&body).contains("nobody approved"), "{body}");
+    assert!(!onyx.dir.path().join("data/workspaces/careful/never.txt").exists());
+    let stale = onyx
+        .post("/v1/approvals/not-a-real-id")
+        .json(&json!({"decision": "approve"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stale.status(), 404);
+    let bad = onyx
+        .post("/v1/approvals/x")
+        .json(&json!({"decision": "maybe"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+}
+
+#[tokio::test]
+async fn agents_api_lists_creates_patches_and_routes() {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    let models = onyx.get_json("/v1/models").await;
+    let ids: Vec<&str> = models["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&"onyx:main") && ids.contains(&"onyx:helper") && ids.contains(&"openai/fake-echo"),
+        "{ids:?}"
+    );
+
+    let created = onyx
+        .post("/v1/agents")
+        .json(&json!({"id": "scout", "name": "Scout", "model": "openai/fake-echo"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 200);
+    let soul = onyx.get_json("/v1/agents/scout/files/SOUL.md").await;
+    assert!(
+        soul["content"].as_str().unwrap().contains("who you are"),
+        "seeded from the templates: {soul}"
+    );
+    let again = onyx
+        .post("/v1/agents")
+        .json(&json!({"id": "scout"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 409);
+    let bad = onyx
+        .post("/v1/agents")
+        .json(&json!({"id": "../x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+
+    // The x-onyx-agent-id header routes too.
+    let response = onyx
+        .post("/v1/chat/completions")
+        .header("x-onyx-agent-id", "scout")
+        .json(&json!({"model": "anything", "messages": [{"role": "user", "content": "hi scout"}]}))
+        .send()
+        .await
+        .unwrap();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["choices"][0]["message"]["content"], "echo: hi scout",
+        "{body}"
+    );
+
+    let patched = onyx
+        .client
+        .patch(format!("{}/v1/agents/scout", onyx.url))
+        .bearer_auth(ONYX_KEY)
+        .json(&json!({"enabled": false, "permission_mode": "safe"}))
+        .send()
+        .await
+        .unwrap();
+    let patched: Value = patched.json().await.unwrap();
+    assert_eq!(
+        (patched["enabled"].as_bool(), patched["permission_mode"].as_str()),
+        (Some(false), Some("safe"))
+    );
+    let disabled = onyx
+        .post("/v1/chat/completions")
+        .json(&json!({"model": "onyx:scout", "messages": [{"role": "user", "content": "x"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(disabled.status(), 404);
+    let list = onyx.get_json("/v1/agents").await;
+    assert!(
+        list["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["id"] == "scout" && a["source"] == "api")
+    );
+    let unknown = onyx
+        .post("/v1/chat/completions")
+        .json(&json!({"model": "onyx:nobody", "messages": [{"role": "user", "content": "x"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+    let body: Value = unknown.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "model_not_found");
+    let not_a_file = onyx
+        .get("/v1/agents/main/files/secrets.txt")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(not_a_file.status(), 400);
+}

@@ -1,0 +1,179 @@
+//! `agent-bench`: Onyx's own work in an agent turn, without the model: system
+//! prompt composition from the workspace files, memory injection (a search of
+//! the agent's memory), the session append and the daily-log line. Embedded
+//! SurrealKV and the local object store, as `onyx serve` runs by default.
+//!
+//! ```sh
+//! agent-bench [TURNS]      # default 300
+//! ```
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use onyx::agents::prompt::{self, Inputs};
+use onyx::agents::workspace;
+use onyx::config::{Fusion, SurrealConfig};
+use onyx::memory::{ChunkParams, Memory, NoteTarget, Ranking, Settings};
+use onyx::sessions::{LogMessage, Sessions, now_rfc3339};
+use onyx::storage::{Db, LocalStore, ObjectStore};
+use onyx_bench::{machine, ms, percentile};
+
+fn message(role: &str, text: String) -> LogMessage {
+    LogMessage {
+        ts: now_rfc3339(),
+        role: role.into(),
+        content: serde_json::json!(text),
+        name: None,
+        tool_calls: None,
+        tool_call_id: None,
+        model: None,
+        usage: None,
+        aborted: false,
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let turns: usize = std::env::args()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(300);
+    match run(turns).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("agent-bench: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(turns: usize) -> Result<(), String> {
+    let dir = std::env::temp_dir().join(format!("onyx-agent-bench-{}", std::process::id()));
+    let result = measure(&dir, turns).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
+    println!("machine: {}", machine());
+    let db = Db::connect(&SurrealConfig {
+        url: format!("surrealkv://{}", dir.join("db").display()),
+        user: None,
+        pass: None,
+        namespace: "onyx".into(),
+        database: "bench".into(),
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    let objects: Arc<dyn ObjectStore> = Arc::new(LocalStore::new(dir.join("objects")));
+    objects.ensure_buckets().await.map_err(|e| e.to_string())?;
+    let memory = Memory::new(
+        objects.clone(),
+        db.clone(),
+        None,
+        Settings {
+            chunking: ChunkParams {
+                target_tokens: 400,
+                overlap_tokens: 80,
+            },
+            ranking: Ranking {
+                fusion: Fusion::Linear,
+                vector_weight: 0.7,
+                text_weight: 0.3,
+                min_score: 0.0,
+                half_life_days: 30.0,
+            },
+            sync_interval: Duration::from_secs(3600),
+        },
+    );
+    memory.prepare_chunking().await.map_err(|e| e.to_string())?;
+    let sessions = Sessions::new(objects.clone(), db)
+        .await
+        .map_err(|e| e.to_string())?;
+    workspace::seed_if_new(objects.as_ref(), "main")
+        .await
+        .map_err(|e| e.to_string())?;
+    // A realistic memory: a curated file of 60 facts and 40 notes in today's log.
+    let facts: String = (0..60)
+        .map(|i| format!("- Fact {i}: the user likes topic{i} and project{}\n", i % 7))
+        .collect();
+    memory
+        .write_file("main", "MEMORY.md", format!("# Memory\n\n{facts}"), None)
+        .await
+        .map_err(|e| e.to_string())?;
+    for i in 0..40 {
+        memory
+            .append_note(
+                "main",
+                NoteTarget::Daily,
+                &format!("earlier note {i} about project{}", i % 7),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let session = sessions
+        .create("main", "bench")
+        .await
+        .map_err(|e| e.to_string())?;
+    let now = now_rfc3339();
+    let today = &now[..10];
+    let mut compose_times = Vec::with_capacity(turns);
+    let mut totals = Vec::with_capacity(turns);
+    for turn in 0..turns + 10 {
+        let question = format!("what do you remember about project{}?", turn % 7);
+        let started = Instant::now();
+        let composed = prompt::compose(
+            &memory,
+            Inputs {
+                agent: "main",
+                today,
+                yesterday: "2000-01-01",
+                inbox: &[],
+                memory_query: Some(&question),
+            },
+        )
+        .await;
+        let composed_at = started.elapsed();
+        sessions
+            .append(
+                &session,
+                vec![
+                    message("user", question.clone()),
+                    message("assistant", format!("answer {turn}")),
+                ],
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        memory
+            .append_note(
+                "main",
+                NoteTarget::Daily,
+                &format!("session bench: asked “{question}” → answered"),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        if turn >= 10 {
+            compose_times.push(composed_at);
+            totals.push(started.elapsed());
+        }
+        if turn == 0 && !composed.sections.iter().any(|s| s == "Relevant memory") {
+            return Err(format!("memory was not injected: {:?}", composed.sections));
+        }
+    }
+    println!(
+        "{turns} turns (after 10 warm-up), the daily log growing from 40 to {} lines",
+        40 + turns + 10
+    );
+    println!(
+        "compose + memory injection: p50 {}, p99 {}",
+        ms(percentile(&mut compose_times, 0.5)),
+        ms(percentile(&mut compose_times, 0.99))
+    );
+    println!(
+        "whole turn overhead (compose + inject + session append + daily-log line): p50 {}, p99 {}",
+        ms(percentile(&mut totals, 0.5)),
+        ms(percentile(&mut totals, 0.99))
+    );
+    Ok(())
+}
