@@ -13,6 +13,9 @@ use crate::storage::{Db, DbError};
 const SNIPPET_CHARS: usize = 300;
 const RRF_K: f64 = 60.0;
 const HIGHLIGHT: &str = "**";
+/// How many more vector candidates than needed are fetched before filtering by agent.
+const OVERFETCH: usize = 4;
+const MAX_OVERFETCH: usize = 400;
 /// The text-leg score of the weakest text match in a result set.
 const TEXT_FLOOR: f64 = 0.2;
 
@@ -120,18 +123,23 @@ pub async fn run(
     today: &str,
 ) -> Result<Vec<Hit>, DbError> {
     let k = legs.candidates.max(limit);
-    let ef = k.max(64);
+    // HNSW search with a filter is slow in SurrealDB 3.3 (the predicate is
+    // checked during the graph walk), so the vector leg searches unfiltered,
+    // over-fetching, and keeps the requested agents' rows here; only when too
+    // few of them come back does it run the filtered search.
+    let overfetch = (k * OVERFETCH).min(MAX_OVERFETCH);
+    let ef = overfetch.max(64);
     let mut statements = Vec::new();
     if legs.vector.is_some() {
         statements.push(format!(
             "SELECT {FIELDS}, vector::distance::knn() AS distance FROM memory_chunk \
-             WHERE agent IN $agents AND embedding <|{k},{ef}|> $vector ORDER BY distance"
+             WHERE embedding <|{overfetch},{ef}|> $vector ORDER BY distance"
         ));
     }
     if legs.text.is_some() {
         statements.push(format!(
             "SELECT {FIELDS}, search::score(1) AS ft_score, search::highlight('{HIGHLIGHT}', '{HIGHLIGHT}', 1) AS highlighted \
-             FROM memory_chunk WHERE agent IN $agents AND body @1,OR@ $text ORDER BY ft_score DESC LIMIT {k}"
+             FROM memory_chunk WHERE body @1,OR@ $text ORDER BY ft_score DESC LIMIT {overfetch}"
         ));
     }
     if statements.is_empty() {
@@ -139,16 +147,49 @@ pub async fn run(
     }
     let sql = statements.join(";\n");
     let vars = json!({"agents": legs.agents, "vector": legs.vector, "text": legs.text});
-    let mut results = db.execute(&sql, vars).await?;
+    let mut results = db.execute(&sql, vars.clone()).await?;
     let mut vector_rows = Vec::new();
     let mut text_rows = Vec::new();
     let mut index = 0;
     if legs.vector.is_some() {
-        vector_rows = take_rows(&mut results, index)?;
+        let all: Vec<LegRow> = take_rows(&mut results, index)?;
+        let fetched = all.len();
+        vector_rows = all
+            .into_iter()
+            .filter(|r| legs.agents.contains(&r.agent.as_str()))
+            .take(k)
+            .collect();
+        if vector_rows.len() < k && fetched >= overfetch {
+            // Mostly other agents' chunks nearby: search within this agent's only.
+            let filtered = format!(
+                "SELECT {FIELDS}, vector::distance::knn() AS distance FROM memory_chunk \
+                 WHERE agent IN $agents AND embedding <|{k},{ef}|> $vector ORDER BY distance"
+            );
+            let mut response = db.execute(&filtered, vars).await?;
+            vector_rows = take_rows(&mut response, 0)?;
+        }
         index += 1;
     }
     if legs.text.is_some() {
-        text_rows = take_rows(&mut results, index)?;
+        // Same reason as above: with the agent in the WHERE clause SurrealDB
+        // scans the table instead of using the full-text index.
+        let all: Vec<LegRow> = take_rows(&mut results, index)?;
+        let fetched = all.len();
+        text_rows = all
+            .into_iter()
+            .filter(|r| legs.agents.contains(&r.agent.as_str()))
+            .take(k)
+            .collect();
+        if text_rows.len() < k && fetched >= overfetch {
+            let filtered = format!(
+                "SELECT {FIELDS}, search::score(1) AS ft_score, search::highlight('{HIGHLIGHT}', '{HIGHLIGHT}', 1) AS highlighted \
+                 FROM memory_chunk WHERE agent IN $agents AND body @1,OR@ $text ORDER BY ft_score DESC LIMIT {k}"
+            );
+            let mut response = db
+                .execute(&filtered, json!({"agents": legs.agents, "text": legs.text}))
+                .await?;
+            text_rows = take_rows(&mut response, 0)?;
+        }
     }
     Ok(fuse(vector_rows, text_rows, ranking, limit, today))
 }
