@@ -13,6 +13,7 @@ use common::*;
 use serde_json::{Value, json};
 
 fn config(fakes: &Fakes) -> String {
+    let searxng = format!("http://localhost:{}/", fakes.openai.addr.port());
     fakes.config().replacen(
         "providers: {",
         r#"memory: { embedder: { type: "ollama", model: "all-minilm", dimensions: 64 } },
@@ -23,12 +24,15 @@ fn config(fakes: &Fakes) -> String {
       { id: "helper", model: "openai/fake-echo" },
       { id: "reader", permissionMode: "safe" },
       { id: "careful", permissionMode: "ask" },
+      { id: "narrow", tools: { allow: ["memory_search", "fs_read", "web_search"], deny: ["fs_read"] } },
+      { id: "slow", model: "openai/fake-slow" },
     ],
   },
-  tools: { approvalTimeoutSeconds: 2, webFetch: { allowPrivate: ["localhost"] } },
+  tools: { approvalTimeoutSeconds: 2, webFetch: { allowPrivate: ["localhost"] }, webSearch: { searxngUrl: "SEARXNG" } },
   providers: {"#,
         1,
     )
+    .replace("SEARXNG", &searxng)
 }
 
 async fn agent_chat(onyx: &Onyx, agent: &str, text: &str) -> (Value, String) {
@@ -637,4 +641,56 @@ async fn agents_api_lists_creates_patches_and_routes() {
         .await
         .unwrap();
     assert_eq!(not_a_file.status(), 400);
+}
+
+#[tokio::test]
+async fn allow_and_deny_lists_decide_the_tools_offered_and_web_search_works() {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    let (body, _) = agent_chat(
+        &onyx,
+        "narrow",
+        r#"script: web_search {"query": "rust gateways"} ; answer"#,
+    )
+    .await;
+    assert!(answer(&body).contains("First result for rust gateways"), "{body}");
+    let offered: Vec<String> = fakes.openai.state.last_request().unwrap()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(offered, ["memory_search", "web_search"]);
+}
+
+#[tokio::test]
+async fn a_client_that_hangs_up_stops_the_run() {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    let response = onyx
+        .post("/v1/chat/completions")
+        .json(&json!({"model": "onyx:slow", "stream": true, "messages": [{"role": "user", "content": "tell me a long story"}]}))
+        .send()
+        .await
+        .unwrap();
+    let mut body = response.bytes_stream();
+    use futures::StreamExt;
+    let mut text = String::new();
+    while !text.contains("w3") {
+        text.push_str(&String::from_utf8_lossy(&body.next().await.unwrap().unwrap()));
+    }
+    drop(body);
+    let mut cancelled = false;
+    for _ in 0..100 {
+        if fakes.openai.state.stats()["streamsCancelled"] == 1 {
+            cancelled = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        cancelled,
+        "the upstream stream was not closed: {}",
+        fakes.openai.state.stats()
+    );
 }

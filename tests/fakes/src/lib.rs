@@ -146,6 +146,20 @@ pub async fn serve(
             "/_fake/stats",
             get(|State(s): State<Arc<FakeState>>| async move { Json(s.stats()) }),
         )
+        // SearXNG's JSON search API, for the web_search tool.
+        .route(
+            "/search",
+            get(|axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>| async move {
+                let query = q.get("q").cloned().unwrap_or_default();
+                if q.get("format").map(String::as_str) != Some("json") {
+                    return (axum::http::StatusCode::FORBIDDEN, Json(json!({"error": "format not allowed"})));
+                }
+                (axum::http::StatusCode::OK, Json(json!({"query": query, "results": [
+                    {"title": format!("First result for {query}"), "url": "https://example.org/one", "content": "An extract about the query."},
+                    {"title": "Second result", "url": "https://example.org/two", "content": "Another extract."}
+                ]})))
+            }),
+        )
         // A web page and a redirect, for tests of fetching tools.
         .route(
             "/_fake/page",
