@@ -132,24 +132,32 @@ async fn an_agent_searches_memory_writes_a_file_and_answers() {
     );
     assert_eq!(stored["agent_id"], "main");
 
-    // Today's log got one line about it.
-    let files = onyx.get_json("/v1/memory/files?agent=main").await;
-    let daily = files["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["path"].as_str().unwrap().starts_with("memory/"))
-        .unwrap()
-        .clone();
-    let log = onyx
-        .get_json(&format!(
-            "/v1/memory/files/main/{}",
-            daily["path"].as_str().unwrap()
-        ))
-        .await;
-    let log = log["content"].as_str().unwrap();
+    // Today's log gets one line about it (written just after the answer).
+    let expected = format!("session {}", &session[..8]);
+    let mut log = String::new();
+    for _ in 0..100 {
+        let files = onyx.get_json("/v1/memory/files?agent=main").await;
+        if let Some(daily) = files["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"].as_str().unwrap().starts_with("memory/"))
+        {
+            let file = onyx
+                .get_json(&format!(
+                    "/v1/memory/files/main/{}",
+                    daily["path"].as_str().unwrap()
+                ))
+                .await;
+            log = file["content"].as_str().unwrap().to_string();
+            if log.contains(&expected) {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert!(
-        log.contains(&format!("session {}", &session[..8])) && log.contains("tools: memory_search, fs_write"),
+        log.contains(&expected) && log.contains("tools: memory_search, fs_write"),
         "{log}"
     );
 }

@@ -418,7 +418,7 @@ impl Agents {
         }
     }
 
-    /// Records the exchange in the session and one line in today's log.
+    /// Records the exchange in the session, then one line in today's log (in the background).
     async fn finish(
         &self,
         agent: &AgentDef,
@@ -454,9 +454,14 @@ impl Agents {
             short(asked),
             short(answer)
         );
-        if let Err(err) = self.memory.append_note(&agent.id, NoteTarget::Daily, &line).await {
-            tracing::warn!(agent = %agent.id, error = %err, "could not write the daily log line");
-        }
+        // Off the turn's critical path: re-indexing the day's log is the
+        // costly part of a turn's bookkeeping, and nobody waits for it.
+        let (memory, agent_id) = (self.memory.clone(), agent.id.clone());
+        tokio::spawn(async move {
+            if let Err(err) = memory.append_note(&agent_id, NoteTarget::Daily, &line).await {
+                tracing::warn!(agent = %agent_id, error = %err, "could not write the daily log line");
+            }
+        });
     }
 }
 
