@@ -147,6 +147,9 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
             )
             .await
             .map_err(|e| e.to_string())?;
+        let turn_done = started.elapsed();
+        // The runtime writes this line in the background, after the answer.
+        let line_started = Instant::now();
         memory
             .append_note(
                 "main",
@@ -157,7 +160,8 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         if turn >= 10 {
             compose_times.push(composed_at);
-            totals.push(started.elapsed());
+            totals.push(turn_done);
+            log_lines.push(line_started.elapsed());
         }
         if turn == 0 && !composed.sections.iter().any(|s| s == "Relevant memory") {
             return Err(format!("memory was not injected: {:?}", composed.sections));
