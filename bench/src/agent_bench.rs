@@ -10,29 +10,15 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use onyx::agents::prompt::{self, Inputs};
 use onyx::agents::workspace;
-use onyx::config::{Fusion, SurrealConfig};
-use onyx::memory::{ChunkParams, Memory, NoteTarget, Ranking, Settings};
+use onyx::config::SurrealConfig;
+use onyx::memory::{Memory, NoteTarget, Settings};
 use onyx::sessions::{LogMessage, Sessions, now_rfc3339};
 use onyx::storage::{Db, LocalStore, ObjectStore};
 use onyx_bench::{machine, ms, percentile};
-
-fn message(role: &str, text: String) -> LogMessage {
-    LogMessage {
-        ts: now_rfc3339(),
-        role: role.into(),
-        content: serde_json::json!(text),
-        name: None,
-        tool_calls: None,
-        tool_call_id: None,
-        model: None,
-        usage: None,
-        aborted: false,
-    }
-}
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -69,25 +55,7 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     let objects: Arc<dyn ObjectStore> = Arc::new(LocalStore::new(dir.join("objects")));
     objects.ensure_buckets().await.map_err(|e| e.to_string())?;
-    let memory = Memory::new(
-        objects.clone(),
-        db.clone(),
-        None,
-        Settings {
-            chunking: ChunkParams {
-                target_tokens: 400,
-                overlap_tokens: 80,
-            },
-            ranking: Ranking {
-                fusion: Fusion::Linear,
-                vector_weight: 0.7,
-                text_weight: 0.3,
-                min_score: 0.0,
-                half_life_days: 30.0,
-            },
-            sync_interval: Duration::from_secs(3600),
-        },
-    );
+    let memory = Memory::new(objects.clone(), db.clone(), None, Settings::default());
     memory.prepare_chunking().await.map_err(|e| e.to_string())?;
     let sessions = Sessions::new(objects.clone(), db)
         .await
@@ -141,8 +109,8 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
             .append(
                 &session,
                 vec![
-                    message("user", question.clone()),
-                    message("assistant", format!("answer {turn}")),
+                    LogMessage::plain("user", question.clone()),
+                    LogMessage::plain("assistant", format!("answer {turn}")),
                 ],
             )
             .await

@@ -15,8 +15,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use onyx::config::{Fusion, ProviderKind, SurrealConfig};
-use onyx::memory::{ChunkParams, Embedder, Memory, Mode, ProviderEmbedder, Ranking, Settings};
+use onyx::config::{ProviderKind, SurrealConfig};
+use onyx::memory::{Embedder, Memory, Mode, ProviderEmbedder, Settings};
 use onyx::storage::{Db, LocalStore, ObjectStore};
 use serde::Deserialize;
 
@@ -161,25 +161,7 @@ pub async fn evaluate(
             )))
         }
     };
-    let memory = Memory::new(
-        objects,
-        db,
-        embedder.clone(),
-        Settings {
-            chunking: ChunkParams {
-                target_tokens: 400,
-                overlap_tokens: 80,
-            },
-            ranking: Ranking {
-                fusion: Fusion::Linear,
-                vector_weight: 0.7,
-                text_weight: 0.3,
-                min_score: 0.0,
-                half_life_days: 30.0,
-            },
-            sync_interval: Duration::from_secs(3600),
-        },
-    );
+    let memory = Memory::new(objects, db, embedder.clone(), Settings::default());
     memory.prepare_chunking().await.map_err(|e| e.to_string())?;
     if embedder.is_some() {
         memory

@@ -13,25 +13,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use onyx::config::SurrealConfig;
-use onyx::sessions::{ListFilter, LogMessage, Sessions, now_rfc3339};
+use onyx::sessions::{ListFilter, LogMessage, Sessions};
 use onyx::storage::{Db, LocalStore, ObjectStore, S3Settings, S3Store};
 use onyx_bench::{ms, percentile};
 use secrecy::SecretString;
 
 fn message(i: usize) -> LogMessage {
-    LogMessage {
-        ts: now_rfc3339(),
-        role: if i.is_multiple_of(2) { "user" } else { "assistant" }.into(),
-        content: serde_json::json!(format!(
-            "message number {i}: a sentence of ordinary length for a chat turn"
-        )),
-        name: None,
-        tool_calls: None,
-        tool_call_id: None,
-        model: None,
-        usage: None,
-        aborted: false,
-    }
+    let role = if i.is_multiple_of(2) { "user" } else { "assistant" };
+    LogMessage::plain(
+        role,
+        format!("message number {i}: a sentence of ordinary length for a chat turn"),
+    )
 }
 
 #[tokio::main]

@@ -214,7 +214,7 @@ impl Agents {
             if !step.tool_calls.is_empty() {
                 assistant["tool_calls"] = Value::Array(step.tool_calls.clone());
             }
-            turn.push(log_message(&assistant, Some(&model)));
+            turn.extend(LogMessage::from_openai(&assistant, Some(&model)));
             messages.push(assistant);
             if step.tool_calls.is_empty() {
                 outcome = Some((step.content, "stop", None));
@@ -245,7 +245,7 @@ impl Agents {
                     tools_used.push(name);
                 }
                 let message = json!({"role": "tool", "tool_call_id": call["id"], "content": output.content});
-                turn.push(log_message(&message, None));
+                turn.extend(LogMessage::from_openai(&message, None));
                 messages.push(message);
             }
         }
@@ -485,20 +485,6 @@ fn merge_tool_delta(calls: &mut Vec<Value>, part: &Value) {
             call["function"]["arguments"].as_str().unwrap_or_default()
         );
         call["function"]["arguments"] = json!(joined);
-    }
-}
-
-fn log_message(message: &Value, model: Option<&str>) -> LogMessage {
-    LogMessage {
-        ts: now_rfc3339(),
-        role: message["role"].as_str().unwrap_or("assistant").to_string(),
-        content: message.get("content").cloned().unwrap_or(Value::Null),
-        name: None,
-        tool_calls: message.get("tool_calls").filter(|t| !t.is_null()).cloned(),
-        tool_call_id: message["tool_call_id"].as_str().map(String::from),
-        model: model.map(String::from),
-        usage: None,
-        aborted: false,
     }
 }
 

@@ -39,6 +39,26 @@ pub use sync::SyncReport;
 
 use crate::config::MemoryConfig;
 
+impl Default for Settings {
+    /// The defaults of the `memory` config block.
+    fn default() -> Self {
+        Self {
+            chunking: ChunkParams {
+                target_tokens: 400,
+                overlap_tokens: 80,
+            },
+            ranking: Ranking {
+                fusion: crate::config::Fusion::Linear,
+                vector_weight: 0.7,
+                text_weight: 0.3,
+                min_score: 0.0,
+                half_life_days: 30.0,
+            },
+            sync_interval: Duration::from_secs(60),
+        }
+    }
+}
+
 impl Settings {
     pub fn from_config(config: &MemoryConfig) -> Self {
         Self {

@@ -152,14 +152,9 @@ pub async fn run(
     let mut text_rows = Vec::new();
     let mut index = 0;
     if legs.vector.is_some() {
-        let all: Vec<LegRow> = take_rows(&mut results, index)?;
-        let fetched = all.len();
-        vector_rows = all
-            .into_iter()
-            .filter(|r| legs.agents.contains(&r.agent.as_str()))
-            .take(k)
-            .collect();
-        if vector_rows.len() < k && fetched >= overfetch {
+        let (rows, complete) = of_agents(take_rows(&mut results, index)?, legs.agents, k, overfetch);
+        vector_rows = rows;
+        if !complete {
             // Mostly other agents' chunks nearby: search within this agent's only.
             let filtered = format!(
                 "SELECT {FIELDS}, vector::distance::knn() AS distance FROM memory_chunk \
@@ -173,14 +168,9 @@ pub async fn run(
     if legs.text.is_some() {
         // Same reason as above: with the agent in the WHERE clause SurrealDB
         // scans the table instead of using the full-text index.
-        let all: Vec<LegRow> = take_rows(&mut results, index)?;
-        let fetched = all.len();
-        text_rows = all
-            .into_iter()
-            .filter(|r| legs.agents.contains(&r.agent.as_str()))
-            .take(k)
-            .collect();
-        if text_rows.len() < k && fetched >= overfetch {
+        let (rows, complete) = of_agents(take_rows(&mut results, index)?, legs.agents, k, overfetch);
+        text_rows = rows;
+        if !complete {
             let filtered = format!(
                 "SELECT {FIELDS}, search::score(1) AS ft_score, search::highlight('{HIGHLIGHT}', '{HIGHLIGHT}', 1) AS highlighted \
                  FROM memory_chunk WHERE agent IN $agents AND body @1,OR@ $text ORDER BY ft_score DESC LIMIT {k}"
@@ -192,6 +182,20 @@ pub async fn run(
         }
     }
     Ok(fuse(vector_rows, text_rows, ranking, limit, today))
+}
+
+/// Keeps the first `k` over-fetched rows that belong to `agents`; `false`
+/// when fewer were found and the leg filled its whole over-fetch (so more of
+/// the agents' rows may exist further down: search again with the filter).
+fn of_agents(rows: Vec<LegRow>, agents: &[&str], k: usize, overfetch: usize) -> (Vec<LegRow>, bool) {
+    let fetched = rows.len();
+    let kept: Vec<LegRow> = rows
+        .into_iter()
+        .filter(|r| agents.contains(&r.agent.as_str()))
+        .take(k)
+        .collect();
+    let complete = kept.len() >= k || fetched < overfetch;
+    (kept, complete)
 }
 
 fn take_rows(results: &mut surrealdb::IndexedResults, index: usize) -> Result<Vec<LegRow>, DbError> {

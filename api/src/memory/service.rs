@@ -459,29 +459,11 @@ fn conflict(agent: &str, path: &str) -> MemoryError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Fusion, SurrealConfig};
+    use crate::config::SurrealConfig;
     use crate::storage::LocalStore;
 
     async fn memory(objects: Arc<dyn ObjectStore>, db: Db) -> Arc<Memory> {
-        Memory::new(
-            objects,
-            db,
-            None,
-            Settings {
-                chunking: ChunkParams {
-                    target_tokens: 400,
-                    overlap_tokens: 80,
-                },
-                ranking: Ranking {
-                    fusion: Fusion::Linear,
-                    vector_weight: 0.7,
-                    text_weight: 0.3,
-                    min_score: 0.0,
-                    half_life_days: 30.0,
-                },
-                sync_interval: Duration::from_secs(3600),
-            },
-        )
+        Memory::new(objects, db, None, Settings::default())
     }
 
     /// Two `Memory`s (as two replicas: no shared lock) append to one daily log

@@ -15,19 +15,7 @@ pub fn client_messages(messages: &[Value]) -> Vec<LogMessage> {
     messages
         .iter()
         .filter(|m| !matches!(m["role"].as_str(), Some("system" | "developer")))
-        .filter_map(|m| {
-            Some(LogMessage {
-                ts: now_rfc3339(),
-                role: m["role"].as_str()?.to_string(),
-                content: m.get("content").cloned().unwrap_or(Value::Null),
-                name: m["name"].as_str().map(String::from),
-                tool_calls: m.get("tool_calls").filter(|t| !t.is_null()).cloned(),
-                tool_call_id: m["tool_call_id"].as_str().map(String::from),
-                model: None,
-                usage: None,
-                aborted: false,
-            })
-        })
+        .filter_map(|m| LogMessage::from_openai(m, None))
         .collect()
 }
 

@@ -27,6 +27,33 @@ pub struct LogMessage {
 }
 
 impl LogMessage {
+    /// A message with plain text content, stamped now.
+    pub fn plain(role: &str, text: impl Into<String>) -> Self {
+        Self {
+            ts: now_rfc3339(),
+            role: role.to_string(),
+            content: Value::String(text.into()),
+            name: None,
+            tool_calls: None,
+            tool_call_id: None,
+            model: None,
+            usage: None,
+            aborted: false,
+        }
+    }
+
+    /// A log line for an OpenAI-shaped chat message, stamped now (`None`
+    /// without a role).
+    pub fn from_openai(message: &Value, model: Option<&str>) -> Option<Self> {
+        let mut line = Self::plain(message["role"].as_str()?, "");
+        line.content = message.get("content").cloned().unwrap_or(Value::Null);
+        line.name = message["name"].as_str().map(String::from);
+        line.tool_calls = message.get("tool_calls").filter(|t| !t.is_null()).cloned();
+        line.tool_call_id = message["tool_call_id"].as_str().map(String::from);
+        line.model = model.map(String::from);
+        Some(line)
+    }
+
     /// The text of the content (string content, or the text parts joined).
     pub fn text(&self) -> String {
         match &self.content {
