@@ -688,6 +688,9 @@ async fn a_new_embedder_or_chunking_rebuilds_the_index_with_progress() {
                 && s["embedder"]["ready"] == true
                 && s["pending"] == 0
                 && s["files"] == 1
+                // After a kill -9, SurrealKV's range scans (count, BM25) can lag
+                // the point reads for a moment; the count must converge to 5.
+                && s["chunks"] == 5
         })
         .await;
     assert_eq!(status["chunks"], 5, "{status}\n{}", onyx.stderr.lock().unwrap());
