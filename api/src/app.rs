@@ -9,12 +9,14 @@ use secrecy::SecretString;
 
 use crate::agents::{self, Agents};
 use crate::auth::{ApiKeys, Authenticator, KeyError};
+use crate::channels::Channels;
 use crate::config::{Config, ProviderKind};
 use crate::health::HealthCache;
 use crate::memory::Memory;
 use crate::observability::Metrics;
 use crate::providers::catalog::ModelCatalog;
 use crate::providers::{self, ProviderError, Router};
+use crate::scheduler::{Runner, Tasks};
 use crate::sessions::{SessionError, Sessions};
 use crate::storage::{self, Db, DbError, ObjectStore};
 
@@ -31,6 +33,10 @@ pub struct App {
     pub sessions: Arc<Sessions>,
     pub memory: Arc<Memory>,
     pub agents: Arc<Agents>,
+    pub tasks: Arc<Tasks>,
+    pub scheduler: Arc<Runner>,
+    /// Chat platforms that results can be delivered to (filled by plugins).
+    pub channels: Arc<Channels>,
     /// Store plain proxy requests (without `x-onyx-session-id`) as sessions.
     pub record_sessions: bool,
 }
@@ -98,6 +104,7 @@ impl App {
             tracing::warn!(error = %err, "could not check the memory index; will retry in the background");
         }
         memory.spawn_background();
+        let tasks = Tasks::new(db.clone(), config.scheduler.clone());
         let agents = Agents::start(
             config,
             agents::Parts {
@@ -106,9 +113,30 @@ impl App {
                 sessions: sessions.clone(),
                 objects: objects.clone(),
                 db: db.clone(),
+                tasks: tasks.clone(),
             },
         );
+        let channels = Arc::new(Channels::default());
+        let scheduler = Runner::new(
+            tasks.clone(),
+            agents.clone(),
+            sessions.clone(),
+            memory.clone(),
+            channels.clone(),
+        );
+        if config.scheduler.enabled {
+            let heartbeats = config
+                .agents
+                .list
+                .iter()
+                .filter_map(|a| a.heartbeat.map(|every| (a.id.clone(), every)))
+                .collect();
+            scheduler.spawn(heartbeats);
+        }
         Ok(Self {
+            tasks,
+            scheduler,
+            channels,
             db,
             objects,
             sessions,

@@ -11,6 +11,7 @@
 pub mod agents;
 pub mod app;
 pub mod auth;
+pub mod channels;
 pub mod cli;
 pub mod config;
 pub mod health;
@@ -19,5 +20,6 @@ pub mod inbox;
 pub mod memory;
 pub mod observability;
 pub mod providers;
+pub mod scheduler;
 pub mod sessions;
 pub mod storage;

@@ -220,14 +220,16 @@ fn surreal_config(url: String, credentials: bool) -> SurrealConfig {
 }
 
 async fn database_roundtrip(db: &Db) {
-    assert_eq!(onyx::storage::SCHEMA_VERSION, 3);
-    // Versions 2 and 3 defined memory and agent tables (reading an undefined table is an error).
+    assert_eq!(onyx::storage::SCHEMA_VERSION, 4);
+    // Versions 2–4 defined memory, agent and task tables (reading an undefined table is an error).
     for table in [
         "memory_chunk",
         "memory_file",
         "embedding_cache",
         "agent",
         "inbox_message",
+        "task",
+        "task_run",
         "approval",
     ] {
         let rows: Vec<serde_json::Value> = db

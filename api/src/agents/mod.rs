@@ -26,6 +26,7 @@ use crate::config::{Config, ToolsConfig};
 use crate::inbox::Inbox;
 use crate::memory::Memory;
 use crate::providers::Router;
+use crate::scheduler::Tasks;
 use crate::sessions::{Sessions, recorder};
 use crate::storage::{Db, ObjectStore};
 
@@ -38,6 +39,7 @@ pub struct Agents {
     sessions: Arc<Sessions>,
     objects: Arc<dyn ObjectStore>,
     tools: Arc<ToolsConfig>,
+    tasks: Arc<Tasks>,
     max_iterations: u32,
     wake: tokio::sync::mpsc::UnboundedSender<tools::Wake>,
 }
@@ -48,6 +50,7 @@ pub struct Parts {
     pub sessions: Arc<Sessions>,
     pub objects: Arc<dyn ObjectStore>,
     pub db: Db,
+    pub tasks: Arc<Tasks>,
 }
 
 impl Agents {
@@ -63,6 +66,7 @@ impl Agents {
             sessions: parts.sessions,
             objects: parts.objects,
             tools: Arc::new(config.tools.clone()),
+            tasks: parts.tasks,
             max_iterations: config.agents.max_iterations.max(1),
             wake,
         });

@@ -172,6 +172,7 @@ impl Agents {
             memory: self.memory.clone(),
             sessions: self.sessions.clone(),
             inbox: self.inbox.clone(),
+            tasks: self.tasks.clone(),
             settings: self.tools.clone(),
             known_agents: self
                 .registry

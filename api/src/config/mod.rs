@@ -8,6 +8,7 @@
 
 mod env;
 mod raw;
+mod scheduling;
 mod types;
 mod validate;
 

@@ -32,6 +32,21 @@ pub struct RawConfig {
     pub plugins: RawPlugins,
     #[serde(default)]
     pub tools: RawTools,
+    #[serde(default)]
+    pub scheduler: RawScheduler,
+}
+
+/// The task scheduler's settings.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawScheduler {
+    pub enabled: Option<bool>,
+    pub catch_up: Option<String>,
+    pub missed_after_seconds: Option<u64>,
+    pub lease_seconds: Option<u64>,
+    pub max_consecutive_failures: Option<u32>,
+    pub failure_backoff_seconds: Option<u64>,
+    pub run_timeout_seconds: Option<u64>,
 }
 
 /// Settings of the agents' built-in tools.

@@ -29,6 +29,34 @@ pub struct Config {
     pub bindings: Vec<Binding>,
     pub plugins: PluginsConfig,
     pub tools: ToolsConfig,
+    pub scheduler: SchedulerConfig,
+}
+
+/// What happens to occurrences missed while no replica was running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CatchUp {
+    /// Recorded as skipped; the task waits for its next occurrence.
+    Skip,
+    /// Run once now, however many were missed.
+    Once,
+}
+
+#[derive(Debug, Clone)]
+pub struct SchedulerConfig {
+    pub enabled: bool,
+    /// Tasks without their own timezone use this one (`agents.defaults.timezone`).
+    pub timezone: chrono_tz::Tz,
+    pub catch_up: CatchUp,
+    /// A due run this overdue was missed (no replica was running).
+    pub missed_after: Duration,
+    /// How long a claimed run is owned without renewal; a replica that dies
+    /// mid-run loses its claim after this long.
+    pub lease: Duration,
+    /// A task failing this many times in a row is paused.
+    pub max_consecutive_failures: u32,
+    /// The first retry delay after a failure; doubles per further failure (to 1 h).
+    pub failure_backoff: Duration,
+    pub run_timeout: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -186,7 +214,7 @@ pub enum PermissionMode {
 pub struct AgentsConfig {
     pub default_model: Option<String>,
     pub default_permission_mode: PermissionMode,
-    pub timezone: Option<String>,
+    pub timezone: chrono_tz::Tz,
     pub max_iterations: u32,
     pub list: Vec<AgentConfig>,
 }
@@ -205,7 +233,8 @@ pub struct AgentConfig {
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
     pub permission_mode: Option<PermissionMode>,
-    pub heartbeat: Option<serde_json::Value>,
+    /// How often the agent wakes for its HEARTBEAT.md checklist (off when `None`).
+    pub heartbeat: Option<Duration>,
 }
 
 #[derive(Debug)]

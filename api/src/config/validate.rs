@@ -25,6 +25,7 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
     }
     add_env_providers(&mut providers, env)?;
     let aliases = aliases(raw.models.aliases, &providers)?;
+    let agents = agents(raw.agents)?;
     Ok(Config {
         source,
         gateway: gateway(raw.gateway)?,
@@ -32,7 +33,8 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
         aliases,
         storage: storage(raw.storage, env)?,
         memory: memory(raw.memory)?,
-        agents: agents(raw.agents)?,
+        scheduler: super::scheduling::scheduler(raw.scheduler, agents.timezone)?,
+        agents,
         bindings: raw.bindings.into_iter().map(binding).collect(),
         plugins: PluginsConfig {
             enabled: raw.plugins.enabled,
@@ -572,7 +574,7 @@ fn agents(raw: raw::RawAgents) -> Result<AgentsConfig, ConfigError> {
             temperature: agent.temperature,
             max_tokens: agent.max_tokens,
             permission_mode,
-            heartbeat: agent.heartbeat,
+            heartbeat: super::scheduling::heartbeat(agent.heartbeat.as_ref(), &format!("{path}.heartbeat"))?,
         });
     }
     if list.iter().filter(|a| a.default).count() > 1 {
@@ -584,7 +586,7 @@ fn agents(raw: raw::RawAgents) -> Result<AgentsConfig, ConfigError> {
     Ok(AgentsConfig {
         default_model: defaults.model,
         default_permission_mode,
-        timezone: defaults.timezone,
+        timezone: super::scheduling::timezone(defaults.timezone.as_deref(), "agents.defaults.timezone")?,
         max_iterations: defaults.max_iterations.unwrap_or(20),
         list,
     })

@@ -14,6 +14,7 @@ mod middleware;
 mod models;
 mod ops;
 mod sessions;
+mod tasks;
 
 use std::sync::Arc;
 
@@ -63,6 +64,13 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/inbox", get(agents::inbox))
         .route("/v1/approvals", get(agents::approvals))
         .route("/v1/approvals/{id}", post(agents::decide))
+        .route("/v1/tasks", get(tasks::list).post(tasks::create))
+        .route(
+            "/v1/tasks/{id}",
+            get(tasks::get).patch(tasks::patch).delete(tasks::delete),
+        )
+        .route("/v1/tasks/{id}/run", post(tasks::run_now))
+        .route("/v1/tasks/{id}/runs", get(tasks::runs))
         .route("/metrics", get(ops::metrics))
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)

@@ -459,7 +459,6 @@ fn conflict(agent: &str, path: &str) -> MemoryError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::SurrealConfig;
     use crate::storage::LocalStore;
 
     async fn memory(objects: Arc<dyn ObjectStore>, db: Db) -> Arc<Memory> {
@@ -473,15 +472,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let objects: Arc<dyn ObjectStore> = Arc::new(LocalStore::new(dir.path()));
         objects.ensure_buckets().await.unwrap();
-        let db = Db::connect(&SurrealConfig {
-            url: "mem://".into(),
-            user: None,
-            pass: None,
-            namespace: "onyx".into(),
-            database: "test".into(),
-        })
-        .await
-        .unwrap();
+        let db = Db::scratch().await;
         let (a, b) = (
             memory(objects.clone(), db.clone()).await,
             memory(objects, db).await,

@@ -81,6 +81,41 @@ impl Sessions {
     /// Starts a session: its metadata exists at once, its log with the first turn.
     pub async fn create(&self, agent: &str, source: &str) -> Result<SessionMeta, SessionError> {
         let id = uuid::Uuid::now_v7().hyphenated().to_string();
+        self.create_with_id(id, agent, source).await
+    }
+
+    /// The session a stable name stands for (an agent's main session, a chat
+    /// on Telegram), created on first use. Its id is derived from the name, so
+    /// every replica and every restart finds the same one.
+    pub async fn open_named(
+        &self,
+        name: &str,
+        agent: &str,
+        source: &str,
+    ) -> Result<SessionMeta, SessionError> {
+        let id = uuid::Uuid::new_v5(
+            &uuid::Uuid::NAMESPACE_URL,
+            format!("onyx:session:{name}").as_bytes(),
+        )
+        .hyphenated()
+        .to_string();
+        if let Some(meta) = meta::get(&self.db, &id).await? {
+            return Ok(meta);
+        }
+        match self.create_with_id(id.clone(), agent, source).await {
+            Ok(meta) => Ok(meta),
+            // Another replica (or task) created it a moment ago.
+            Err(SessionError::Db(_)) => meta::get(&self.db, &id).await?.ok_or(SessionError::NotFound(id)),
+            Err(err) => Err(err),
+        }
+    }
+
+    async fn create_with_id(
+        &self,
+        id: String,
+        agent: &str,
+        source: &str,
+    ) -> Result<SessionMeta, SessionError> {
         let now = now_rfc3339();
         self.db
             .execute(

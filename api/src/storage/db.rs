@@ -73,6 +73,22 @@ impl Db {
     }
 
     /// Brings the schema up to date (idempotent; refuses a newer schema).
+    /// A fresh in-memory database, migrated, for unit tests.
+    #[cfg(test)]
+    pub async fn scratch() -> Self {
+        let config = crate::config::SurrealConfig {
+            url: "mem://".into(),
+            user: None,
+            pass: None,
+            namespace: "onyx".into(),
+            database: "test".into(),
+        };
+        match Self::connect(&config).await {
+            Ok(db) => db,
+            Err(err) => panic!("in-memory SurrealDB: {err}"),
+        }
+    }
+
     pub async fn migrate(&self) -> Result<(), DbError> {
         migrations::run(self).await
     }

@@ -34,6 +34,12 @@ const MIGRATIONS: &[&str] = &[
      DEFINE INDEX IF NOT EXISTS inbox_key ON inbox_message FIELDS key UNIQUE;
      DEFINE TABLE IF NOT EXISTS approval SCHEMALESS;
      DEFINE INDEX IF NOT EXISTS approval_status ON approval FIELDS status;",
+    // 4: scheduled tasks (claimed with leases) and the record of every run.
+    "DEFINE TABLE IF NOT EXISTS task SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS task_due ON task FIELDS status, next_run;
+     DEFINE INDEX IF NOT EXISTS task_agent ON task FIELDS agent;
+     DEFINE TABLE IF NOT EXISTS task_run SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS task_run_task ON task_run FIELDS task, started_at;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

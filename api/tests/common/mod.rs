@@ -124,6 +124,16 @@ impl Onyx {
         (status, logs)
     }
 
+    /// SIGTERM and wait, keeping the data dir for a restart; with the logs.
+    pub async fn stop(mut self) -> (tempfile::TempDir, String) {
+        let pid = self.child.id().unwrap().to_string();
+        let _ = std::process::Command::new("kill").arg("-TERM").arg(pid).status();
+        self.child.wait().await.unwrap();
+        let _ = (&mut self.stderr_reader).await;
+        let logs = self.stderr.lock().unwrap().clone();
+        (self.dir, logs)
+    }
+
     /// `kill -9`, keeping the data dir for a restart.
     pub async fn crash(mut self) -> tempfile::TempDir {
         self.child.start_kill().unwrap();

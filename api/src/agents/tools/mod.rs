@@ -8,6 +8,7 @@ mod exec;
 mod fs;
 mod memory;
 mod sessions;
+mod tasks;
 pub mod web;
 
 use std::sync::Arc;
@@ -57,6 +58,7 @@ pub struct ToolContext {
     pub memory: Arc<Memory>,
     pub sessions: Arc<Sessions>,
     pub inbox: Inbox,
+    pub tasks: Arc<crate::scheduler::Tasks>,
     pub settings: Arc<ToolsConfig>,
     pub known_agents: Vec<String>,
     pub wake: tokio::sync::mpsc::UnboundedSender<Wake>,
@@ -103,6 +105,7 @@ pub fn all(settings: &ToolsConfig) -> Vec<ToolSpec> {
     out.extend(fs::specs());
     out.extend(exec::specs());
     out.extend(agents::specs());
+    out.extend(tasks::specs());
     out
 }
 
@@ -126,6 +129,9 @@ pub async fn call(ctx: &ToolContext, name: &str, arguments: &Value) -> ToolOutpu
         "fs_read" | "fs_write" | "fs_edit" | "fs_list" => fs::call(ctx, name, arguments).await,
         "exec" => exec::call(ctx, arguments).await,
         "send_to_agent" => agents::call(ctx, arguments).await,
+        "schedule_task" | "list_tasks" | "pause_task" | "resume_task" | "cancel_task" => {
+            tasks::call(ctx, name, arguments).await
+        }
         other => Err(format!("there is no tool named {other:?}")),
     };
     match result {

@@ -1,0 +1,137 @@
+//! `schedule_task`, `list_tasks`, `pause_task`, `resume_task`, `cancel_task`:
+//! an agent managing its own scheduled work. Each answer gives the next run
+//! time, so the agent can tell the user when it will happen.
+
+use serde_json::{Value, json};
+
+use super::{ToolContext, ToolKind, ToolSpec, text};
+use crate::scheduler::{NewTask, Task, TaskError, TaskKind, TaskPatch};
+
+pub fn specs() -> Vec<ToolSpec> {
+    let id = json!({"type": "object", "properties": {
+        "task_id": {"type": "string", "description": "The id from schedule_task or list_tasks"}
+    }, "required": ["task_id"]});
+    vec![
+        ToolSpec {
+            name: "schedule_task",
+            description: "Schedule a recurring or one-time task for yourself. CONTEXT MODE: \"isolated\" runs in a fresh session (put all the context the task needs in the prompt); \"main\" runs in your main session with its history. SCHEDULE TYPE: \"cron\" takes a crontab expression in the task's timezone (\"0 9 * * *\" is every day at 9:00; 6 fields put seconds first); \"interval\" takes milliseconds (\"3600000\") or a duration (\"30m\"); \"once\" takes an ISO time (\"2026-02-03T15:30:00Z\", or without offset in the timezone) or a delay (\"+10m\"). Returns the task id and its next run time.",
+            parameters: json!({"type": "object", "properties": {
+                "prompt": {"type": "string", "description": "What to do when it runs"},
+                "schedule_type": {"type": "string", "enum": ["cron", "interval", "once"]},
+                "schedule_value": {"type": "string"},
+                "context_mode": {"type": "string", "enum": ["isolated", "main"]},
+                "name": {"type": "string", "description": "A short name for the task list"},
+                "timezone": {"type": "string", "description": "IANA name, e.g. Europe/Berlin (default: the configured one)"},
+                "deliver_to": {"type": "string", "description": "Where the result goes: \"telegram:<chat_id>\", \"discord:<channel_id>\" or \"session:<id>\""}
+            }, "required": ["prompt", "schedule_type", "schedule_value"]}),
+            kind: ToolKind::Write,
+        },
+        ToolSpec {
+            name: "list_tasks",
+            description: "List your scheduled tasks with their status and next run time.",
+            parameters: json!({"type": "object", "properties": {}}),
+            kind: ToolKind::Read,
+        },
+        ToolSpec {
+            name: "pause_task",
+            description: "Pause one of your tasks; it keeps its schedule until resumed.",
+            parameters: id.clone(),
+            kind: ToolKind::Write,
+        },
+        ToolSpec {
+            name: "resume_task",
+            description: "Resume a paused task; returns its next run time.",
+            parameters: id.clone(),
+            kind: ToolKind::Write,
+        },
+        ToolSpec {
+            name: "cancel_task",
+            description: "Cancel (delete) one of your tasks for good.",
+            parameters: id,
+            kind: ToolKind::Write,
+        },
+    ]
+}
+
+fn line(task: &Task) -> String {
+    format!(
+        "{} \"{}\" ({} {}, {}): {} — next run {}",
+        task.id,
+        task.name,
+        serde_json::to_value(task.schedule_type)
+            .unwrap_or_default()
+            .as_str()
+            .unwrap_or_default(),
+        task.schedule_value,
+        task.timezone,
+        serde_json::to_value(task.status)
+            .unwrap_or_default()
+            .as_str()
+            .unwrap_or_default(),
+        task.next_run.as_deref().unwrap_or("none"),
+    )
+}
+
+fn message(err: TaskError) -> String {
+    err.to_string()
+}
+
+/// One of this agent's own tasks (another agent's is "not found").
+async fn own(ctx: &ToolContext, args: &Value) -> Result<Task, String> {
+    let id = text(args, "task_id")?;
+    match ctx.tasks.get(id).await {
+        Ok(task) if task.agent == ctx.agent.id => Ok(task),
+        Ok(_) | Err(TaskError::NotFound(_)) => {
+            Err(format!("you have no task {id:?}; list_tasks shows yours"))
+        }
+        Err(err) => Err(message(err)),
+    }
+}
+
+pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String, String> {
+    match name {
+        "schedule_task" => {
+            let mut new: NewTask =
+                serde_json::from_value(args.clone()).map_err(|e| format!("bad arguments: {e}"))?;
+            new.agent = ctx.agent.id.clone();
+            let task = ctx
+                .tasks
+                .create(new, &format!("agent:{}", ctx.agent.id))
+                .await
+                .map_err(message)?;
+            Ok(format!(
+                "Task scheduled (ID: {}), next run: {}",
+                task.id,
+                task.next_run.as_deref().unwrap_or("none")
+            ))
+        }
+        "list_tasks" => {
+            let tasks = ctx.tasks.list(Some(&ctx.agent.id), None).await.map_err(message)?;
+            if tasks.is_empty() {
+                return Ok("You have no scheduled tasks.".into());
+            }
+            Ok(tasks.iter().map(line).collect::<Vec<_>>().join("\n"))
+        }
+        "pause_task" | "resume_task" => {
+            let task = own(ctx, args).await?;
+            let status = if name == "pause_task" { "paused" } else { "active" };
+            let patch = TaskPatch {
+                status: Some(status.into()),
+                ..TaskPatch::default()
+            };
+            let task = ctx.tasks.update(&task.id, patch).await.map_err(message)?;
+            Ok(line(&task))
+        }
+        "cancel_task" => {
+            let task = own(ctx, args).await?;
+            if task.kind == TaskKind::Heartbeat {
+                return Err(
+                    "the heartbeat comes from config (agents.list[].heartbeat); pause it instead".into(),
+                );
+            }
+            ctx.tasks.cancel(&task.id).await.map_err(message)?;
+            Ok(format!("Task {} cancelled.", task.id))
+        }
+        other => Err(format!("there is no tool named {other:?}")),
+    }
+}

@@ -1,0 +1,62 @@
+//! Where results can go besides an HTTP response: running chat plugins
+//! register a sender per platform, and scheduled tasks deliver to targets such
+//! as `telegram:<chat_id>` through it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use futures::future::BoxFuture;
+
+/// Platforms a `deliver_to` target may name.
+pub const PLATFORMS: &[&str] = &["telegram", "discord"];
+
+pub trait ChannelSender: Send + Sync {
+    /// Posts `text` to one chat (split at the platform's limit by the sender).
+    fn send(&self, chat: String, text: String) -> BoxFuture<'static, Result<(), String>>;
+}
+
+#[derive(Default)]
+pub struct Channels {
+    senders: RwLock<HashMap<String, Arc<dyn ChannelSender>>>,
+}
+
+/// Splits `platform:chat` and checks the platform is one Onyx knows.
+pub fn parse_target(target: &str) -> Result<(&str, &str), String> {
+    let (platform, chat) = target
+        .split_once(':')
+        .filter(|(_, chat)| !chat.trim().is_empty())
+        .ok_or_else(|| format!("{target:?} is not a target like \"telegram:<chat_id>\""))?;
+    if !PLATFORMS.contains(&platform) {
+        return Err(format!(
+            "{platform:?} is not a chat platform ({})",
+            PLATFORMS.join(", ")
+        ));
+    }
+    Ok((platform, chat))
+}
+
+impl Channels {
+    pub fn register(&self, platform: &str, sender: Arc<dyn ChannelSender>) {
+        if let Ok(mut senders) = self.senders.write() {
+            senders.insert(platform.to_string(), sender);
+        }
+    }
+
+    pub fn unregister(&self, platform: &str) {
+        if let Ok(mut senders) = self.senders.write() {
+            senders.remove(platform);
+        }
+    }
+
+    /// Sends to `platform:chat`; an error says why it could not.
+    pub async fn send(&self, target: &str, text: &str) -> Result<(), String> {
+        let (platform, chat) = parse_target(target)?;
+        let sender = self
+            .senders
+            .read()
+            .ok()
+            .and_then(|s| s.get(platform).cloned())
+            .ok_or_else(|| format!("the {platform} plugin is not running"))?;
+        sender.send(chat.to_string(), text.to_string()).await
+    }
+}

@@ -1,0 +1,106 @@
+//! Validating what decides when agents run on their own: the scheduler block,
+//! the default timezone and each agent's heartbeat.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::ConfigError;
+use super::raw::RawScheduler;
+use super::types::{CatchUp, SchedulerConfig};
+
+/// An IANA timezone name (`Europe/Berlin`, `UTC`).
+pub fn timezone(name: Option<&str>, path: &str) -> Result<chrono_tz::Tz, ConfigError> {
+    match name {
+        None => Ok(chrono_tz::UTC),
+        Some(name) => name.parse().map_err(|_| {
+            ConfigError::invalid(
+                path,
+                format!("{name:?} is not an IANA timezone name (like \"Europe/Berlin\" or \"UTC\")"),
+            )
+        }),
+    }
+}
+
+pub fn scheduler(raw: RawScheduler, timezone: chrono_tz::Tz) -> Result<SchedulerConfig, ConfigError> {
+    let catch_up = match raw.catch_up.as_deref() {
+        None | Some("once") => CatchUp::Once,
+        Some("skip") => CatchUp::Skip,
+        Some(other) => {
+            return Err(ConfigError::invalid(
+                "scheduler.catchUp",
+                format!("{other:?} is not \"once\" or \"skip\""),
+            ));
+        }
+    };
+    let lease = raw.lease_seconds.unwrap_or(60);
+    if lease == 0 {
+        return Err(ConfigError::invalid(
+            "scheduler.leaseSeconds",
+            "must be at least 1",
+        ));
+    }
+    let max_consecutive_failures = raw.max_consecutive_failures.unwrap_or(5);
+    if max_consecutive_failures == 0 {
+        return Err(ConfigError::invalid(
+            "scheduler.maxConsecutiveFailures",
+            "must be at least 1",
+        ));
+    }
+    Ok(SchedulerConfig {
+        enabled: raw.enabled.unwrap_or(true),
+        timezone,
+        catch_up,
+        missed_after: Duration::from_secs(raw.missed_after_seconds.unwrap_or(60).max(1)),
+        lease: Duration::from_secs(lease),
+        max_consecutive_failures,
+        failure_backoff: Duration::from_secs(raw.failure_backoff_seconds.unwrap_or(30)),
+        run_timeout: Duration::from_secs(raw.run_timeout_seconds.unwrap_or(600).max(1)),
+    })
+}
+
+/// OpenClaw's `heartbeat: { every: "30m" }` (a bare `"30m"` works too);
+/// `"0"`, `"off"` or nothing turns it off.
+pub fn heartbeat(raw: Option<&Value>, path: &str) -> Result<Option<Duration>, ConfigError> {
+    let every = match raw {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(every)) => every.as_str(),
+        Some(Value::Object(map)) => {
+            if let Some(key) = map.keys().find(|k| k.as_str() != "every") {
+                return Err(ConfigError::invalid(
+                    format!("{path}.{key}"),
+                    "unknown key (heartbeat takes only \"every\")",
+                ));
+            }
+            match map.get("every") {
+                None | Some(Value::Null) => return Ok(None),
+                Some(Value::String(every)) => every.as_str(),
+                Some(_) => {
+                    return Err(ConfigError::invalid(
+                        format!("{path}.every"),
+                        "expected a duration like \"30m\"",
+                    ));
+                }
+            }
+        }
+        Some(_) => {
+            return Err(ConfigError::invalid(path, "expected { every: \"30m\" }"));
+        }
+    };
+    if matches!(every.trim(), "" | "0" | "off") {
+        return Ok(None);
+    }
+    let duration = humantime::parse_duration(every.trim()).map_err(|e| {
+        ConfigError::invalid(
+            format!("{path}.every"),
+            format!("{every:?} is not a duration like \"30m\" or \"2h\": {e}"),
+        )
+    })?;
+    if duration < Duration::from_secs(1) {
+        return Err(ConfigError::invalid(
+            format!("{path}.every"),
+            "must be at least 1s",
+        ));
+    }
+    Ok(Some(duration))
+}

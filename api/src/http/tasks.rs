@@ -1,0 +1,122 @@
+//! `/v1/tasks`: scheduled tasks (list, create, read, change, cancel, run now)
+//! and their run history.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use super::body::{JsonObject, query_number, typed};
+use super::error::ApiError;
+use crate::app::App;
+use crate::scheduler::{NewTask, TaskError, TaskPatch, TaskStatus, view, view_run};
+
+impl From<TaskError> for ApiError {
+    fn from(err: TaskError) -> Self {
+        match err {
+            TaskError::Invalid { message, param } => ApiError::bad_request(message, Some(param.into())),
+            TaskError::NotFound(id) => ApiError::NotFound {
+                message: format!("no task {id:?}"),
+                code: "task_not_found",
+            },
+            TaskError::Conflict(message) => ApiError::Conflict(message),
+            TaskError::Db(err) => ApiError::Unavailable(err.to_string()),
+        }
+    }
+}
+
+fn status_filter(params: &HashMap<String, String>) -> Result<Option<TaskStatus>, ApiError> {
+    params
+        .get("status")
+        .map(|s| {
+            serde_json::from_value(json!(s)).map_err(|_| {
+                ApiError::bad_request(
+                    format!("status: {s:?} is not one of active, paused, completed, failed"),
+                    Some("status".into()),
+                )
+            })
+        })
+        .transpose()
+}
+
+pub async fn list(
+    State(app): State<Arc<App>>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let tasks = app
+        .tasks
+        .list(params.get("agent").map(String::as_str), status_filter(&params)?)
+        .await?;
+    Ok(Json(
+        json!({"object": "list", "data": tasks.iter().map(view).collect::<Vec<_>>()}),
+    ))
+}
+
+pub async fn create(
+    State(app): State<Arc<App>>,
+    JsonObject(body): JsonObject,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let mut new: NewTask = typed(&body)?;
+    if new.agent.is_empty() {
+        new.agent = crate::agents::MAIN.into();
+    }
+    let agent = app
+        .agents
+        .registry
+        .get(&new.agent)
+        .await
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    if agent.is_none() {
+        return Err(ApiError::bad_request(
+            format!(
+                "agent: there is no agent {:?}; GET /v1/agents lists them",
+                new.agent
+            ),
+            Some("agent".into()),
+        ));
+    }
+    let task = app.tasks.create(new, "api").await?;
+    Ok((StatusCode::CREATED, Json(view(&task))))
+}
+
+pub async fn get(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    Ok(Json(view(&app.tasks.get(&id).await?)))
+}
+
+pub async fn patch(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    JsonObject(body): JsonObject,
+) -> Result<Json<Value>, ApiError> {
+    let patch: TaskPatch = typed(&body)?;
+    Ok(Json(view(&app.tasks.update(&id, patch).await?)))
+}
+
+pub async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    app.tasks.cancel(&id).await?;
+    Ok(Json(json!({"id": id, "object": "task", "deleted": true})))
+}
+
+/// Starts a run now; answers at once with the run (poll `/runs` for its end).
+pub async fn run_now(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let run = app.scheduler.run_now(&id).await?;
+    Ok((StatusCode::ACCEPTED, Json(view_run(&run))))
+}
+
+pub async fn runs(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let limit = query_number(&params, "limit", 50, 500)?;
+    let runs = app.tasks.runs(&id, limit).await?;
+    Ok(Json(
+        json!({"object": "list", "data": runs.iter().map(view_run).collect::<Vec<_>>()}),
+    ))
+}

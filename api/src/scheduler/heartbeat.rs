@@ -1,0 +1,78 @@
+//! Heartbeats: an agent with `heartbeat.every` gets one task, `heartbeat-{agent}`,
+//! that runs it on its HEARTBEAT.md checklist in an isolated session. Being an
+//! ordinary task it is claimed, recorded and retried like any other; this
+//! file keeps those tasks in step with the config at startup.
+
+use std::time::Duration;
+
+use chrono::Utc;
+
+use super::schedule::{ScheduleType, stamp};
+use super::store::{ContextMode, Task, TaskKind, TaskStatus};
+use super::{TaskError, Tasks};
+use crate::sessions::now_rfc3339;
+
+pub fn task_id(agent: &str) -> String {
+    format!("heartbeat-{agent}")
+}
+
+/// Creates, reschedules or removes heartbeat tasks to match `heartbeats`
+/// (agent id, how often).
+pub async fn sync(tasks: &Tasks, heartbeats: &[(String, Duration)]) -> Result<(), TaskError> {
+    let existing = tasks.store.list(None, None).await?;
+    for (agent, every) in heartbeats {
+        let value = humantime::format_duration(*every).to_string();
+        let next = Utc::now() + chrono::Duration::from_std(*every).unwrap_or_default();
+        match existing.iter().find(|t| t.id == task_id(agent)) {
+            Some(task) if task.schedule_value == value => {}
+            Some(task) => {
+                let mut task = task.clone();
+                task.schedule_value = value;
+                task.next_run = Some(stamp(next));
+                task.updated_at = now_rfc3339();
+                tasks.store.save(&task).await?;
+            }
+            None => {
+                let now = now_rfc3339();
+                let task = Task {
+                    id: task_id(agent),
+                    agent: agent.clone(),
+                    name: "heartbeat".into(),
+                    prompt: "(the agent's HEARTBEAT.md checklist)".into(),
+                    kind: TaskKind::Heartbeat,
+                    schedule_type: ScheduleType::Interval,
+                    schedule_value: value,
+                    timezone: tasks.settings.timezone.name().to_string(),
+                    context_mode: ContextMode::Isolated,
+                    deliver_to: None,
+                    status: TaskStatus::Active,
+                    next_run: Some(stamp(next)),
+                    last_run: None,
+                    last_status: None,
+                    last_error: None,
+                    consecutive_failures: 0,
+                    created_at: now.clone(),
+                    updated_at: now,
+                    created_by: "config".into(),
+                    lease_owner: None,
+                    lease_until: None,
+                    lease_run: None,
+                };
+                // Another replica starting at the same moment may win; fine.
+                if let Err(err) = tasks.store.create(&task).await
+                    && tasks.store.get(&task.id).await?.is_none()
+                {
+                    return Err(err.into());
+                }
+            }
+        }
+    }
+    for task in existing.iter().filter(|t| t.kind == TaskKind::Heartbeat) {
+        if !heartbeats.iter().any(|(agent, _)| task_id(agent) == task.id) {
+            tasks.store.delete(&task.id).await?;
+            tracing::info!(agent = %task.agent, "heartbeat turned off in config; its task is removed");
+        }
+    }
+    tasks.notify();
+    Ok(())
+}

@@ -1,0 +1,543 @@
+//! The runner: sleeps until the earliest due task (or until a task changes),
+//! claims what is due with a lease, runs the agent unattended, records the
+//! run and moves the schedule on. A run whose replica died is found by its
+//! expired lease, recorded as failed, and the task goes on.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures::StreamExt;
+use serde_json::json;
+
+use super::schedule::{Schedule, parse_stamp, stamp};
+use super::store::{ContextMode, Run, RunStatus, Settle, TaskKind, Tokens, Trigger};
+use super::{Task, TaskError, TaskStatus, Tasks};
+use crate::agents::{Agents, Event, RunRequest};
+use crate::channels::Channels;
+use crate::memory::Memory;
+use crate::sessions::{LogMessage, Sessions, recorder};
+use crate::storage::DbError;
+
+/// Even with nothing due, look again this often: tasks another replica
+/// created wake that replica, not this one, and it may have gone away.
+const MAX_SLEEP: Duration = Duration::from_secs(60);
+/// The longest wait between retries of a failing task.
+const MAX_BACKOFF: Duration = Duration::from_secs(3600);
+const MAX_RESULT_CHARS: usize = 8_000;
+
+pub struct Runner {
+    pub tasks: Arc<Tasks>,
+    agents: Arc<Agents>,
+    sessions: Arc<Sessions>,
+    memory: Arc<Memory>,
+    channels: Arc<Channels>,
+    /// Who holds a lease: this process, on this host.
+    replica: String,
+}
+
+/// How a run went, before it is recorded.
+enum Performed {
+    Answered { text: String, tokens: Tokens },
+    Skipped(String),
+}
+
+impl Runner {
+    pub fn new(
+        tasks: Arc<Tasks>,
+        agents: Arc<Agents>,
+        sessions: Arc<Sessions>,
+        memory: Arc<Memory>,
+        channels: Arc<Channels>,
+    ) -> Arc<Self> {
+        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "onyx".into());
+        let replica = format!(
+            "{host}-{}-{}",
+            std::process::id(),
+            &uuid::Uuid::new_v4().simple().to_string()[..6]
+        );
+        Arc::new(Self {
+            tasks,
+            agents,
+            sessions,
+            memory,
+            channels,
+            replica,
+        })
+    }
+
+    /// Runs the scheduler for as long as the process lives.
+    pub fn spawn(self: &Arc<Self>, heartbeats: Vec<(String, Duration)>) -> tokio::task::JoinHandle<()> {
+        let runner = self.clone();
+        tokio::spawn(async move {
+            while let Err(err) = super::heartbeat::sync(&runner.tasks, &heartbeats).await {
+                tracing::warn!(error = %err, "could not set up heartbeat tasks; retrying");
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+            runner.run_loop().await;
+        })
+    }
+
+    async fn run_loop(self: Arc<Self>) {
+        loop {
+            let wait = match self.tick().await {
+                Ok(()) => self.until_next().await,
+                Err(err) => {
+                    tracing::warn!(error = %err, "scheduler could not read its tasks; retrying");
+                    Duration::from_secs(2)
+                }
+            };
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = self.tasks.changed() => {}
+            }
+        }
+    }
+
+    async fn until_next(&self) -> Duration {
+        match self.tasks.store.next_wake().await {
+            Ok(Some(at)) => parse_stamp(&at)
+                .and_then(|at| (at - Utc::now()).to_std().ok())
+                .unwrap_or(Duration::ZERO)
+                .min(MAX_SLEEP),
+            Ok(None) => MAX_SLEEP,
+            Err(_) => Duration::from_secs(2),
+        }
+    }
+
+    /// Reaps runs whose replica died, then claims and starts what is due.
+    async fn tick(self: &Arc<Self>) -> Result<(), DbError> {
+        let now = Utc::now();
+        for task in self.tasks.store.expired(&stamp(now)).await? {
+            self.reap(task, now).await?;
+        }
+        for task in self.tasks.store.due(&stamp(now), 32).await? {
+            self.start_due(task, now).await?;
+        }
+        Ok(())
+    }
+
+    fn new_run(&self, task: &Task, trigger: Trigger, now: DateTime<Utc>) -> Run {
+        Run {
+            id: uuid::Uuid::now_v7().hyphenated().to_string(),
+            task: task.id.clone(),
+            agent: task.agent.clone(),
+            trigger,
+            scheduled_for: (trigger != Trigger::Manual)
+                .then(|| task.next_run.clone())
+                .flatten(),
+            started_at: stamp(now),
+            finished_at: None,
+            status: RunStatus::Running,
+            result: None,
+            error: None,
+            tokens: Tokens::default(),
+            session_id: None,
+            replica: self.replica.clone(),
+            delivered_to: None,
+            delivery_error: None,
+        }
+    }
+
+    fn lease_until(&self, now: DateTime<Utc>) -> String {
+        stamp(
+            now + chrono::Duration::from_std(self.tasks.settings.lease)
+                .unwrap_or(chrono::Duration::seconds(60)),
+        )
+    }
+
+    async fn start_due(self: &Arc<Self>, task: Task, now: DateTime<Utc>) -> Result<(), DbError> {
+        let Some(due) = task.next_run.as_deref().and_then(parse_stamp) else {
+            return Ok(());
+        };
+        let missed_after = chrono::Duration::from_std(self.tasks.settings.missed_after).unwrap_or_default();
+        let missed = now - due > missed_after;
+        let skip = missed && self.tasks.settings.catch_up == crate::config::CatchUp::Skip;
+        let trigger = if missed {
+            Trigger::CatchUp
+        } else {
+            Trigger::Schedule
+        };
+        let run = self.new_run(&task, trigger, now);
+        let Some(task) = self
+            .tasks
+            .store
+            .claim(&task.id, task.next_run.as_deref(), &run, &self.lease_until(now))
+            .await?
+        else {
+            return Ok(()); // another replica has it
+        };
+        if skip {
+            tracing::info!(task = %task.id, name = %task.name, due = %stamp(due), "skipping a run missed while Onyx was down (catchUp: skip)");
+            let outcome = Ok(Performed::Skipped(format!(
+                "missed while Onyx was down (due {}); catchUp is \"skip\"",
+                stamp(due)
+            )));
+            self.finish(&task, run, outcome, Some(due), None).await;
+            return Ok(());
+        }
+        tracing::info!(task = %task.id, name = %task.name, agent = %task.agent, ?trigger, "running scheduled task");
+        tokio::spawn(self.clone().execute(task, run, Some(due)));
+        Ok(())
+    }
+
+    /// `POST /v1/tasks/{id}/run`: runs it now, whatever its schedule or status;
+    /// the schedule is left as it is.
+    pub async fn run_now(self: &Arc<Self>, id: &str) -> Result<Run, TaskError> {
+        let task = self.tasks.get(id).await?;
+        let busy = |task: &Task| {
+            TaskError::Conflict(format!(
+                "task {:?} is running now (run {}); try again when it finishes",
+                task.id,
+                task.lease_run.clone().unwrap_or_default()
+            ))
+        };
+        if task.lease_run.is_some() {
+            return Err(busy(&task));
+        }
+        let now = Utc::now();
+        let run = self.new_run(&task, Trigger::Manual, now);
+        match self
+            .tasks
+            .store
+            .claim(id, None, &run, &self.lease_until(now))
+            .await?
+        {
+            Some(task) => {
+                tokio::spawn(self.clone().execute(task, run.clone(), None));
+                Ok(run)
+            }
+            None => Err(busy(&self.tasks.get(id).await?)),
+        }
+    }
+
+    /// A claimed run whose replica stopped renewing its lease: failed.
+    async fn reap(&self, task: Task, now: DateTime<Utc>) -> Result<(), DbError> {
+        let Some(run_id) = task.lease_run.clone() else {
+            return Ok(());
+        };
+        let mut run = match self.tasks.store.run(&run_id).await? {
+            Some(run) => run,
+            None => self.new_run(&task, Trigger::Schedule, now),
+        };
+        run.id = run_id;
+        run.status = RunStatus::Failed;
+        run.finished_at = Some(stamp(now));
+        run.error = Some(format!(
+            "the replica running it ({}) stopped before it finished: its lease ran out at {}",
+            task.lease_owner.as_deref().unwrap_or("unknown"),
+            task.lease_until.as_deref().unwrap_or("?")
+        ));
+        let due = run.scheduled_for.as_deref().and_then(parse_stamp);
+        let settle =
+            (run.trigger != Trigger::Manual).then(|| self.settle_for(&task, &run, due.unwrap_or(now), now));
+        if self
+            .tasks
+            .store
+            .settle(&task.id, &run, settle.as_ref(), Some(&stamp(now)))
+            .await?
+        {
+            tracing::warn!(task = %task.id, run = %run.id, "a run's replica died mid-run; recorded as failed");
+        }
+        Ok(())
+    }
+
+    async fn execute(self: Arc<Self>, task: Task, mut run: Run, due: Option<DateTime<Utc>>) {
+        let (lost_tx, lost_rx) = tokio::sync::oneshot::channel::<()>();
+        let renewer = {
+            let store = self.tasks.store.clone();
+            let lease = self.tasks.settings.lease;
+            let (task_id, run_id) = (task.id.clone(), run.id.clone());
+            let runner = self.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(lease / 3).await;
+                    match store
+                        .renew(&task_id, &run_id, &runner.lease_until(Utc::now()))
+                        .await
+                    {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            let _ = lost_tx.send(());
+                            return;
+                        }
+                        Err(err) => {
+                            tracing::warn!(error = %err, task = %task_id, "could not renew a run's lease")
+                        }
+                    }
+                }
+            })
+        };
+        let timeout = self.tasks.settings.run_timeout;
+        let outcome = tokio::select! {
+            outcome = self.perform(&task, &mut run) => outcome,
+            _ = lost_rx => {
+                tracing::warn!(task = %task.id, run = %run.id, "lost a run's lease (this replica stalled); another replica recorded it");
+                return;
+            }
+            () = tokio::time::sleep(timeout) => Err(format!("timed out after {}s", timeout.as_secs())),
+        };
+        renewer.abort();
+        self.finish(&task, run, outcome, due, None).await;
+    }
+
+    /// Records how a run ended and moves the task on.
+    async fn finish(
+        &self,
+        task: &Task,
+        mut run: Run,
+        outcome: Result<Performed, String>,
+        due: Option<DateTime<Utc>>,
+        expired_before: Option<&str>,
+    ) {
+        let now = Utc::now();
+        run.finished_at = Some(stamp(now));
+        match outcome {
+            Ok(Performed::Answered { text, tokens }) => {
+                run.status = RunStatus::Succeeded;
+                run.tokens = tokens;
+                self.deliver(task, &mut run, &text).await;
+                run.result = Some(truncate(&text, MAX_RESULT_CHARS));
+            }
+            Ok(Performed::Skipped(reason)) => {
+                run.status = RunStatus::Skipped;
+                run.result = Some(reason);
+            }
+            Err(message) => {
+                run.status = RunStatus::Failed;
+                run.error = Some(message);
+            }
+        }
+        let settle = due.map(|due| self.settle_for(task, &run, due, now));
+        match self
+            .tasks
+            .store
+            .settle(&task.id, &run, settle.as_ref(), expired_before)
+            .await
+        {
+            Ok(true) => {
+                tracing::info!(task = %task.id, run = %run.id, status = ?run.status, error = run.error.as_deref().unwrap_or(""), "task run finished");
+            }
+            Ok(false) => {
+                tracing::warn!(task = %task.id, run = %run.id, "a run finished after losing its lease; not recorded twice")
+            }
+            Err(err) => {
+                tracing::error!(task = %task.id, run = %run.id, error = %err, "could not record a task run")
+            }
+        }
+        self.tasks.notify();
+    }
+
+    /// The task's fields after a scheduled run: next occurrence, failure
+    /// streak with backoff, and pausing after too many failures in a row.
+    fn settle_for(&self, task: &Task, run: &Run, due: DateTime<Utc>, now: DateTime<Utc>) -> Settle {
+        let tz = self.tasks.timezone_of(task);
+        let schedule = match self.tasks.schedule_of(task) {
+            Some(Schedule::Once(_)) | None => Schedule::Once(due),
+            Some(schedule) => schedule,
+        };
+        let following = schedule.following(due, now, tz);
+        if run.status != RunStatus::Failed {
+            return Settle {
+                last_status: run.status,
+                last_error: None,
+                status: following.is_none().then_some(TaskStatus::Completed),
+                next_run: following.map(stamp),
+                consecutive_failures: 0,
+            };
+        }
+        let failures = task.consecutive_failures + 1;
+        let settings = &self.tasks.settings;
+        if failures >= settings.max_consecutive_failures {
+            let status = if following.is_none() {
+                TaskStatus::Failed
+            } else {
+                TaskStatus::Paused
+            };
+            tracing::warn!(task = %task.id, name = %task.name, failures, ?status, error = run.error.as_deref().unwrap_or(""), "task stopped after failing too many times in a row");
+            return Settle {
+                last_status: RunStatus::Failed,
+                last_error: run.error.clone(),
+                status: Some(status),
+                next_run: following.map(stamp),
+                consecutive_failures: failures,
+            };
+        }
+        let backoff = settings
+            .failure_backoff
+            .saturating_mul(1u32 << (failures - 1).min(16))
+            .min(MAX_BACKOFF);
+        let retry = now + chrono::Duration::from_std(backoff).unwrap_or_default();
+        let next = following.map_or(retry, |next| next.max(retry));
+        Settle {
+            last_status: RunStatus::Failed,
+            last_error: run.error.clone(),
+            status: None,
+            next_run: Some(stamp(next)),
+            consecutive_failures: failures,
+        }
+    }
+
+    /// Runs the agent on the task's prompt, unattended.
+    async fn perform(&self, task: &Task, run: &mut Run) -> Result<Performed, String> {
+        let agent = self
+            .agents
+            .registry
+            .get(&task.agent)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("agent {:?} no longer exists", task.agent))?;
+        if !agent.enabled {
+            return Err(format!("agent {:?} is disabled", agent.id));
+        }
+        self.agents.prepare(&agent).await.map_err(|e| e.to_string())?;
+        let prompt = match task.kind {
+            TaskKind::Task => task.prompt.clone(),
+            TaskKind::Heartbeat => match self.heartbeat_prompt(&agent.id).await {
+                Some(prompt) => prompt,
+                None => return Ok(Performed::Skipped("HEARTBEAT.md is empty".into())),
+            },
+        };
+        let session = match task.context_mode {
+            ContextMode::Isolated => self.sessions.create(&agent.id, "task").await,
+            ContextMode::Main => {
+                self.sessions
+                    .open_named(&format!("{}/main", agent.id), &agent.id, "main")
+                    .await
+            }
+        }
+        .map_err(|e| format!("could not open a session: {e}"))?;
+        run.session_id = Some(session.id.clone());
+        let history = match task.context_mode {
+            ContextMode::Main => self.sessions.messages(&session).await.unwrap_or_default(),
+            ContextMode::Isolated => Vec::new(),
+        };
+        let message = json!({"role": "user", "content": prompt});
+        let note = json!({"role": "system", "content": format!(
+            "The scheduler started this run (task {:?}, {} {:?}). Nobody is watching it live: do the work, then answer with the result itself.",
+            task.name, serde_json::to_value(task.schedule_type).unwrap_or_default().as_str().unwrap_or_default(), task.schedule_value
+        )});
+        let request = RunRequest {
+            agent,
+            turn: recorder::client_messages(std::slice::from_ref(&message)),
+            messages: history
+                .iter()
+                .map(LogMessage::to_openai)
+                .chain([message])
+                .collect(),
+            client_system: vec![note],
+            client_tools: Vec::new(),
+            session: Some(session),
+            include_memory: false,
+            attended: false,
+            stream: false,
+            temperature: None,
+            max_tokens: None,
+        };
+        let mut events = self.agents.run(request);
+        while let Some(event) = events.next().await {
+            match event {
+                Event::Done(outcome) => {
+                    return Ok(Performed::Answered {
+                        text: outcome.content,
+                        tokens: Tokens {
+                            prompt: outcome.usage.prompt_tokens,
+                            completion: outcome.usage.completion_tokens,
+                            total: outcome.usage.total_tokens,
+                        },
+                    });
+                }
+                Event::Failed { message, .. } => return Err(message),
+                _ => {}
+            }
+        }
+        Err("the agent run ended without an answer".into())
+    }
+
+    /// HEARTBEAT.md as a prompt; `None` when it has nothing to check.
+    async fn heartbeat_prompt(&self, agent: &str) -> Option<String> {
+        let file = self.memory.read_file(agent, "HEARTBEAT.md").await.ok()?;
+        if !has_checklist(&file.content) {
+            return None;
+        }
+        Some(format!(
+            "Heartbeat. Go through your HEARTBEAT.md checklist now:\n\n{}\n\nIf nothing needs attention, answer exactly HEARTBEAT_OK.",
+            file.content.trim()
+        ))
+    }
+
+    /// Sends a successful result where the task says; the outcome goes on the run.
+    async fn deliver(&self, task: &Task, run: &mut Run, text: &str) {
+        let Some(target) = task.deliver_to.as_deref() else {
+            return;
+        };
+        if text.trim() == "HEARTBEAT_OK" {
+            return;
+        }
+        let result = if let Some(id) = target.strip_prefix("session:") {
+            match self.sessions.get(id).await {
+                Ok(session) => {
+                    let line = LogMessage::plain(
+                        "assistant",
+                        format!("**{}** (scheduled task)\n\n{text}", task.name),
+                    );
+                    self.sessions
+                        .append(&session, vec![line])
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                }
+                Err(err) => Err(err.to_string()),
+            }
+        } else {
+            self.channels.send(target, text).await
+        };
+        match result {
+            Ok(()) => run.delivered_to = Some(target.to_string()),
+            Err(err) => {
+                tracing::warn!(task = %task.id, target, error = %err, "could not deliver a task's result");
+                run.delivery_error = Some(err);
+            }
+        }
+    }
+}
+
+/// Whether a HEARTBEAT.md has anything to do: more than headings, comments and blank lines.
+fn has_checklist(content: &str) -> bool {
+    let without_comments = {
+        let mut out = String::new();
+        let mut rest = content;
+        while let Some(start) = rest.find("<!--") {
+            out.push_str(&rest[..start]);
+            rest = rest[start..]
+                .find("-->")
+                .map_or("", |end| &rest[start + end + 3..]);
+        }
+        out.push_str(rest);
+        out
+    };
+    without_comments
+        .lines()
+        .map(str::trim)
+        .any(|line| !line.is_empty() && !line.starts_with('#'))
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(max).collect::<String>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_checklist;
+
+    #[test]
+    fn an_empty_heartbeat_file_has_no_checklist() {
+        assert!(!has_checklist(""));
+        assert!(!has_checklist("# HEARTBEAT.md\n\n<!-- add checks here -->\n"));
+        assert!(has_checklist("# HEARTBEAT.md\n- check the inbox\n"));
+    }
+}

@@ -1,0 +1,727 @@
+//! The scheduler end to end: once / interval / cron tasks fire when due (on
+//! second-resolution schedules), pause, resume, cancel and run-now; agents
+//! scheduling their own work; heartbeats; catch-up after downtime; two
+//! replicas on one SurrealDB server running every due run exactly once; and a
+//! run killed mid-way recorded as failed while the task goes on.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use common::services::{S3_ACCESS_KEY, S3_SECRET_KEY, Service};
+use common::*;
+use serde_json::{Value, json};
+
+/// Agents on the fake upstream; `extra` goes inside the top-level object.
+fn config(fakes: &Fakes, extra: &str) -> String {
+    fakes.config().replacen(
+        "providers: {",
+        &format!(
+            r#"agents: {{
+    defaults: {{ model: "openai/fake-echo", permissionMode: "allow-all", timezone: "Europe/Berlin" }},
+    list: [
+      {{ id: "main", default: true }},
+      {{ id: "scripter", model: "openai/fake-script" }},
+      {{ id: "slow", model: "openai/fake-slow" }},
+    ],
+  }},
+  scheduler: {{ leaseSeconds: 2, failureBackoffSeconds: 0, maxConsecutiveFailures: 3 }},
+  {extra}
+  providers: {{"#
+        ),
+        1,
+    )
+}
+
+fn shared_storage(s3: &Service, surreal: &Service) -> String {
+    format!(
+        r#"storage: {{
+    objects: {{ type: "s3", endpoint: "{}", region: "us-east-1", accessKey: "{S3_ACCESS_KEY}", secretKey: "{S3_SECRET_KEY}" }},
+    surrealdb: {{ url: "ws://{}", user: "root", pass: "root" }},
+  }},"#,
+        s3.url(),
+        surreal.addr
+    )
+}
+
+impl Onyx {
+    async fn create_task(&self, body: Value) -> Value {
+        let response = self.post("/v1/tasks").json(&body).send().await.unwrap();
+        let status = response.status();
+        let task: Value = response.json().await.unwrap();
+        assert_eq!(status, 201, "{task}");
+        task
+    }
+
+    async fn runs(&self, task: &str) -> Vec<Value> {
+        let runs = self.get_json(&format!("/v1/tasks/{task}/runs")).await;
+        runs["data"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Waits until the task's finished runs satisfy `done`; returns them, oldest first.
+    async fn wait_for_runs(&self, task: &str, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        for _ in 0..300 {
+            let mut runs: Vec<Value> = self
+                .runs(task)
+                .await
+                .into_iter()
+                .filter(|r| r["status"] != "running")
+                .collect();
+            runs.reverse();
+            if done(&runs) {
+                return runs;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!(
+            "task {task} never reached: {what}: {:#?}\n{}",
+            self.runs(task).await,
+            self.stderr.lock().unwrap()
+        );
+    }
+
+    async fn patch_task(&self, task: &str, body: Value) -> (u16, Value) {
+        let response = self
+            .client
+            .patch(format!("{}/v1/tasks/{task}", self.url))
+            .bearer_auth(ONYX_KEY)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.json().await.unwrap())
+    }
+}
+
+fn succeeded(runs: &[Value]) -> Vec<&Value> {
+    runs.iter().filter(|r| r["status"] == "succeeded").collect()
+}
+
+fn time(value: &Value) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::parse_from_rfc3339(value.as_str().unwrap())
+        .unwrap()
+        .with_timezone(&chrono::Utc)
+}
+
+/// A run started at or after its due time, and not long after.
+fn assert_on_time(run: &Value) {
+    let lag = time(&run["started_at"]) - time(&run["scheduled_for"]);
+    assert!(
+        lag >= chrono::Duration::zero() && lag < chrono::Duration::seconds(3),
+        "started {lag} after it was due: {run}"
+    );
+}
+
+#[tokio::test]
+async fn once_interval_and_cron_tasks_fire_when_due() {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&config(&fakes, "")), &[]).await;
+
+    // once, two seconds from now, delivered into an existing session too.
+    let (_, chat) = onyx
+        .chat(json!({"model": "onyx:main", "messages": [{"role": "user", "content": "hello"}]}))
+        .await;
+    assert!(chat["choices"][0]["message"]["content"].is_string(), "{chat}");
+    let sessions = onyx.get_json("/v1/sessions?agent=main").await;
+    let inbox_session = sessions["data"][0]["id"].as_str().unwrap().to_string();
+    let once = onyx
+        .create_task(json!({
+            "name": "reminder", "prompt": "once-ping", "schedule_type": "once", "schedule_value": "+2s",
+            "deliver_to": format!("session:{inbox_session}"),
+        }))
+        .await;
+    assert_eq!(once["status"], "active");
+    assert_eq!(once["timezone"], "Europe/Berlin", "the configured default");
+    let id = once["id"].as_str().unwrap();
+    let runs = onyx.wait_for_runs(id, "one run", |r| !r.is_empty()).await;
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["status"], "succeeded", "{runs:?}");
+    assert_eq!(runs[0]["result"], "echo: once-ping");
+    assert_eq!(runs[0]["trigger"], "schedule");
+    assert_eq!(runs[0]["scheduled_for"], once["next_run"]);
+    assert_on_time(&runs[0]);
+    assert!(runs[0]["tokens"]["total"].as_u64().unwrap() > 0, "{runs:?}");
+    let task = onyx.get_json(&format!("/v1/tasks/{id}")).await;
+    assert_eq!(
+        (task["status"].as_str(), task["next_run"].as_str()),
+        (Some("completed"), None),
+        "{task}"
+    );
+    assert_eq!(task["last_status"], "succeeded");
+    // The run kept its own session, and the result was delivered to the other one.
+    let session = onyx
+        .get_json(&format!(
+            "/v1/sessions/{}",
+            runs[0]["session_id"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(session["source"], "task", "{session}");
+    assert_eq!(runs[0]["delivered_to"], format!("session:{inbox_session}"));
+    let delivered = onyx.get_json(&format!("/v1/sessions/{inbox_session}")).await;
+    let transcript = delivered["messages"].to_string();
+    assert!(
+        transcript.contains("**reminder** (scheduled task)") && transcript.contains("echo: once-ping"),
+        "{delivered}"
+    );
+
+    // interval: every second, keeping its rhythm.
+    let tick = onyx
+        .create_task(json!({"prompt": "tick", "schedule_type": "interval", "schedule_value": "1s"}))
+        .await;
+    let tick_id = tick["id"].as_str().unwrap();
+    let runs = onyx
+        .wait_for_runs(tick_id, "three runs", |r| succeeded(r).len() >= 3)
+        .await;
+    for pair in runs.windows(2) {
+        assert_eq!(
+            time(&pair[1]["scheduled_for"]) - time(&pair[0]["scheduled_for"]),
+            chrono::Duration::seconds(1),
+            "{pair:?}"
+        );
+    }
+    runs.iter().for_each(assert_on_time);
+
+    // pause: no more runs; resume: they come back; cancel: gone.
+    let (status, paused) = onyx.patch_task(tick_id, json!({"status": "paused"})).await;
+    assert_eq!(
+        (status, paused["status"].as_str()),
+        (200, Some("paused")),
+        "{paused}"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await; // a run in flight may finish
+    let settled = onyx.runs(tick_id).await.len();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(onyx.runs(tick_id).await.len(), settled, "a paused task ran");
+    let (status, resumed) = onyx.patch_task(tick_id, json!({"status": "active"})).await;
+    assert_eq!(status, 200, "{resumed}");
+    onyx.wait_for_runs(tick_id, "runs after resuming", |r| r.len() > settled)
+        .await;
+    let response = onyx
+        .client
+        .delete(format!("{}/v1/tasks/{tick_id}", onyx.url))
+        .bearer_auth(ONYX_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let response = onyx.get(&format!("/v1/tasks/{tick_id}")).send().await.unwrap();
+    assert_eq!(response.status(), 404);
+
+    // cron with seconds: every other second, on even seconds.
+    let cron = onyx
+        .create_task(
+            json!({"prompt": "cron-ping", "schedule_type": "cron", "schedule_value": "*/2 * * * * *"}),
+        )
+        .await;
+    let cron_id = cron["id"].as_str().unwrap();
+    let runs = onyx
+        .wait_for_runs(cron_id, "two runs", |r| succeeded(r).len() >= 2)
+        .await;
+    for run in &runs {
+        assert_eq!(time(&run["scheduled_for"]).timestamp() % 2, 0, "{run}");
+        assert_on_time(run);
+    }
+
+    // Five-field crontab, daily at 09:00 Berlin time: the next run says so.
+    let daily = onyx
+        .create_task(
+            json!({"prompt": "morning summary", "schedule_type": "cron", "schedule_value": "0 9 * * *"}),
+        )
+        .await;
+    let next = time(&daily["next_run"]).with_timezone(&chrono_tz::Europe::Berlin);
+    assert_eq!(next.format("%H:%M:%S").to_string(), "09:00:00", "{daily}");
+    // Run now: one manual run; the schedule stays where it was.
+    let daily_id = daily["id"].as_str().unwrap();
+    let response = onyx
+        .post(&format!("/v1/tasks/{daily_id}/run"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+    let run: Value = response.json().await.unwrap();
+    assert_eq!(run["trigger"], "manual");
+    let runs = onyx
+        .wait_for_runs(daily_id, "the manual run", |r| !r.is_empty())
+        .await;
+    assert_eq!(runs[0]["result"], "echo: morning summary");
+    let after = onyx.get_json(&format!("/v1/tasks/{daily_id}")).await;
+    assert_eq!(after["next_run"], daily["next_run"]);
+    assert_eq!(after["last_status"], "succeeded");
+}
+
+#[tokio::test]
+async fn agents_schedule_list_pause_and_cancel_their_own_tasks() {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&config(&fakes, "")), &[]).await;
+    let say = |text: String| {
+        let onyx = &onyx;
+        async move {
+            let (status, body) = onyx
+                .chat(json!({"model": "onyx:scripter", "messages": [{"role": "user", "content": text}]}))
+                .await;
+            assert_eq!(status, 200, "{body}");
+            body["choices"][0]["message"]["content"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        }
+    };
+    // The task's own prompt is a script too (one step: no " ; " inside the
+    // outer script): when it runs, it lists its tasks.
+    let args = json!({"prompt": "script: list_tasks {}", "schedule_type": "interval",
+                      "schedule_value": "1s", "name": "self-check", "context_mode": "main"});
+    let answer = say(format!("script: schedule_task {args} ; answer")).await;
+    assert!(answer.contains("Task scheduled (ID: "), "{answer}");
+    assert!(answer.contains("next run: 20"), "{answer}");
+    let tasks = onyx.get_json("/v1/tasks?agent=scripter").await;
+    let task = &tasks["data"][0];
+    assert_eq!(task["created_by"], "agent:scripter", "{tasks}");
+    assert_eq!(task["context_mode"], "main");
+    let id = task["id"].as_str().unwrap().to_string();
+
+    // It runs as the agent, in the agent's main session, with its tools.
+    let runs = onyx
+        .wait_for_runs(&id, "two runs", |r| succeeded(r).len() >= 2)
+        .await;
+    let result = runs[0]["result"].as_str().unwrap();
+    assert!(result.contains(&id) && result.contains("self-check"), "{result}");
+    assert_eq!(
+        runs[0]["session_id"], runs[1]["session_id"],
+        "main mode shares one session"
+    );
+
+    let listed = say("script: list_tasks {} ; answer".into()).await;
+    assert!(listed.contains(&id) && listed.contains("next run"), "{listed}");
+    let paused = say(format!("script: pause_task {} ; answer", json!({"task_id": id}))).await;
+    assert!(paused.contains("paused"), "{paused}");
+    assert_eq!(
+        onyx.get_json(&format!("/v1/tasks/{id}")).await["status"],
+        "paused"
+    );
+    // Another agent's task is not its to touch.
+    let other = onyx
+        .create_task(
+            json!({"agent": "main", "prompt": "x", "schedule_type": "cron", "schedule_value": "@daily"}),
+        )
+        .await;
+    let refused = say(format!(
+        "script: cancel_task {} ; answer",
+        json!({"task_id": other["id"]})
+    ))
+    .await;
+    assert!(refused.contains("you have no task"), "{refused}");
+    let cancelled = say(format!("script: cancel_task {} ; answer", json!({"task_id": id}))).await;
+    assert!(cancelled.contains("cancelled"), "{cancelled}");
+    let response = onyx.get(&format!("/v1/tasks/{id}")).send().await.unwrap();
+    assert_eq!(response.status(), 404);
+}
+
+#[tokio::test]
+async fn bad_schedules_timezones_and_prompts_get_clear_400s() {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&config(&fakes, "")), &[]).await;
+    let cases = [
+        (
+            json!({"prompt": "x", "schedule_type": "cron", "schedule_value": "0 9 * *"}),
+            "schedule_value",
+            "4 fields",
+        ),
+        (
+            json!({"prompt": "x", "schedule_type": "cron", "schedule_value": "0 25 * * *"}),
+            "schedule_value",
+            "not a valid cron",
+        ),
+        (
+            json!({"prompt": "x", "schedule_type": "cron", "schedule_value": "0 0 30 2 *"}),
+            "schedule_value",
+            "never fires",
+        ),
+        (
+            json!({"prompt": "x", "schedule_type": "interval", "schedule_value": "sometimes"}),
+            "schedule_value",
+            "not an interval",
+        ),
+        (
+            json!({"prompt": "x", "schedule_type": "once", "schedule_value": "2001-01-01T00:00:00Z"}),
+            "schedule_value",
+            "in the past",
+        ),
+        (
+            json!({"prompt": "x", "schedule_type": "weekly", "schedule_value": "1"}),
+            "schedule_type",
+            "not \"cron\"",
+        ),
+        (
+            json!({"prompt": "x", "schedule_type": "cron", "schedule_value": "@daily", "timezone": "Mars/Olympus"}),
+            "timezone",
+            "IANA",
+        ),
+        (
+            json!({"prompt": "x".repeat(16_001), "schedule_type": "cron", "schedule_value": "@daily"}),
+            "prompt",
+            "over the limit of 16000",
+        ),
+        (
+            json!({"prompt": "  ", "schedule_type": "cron", "schedule_value": "@daily"}),
+            "prompt",
+            "must say",
+        ),
+        (
+            json!({"prompt": "x", "schedule_type": "cron", "schedule_value": "@daily", "agent": "nobody"}),
+            "agent",
+            "no agent",
+        ),
+        (
+            json!({"prompt": "x", "schedule_type": "cron", "schedule_value": "@daily", "context_mode": "shared"}),
+            "context_mode",
+            "isolated",
+        ),
+        (
+            json!({"prompt": "x", "schedule_type": "cron", "schedule_value": "@daily", "deliver_to": "slack:1"}),
+            "deliver_to",
+            "not a chat platform",
+        ),
+        (
+            json!({"prompt": 5, "schedule_type": "cron", "schedule_value": "@daily"}),
+            "prompt",
+            "string",
+        ),
+        (
+            json!({"prompt": "x", "schedule_type": "cron", "schedule_value": "@daily", "colour": "red"}),
+            "colour",
+            "unknown field",
+        ),
+        (
+            json!({"schedule_type": "cron", "schedule_value": "@daily"}),
+            "prompt",
+            "missing",
+        ),
+    ];
+    for (body, param, words) in cases {
+        let response = onyx.post("/v1/tasks").json(&body).send().await.unwrap();
+        let status = response.status().as_u16();
+        let error: Value = response.json().await.unwrap();
+        assert_eq!(status, 400, "{body}: {error}");
+        assert_eq!(error["error"]["param"], param, "{error}");
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(message.contains(words), "{message:?} should say {words:?}");
+    }
+    let response = onyx
+        .post("/v1/tasks")
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    // Nothing half-made was kept.
+    assert_eq!(onyx.get_json("/v1/tasks").await["data"], json!([]));
+
+    let task = onyx
+        .create_task(json!({"prompt": "x", "schedule_type": "cron", "schedule_value": "@daily"}))
+        .await;
+    let id = task["id"].as_str().unwrap();
+    let (status, error) = onyx.patch_task(id, json!({"status": "done"})).await;
+    assert_eq!(status, 400, "{error}");
+    let (status, error) = onyx.patch_task(id, json!({"schedule_value": "61 * * * *"})).await;
+    assert_eq!(status, 400, "{error}");
+    assert_eq!(
+        onyx.get_json(&format!("/v1/tasks/{id}")).await["schedule_value"],
+        "@daily"
+    );
+    for (method, path) in [
+        ("GET", "/v1/tasks/nope"),
+        ("POST", "/v1/tasks/nope/run"),
+        ("GET", "/v1/tasks/nope/runs"),
+    ] {
+        let response = onyx
+            .client
+            .request(method.parse().unwrap(), format!("{}{path}", onyx.url))
+            .bearer_auth(ONYX_KEY)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 404, "{method} {path}");
+    }
+    let response = onyx.get("/v1/tasks?status=sleeping").send().await.unwrap();
+    assert_eq!(response.status(), 400);
+}
+
+#[tokio::test]
+async fn heartbeats_follow_heartbeat_md_and_never_block_tasks() {
+    let fakes = Fakes::start().await;
+    let config = config(&fakes, "").replace(
+        r#"{ id: "main", default: true }"#,
+        r#"{ id: "main", default: true, heartbeat: { every: "1s" } }"#,
+    );
+    let onyx = Onyx::start(Some(&config), &[]).await;
+    let heartbeat = "heartbeat-main";
+    let runs = onyx
+        .wait_for_runs(heartbeat, "a heartbeat", |r| !succeeded(r).is_empty())
+        .await;
+    let result = runs[0]["result"].as_str().unwrap();
+    assert!(
+        result.starts_with("echo: Heartbeat.") && result.contains("HEARTBEAT_OK"),
+        "{result}"
+    );
+    let task = onyx.get_json(&format!("/v1/tasks/{heartbeat}")).await;
+    assert_eq!(
+        (task["kind"].as_str(), task["schedule_value"].as_str()),
+        (Some("heartbeat"), Some("1s"))
+    );
+    // It comes from config: it can be paused, not deleted or rescheduled.
+    let response = onyx
+        .client
+        .delete(format!("{}/v1/tasks/{heartbeat}", onyx.url))
+        .bearer_auth(ONYX_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 409);
+    let (status, _) = onyx.patch_task(heartbeat, json!({"schedule_value": "5s"})).await;
+    assert_eq!(status, 409);
+
+    // An empty checklist skips the heartbeat; a task of the same agent still runs.
+    let response = onyx
+        .client
+        .put(format!("{}/v1/agents/main/files/HEARTBEAT.md", onyx.url))
+        .bearer_auth(ONYX_KEY)
+        .body("# HEARTBEAT.md\n\n<!-- nothing to check -->\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let task = onyx
+        .create_task(json!({"prompt": "still here", "schedule_type": "interval", "schedule_value": "1s"}))
+        .await;
+    let runs = onyx
+        .wait_for_runs(heartbeat, "a skipped heartbeat", |r| {
+            r.iter().any(|run| run["status"] == "skipped")
+        })
+        .await;
+    let skipped = runs.iter().find(|r| r["status"] == "skipped").unwrap();
+    assert_eq!(skipped["result"], "HEARTBEAT.md is empty");
+    let task_runs = onyx
+        .wait_for_runs(task["id"].as_str().unwrap(), "task runs", |r| {
+            succeeded(r).len() >= 2
+        })
+        .await;
+    assert_eq!(task_runs[0]["result"], "echo: still here");
+}
+
+#[tokio::test]
+async fn runs_missed_while_down_catch_up_once_or_are_skipped() {
+    let fakes = Fakes::start().await;
+    let with_catch_up = |mode: &str| {
+        config(&fakes, "").replace(
+            "scheduler: { leaseSeconds: 2,",
+            &format!(r#"scheduler: {{ catchUp: "{mode}", missedAfterSeconds: 1, leaseSeconds: 2,"#),
+        )
+    };
+    let onyx = Onyx::start(Some(&with_catch_up("once")), &[]).await;
+    let task = onyx
+        .create_task(json!({"prompt": "catch me", "schedule_type": "interval", "schedule_value": "2s"}))
+        .await;
+    let id = task["id"].as_str().unwrap().to_string();
+    onyx.wait_for_runs(&id, "a first run", |r| !r.is_empty()).await;
+    let (dir, _) = onyx.stop().await;
+
+    // Down for three beats: one catch-up run, not three.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let onyx = Onyx::start_in(dir, Some(&with_catch_up("once")), &[]).await;
+    let runs = onyx
+        .wait_for_runs(&id, "a catch-up run", |r| {
+            r.iter().any(|run| run["trigger"] == "catch-up")
+        })
+        .await;
+    let caught_up: Vec<_> = runs.iter().filter(|r| r["trigger"] == "catch-up").collect();
+    assert_eq!(caught_up.len(), 1, "{runs:#?}");
+    assert_eq!(caught_up[0]["status"], "succeeded");
+    let task = onyx.get_json(&format!("/v1/tasks/{id}")).await;
+    assert!(
+        time(&task["next_run"]) > time(&caught_up[0]["started_at"]),
+        "{task}"
+    );
+    let (dir, _) = onyx.stop().await;
+
+    // With catchUp "skip", the missed run is recorded as skipped, not run.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let before = fakes.openai.state.requests().len();
+    let onyx = Onyx::start_in(dir, Some(&with_catch_up("skip")), &[]).await;
+    let runs = onyx
+        .wait_for_runs(&id, "a skipped run", |r| {
+            r.iter().any(|run| run["status"] == "skipped")
+        })
+        .await;
+    let skipped: Vec<_> = runs.iter().filter(|r| r["status"] == "skipped").collect();
+    assert_eq!(skipped.len(), 1, "{runs:#?}");
+    assert!(
+        skipped[0]["result"]
+            .as_str()
+            .unwrap()
+            .contains("missed while Onyx was down")
+    );
+    assert_eq!(
+        fakes.openai.state.requests().len(),
+        before,
+        "a skipped run called the model"
+    );
+    // And the schedule goes on.
+    let count = runs.len();
+    let runs = onyx
+        .wait_for_runs(&id, "a scheduled run after the skip", |r| r.len() > count)
+        .await;
+    assert_eq!(runs.last().unwrap()["trigger"], "schedule");
+}
+
+#[tokio::test]
+async fn two_replicas_on_one_database_run_every_due_run_exactly_once() {
+    let fakes = Fakes::start().await;
+    let (s3, surreal) = (Service::s3().await, Service::surreal().await);
+    let config = config(&fakes, &shared_storage(&s3, &surreal));
+    let (a, b) = (
+        Onyx::start(Some(&config), &[]).await,
+        Onyx::start(Some(&config), &[]).await,
+    );
+    let mut once = Vec::new();
+    for i in 0..6 {
+        // Made on both replicas, so both runners are awake for them.
+        let replica = if i % 2 == 0 { &a } else { &b };
+        let task = replica
+            .create_task(
+                json!({"prompt": format!("once-{i}"), "schedule_type": "once", "schedule_value": "+2s"}),
+            )
+            .await;
+        once.push(task["id"].as_str().unwrap().to_string());
+    }
+    let interval = a
+        .create_task(json!({"prompt": "beat", "schedule_type": "interval", "schedule_value": "1s"}))
+        .await;
+    let interval = interval["id"].as_str().unwrap().to_string();
+    let beats = a
+        .wait_for_runs(&interval, "six beats", |r| succeeded(r).len() >= 6)
+        .await;
+    for id in &once {
+        b.wait_for_runs(id, "its run", |r| !r.is_empty()).await;
+    }
+    // Let anything in flight land, then count.
+    a.patch_task(&interval, json!({"status": "paused"})).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let replicas: HashSet<String> = beats
+        .iter()
+        .map(|r| r["replica"].as_str().unwrap().to_string())
+        .collect();
+    for id in &once {
+        let runs = a.runs(id).await;
+        assert_eq!(runs.len(), 1, "task {id} ran {} times: {runs:#?}", runs.len());
+        assert_eq!(runs[0]["status"], "succeeded");
+    }
+    let beats = a.runs(&interval).await;
+    let due_times: HashSet<&str> = beats
+        .iter()
+        .map(|r| r["scheduled_for"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        due_times.len(),
+        beats.len(),
+        "an occurrence ran twice: {beats:#?}"
+    );
+    // The model saw each run once.
+    let requests = fakes.openai.state.requests();
+    let asked = |text: &str| {
+        requests
+            .iter()
+            .filter(|r| r["messages"].as_array().unwrap().last().unwrap()["content"] == text)
+            .count()
+    };
+    for i in 0..6 {
+        assert_eq!(asked(&format!("once-{i}")), 1, "once-{i}");
+    }
+    assert_eq!(asked("beat"), beats.len());
+    eprintln!("beats ran on {} replica(s): {replicas:?}", replicas.len());
+}
+
+#[tokio::test]
+async fn a_run_killed_mid_way_is_recorded_failed_and_the_task_goes_on() {
+    let fakes = Fakes::start().await;
+    let surreal = Service::surreal().await;
+    let storage = format!(
+        r#"storage: {{ surrealdb: {{ url: "ws://{}", user: "root", pass: "root" }} }},"#,
+        surreal.addr
+    );
+    let config = config(&fakes, &storage);
+    let victim = Onyx::start(Some(&config), &[]).await;
+    // fake-slow takes 3 s to answer: long enough to die in the middle.
+    let task = victim
+        .create_task(json!({"agent": "slow", "prompt": "slow work", "schedule_type": "interval", "schedule_value": "4s"}))
+        .await;
+    let id = task["id"].as_str().unwrap().to_string();
+    for _ in 0..100 {
+        if victim.get_json(&format!("/v1/tasks/{id}")).await["running"] == true {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(victim.get_json(&format!("/v1/tasks/{id}")).await["running"], true);
+    victim.crash().await;
+
+    let survivor = Onyx::start(Some(&config), &[]).await;
+    let runs = survivor
+        .wait_for_runs(&id, "the dead run failed and a later one succeeded", |r| {
+            r.iter().any(|run| run["status"] == "failed") && r.iter().any(|run| run["status"] == "succeeded")
+        })
+        .await;
+    let failed = runs.iter().find(|r| r["status"] == "failed").unwrap();
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap()
+            .contains("stopped before it finished"),
+        "{failed}"
+    );
+    let ok = runs.iter().find(|r| r["status"] == "succeeded").unwrap();
+    assert_ne!(failed["replica"], ok["replica"]);
+    assert!(time(&ok["scheduled_for"]) > time(&failed["scheduled_for"]));
+    let task = survivor.get_json(&format!("/v1/tasks/{id}")).await;
+    assert_eq!(task["status"], "active", "{task}");
+    assert_eq!(
+        task["consecutive_failures"], 0,
+        "a success resets the streak: {task}"
+    );
+}
+
+#[tokio::test]
+async fn a_task_failing_again_and_again_is_paused() {
+    let fakes = Fakes::start().await;
+    let config = config(&fakes, "").replace(
+        r#"{ id: "slow", model: "openai/fake-slow" },"#,
+        r#"{ id: "slow", model: "openai/fake-slow" }, { id: "broken", model: "openai/fake-500" },"#,
+    );
+    let onyx = Onyx::start(Some(&config), &[]).await;
+    let task = onyx
+        .create_task(
+            json!({"agent": "broken", "prompt": "fail", "schedule_type": "interval", "schedule_value": "1s"}),
+        )
+        .await;
+    let id = task["id"].as_str().unwrap();
+    let runs = onyx.wait_for_runs(id, "three failures", |r| r.len() >= 3).await;
+    assert!(runs.iter().all(|r| r["status"] == "failed"), "{runs:#?}");
+    let task = onyx.get_json(&format!("/v1/tasks/{id}")).await;
+    assert_eq!(task["status"], "paused", "{task}");
+    assert_eq!(task["consecutive_failures"], 3);
+    assert!(
+        task["last_error"].as_str().unwrap().contains("500")
+            || task["last_error"].as_str().unwrap().contains("broke"),
+        "{task}"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(onyx.runs(id).await.len(), 3, "a paused task ran again");
+    let (_, logs) = onyx.stop_and_logs().await;
+    assert!(
+        logs.contains("task stopped after failing too many times in a row"),
+        "{logs}"
+    );
+}
