@@ -14,6 +14,7 @@ use crate::config::{Config, ProviderKind};
 use crate::health::HealthCache;
 use crate::memory::Memory;
 use crate::observability::Metrics;
+use crate::plugins::{Conversations, Plugins};
 use crate::providers::catalog::ModelCatalog;
 use crate::providers::{self, ProviderError, Router};
 use crate::scheduler::{Runner, Tasks};
@@ -37,6 +38,7 @@ pub struct App {
     pub scheduler: Arc<Runner>,
     /// Chat platforms that results can be delivered to (filled by plugins).
     pub channels: Arc<Channels>,
+    pub plugins: Plugins,
     /// Store plain proxy requests (without `x-onyx-session-id`) as sessions.
     pub record_sessions: bool,
 }
@@ -60,6 +62,8 @@ pub enum StartupError {
     Keys(#[from] KeyError),
     #[error("sessions: {0}")]
     Sessions(#[from] SessionError),
+    #[error("{0}")]
+    Plugin(String),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: std::net::SocketAddr,
@@ -133,7 +137,18 @@ impl App {
                 .collect();
             scheduler.spawn(heartbeats);
         }
+        let env = |name: &str| std::env::var(name).ok();
+        let enabled = crate::plugins::build(&config.plugins, &env).map_err(StartupError::Plugin)?;
+        let conversations = Arc::new(Conversations::new(
+            agents.clone(),
+            sessions.clone(),
+            crate::plugins::chats::Chats::new(db.clone()),
+            config.bindings.clone(),
+            enabled.allow,
+        ));
+        let plugins = Plugins::start(enabled.plugins, conversations, &channels);
         Ok(Self {
+            plugins,
             tasks,
             scheduler,
             channels,

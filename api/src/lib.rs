@@ -19,6 +19,7 @@ pub mod http;
 pub mod inbox;
 pub mod memory;
 pub mod observability;
+pub mod plugins;
 pub mod providers;
 pub mod scheduler;
 pub mod sessions;

@@ -220,8 +220,8 @@ fn surreal_config(url: String, credentials: bool) -> SurrealConfig {
 }
 
 async fn database_roundtrip(db: &Db) {
-    assert_eq!(onyx::storage::SCHEMA_VERSION, 4);
-    // Versions 2–4 defined memory, agent and task tables (reading an undefined table is an error).
+    assert_eq!(onyx::storage::SCHEMA_VERSION, 5);
+    // Versions 2–5 defined memory, agent, task and chat tables (reading an undefined table is an error).
     for table in [
         "memory_chunk",
         "memory_file",
@@ -230,6 +230,7 @@ async fn database_roundtrip(db: &Db) {
         "inbox_message",
         "task",
         "task_run",
+        "chat_session",
         "approval",
     ] {
         let rows: Vec<serde_json::Value> = db

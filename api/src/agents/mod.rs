@@ -27,7 +27,7 @@ use crate::inbox::Inbox;
 use crate::memory::Memory;
 use crate::providers::Router;
 use crate::scheduler::Tasks;
-use crate::sessions::{Sessions, recorder};
+use crate::sessions::Sessions;
 use crate::storage::{Db, ObjectStore};
 
 pub struct Agents {
@@ -101,19 +101,7 @@ impl Agents {
         let message = serde_json::json!({"role": "user", "content": format!(
             "{} sent you a message (see Inbox). Act on it.", wake.from
         )});
-        let request = RunRequest {
-            agent: agent.clone(),
-            turn: recorder::client_messages(std::slice::from_ref(&message)),
-            messages: vec![message],
-            client_system: Vec::new(),
-            client_tools: Vec::new(),
-            session,
-            include_memory: false,
-            attended: false,
-            stream: false,
-            temperature: None,
-            max_tokens: None,
-        };
+        let request = RunRequest::unattended(agent.clone(), &[], message, None, session);
         let mut events = self.run(request);
         while let Some(event) = events.next().await {
             if let Event::Failed { message, .. } = event {

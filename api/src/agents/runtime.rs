@@ -44,6 +44,40 @@ pub struct RunRequest {
     pub max_tokens: Option<u32>,
 }
 
+impl RunRequest {
+    /// A run nobody watches live (a schedule, a chat platform, a wake-up): the
+    /// session's history, then one new user message, with an optional system
+    /// note about the situation. Dangerous tools are not offered in `ask` mode.
+    pub fn unattended(
+        agent: AgentDef,
+        history: &[LogMessage],
+        message: Value,
+        note: Option<String>,
+        session: Option<SessionMeta>,
+    ) -> Self {
+        Self {
+            agent,
+            turn: crate::sessions::recorder::client_messages(std::slice::from_ref(&message)),
+            messages: history
+                .iter()
+                .map(LogMessage::to_openai)
+                .chain([message])
+                .collect(),
+            client_system: note
+                .map(|n| json!({"role": "system", "content": n}))
+                .into_iter()
+                .collect(),
+            client_tools: Vec::new(),
+            session,
+            include_memory: false,
+            attended: false,
+            stream: false,
+            temperature: None,
+            max_tokens: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub enum Event {
     Text(String),

@@ -82,6 +82,7 @@ async fn serve(config_path: Option<PathBuf>, listen: Option<SocketAddr>) -> Resu
     let grace = config.gateway.shutdown_grace;
     tracing::info!(?grace, "shutting down: finishing in-flight requests");
     let _ = stop_tx.send(true);
+    app.plugins.stop().await;
     match tokio::time::timeout(grace, server).await {
         Ok(_) => tracing::info!("stopped cleanly"),
         Err(_) => tracing::warn!("grace period over; closing the remaining connections"),

@@ -237,7 +237,7 @@ pub struct AgentConfig {
     pub heartbeat: Option<Duration>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Binding {
     pub agent_id: String,
     pub channel: String,

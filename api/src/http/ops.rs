@@ -19,7 +19,8 @@ pub async fn health(State(app): State<Arc<App>>) -> impl IntoResponse {
         objects: app.objects.as_ref(),
         parked_sessions: app.sessions.pending_count(),
     };
-    let dependencies = app.health.dependencies(&app.router, stores, &app.memory).await;
+    let mut dependencies = app.health.dependencies(&app.router, stores, &app.memory).await;
+    dependencies.extend(app.plugins.health());
     let degraded = dependencies.iter().any(|d| d.status == DepState::Down);
     Json(json!({
         "status": if degraded { "degraded" } else { "ok" },

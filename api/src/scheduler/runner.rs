@@ -16,7 +16,7 @@ use super::{Task, TaskError, TaskStatus, Tasks};
 use crate::agents::{Agents, Event, RunRequest};
 use crate::channels::Channels;
 use crate::memory::Memory;
-use crate::sessions::{LogMessage, Sessions, recorder};
+use crate::sessions::{LogMessage, Sessions};
 use crate::storage::DbError;
 
 /// Even with nothing due, look again this often: tasks another replica
@@ -412,28 +412,17 @@ impl Runner {
             ContextMode::Main => self.sessions.messages(&session).await.unwrap_or_default(),
             ContextMode::Isolated => Vec::new(),
         };
-        let message = json!({"role": "user", "content": prompt});
-        let note = json!({"role": "system", "content": format!(
+        let note = format!(
             "The scheduler started this run (task {:?}, {} {:?}). Nobody is watching it live: do the work, then answer with the result itself.",
-            task.name, serde_json::to_value(task.schedule_type).unwrap_or_default().as_str().unwrap_or_default(), task.schedule_value
-        )});
-        let request = RunRequest {
-            agent,
-            turn: recorder::client_messages(std::slice::from_ref(&message)),
-            messages: history
-                .iter()
-                .map(LogMessage::to_openai)
-                .chain([message])
-                .collect(),
-            client_system: vec![note],
-            client_tools: Vec::new(),
-            session: Some(session),
-            include_memory: false,
-            attended: false,
-            stream: false,
-            temperature: None,
-            max_tokens: None,
-        };
+            task.name,
+            serde_json::to_value(task.schedule_type)
+                .unwrap_or_default()
+                .as_str()
+                .unwrap_or_default(),
+            task.schedule_value
+        );
+        let message = json!({"role": "user", "content": prompt});
+        let request = RunRequest::unattended(agent, &history, message, Some(note), Some(session));
         let mut events = self.agents.run(request);
         while let Some(event) = events.next().await {
             match event {

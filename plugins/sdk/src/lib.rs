@@ -1,20 +1,32 @@
 //! `onyx-plugin-sdk`: the contract between Onyx and its chat-platform plugins
 //! (Telegram, Discord, …). A plugin receives a [`PluginContext`] when started,
 //! hands every incoming chat message to it, and is asked to [`Plugin::send`]
-//! replies. Nothing here knows about HTTP or storage, so a plugin can later
-//! move out of process without touching the core.
+//! replies and show typing. Nothing here knows about HTTP or storage, so a
+//! plugin can later move out of process without touching the core.
+
+mod settings;
+mod split;
+
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
+pub use settings::{own_settings, token};
+pub use split::split_message;
+
 /// A message a user sent on a chat platform.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IncomingMessage {
-    /// The platform, as used in bindings and session sources: `telegram`, `discord`.
+    /// The platform, as used in bindings and session names: `telegram`, `discord`.
     pub platform: String,
+    /// The platform's id of this message (replies point at it).
+    pub message_id: String,
     pub chat_id: String,
     /// The server (Discord guild) the chat belongs to, if any.
     pub guild_id: Option<String>,
+    /// A one-to-one chat with the bot (not a group or a server channel).
+    pub direct: bool,
     pub user_id: String,
     pub user_name: Option<String>,
     pub text: String,
@@ -32,7 +44,8 @@ pub struct Attachment {
     pub url: Option<String>,
 }
 
-/// A message for the platform to deliver to one chat.
+/// A message for the platform to deliver to one chat; already within
+/// [`Plugin::max_message_chars`] (the core splits longer replies).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutgoingMessage {
     pub chat_id: String,
@@ -42,25 +55,34 @@ pub struct OutgoingMessage {
 
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
+    /// The plugin's settings are unusable; restarting will not help.
     #[error("plugin configuration: {0}")]
     Config(String),
+    /// The platform failed or the connection dropped; worth a restart.
     #[error("platform: {0}")]
     Platform(String),
 }
 
-/// The core's side: where a running plugin hands the messages it receives.
+/// The core's side: where a running plugin hands what it receives.
 pub trait PluginContext: Send + Sync {
-    /// Routes one incoming message to an agent; replies come back through `send`.
-    fn deliver(&self, message: IncomingMessage) -> BoxFuture<'_, Result<(), PluginError>>;
-    /// Shows (or refreshes) a typing indicator while an agent works.
-    fn typing(&self, chat_id: &str) -> BoxFuture<'_, ()>;
+    /// Hands one incoming message to the core, which answers through
+    /// [`Plugin::send`]. Returns at once; the agent works in the background.
+    fn deliver(&self, message: IncomingMessage);
+    /// The plugin is connected (again) and receiving.
+    fn connected(&self, detail: &str);
 }
 
 /// A chat-platform connector, run by the core's plugin manager.
 pub trait Plugin: Send + Sync {
+    /// The platform name: `telegram`, `discord`.
     fn name(&self) -> &str;
-    /// Connects and runs until `stop`; returning an error lets the manager restart it.
-    fn start(&self, ctx: std::sync::Arc<dyn PluginContext>) -> BoxFuture<'_, Result<(), PluginError>>;
+    /// The platform's limit on one message, in characters.
+    fn max_message_chars(&self) -> usize;
+    /// Connects and receives until [`stop`](Plugin::stop) (then `Ok`); an
+    /// error (a dropped connection) lets the manager restart it with backoff.
+    fn start(&self, ctx: Arc<dyn PluginContext>) -> BoxFuture<'_, Result<(), PluginError>>;
     fn stop(&self) -> BoxFuture<'_, ()>;
     fn send(&self, message: OutgoingMessage) -> BoxFuture<'_, Result<(), PluginError>>;
+    /// Shows a typing indicator in a chat for a few seconds.
+    fn typing(&self, chat_id: &str) -> BoxFuture<'_, Result<(), PluginError>>;
 }

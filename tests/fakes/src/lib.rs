@@ -7,9 +7,11 @@
 //! finished or were cut off by the client (`GET /_fake/requests`, `/_fake/stats`).
 
 pub mod anthropic;
+pub mod discord;
 pub mod ollama;
 pub mod openai;
 pub mod script;
+pub mod telegram;
 pub mod topics;
 
 use std::net::SocketAddr;

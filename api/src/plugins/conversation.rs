@@ -1,0 +1,288 @@
+//! One incoming chat message, start to finish: the sender's access, the
+//! commands (`/new`, `/status`, `/start`), routing to an agent, the chat's
+//! session, typing while the agent works, and the reply split at the
+//! platform's limit. Messages of one chat are answered in order.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use onyx_plugin_sdk::{IncomingMessage, OutgoingMessage, Plugin, split_message};
+use serde_json::json;
+
+use super::chats::Chats;
+use super::routing;
+use crate::agents::{AgentDef, Agents, Event, RunRequest};
+use crate::config::Binding;
+use crate::sessions::Sessions;
+
+/// Telegram shows "typing…" for about five seconds per call.
+const TYPING_EVERY: Duration = Duration::from_secs(4);
+
+/// Who may talk to a plugin's bot: listed user ids, or everyone with `"*"`.
+#[derive(Debug, Clone, Default)]
+pub struct AllowList {
+    users: Vec<String>,
+}
+
+impl AllowList {
+    pub fn new(users: Vec<String>) -> Self {
+        Self { users }
+    }
+
+    pub fn allows(&self, user_id: &str) -> bool {
+        self.users.iter().any(|u| u == "*" || u == user_id)
+    }
+}
+
+pub struct Conversations {
+    pub agents: Arc<Agents>,
+    pub sessions: Arc<Sessions>,
+    pub chats: Chats,
+    pub bindings: Vec<Binding>,
+    pub allow: HashMap<String, AllowList>,
+    /// One lock per chat, so its messages are answered in order.
+    chat_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+enum Command {
+    New,
+    Status,
+    Start,
+}
+
+/// `/new`, `/status` and `/start`, also in Telegram's `/new@botname` form.
+fn command(text: &str) -> Option<Command> {
+    let word = text.split_whitespace().next()?;
+    let word = word.split('@').next().unwrap_or(word);
+    match word {
+        "/new" | "/reset" => Some(Command::New),
+        "/status" => Some(Command::Status),
+        "/start" => Some(Command::Start),
+        _ => None,
+    }
+}
+
+impl Conversations {
+    pub fn new(
+        agents: Arc<Agents>,
+        sessions: Arc<Sessions>,
+        chats: Chats,
+        bindings: Vec<Binding>,
+        allow: HashMap<String, AllowList>,
+    ) -> Self {
+        Self {
+            agents,
+            sessions,
+            chats,
+            bindings,
+            allow,
+            chat_locks: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock_for(&self, chat: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self
+            .chat_locks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        locks.entry(chat.to_string()).or_default().clone()
+    }
+
+    /// Answers one message; every failure ends as a message to the user.
+    pub async fn handle(&self, plugin: Arc<dyn Plugin>, message: IncomingMessage) {
+        let platform = message.platform.clone();
+        let reply = |text: String| OutgoingMessage {
+            chat_id: message.chat_id.clone(),
+            text,
+            reply_to: (!message.direct).then(|| message.message_id.clone()),
+        };
+        let allowed = self
+            .allow
+            .get(&platform)
+            .is_some_and(|a| a.allows(&message.user_id));
+        if !allowed {
+            tracing::info!(platform = %platform, user = %message.user_id, "refused a message from a user not on the allowlist");
+            let text = format!(
+                "Sorry, I only talk to people on my allowlist. Your {platform} user id is {}: ask my owner to add it to plugins.{platform}.allowFrom.",
+                message.user_id
+            );
+            send_all(plugin.as_ref(), reply(text)).await;
+            return;
+        }
+        let chat = format!("{platform}:{}", message.chat_id);
+        let lock = self.lock_for(&chat);
+        let _turn = lock.lock().await;
+        let text = match self.answer(plugin.clone(), &message, &chat).await {
+            Ok(text) => text,
+            Err(err) => {
+                tracing::warn!(chat = %chat, error = %err, "could not answer a chat message");
+                format!("Sorry, that did not work: {err}")
+            }
+        };
+        send_all(plugin.as_ref(), reply(text)).await;
+    }
+
+    async fn agent_for(&self, message: &IncomingMessage) -> Result<AgentDef, String> {
+        let registry = &self.agents.registry;
+        let agent = match routing::route(&self.bindings, message) {
+            Some(id) => registry
+                .get(id)
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("the agent {id:?} this chat is bound to does not exist"))?,
+            None => registry.default_agent().await.map_err(|e| e.to_string())?,
+        };
+        if !agent.enabled {
+            return Err(format!("the agent {:?} is disabled", agent.id));
+        }
+        Ok(agent)
+    }
+
+    async fn answer(
+        &self,
+        plugin: Arc<dyn Plugin>,
+        message: &IncomingMessage,
+        chat: &str,
+    ) -> Result<String, String> {
+        let agent = self.agent_for(message).await?;
+        let platform = message.platform.as_str();
+        match command(&message.text) {
+            Some(Command::New) => {
+                self.chats
+                    .start_new(&self.sessions, chat, &agent.id, platform)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                return Ok(format!("Started a new conversation with {}.", agent.name));
+            }
+            Some(Command::Status) => {
+                let session = self
+                    .chats
+                    .current(&self.sessions, chat, &agent.id, platform)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                return Ok(format!(
+                    "Agent: {} ({})\nModel: {}\nSession: {} ({} messages)",
+                    agent.name,
+                    agent.id,
+                    agent.model.as_deref().unwrap_or("none configured"),
+                    session.id,
+                    session.message_count
+                ));
+            }
+            Some(Command::Start) => {
+                return Ok(format!(
+                    "Hi, I'm {}. Send me a message. /new starts a fresh conversation, /status shows where we are.",
+                    agent.name
+                ));
+            }
+            None => {}
+        }
+        self.agents.prepare(&agent).await.map_err(|e| e.to_string())?;
+        let session = self
+            .chats
+            .current(&self.sessions, chat, &agent.id, platform)
+            .await
+            .map_err(|e| e.to_string())?;
+        let history = self.sessions.messages(&session).await.unwrap_or_default();
+        let content = if message.direct {
+            message.text.clone()
+        } else {
+            format!(
+                "{}: {}",
+                message.user_name.as_deref().unwrap_or(&message.user_id),
+                message.text
+            )
+        };
+        let user = json!({"role": "user", "content": content, "name": sanitize_name(message)});
+        let note = format!(
+            "You are chatting on {platform}{}. Keep formatting simple (plain text, short paragraphs, code blocks).",
+            if message.direct {
+                " in a direct chat"
+            } else {
+                " in a group"
+            }
+        );
+        let request = RunRequest::unattended(agent, &history, user, Some(note), Some(session));
+        let typing = tokio::spawn({
+            let chat_id = message.chat_id.clone();
+            async move {
+                loop {
+                    if let Err(err) = plugin.typing(&chat_id).await {
+                        tracing::debug!(error = %err, "typing indicator failed");
+                    }
+                    tokio::time::sleep(TYPING_EVERY).await;
+                }
+            }
+        });
+        let mut events = self.agents.run(request);
+        let mut outcome = Err("the agent run ended without an answer".to_string());
+        while let Some(event) = events.next().await {
+            match event {
+                Event::Done(done) => outcome = Ok(done.content),
+                Event::Failed { message, .. } => outcome = Err(message),
+                _ => {}
+            }
+        }
+        typing.abort();
+        outcome.map(|text| {
+            if text.trim().is_empty() {
+                "(no answer)".to_string()
+            } else {
+                text
+            }
+        })
+    }
+}
+
+/// OpenAI's `name` allows `[a-zA-Z0-9_-]{1,64}`.
+fn sanitize_name(message: &IncomingMessage) -> String {
+    let name: String = message
+        .user_name
+        .as_deref()
+        .unwrap_or(&message.user_id)
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .take(64)
+        .collect();
+    if name.is_empty() { "user".into() } else { name }
+}
+
+/// Sends a reply in as many messages as the platform's limit needs.
+pub async fn send_all(plugin: &dyn Plugin, message: OutgoingMessage) {
+    let parts = split_message(&message.text, plugin.max_message_chars());
+    for (i, text) in parts.into_iter().enumerate() {
+        let part = OutgoingMessage {
+            chat_id: message.chat_id.clone(),
+            text,
+            reply_to: if i == 0 { message.reply_to.clone() } else { None },
+        };
+        if let Err(err) = plugin.send(part).await {
+            tracing::warn!(plugin = plugin.name(), chat = %message.chat_id, error = %err, "could not send a reply");
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_recognised_with_or_without_the_bot_name() {
+        assert!(matches!(command("/new"), Some(Command::New)));
+        assert!(matches!(command("/new@onyx_bot"), Some(Command::New)));
+        assert!(matches!(command(" /status "), Some(Command::Status)));
+        assert!(command("tell me about /new things").is_none());
+        assert!(command("/news").is_none());
+    }
+
+    #[test]
+    fn the_allowlist_admits_listed_users_or_everyone_with_a_star() {
+        assert!(!AllowList::default().allows("1"));
+        assert!(AllowList::new(vec!["1".into()]).allows("1"));
+        assert!(!AllowList::new(vec!["1".into()]).allows("2"));
+        assert!(AllowList::new(vec!["*".into()]).allows("2"));
+    }
+}

@@ -1,0 +1,291 @@
+//! Chat-platform plugins (Telegram, Discord) run in-process behind the
+//! `onyx-plugin-sdk` trait. The manager builds the ones in `plugins.enabled`,
+//! starts them with the gateway, restarts one that fails with backoff,
+//! reports their state in `/health`, registers each as a delivery channel for
+//! scheduled results, and stops them on shutdown.
+//!
+//! - `conversation`: answering one incoming message (access, commands, agent, reply)
+//! - `routing`: bindings → agent
+//! - `chats`: the session each chat is in
+
+pub mod chats;
+pub mod conversation;
+pub mod routing;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use onyx_plugin_sdk::{IncomingMessage, OutgoingMessage, Plugin, PluginContext, PluginError};
+use serde::Serialize;
+use serde_json::Value;
+
+pub use conversation::{AllowList, Conversations};
+
+use crate::channels::{ChannelSender, Channels};
+use crate::config::PluginsConfig;
+use crate::health::{DependencyHealth, State};
+
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// Connected this long, a plugin's next failure starts the backoff afresh.
+const STABLE_AFTER: Duration = Duration::from_secs(60);
+
+/// The plugins named in `plugins.enabled`, built, with who may talk to each.
+pub struct Enabled {
+    pub plugins: Vec<Arc<dyn Plugin>>,
+    pub allow: HashMap<String, AllowList>,
+}
+
+/// Builds the enabled plugins and their allowlists; a plugin that cannot be
+/// configured (no token) stops startup with a message saying what to set.
+pub fn build(config: &PluginsConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Enabled, String> {
+    let mut plugins: Vec<Arc<dyn Plugin>> = Vec::new();
+    let mut allow = HashMap::new();
+    for name in &config.enabled {
+        let settings = config
+            .settings
+            .get(name)
+            .cloned()
+            .unwrap_or(Value::Object(Default::default()));
+        let plugin: Arc<dyn Plugin> = match name.as_str() {
+            "telegram" => Arc::new(
+                onyx_plugin_telegram::Telegram::from_settings(&settings, env).map_err(|e| e.to_string())?,
+            ),
+            "discord" => Arc::new(
+                onyx_plugin_discord::Discord::from_settings(&settings, env).map_err(|e| e.to_string())?,
+            ),
+            other => {
+                return Err(format!(
+                    "plugins.enabled: there is no plugin {other:?} (available: telegram, discord)"
+                ));
+            }
+        };
+        allow.insert(name.clone(), allow_list(&settings, name)?);
+        plugins.push(plugin);
+    }
+    Ok(Enabled { plugins, allow })
+}
+
+/// `allowFrom`: user ids as strings or numbers; `"*"` lets anyone in.
+fn allow_list(settings: &Value, name: &str) -> Result<AllowList, String> {
+    let users = match settings.get("allowFrom") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| match item {
+                Value::String(s) => Ok(s.trim().to_string()),
+                Value::Number(n) => Ok(n.to_string()),
+                other => Err(format!("plugins.{name}.allowFrom: {other} is not a user id")),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(other) => {
+            return Err(format!(
+                "plugins.{name}.allowFrom: expected a list of user ids, got {other}"
+            ));
+        }
+    };
+    if users.is_empty() {
+        tracing::warn!(
+            plugin = name,
+            "plugins.{name}.allowFrom is empty: the bot will refuse everyone (add user ids, or \"*\")"
+        );
+    }
+    Ok(AllowList::new(users))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    Starting,
+    Up,
+    Restarting,
+    /// Misconfigured: not retried.
+    Failed,
+    Stopped,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PluginStatus {
+    pub name: String,
+    pub state: Phase,
+    pub detail: Option<String>,
+    pub restarts: u32,
+}
+
+struct Tracked {
+    plugin: Arc<dyn Plugin>,
+    status: Mutex<PluginStatus>,
+    connected_at: Mutex<Option<Instant>>,
+}
+
+impl Tracked {
+    fn update(&self, change: impl FnOnce(&mut PluginStatus)) {
+        if let Ok(mut status) = self.status.lock() {
+            change(&mut status);
+        }
+    }
+
+    fn snapshot(&self) -> Option<PluginStatus> {
+        self.status.lock().ok().map(|s| s.clone())
+    }
+}
+
+/// What a plugin talks to: hands messages to the conversations, reports connection.
+struct Core {
+    tracked: Arc<Tracked>,
+    conversations: Arc<Conversations>,
+}
+
+impl PluginContext for Core {
+    fn deliver(&self, message: IncomingMessage) {
+        let (plugin, conversations) = (self.tracked.plugin.clone(), self.conversations.clone());
+        tokio::spawn(async move { conversations.handle(plugin, message).await });
+    }
+
+    fn connected(&self, detail: &str) {
+        if let Ok(mut at) = self.tracked.connected_at.lock() {
+            *at = Some(Instant::now());
+        }
+        tracing::info!(plugin = self.tracked.plugin.name(), detail, "plugin connected");
+        let detail = detail.to_string();
+        self.tracked.update(|s| {
+            s.state = Phase::Up;
+            s.detail = Some(detail);
+        });
+    }
+}
+
+/// Scheduled results to `telegram:<chat>` go out through the plugin, split to fit.
+struct Sender(Arc<dyn Plugin>);
+
+impl ChannelSender for Sender {
+    fn send(&self, chat: String, text: String) -> BoxFuture<'static, Result<(), String>> {
+        let plugin = self.0.clone();
+        Box::pin(async move {
+            for part in onyx_plugin_sdk::split_message(&text, plugin.max_message_chars()) {
+                let message = OutgoingMessage {
+                    chat_id: chat.clone(),
+                    text: part,
+                    reply_to: None,
+                };
+                plugin.send(message).await.map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        })
+    }
+}
+
+#[derive(Default)]
+pub struct Plugins {
+    tracked: Vec<Arc<Tracked>>,
+}
+
+impl Plugins {
+    /// Starts every plugin under supervision and registers it for delivery.
+    pub fn start(
+        plugins: Vec<Arc<dyn Plugin>>,
+        conversations: Arc<Conversations>,
+        channels: &Channels,
+    ) -> Self {
+        let mut tracked = Vec::new();
+        for plugin in plugins {
+            let entry = Arc::new(Tracked {
+                status: Mutex::new(PluginStatus {
+                    name: plugin.name().to_string(),
+                    state: Phase::Starting,
+                    detail: None,
+                    restarts: 0,
+                }),
+                connected_at: Mutex::new(None),
+                plugin: plugin.clone(),
+            });
+            let name = plugin.name().to_owned();
+            channels.register(&name, Arc::new(Sender(plugin)));
+            tokio::spawn(supervise(entry.clone(), conversations.clone()));
+            tracked.push(entry);
+        }
+        Self { tracked }
+    }
+
+    pub fn statuses(&self) -> Vec<PluginStatus> {
+        self.tracked.iter().filter_map(|t| t.snapshot()).collect()
+    }
+
+    /// One `/health` entry per plugin.
+    pub fn health(&self) -> Vec<DependencyHealth> {
+        self.statuses()
+            .into_iter()
+            .map(|s| DependencyHealth {
+                name: s.name.clone(),
+                kind: format!("plugin:{}", s.name),
+                status: if s.state == Phase::Up {
+                    State::Up
+                } else {
+                    State::Down
+                },
+                latency_ms: 0,
+                detail: Some(match &s.detail {
+                    Some(detail) => {
+                        format!("{:?}: {detail} ({} restarts)", s.state, s.restarts).to_lowercase()
+                    }
+                    None => format!("{:?} ({} restarts)", s.state, s.restarts).to_lowercase(),
+                }),
+            })
+            .collect()
+    }
+
+    /// Stops every plugin (on shutdown).
+    pub async fn stop(&self) {
+        for tracked in &self.tracked {
+            tracked.update(|s| s.state = Phase::Stopped);
+            tracked.plugin.stop().await;
+        }
+    }
+}
+
+/// Runs a plugin until it is stopped; restarts it with backoff when it fails.
+async fn supervise(tracked: Arc<Tracked>, conversations: Arc<Conversations>) {
+    let name = tracked.plugin.name().to_string();
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        let core: Arc<dyn PluginContext> = Arc::new(Core {
+            tracked: tracked.clone(),
+            conversations: conversations.clone(),
+        });
+        let result = tracked.plugin.start(core).await;
+        if tracked.snapshot().is_some_and(|s| s.state == Phase::Stopped) {
+            return;
+        }
+        let stable = tracked
+            .connected_at
+            .lock()
+            .ok()
+            .and_then(|at| *at)
+            .is_some_and(|at| at.elapsed() >= STABLE_AFTER);
+        if stable {
+            backoff = FIRST_BACKOFF;
+        }
+        let error = match result {
+            Err(PluginError::Config(message)) => {
+                tracing::error!(plugin = %name, error = %message, "plugin misconfigured; not restarting");
+                tracked.update(|s| {
+                    s.state = Phase::Failed;
+                    s.detail = Some(message);
+                });
+                return;
+            }
+            Err(err) => err.to_string(),
+            Ok(()) => "stopped by itself".to_string(),
+        };
+        tracing::warn!(plugin = %name, error = %error, retry_in = ?backoff, "plugin failed; restarting");
+        tracked.update(|s| {
+            s.state = Phase::Restarting;
+            s.detail = Some(error);
+            s.restarts += 1;
+        });
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
