@@ -37,7 +37,7 @@ fn the_example_config_loads_and_documents_every_section() {
     );
     assert_eq!(config.memory.fusion, Fusion::Linear);
     assert_eq!(config.agents.list[0].id, "main");
-    assert_eq!(config.bindings.len(), 2);
+    assert_eq!(config.bindings.len(), 3);
     assert!(config.plugins.settings.contains_key("telegram"));
 }
 
@@ -132,5 +132,71 @@ fn bad_values_name_their_path() {
     for (text, prefix) in cases {
         let err = parse(Some(text), None, &env(&[])).unwrap_err().to_string();
         assert!(err.starts_with(prefix), "{text}: {err}");
+    }
+}
+
+/// Every key path of a config value; maps whose keys the user chooses (and
+/// their children) are written `<name>`, list items `[]`.
+fn key_paths(value: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+    const USER_NAMED: &[&str] = &[
+        "providers",
+        "models.aliases",
+        "providers.<name>.headers",
+        "plugins",
+    ];
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, child) in map {
+                let key = if USER_NAMED.contains(&path) && !(path == "plugins" && key == "enabled") {
+                    "<name>"
+                } else {
+                    key.as_str()
+                };
+                let next = if path.is_empty() {
+                    key.to_string()
+                } else {
+                    format!("{path}.{key}")
+                };
+                key_paths(child, &next, out);
+            }
+        }
+        serde_json::Value::Array(items) if items.first().is_some_and(serde_json::Value::is_object) => {
+            for item in items {
+                key_paths(item, &format!("{path}[]"), out);
+            }
+        }
+        _ => {
+            if !out.iter().any(|p| p == path) {
+                out.push(path.to_string());
+            }
+        }
+    }
+}
+
+#[test]
+fn the_readme_configuration_reference_lists_every_example_key() {
+    let example: serde_json::Value =
+        json5::from_str(include_str!("../../../config/onyx.example.json5")).unwrap();
+    let readme = include_str!("../../../README.md");
+    let reference = &readme[readme.find("## Configuration reference").unwrap()..];
+    let reference = &reference[..reference[3..].find("\n## ").map_or(reference.len(), |i| i + 3)];
+    let mut paths = Vec::new();
+    key_paths(&example, "", &mut paths);
+    assert!(paths.len() > 80, "{paths:?}");
+    let missing: Vec<&String> = paths
+        .iter()
+        .filter(|p| !reference.contains(&format!("| `{p}` |")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README's configuration reference lacks {missing:?}"
+    );
+    // And it documents nothing the example lacks.
+    for line in reference.lines().filter(|l| l.starts_with("| `")) {
+        let key = line.split('`').nth(1).unwrap();
+        assert!(
+            paths.iter().any(|p| p == key),
+            "README documents {key}, which the example lacks"
+        );
     }
 }

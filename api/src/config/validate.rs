@@ -110,7 +110,9 @@ fn gateway(raw: raw::RawGateway) -> Result<GatewayConfig, ConfigError> {
         }
         api_keys.push(SecretString::from(key));
     }
-    if let Some(hash) = &raw.auth.password_hash
+    // Empty (an unset "${ONYX_PASSWORD_HASH:-}") means no UI password.
+    let password_hash = raw.auth.password_hash.filter(|h| !h.trim().is_empty());
+    if let Some(hash) = &password_hash
         && !hash.starts_with("$argon2id$")
     {
         return Err(ConfigError::invalid(
@@ -143,7 +145,7 @@ fn gateway(raw: raw::RawGateway) -> Result<GatewayConfig, ConfigError> {
     Ok(GatewayConfig {
         listen,
         api_keys,
-        password_hash: raw.auth.password_hash,
+        password_hash,
         max_body_bytes,
         record_sessions: raw.record_sessions.unwrap_or(false),
         log_format,
