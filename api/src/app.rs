@@ -39,6 +39,11 @@ pub struct App {
     /// Chat platforms that results can be delivered to (filled by plugins).
     pub channels: Arc<Channels>,
     pub plugins: Plugins,
+    /// The control UI's password (argon2id), if one is set.
+    pub password_hash: Option<String>,
+    pub login_throttle: crate::auth::LoginThrottle,
+    /// What the UI's config page shows of each provider (keys redacted).
+    pub provider_summaries: Vec<serde_json::Value>,
     /// Store plain proxy requests (without `x-onyx-session-id`) as sessions.
     pub record_sessions: bool,
 }
@@ -149,6 +154,9 @@ impl App {
         let plugins = Plugins::start(enabled.plugins, conversations, &channels);
         Ok(Self {
             plugins,
+            password_hash: config.gateway.password_hash.clone(),
+            login_throttle: crate::auth::LoginThrottle::default(),
+            provider_summaries: config.providers.values().map(provider_summary).collect(),
             tasks,
             scheduler,
             channels,
@@ -167,6 +175,35 @@ impl App {
             max_body_bytes: config.gateway.max_body_bytes,
         })
     }
+}
+
+/// A provider as the config page shows it: the key only as its last four characters.
+fn provider_summary(provider: &crate::config::ProviderConfig) -> serde_json::Value {
+    use secrecy::ExposeSecret;
+    let key = provider.api_key.as_ref().map(|k| {
+        let k = k.expose_secret();
+        let tail: String = k
+            .chars()
+            .rev()
+            .take(4)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        if k.chars().count() > 8 {
+            format!("…{tail}")
+        } else {
+            "…".to_string()
+        }
+    });
+    serde_json::json!({
+        "name": provider.name,
+        "type": provider.kind.as_str(),
+        "base_url": provider.base_url.as_str(),
+        "api_key": key,
+        "models": provider.models,
+        "from_environment": provider.detected,
+    })
 }
 
 /// The object store; when it cannot be reached at startup Onyx still serves

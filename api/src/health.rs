@@ -121,28 +121,30 @@ pub async fn probe_stores(stores: Stores<'_>) -> Vec<DependencyHealth> {
 
 /// Asks every provider at once; never takes longer than the probe timeout.
 pub async fn probe_providers(router: &Router) -> Vec<DependencyHealth> {
-    let probes = router.providers().map(|provider| async move {
-        let started = Instant::now();
-        let result = tokio::time::timeout(PROBE_TIMEOUT, provider.list_models()).await;
-        let latency_ms = started.elapsed().as_millis() as u64;
-        let (status, detail) = match result {
-            Ok(Ok(models)) => (State::Up, Some(format!("{} models", models.len()))),
-            Ok(Err(ProviderError::Upstream { status, message, .. })) if status < 500 => (
-                State::Up,
-                Some(format!("reachable; model list refused ({status}: {message})")),
-            ),
-            Ok(Err(err)) => (State::Down, Some(err.to_string())),
-            Err(_) => (State::Down, Some(format!("no answer within {PROBE_TIMEOUT:?}"))),
-        };
-        DependencyHealth {
-            name: provider.name().to_string(),
-            kind: format!("provider:{}", provider.kind().as_str()),
-            status,
-            latency_ms,
-            detail,
-        }
-    });
-    join_all(probes).await
+    join_all(router.providers().map(|p| probe_provider(p.as_ref()))).await
+}
+
+/// Asks one provider for its models (the UI's "test connection" too).
+pub async fn probe_provider(provider: &dyn crate::providers::Provider) -> DependencyHealth {
+    let started = Instant::now();
+    let result = tokio::time::timeout(PROBE_TIMEOUT, provider.list_models()).await;
+    let latency_ms = started.elapsed().as_millis() as u64;
+    let (status, detail) = match result {
+        Ok(Ok(models)) => (State::Up, Some(format!("{} models", models.len()))),
+        Ok(Err(ProviderError::Upstream { status, message, .. })) if status < 500 => (
+            State::Up,
+            Some(format!("reachable; model list refused ({status}: {message})")),
+        ),
+        Ok(Err(err)) => (State::Down, Some(err.to_string())),
+        Err(_) => (State::Down, Some(format!("no answer within {PROBE_TIMEOUT:?}"))),
+    };
+    DependencyHealth {
+        name: provider.name().to_string(),
+        kind: format!("provider:{}", provider.kind().as_str()),
+        status,
+        latency_ms,
+        detail,
+    }
 }
 
 /// The memory embedder: up (with its dimensions and the pending queue), down,

@@ -5,6 +5,7 @@
 
 mod keys;
 mod password;
+mod throttle;
 
 use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
@@ -12,6 +13,7 @@ use subtle::ConstantTimeEq;
 
 pub use keys::{Authenticator, KEY_PREFIX, KeyError, Scope, StoredKey};
 pub use password::{PasswordError, hash_password, verify_password};
+pub use throttle::LoginThrottle;
 
 /// The accepted API keys, as digests.
 pub struct ApiKeys {

@@ -65,7 +65,8 @@ async fn serve(config_path: Option<PathBuf>, listen: Option<SocketAddr>) -> Resu
     println!("listening on http://{bound}");
 
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
-    let server = axum::serve(listener, http::router(app.clone())).with_graceful_shutdown(async move {
+    let service = http::router(app.clone()).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let server = axum::serve(listener, service).with_graceful_shutdown(async move {
         let _ = stop_rx.changed().await;
     });
     let mut server = tokio::spawn(server.into_future());

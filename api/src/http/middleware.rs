@@ -76,6 +76,19 @@ pub async fn require_api_key(State(app): State<Arc<App>>, mut req: Request, next
         .map(str::trim)
         .map(String::from);
     let Some(presented) = presented else {
+        // The control UI: a signed-in cookie session, from the UI's own origin.
+        if let Some(session) = req.extensions().get::<tower_sessions::Session>().cloned()
+            && super::login::signed_in(&session).await
+        {
+            if !super::login::same_origin(req.method(), req.headers()) {
+                return ApiError::Forbidden(
+                    "cross-site request refused: it must come from the Onyx UI's own origin",
+                )
+                .into_response();
+            }
+            req.extensions_mut().insert(Scope::Admin);
+            return next.run(req).await;
+        }
         return ApiError::Unauthorized("missing API key: send `Authorization: Bearer <key>`").into_response();
     };
     match app.auth.authenticate(&presented).await {

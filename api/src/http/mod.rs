@@ -6,15 +6,18 @@ mod agent_chat;
 mod agents;
 mod body;
 mod chat;
+mod console;
 mod embeddings;
 mod error;
 mod keys;
+mod login;
 mod memory;
 mod middleware;
 mod models;
 mod ops;
 mod sessions;
 mod tasks;
+mod ui;
 
 use std::sync::Arc;
 
@@ -71,16 +74,35 @@ pub fn router(app: Arc<App>) -> Router {
         )
         .route("/v1/tasks/{id}/run", post(tasks::run_now))
         .route("/v1/tasks/{id}/runs", get(tasks::runs))
+        .route("/v1/status", get(console::status))
+        .route("/v1/logs", get(console::logs))
+        .route("/v1/providers", get(console::providers))
+        .route("/v1/providers/{name}/test", post(console::test_provider))
         .route("/metrics", get(ops::metrics))
-        .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         .route_layer(axum::middleware::from_fn_with_state(
             app.clone(),
             middleware::require_api_key,
         ));
+    let sessions = tower_sessions::SessionManagerLayer::new(
+        tower_sessions_surrealdb_store::SurrealSessionStore::new(app.db.client(), "ui_session".into()),
+    )
+    .with_name("onyx_session")
+    .with_http_only(true)
+    .with_same_site(tower_sessions::cookie::SameSite::Strict)
+    .with_secure(false)
+    .with_expiry(tower_sessions::Expiry::OnInactivity(
+        tower_sessions::cookie::time::Duration::days(7),
+    ));
     Router::new()
         .route("/health", get(ops::health))
+        .route("/auth/login", post(login::login))
+        .route("/auth/logout", post(login::logout))
+        .route("/auth/me", get(login::me))
         .merge(protected)
+        .fallback(ui::fallback)
+        .layer(sessions)
+        .layer(axum::middleware::from_fn(login::secure_cookies))
         .layer(DefaultBodyLimit::max(limit))
         // Last line of defence: a bug must still answer in OpenAI's shape, not drop the connection.
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(

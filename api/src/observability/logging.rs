@@ -2,6 +2,8 @@
 //! filter, default `info`; the format comes from config or `ONYX_LOG_FORMAT`.
 
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::config::LogFormat;
 
@@ -15,16 +17,26 @@ pub fn init_logging(format: LogFormat) {
         Ok("human") => LogFormat::Human,
         _ => format,
     };
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    let registry = tracing_subscriber::registry()
+        .with(filter)
+        .with(super::tail::TailLayer);
     // A second init (tests, embedding) keeps the first subscriber.
     let _ = match format {
-        LogFormat::Json => builder
-            .json()
-            .with_current_span(true)
-            .with_span_list(false)
+        LogFormat::Json => registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .json()
+                    .with_current_span(true)
+                    .with_span_list(false)
+                    .with_writer(std::io::stderr),
+            )
             .try_init(),
-        LogFormat::Human => builder.with_target(false).try_init(),
+        LogFormat::Human => registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_target(false)
+                    .with_writer(std::io::stderr),
+            )
+            .try_init(),
     };
 }

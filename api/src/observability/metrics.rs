@@ -53,6 +53,25 @@ pub struct Metrics {
     upstream_seconds: HistogramFamily<ProviderLabels>,
     upstream_errors: Family<ErrorLabels, Counter>,
     tokens: Family<TokenLabels, Counter>,
+    totals: Totals,
+}
+
+/// Process-wide sums for the status page (the families hold the detail).
+#[derive(Default)]
+struct Totals {
+    requests: std::sync::atomic::AtomicU64,
+    errors: std::sync::atomic::AtomicU64,
+    prompt_tokens: std::sync::atomic::AtomicU64,
+    completion_tokens: std::sync::atomic::AtomicU64,
+}
+
+/// What the status page shows.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Counters {
+    pub requests: u64,
+    pub errors: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
 }
 
 impl Default for Metrics {
@@ -102,6 +121,17 @@ impl Metrics {
             upstream_seconds,
             upstream_errors,
             tokens,
+            totals: Totals::default(),
+        }
+    }
+
+    pub fn counters(&self) -> Counters {
+        use std::sync::atomic::Ordering::Relaxed;
+        Counters {
+            requests: self.totals.requests.load(Relaxed),
+            errors: self.totals.errors.load(Relaxed),
+            prompt_tokens: self.totals.prompt_tokens.load(Relaxed),
+            completion_tokens: self.totals.completion_tokens.load(Relaxed),
         }
     }
 
@@ -112,6 +142,14 @@ impl Metrics {
             status,
         };
         self.requests.get_or_create(&labels).inc();
+        self.totals
+            .requests
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if status >= 500 {
+            self.totals
+                .errors
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         self.request_seconds
             .get_or_create(&RouteLabels { route: route.into() })
             .observe(seconds);
@@ -134,6 +172,11 @@ impl Metrics {
     }
 
     pub fn record_usage(&self, provider: &str, model: &str, usage: &Usage) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.totals.prompt_tokens.fetch_add(usage.prompt_tokens, Relaxed);
+        self.totals
+            .completion_tokens
+            .fetch_add(usage.completion_tokens, Relaxed);
         for (kind, count) in [
             ("prompt", usage.prompt_tokens),
             ("completion", usage.completion_tokens),

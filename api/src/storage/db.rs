@@ -89,6 +89,12 @@ impl Db {
         }
     }
 
+    /// The SurrealDB client, for libraries that bring their own queries
+    /// (the UI's cookie-session store).
+    pub fn client(&self) -> Arc<Surreal<Any>> {
+        self.inner.clone()
+    }
+
     pub async fn migrate(&self) -> Result<(), DbError> {
         migrations::run(self).await
     }

@@ -40,8 +40,10 @@ const MIGRATIONS: &[&str] = &[
      DEFINE INDEX IF NOT EXISTS task_agent ON task FIELDS agent;
      DEFINE TABLE IF NOT EXISTS task_run SCHEMALESS;
      DEFINE INDEX IF NOT EXISTS task_run_task ON task_run FIELDS task, started_at;",
-    // 5: which session each chat on a chat platform is in (`/new` moves it on).
-    "DEFINE TABLE IF NOT EXISTS chat_session SCHEMALESS;",
+    // 5: which session each chat on a chat platform is in (`/new` moves it on),
+    // and the control UI's login sessions (tower-sessions).
+    "DEFINE TABLE IF NOT EXISTS chat_session SCHEMALESS;
+     DEFINE TABLE IF NOT EXISTS ui_session SCHEMALESS;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

@@ -1,0 +1,100 @@
+//! What the control UI reads about the running gateway: `/v1/status`
+//! (version, uptime, counters), `/v1/logs` (recent lines, or a live SSE tail
+//! with `?follow=true`), and `/v1/providers` with a live connection test.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::error::ApiError;
+use crate::app::App;
+use crate::observability::tail::{LogLine, tail};
+
+pub async fn status(State(app): State<Arc<App>>) -> Json<Value> {
+    Json(json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "uptime_seconds": app.started.elapsed().as_secs(),
+        "counters": app.metrics.counters(),
+        "plugins": app.plugins.statuses(),
+    }))
+}
+
+const LEVELS: &[&str] = &["error", "warn", "info", "debug", "trace"];
+
+/// A line passes when it is at `level` or more severe and contains `q`.
+fn passes(line: &LogLine, level: usize, q: Option<&str>) -> bool {
+    let rank = LEVELS
+        .iter()
+        .position(|l| *l == line.level)
+        .unwrap_or(LEVELS.len());
+    rank <= level
+        && q.is_none_or(|q| {
+            let q = q.to_lowercase();
+            line.message.to_lowercase().contains(&q) || line.target.to_lowercase().contains(&q)
+        })
+}
+
+pub async fn logs(Query(params): Query<HashMap<String, String>>) -> Result<Response, ApiError> {
+    let level = match params.get("level").map(String::as_str) {
+        None | Some("") => 2,
+        Some(name) => LEVELS.iter().position(|l| *l == name).ok_or_else(|| {
+            ApiError::bad_request(
+                format!("level: {name:?} is not one of {}", LEVELS.join(", ")),
+                Some("level".into()),
+            )
+        })?,
+    };
+    let q = params.get("q").filter(|q| !q.is_empty()).cloned();
+    let recent: Vec<LogLine> = tail()
+        .recent()
+        .into_iter()
+        .filter(|l| passes(l, level, q.as_deref()))
+        .collect();
+    if params.get("follow").map(String::as_str) != Some("true") {
+        let data = recent.iter().rev().take(500).rev().collect::<Vec<_>>();
+        return Ok(Json(json!({"object": "list", "data": data})).into_response());
+    }
+    let mut live = tail().follow();
+    let stream = async_stream::stream! {
+        for line in recent.into_iter().rev().take(200).rev() {
+            yield Ok::<_, Infallible>(Bytes::from(format!("data: {}\n\n", json!(line))));
+        }
+        loop {
+            match live.recv().await {
+                Ok(line) if passes(&line, level, q.as_deref()) => {
+                    yield Ok(Bytes::from(format!("data: {}\n\n", json!(line))));
+                }
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(_) => break,
+            }
+        }
+    };
+    Ok(super::chat::event_stream(Body::from_stream(stream)))
+}
+
+pub async fn providers(State(app): State<Arc<App>>) -> Json<Value> {
+    Json(json!({"object": "list", "data": app.provider_summaries}))
+}
+
+pub async fn test_provider(
+    State(app): State<Arc<App>>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let provider = app
+        .router
+        .providers()
+        .find(|p| p.name() == name)
+        .ok_or_else(|| ApiError::NotFound {
+            message: format!("no provider {name:?}"),
+            code: "provider_not_found",
+        })?;
+    Ok(Json(json!(
+        crate::health::probe_provider(provider.as_ref()).await
+    )))
+}

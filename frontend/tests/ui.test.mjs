@@ -1,0 +1,297 @@
+// The control UI in a real browser (Debian's Chromium through playwright-core)
+// against the real `onyx` binary and the fake upstream: login (wrong password,
+// throttling, cookie surviving a restart, cross-site refusal), chat with
+// streaming, tool cards, approvals and stop, then every page doing its job,
+// at desktop and phone widths. Needs ONYX_BIN and FAKE_UPSTREAM_BIN (set by
+// tests/run) and /usr/bin/chromium.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { createInterface } from 'node:readline';
+import { chromium } from 'playwright-core';
+
+const ONYX = process.env.ONYX_BIN;
+const FAKES = process.env.FAKE_UPSTREAM_BIN;
+const CHROMIUM = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
+const KEY = 'onyx_sk_ui_test_key_0123456789';
+const PASSWORD = 'correct horse battery';
+const FAKE_KEY = 'sk-fake-upstream-key-0001';
+
+const children = [];
+let fakes, browser, home, config, onyx;
+
+/** Starts a process and resolves with the first stdout line matching `pattern`. */
+function startProcess(command, args, env, pattern) {
+	const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+	children.push(child);
+	let stderr = '';
+	child.stderr.on('data', (d) => (stderr += d));
+	return new Promise((resolve, reject) => {
+		const lines = createInterface({ input: child.stdout });
+		lines.on('line', (line) => {
+			const match = line.match(pattern);
+			if (match) resolve({ child, match, stderr: () => stderr });
+		});
+		child.on('exit', (code) => reject(new Error(`${command} exited ${code}: ${stderr}`)));
+	});
+}
+
+function hashPassword(password) {
+	const out = spawnSync(ONYX, ['hash-password'], { input: `${password}\n`, encoding: 'utf8' });
+	assert.equal(out.status, 0, out.stderr);
+	return out.stdout.trim().split('\n').pop();
+}
+
+async function startOnyx(configText, dir = home) {
+	writeFileSync(join(dir, 'onyx.json5'), configText);
+	const { child, match } = await startProcess(
+		ONYX,
+		['serve', '--config', join(dir, 'onyx.json5'), '--listen', '127.0.0.1:0'],
+		{ HOME: dir, ONYX_DATA_DIR: join(dir, 'data'), FAKE_KEY, ONYX_LOG: 'info', OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', OLLAMA_HOST: '' },
+		/^listening on (http:\/\/\S+)/
+	);
+	return { child, url: match[1] };
+}
+
+async function stopOnyx(server) {
+	const exited = new Promise((resolve) => server.child.on('exit', resolve));
+	server.child.kill('SIGTERM');
+	await exited;
+}
+
+const api = (path, init = {}) =>
+	fetch(`${onyx.url}${path}`, { ...init, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...(init.headers ?? {}) } });
+
+before(async () => {
+	assert.ok(ONYX && FAKES, 'ONYX_BIN and FAKE_UPSTREAM_BIN must be set (tests/run does)');
+	const started = await startProcess(FAKES, ['--key', FAKE_KEY], {}, /^(\{.*\})$/);
+	fakes = JSON.parse(started.match[1]);
+	home = mkdtempSync(join(tmpdir(), 'onyx-ui-'));
+	mkdirSync(join(home, 'data'), { recursive: true });
+	const hash = hashPassword(PASSWORD);
+	config = `{
+		gateway: { auth: { apiKeys: ["${KEY}"], passwordHash: "${hash}" } },
+		providers: { openai: { type: "openai", baseUrl: "${fakes.openai}", apiKey: "\${FAKE_KEY}" } },
+		agents: {
+			defaults: { model: "openai/fake-echo", permissionMode: "allow-all" },
+			list: [
+				{ id: "main", default: true, name: "Onyx" },
+				{ id: "scripter", model: "openai/fake-script" },
+				{ id: "careful", model: "openai/fake-script", permissionMode: "ask" },
+				{ id: "slow", model: "openai/fake-slow" },
+			],
+		},
+	}`;
+	onyx = await startOnyx(config);
+	browser = await chromium.launch({
+		executablePath: CHROMIUM,
+		args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+	});
+});
+
+after(async () => {
+	await browser?.close();
+	for (const child of children) child.kill('SIGKILL');
+});
+
+async function signedInPage(viewport = { width: 1280, height: 900 }) {
+	const context = await browser.newContext({ viewport });
+	const page = await context.newPage();
+	await page.goto(onyx.url);
+	await page.getByLabel('Password').fill(PASSWORD);
+	await page.getByRole('button', { name: 'Sign in' }).click();
+	await page.locator('nav[aria-label=Main]').waitFor({ state: 'attached' });
+	return { context, page };
+}
+
+test('login: a wrong password is refused in words, the right one opens the app', async () => {
+	const context = await browser.newContext();
+	const page = await context.newPage();
+	await page.goto(onyx.url);
+	await page.getByLabel('Password').fill('not it');
+	await page.getByRole('button', { name: 'Sign in' }).click();
+	await page.getByRole('alert').filter({ hasText: 'wrong password' }).waitFor();
+	await page.getByLabel('Password').fill(PASSWORD);
+	await page.getByRole('button', { name: 'Sign in' }).click();
+	await page.getByRole('link', { name: 'Sessions' }).waitFor();
+	const cookies = await context.cookies();
+	const session = cookies.find((c) => c.name === 'onyx_session');
+	assert.ok(session, 'a session cookie');
+	assert.equal(session.httpOnly, true);
+	assert.equal(session.sameSite, 'Strict');
+
+	// The cookie works on the API from the UI's origin, and is refused from another.
+	const cookie = `onyx_session=${session.value}`;
+	const same = await fetch(`${onyx.url}/v1/tasks`, {
+		method: 'POST', headers: { cookie, origin: onyx.url, 'content-type': 'application/json' }, body: '{}'
+	});
+	assert.equal(same.status, 400, 'reached the handler (which wants a prompt)');
+	const cross = await fetch(`${onyx.url}/v1/tasks`, {
+		method: 'POST', headers: { cookie, origin: 'https://evil.example', 'content-type': 'application/json' }, body: '{}'
+	});
+	assert.equal(cross.status, 403);
+	assert.match((await cross.json()).error.message, /cross-site/);
+	await context.close();
+});
+
+test('chat streams answers, shows tool cards and approvals, and stops', async () => {
+	const { context, page } = await signedInPage();
+
+	await page.getByLabel('Agent or model').selectOption('onyx:main');
+	await page.getByLabel('Message').fill('hello browser');
+	await page.getByLabel('Message').press('Enter');
+	await page.locator('[data-role=assistant]').filter({ hasText: 'echo: hello browser' }).waitFor();
+	await page.getByRole('link', { name: /^session / }).waitFor();
+	assert.match(page.url(), /\?session=/);
+
+	await page.getByRole('button', { name: 'New conversation' }).click();
+	await page.getByLabel('Agent or model').selectOption('onyx:scripter');
+	await page.getByLabel('Message').fill('script: memory_search {"query": "dog"} ; answer');
+	await page.getByRole('button', { name: 'Send' }).click();
+	const card = page.getByTestId('tool-card').filter({ hasText: 'memory_search' });
+	await card.waitFor();
+	await page.locator('[data-role=assistant]').filter({ hasText: 'script done' }).waitFor();
+	await card.getByRole('button').click();
+	await card.getByText('"query": "dog"').waitFor();
+
+	await page.getByRole('button', { name: 'New conversation' }).click();
+	await page.getByLabel('Agent or model').selectOption('onyx:careful');
+	await page.getByLabel('Message').fill('script: fs_write {"path": "note.txt", "content": "hi"} ; answer');
+	await page.getByRole('button', { name: 'Send' }).click();
+	await page.getByRole('button', { name: 'Approve' }).click();
+	await page.getByText('approved').waitFor();
+	await page.locator('[data-role=assistant]').filter({ hasText: 'script done' }).waitFor();
+
+	await page.getByRole('button', { name: 'New conversation' }).click();
+	await page.getByLabel('Agent or model').selectOption('onyx:slow');
+	await page.getByLabel('Message').fill('take your time');
+	await page.getByRole('button', { name: 'Send' }).click();
+	await page.locator('[data-role=assistant]').filter({ hasText: 'w3' }).waitFor();
+	await page.getByRole('button', { name: 'Stop' }).click();
+	await page.getByText('Stopped.').waitFor();
+	const text = await page.locator('[data-role=assistant]').last().innerText();
+	assert.ok(!text.includes('w99'), 'the stream was cut off');
+	await context.close();
+});
+
+test('sessions, memory, agents, tasks, config, logs and status pages work', async () => {
+	await api('/v1/memory', { method: 'POST', body: JSON.stringify({ content: 'My dog Rex needs his vaccination in spring.', target: 'memory' }) });
+	const { context, page } = await signedInPage();
+
+	// Sessions: the chat from before, its transcript, rename, archive.
+	await page.getByRole('link', { name: 'Sessions' }).click();
+	const row = page.getByTestId('session-row').filter({ hasText: 'hello browser' }).first();
+	await row.click();
+	await page.getByTestId('transcript').getByText('echo: hello browser').waitFor();
+	await page.getByLabel('Title').fill('Browser greeting');
+	await page.getByRole('button', { name: 'Rename' }).click();
+	await page.getByTestId('session-row').filter({ hasText: 'Browser greeting' }).waitFor();
+	await page.getByRole('button', { name: 'Archive' }).click();
+	await page.getByTestId('session-row').filter({ hasText: 'Browser greeting' }).waitFor({ state: 'detached' });
+
+	// Memory: hybrid search with scores, legs and highlights; the index status.
+	await page.getByRole('link', { name: 'Memory' }).click();
+	await page.getByTestId('memory-status').getByText('Chunks').waitFor();
+	await page.getByLabel('Search memory').fill('Rex vaccination');
+	await page.getByRole('button', { name: 'Search' }).click();
+	const results = page.getByTestId('memory-results');
+	await results.getByText(/score \d/).first().waitFor();
+	await results.locator('strong').first().waitFor();
+	await results.getByText('text', { exact: true }).first().waitFor();
+
+	// Agents: create one from the templates and read its identity file.
+	await page.getByRole('link', { name: 'Agents' }).click();
+	await page.getByRole('button', { name: 'New agent' }).click();
+	await page.getByLabel('Id').fill('research');
+	await page.getByLabel('Name').fill('Researcher');
+	await page.getByRole('button', { name: 'Create' }).click();
+	await page.getByTestId('agent-row').filter({ hasText: 'Researcher' }).waitFor();
+	await page.waitForFunction(() => document.querySelector('#file')?.value.includes('IDENTITY'));
+
+	// Tasks: a human reading of the cron expression, create, run now, history.
+	await page.getByRole('link', { name: 'Tasks' }).click();
+	await page.getByText('No scheduled tasks').waitFor();
+	await page.getByRole('button', { name: 'New task' }).click();
+	await page.getByLabel('Prompt').fill('morning digest');
+	await page.getByLabel('When').fill('30 9 * * 1-5');
+	await page.getByTestId('schedule-reading').getByText('at 09:30 on Monday to Friday').waitFor();
+	await page.getByRole('button', { name: 'Create task' }).click();
+	await page.getByTestId('task-row').filter({ hasText: 'morning digest' }).waitFor();
+	await page.getByRole('button', { name: 'Run now' }).click();
+	await page.getByTestId('runs').getByText('echo: morning digest').waitFor({ timeout: 15000 });
+	await page.getByRole('button', { name: 'Pause' }).click();
+	await page.getByTestId('task-row').getByText('paused').waitFor();
+
+	// Config: providers with a live test; a key shown once, listed, revoked.
+	await page.getByRole('link', { name: 'Config' }).click();
+	const provider = page.getByTestId('provider').filter({ hasText: 'openai' });
+	await provider.getByRole('button', { name: 'Test connection' }).click();
+	await provider.getByText(/models · \d+ ms/).waitFor();
+	await page.getByLabel('Name').fill('laptop');
+	await page.getByRole('button', { name: 'Create key' }).click();
+	const key = await page.getByTestId('new-key').innerText();
+	assert.match(key, /^onyx_sk_/);
+	const listed = await api('/v1/models', { headers: { authorization: `Bearer ${key}` } });
+	assert.equal(listed.status, 200, 'the new key works');
+	page.once('dialog', (dialog) => dialog.accept());
+	await page.getByTestId('key-row').filter({ hasText: 'laptop' }).getByRole('button', { name: 'Revoke' }).click();
+	await page.getByTestId('key-row').filter({ hasText: 'laptop' }).waitFor({ state: 'detached' });
+
+	// Logs: live lines, filtered by level.
+	await page.getByRole('link', { name: 'Logs' }).click();
+	await page.getByText('live', { exact: true }).waitFor();
+	await page.getByTestId('log-lines').getByText('UI login').first().waitFor();
+	await page.getByLabel('Level').selectOption('warn');
+	await fetch(`${onyx.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"password": "oops"}' });
+	await page.getByTestId('log-lines').getByText('failed UI login').first().waitFor();
+	const levels = await page.getByTestId('log-lines').locator('div > span:nth-child(2)').allInnerTexts();
+	assert.ok(levels.length > 0 && levels.every((l) => /WARN|ERROR/.test(l)), `levels: ${levels}`);
+
+	// Status: dependencies, version, counters.
+	await page.getByRole('link', { name: 'Status' }).click();
+	await page.getByTestId('dependencies').getByText('openai', { exact: true }).waitFor();
+	await page.getByTestId('counters').getByText('Requests').waitFor();
+	await context.close();
+});
+
+test('phone width: the menu folds away and opens', async () => {
+	const { context, page } = await signedInPage({ width: 390, height: 800 });
+	const nav = page.locator('nav[aria-label=Main]');
+	assert.equal(await nav.isVisible(), false);
+	await page.getByRole('button', { name: 'Menu' }).click();
+	await nav.getByRole('link', { name: 'Tasks' }).click();
+	await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+	await context.close();
+});
+
+test('the login survives a restart, and without a password the UI says how to set one', async () => {
+	const { context, page } = await signedInPage();
+	await stopOnyx(onyx);
+	onyx = await startOnyx(config);
+	// Same cookie (cookies ignore the port), new process: still signed in.
+	await page.goto(onyx.url);
+	await page.getByRole('navigation', { name: 'Main' }).waitFor();
+	await context.close();
+
+	const bare = mkdtempSync(join(tmpdir(), 'onyx-ui-bare-'));
+	const withoutPassword = await startOnyx(`{ gateway: { auth: { apiKeys: ["${KEY}"] } } }`, bare);
+	const fresh = await browser.newContext();
+	const view = await fresh.newPage();
+	await view.goto(withoutPassword.url);
+	await view.getByTestId('no-password').getByText('onyx hash-password').waitFor();
+	await fresh.close();
+});
+
+test('five failed logins a minute from one address get 429', async () => {
+	const statuses = [];
+	for (let i = 0; i < 6; i++) {
+		const r = await fetch(`${onyx.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ password: `guess ${i}` }) });
+		statuses.push(r.status);
+	}
+	assert.ok(statuses.includes(429), `got ${statuses}`);
+	assert.equal(statuses.at(-1), 429);
+	assert.ok(statuses.slice(0, 3).every((s) => s === 401), `got ${statuses}`);
+});
