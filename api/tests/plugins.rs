@@ -318,6 +318,9 @@ async fn discord_direct_messages_and_mentions_round_trip() {
     assert!(discord.contents_in("501")[0].contains("allowlist"));
     assert_eq!(chat_requests(&fakes), before);
 
+    // The bot keeps the connection alive with heartbeats the gateway acknowledges.
+    eventually("a heartbeat", async || (discord.heartbeats() > 0).then_some(())).await;
+
     // The gateway connection drops: the plugin reconnects (resuming) and answers again.
     let (identifies, resumes) = discord.connections();
     discord.drop_connection();

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -19,6 +20,11 @@ const CHROMIUM = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
 const KEY = 'onyx_sk_ui_test_key_0123456789';
 const PASSWORD = 'correct horse battery';
 const FAKE_KEY = 'sk-fake-upstream-key-0001';
+
+// Screenshots of every page, kept as test artifacts.
+const ARTIFACTS = fileURLToPath(new URL('../../tests/artifacts/ui/', import.meta.url));
+mkdirSync(ARTIFACTS, { recursive: true });
+const shot = (page, name) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 
 const children = [];
 let fakes, browser, home, config, onyx;
@@ -146,6 +152,7 @@ test('chat streams answers, shows tool cards and approvals, and stops', async ()
 	await page.locator('[data-role=assistant]').filter({ hasText: 'echo: hello browser' }).waitFor();
 	await page.getByRole('link', { name: /^session / }).waitFor();
 	assert.match(page.url(), /\?session=/);
+	await shot(page, 'chat');
 
 	await page.getByRole('button', { name: 'New conversation' }).click();
 	await page.getByLabel('Agent or model').selectOption('onyx:scripter');
@@ -156,6 +163,7 @@ test('chat streams answers, shows tool cards and approvals, and stops', async ()
 	await page.locator('[data-role=assistant]').filter({ hasText: 'script done' }).waitFor();
 	await card.getByRole('button').click();
 	await card.getByText('"query": "dog"').waitFor();
+	await shot(page, 'chat-tool-card');
 
 	await page.getByRole('button', { name: 'New conversation' }).click();
 	await page.getByLabel('Agent or model').selectOption('onyx:careful');
@@ -186,6 +194,7 @@ test('sessions, memory, agents, tasks, config, logs and status pages work', asyn
 	const row = page.getByTestId('session-row').filter({ hasText: 'hello browser' }).first();
 	await row.click();
 	await page.getByTestId('transcript').getByText('echo: hello browser').waitFor();
+	await shot(page, 'sessions');
 	await page.getByLabel('Title').fill('Browser greeting');
 	await page.getByRole('button', { name: 'Rename' }).click();
 	await page.getByTestId('session-row').filter({ hasText: 'Browser greeting' }).waitFor();
@@ -201,6 +210,16 @@ test('sessions, memory, agents, tasks, config, logs and status pages work', asyn
 	await results.getByText(/score \d/).first().waitFor();
 	await results.locator('strong').first().waitFor();
 	await results.getByText('text', { exact: true }).first().waitFor();
+	// Edit a memory file: the change is saved and indexed.
+	await page.getByRole('button', { name: 'MEMORY.md' }).click();
+	await page.getByLabel('Content').fill('# Memory\n\nThe spare key is under the blue flowerpot.');
+	await page.getByRole('button', { name: 'Save' }).click();
+	await page.getByText('Saved and indexed.').waitFor();
+	await page.getByLabel('Search memory').fill('flowerpot');
+	await page.getByLabel('Mode').selectOption('text');
+	await page.getByRole('button', { name: 'Search' }).click();
+	await results.getByText('blue', { exact: false }).first().waitFor();
+	await shot(page, 'memory');
 
 	// Agents: create one from the templates and read its identity file.
 	await page.getByRole('link', { name: 'Agents' }).click();
@@ -210,6 +229,7 @@ test('sessions, memory, agents, tasks, config, logs and status pages work', asyn
 	await page.getByRole('button', { name: 'Create' }).click();
 	await page.getByTestId('agent-row').filter({ hasText: 'Researcher' }).waitFor();
 	await page.waitForFunction(() => document.querySelector('#file')?.value.includes('IDENTITY'));
+	await shot(page, 'agents');
 
 	// Tasks: a human reading of the cron expression, create, run now, history.
 	await page.getByRole('link', { name: 'Tasks' }).click();
@@ -224,6 +244,7 @@ test('sessions, memory, agents, tasks, config, logs and status pages work', asyn
 	await page.getByTestId('runs').getByText('echo: morning digest').waitFor({ timeout: 15000 });
 	await page.getByRole('button', { name: 'Pause' }).click();
 	await page.getByTestId('task-row').getByText('paused').waitFor();
+	await shot(page, 'tasks');
 
 	// Config: providers with a live test; a key shown once, listed, revoked.
 	await page.getByRole('link', { name: 'Config' }).click();
@@ -239,6 +260,7 @@ test('sessions, memory, agents, tasks, config, logs and status pages work', asyn
 	page.once('dialog', (dialog) => dialog.accept());
 	await page.getByTestId('key-row').filter({ hasText: 'laptop' }).getByRole('button', { name: 'Revoke' }).click();
 	await page.getByTestId('key-row').filter({ hasText: 'laptop' }).waitFor({ state: 'detached' });
+	await shot(page, 'config');
 
 	// Logs: live lines, filtered by level.
 	await page.getByRole('link', { name: 'Logs' }).click();
@@ -249,11 +271,23 @@ test('sessions, memory, agents, tasks, config, logs and status pages work', asyn
 	await page.getByTestId('log-lines').getByText('failed UI login').first().waitFor();
 	const levels = await page.getByTestId('log-lines').locator('div > span:nth-child(2)').allInnerTexts();
 	assert.ok(levels.length > 0 && levels.every((l) => /WARN|ERROR/.test(l)), `levels: ${levels}`);
+	await shot(page, 'logs');
 
 	// Status: dependencies, version, counters.
 	await page.getByRole('link', { name: 'Status' }).click();
 	await page.getByTestId('dependencies').getByText('openai', { exact: true }).waitFor();
 	await page.getByTestId('counters').getByText('Requests').waitFor();
+	await shot(page, 'status');
+
+	// Sign out: back to the login form, and the old cookie no longer opens the API.
+	const cookie = (await context.cookies()).find((c) => c.name === 'onyx_session');
+	const before = await fetch(`${onyx.url}/v1/models`, { headers: { cookie: `onyx_session=${cookie.value}` } });
+	assert.equal(before.status, 200);
+	await page.getByRole('button', { name: 'Sign out' }).click();
+	await page.getByLabel('Password').waitFor();
+	await shot(page, 'login');
+	const after = await fetch(`${onyx.url}/v1/models`, { headers: { cookie: `onyx_session=${cookie.value}` } });
+	assert.equal(after.status, 401);
 	await context.close();
 });
 
@@ -264,6 +298,7 @@ test('phone width: the menu folds away and opens', async () => {
 	await page.getByRole('button', { name: 'Menu' }).click();
 	await nav.getByRole('link', { name: 'Tasks' }).click();
 	await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+	await shot(page, 'phone-tasks');
 	await context.close();
 });
 

@@ -19,7 +19,7 @@ async function errorOf(response: Response): Promise<ApiError> {
 	} catch {
 		// not JSON: keep the status line
 	}
-	if (response.status === 401) {
+	if (response.status === 401 && typeof window !== 'undefined') {
 		window.dispatchEvent(new CustomEvent('onyx:logged-out'));
 	}
 	return new ApiError(message, response.status);

@@ -54,7 +54,8 @@ export function describeCron(expression: string): string | null {
 	if (dow !== '*' && dow !== '?') days.push(`on ${list(dow, DAYS)}`);
 	if (dom !== '*' && dom !== '?') days.push(`on day ${list(dom)} of the month`);
 	if (mon !== '*') days.push(`in ${list(mon, MONTHS, 1)}`);
-	return [days.length ? '' : 'every day', when, ...days].filter(Boolean).join(' ');
+	const prefix = days.length || when.startsWith('every') ? '' : 'every day';
+	return [prefix, when, ...days].filter(Boolean).join(' ');
 }
 
 export function describeSchedule(type: string, value: string): string {

@@ -1,5 +1,5 @@
 //! A fake Discord: the gateway WebSocket (HELLO, IDENTIFY → READY, RESUME →
-//! RESUMED, heartbeats and their ACKs, MESSAGE_CREATE dispatch) at `/`, and
+//! RESUMED, heartbeats every second and their ACKs, MESSAGE_CREATE dispatch) at `/`, and
 //! the REST endpoints the bot uses (`POST /api/v10/channels/{id}/messages`,
 //! `POST /api/v10/channels/{id}/typing`). Tests put user messages in with
 //! [`FakeDiscord::user_says`], read what the bot posted from
@@ -37,6 +37,7 @@ pub struct DiscordState {
     typing: Mutex<Vec<String>>,
     identifies: AtomicU64,
     resumes: AtomicU64,
+    heartbeats: AtomicU64,
     push: Mutex<Option<tokio::sync::broadcast::Sender<Push>>>,
 }
 
@@ -151,6 +152,11 @@ impl FakeDiscord {
         self.state.typing.lock().map(|t| t.clone()).unwrap_or_default()
     }
 
+    /// Heartbeats the bot sent (each was acknowledged).
+    pub fn heartbeats(&self) -> u64 {
+        self.state.heartbeats.load(Ordering::SeqCst)
+    }
+
     /// Sessions started (IDENTIFY) and resumed (RESUME) so far.
     pub fn connections(&self) -> (u64, u64) {
         (
@@ -231,7 +237,8 @@ async fn session(state: Arc<DiscordState>, mut socket: WebSocket) {
         None => return,
     };
     if socket
-        .send(frame(10, json!({"heartbeat_interval": 41250}), None, None))
+        // Discord asks for ~41 s; one second makes the bot heartbeat within a test.
+        .send(frame(10, json!({"heartbeat_interval": 1000}), None, None))
         .await
         .is_err()
     {
@@ -249,7 +256,10 @@ async fn session(state: Arc<DiscordState>, mut socket: WebSocket) {
                 };
                 let Ok(payload) = serde_json::from_str::<Value>(&text) else { continue };
                 let reply = match payload["op"].as_u64() {
-                    Some(1) => Some(frame(11, Value::Null, None, None)),
+                    Some(1) => {
+                        state.heartbeats.fetch_add(1, Ordering::SeqCst);
+                        Some(frame(11, Value::Null, None, None))
+                    }
                     Some(2) if payload["d"]["token"].as_str().map(|t| t.trim_start_matches("Bot ")) == Some(state.token.as_str()) => {
                         state.identifies.fetch_add(1, Ordering::SeqCst);
                         ready = true;
