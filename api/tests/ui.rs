@@ -159,3 +159,51 @@ async fn without_a_password_login_says_how_to_set_one() {
         "{body}"
     );
 }
+
+#[tokio::test]
+async fn provider_details_and_logs_need_the_admin_scope() {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&fakes.config()), &[]).await;
+    let created: Value = onyx
+        .post("/v1/keys")
+        .json(&json!({"name": "phone", "scope": "chat"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let chat_key = created["key"].as_str().unwrap().to_string();
+    for path in ["/v1/providers", "/v1/logs"] {
+        let as_chat = onyx
+            .client
+            .get(format!("{}{path}", onyx.url))
+            .bearer_auth(&chat_key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(as_chat.status(), 403, "{path}");
+        assert_eq!(onyx.get(path).send().await.unwrap().status(), 200, "{path}");
+    }
+    // Keys are shown only as their last characters.
+    let providers = onyx.get_json("/v1/providers").await;
+    let openai = providers["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "openai")
+        .unwrap();
+    assert_eq!(openai["api_key"], "…0001", "{openai}");
+    assert!(!providers.to_string().contains(onyx_test_fakes::DEFAULT_KEY));
+    let probe: Value = onyx
+        .post("/v1/providers/openai/test")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(probe["status"], "up", "{probe}");
+    let logs = onyx.get_json("/v1/logs?level=info&q=listening").await;
+    assert!(logs["data"].to_string().contains("onyx listening"), "{logs}");
+}

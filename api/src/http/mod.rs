@@ -35,6 +35,10 @@ pub fn router(app: Arc<App>) -> Router {
     let admin = Router::new()
         .route("/v1/keys", get(keys::list).post(keys::create))
         .route("/v1/keys/{id}", axum::routing::delete(keys::revoke))
+        // Provider addresses and the log tail are for whoever runs the gateway.
+        .route("/v1/providers", get(console::providers))
+        .route("/v1/providers/{name}/test", post(console::test_provider))
+        .route("/v1/logs", get(console::logs))
         .route_layer(axum::middleware::from_fn(middleware::require_admin));
     let protected = Router::new()
         .merge(admin)
@@ -75,9 +79,6 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/tasks/{id}/run", post(tasks::run_now))
         .route("/v1/tasks/{id}/runs", get(tasks::runs))
         .route("/v1/status", get(console::status))
-        .route("/v1/logs", get(console::logs))
-        .route("/v1/providers", get(console::providers))
-        .route("/v1/providers/{name}/test", post(console::test_provider))
         .route("/metrics", get(ops::metrics))
         .method_not_allowed_fallback(ops::method_not_allowed)
         .route_layer(axum::middleware::from_fn_with_state(
