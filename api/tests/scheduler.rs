@@ -725,3 +725,30 @@ async fn a_task_failing_again_and_again_is_paused() {
         "{logs}"
     );
 }
+
+#[tokio::test]
+async fn a_task_made_on_a_replica_that_dies_runs_on_time_on_another() {
+    let fakes = Fakes::start().await;
+    let surreal = Service::surreal().await;
+    let storage = format!(
+        r#"storage: {{ surrealdb: {{ url: "ws://{}", user: "root", pass: "root" }} }},"#,
+        surreal.addr
+    );
+    let config = config(&fakes, &storage);
+    let (maker, survivor) = (
+        Onyx::start(Some(&config), &[]).await,
+        Onyx::start(Some(&config), &[]).await,
+    );
+    // The survivor has nothing due: without news of the new task it would
+    // sleep its full safety interval (a minute).
+    let task = maker
+        .create_task(
+            json!({"prompt": "from the other side", "schedule_type": "once", "schedule_value": "+3s"}),
+        )
+        .await;
+    maker.crash().await;
+    let id = task["id"].as_str().unwrap();
+    let runs = survivor.wait_for_runs(id, "its run", |r| !r.is_empty()).await;
+    assert_eq!(runs[0]["status"], "succeeded", "{runs:?}");
+    assert_on_time(&runs[0]);
+}

@@ -19,8 +19,8 @@ use crate::memory::Memory;
 use crate::sessions::{LogMessage, Sessions};
 use crate::storage::DbError;
 
-/// Even with nothing due, look again this often: tasks another replica
-/// created wake that replica, not this one, and it may have gone away.
+/// Even with nothing due, look again this often, in case a change made on
+/// another replica was missed (its live notification is the usual wake-up).
 const MAX_SLEEP: Duration = Duration::from_secs(60);
 /// The longest wait between retries of a failing task.
 const MAX_BACKOFF: Duration = Duration::from_secs(3600);
@@ -74,8 +74,32 @@ impl Runner {
                 tracing::warn!(error = %err, "could not set up heartbeat tasks; retrying");
                 tokio::time::sleep(Duration::from_secs(2)).await;
             }
+            runner.follow_other_replicas();
             runner.run_loop().await;
         })
+    }
+
+    /// Wakes this runner whenever any replica changes a task (a SurrealDB
+    /// live query), so a task created on a replica that then goes away still
+    /// runs on time here.
+    fn follow_other_replicas(&self) {
+        let tasks = self.tasks.clone();
+        tokio::spawn(async move {
+            loop {
+                match tasks.store.changes().await {
+                    Ok(mut changes) => {
+                        while changes.next().await.is_some() {
+                            tasks.notify();
+                        }
+                        tracing::debug!("task change feed ended; subscribing again");
+                    }
+                    Err(err) => {
+                        tracing::warn!(error = %err, "cannot follow task changes; relying on the periodic check")
+                    }
+                }
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+        });
     }
 
     async fn run_loop(self: Arc<Self>) {

@@ -400,15 +400,9 @@ impl Store {
         Ok(!held.is_empty())
     }
 
-    /// Records a run that never started (a skipped occurrence).
-    pub async fn record(&self, run: &Run) -> Result<(), DbError> {
-        self.db
-            .execute_retrying(
-                "UPSERT type::record('task_run', $run.key) CONTENT $run",
-                json!({ "run": run }),
-            )
-            .await?;
-        Ok(())
+    /// Every change to any task, from any replica.
+    pub async fn changes(&self) -> Result<futures::stream::BoxStream<'static, ()>, DbError> {
+        self.db.changes("task").await
     }
 
     pub async fn run(&self, id: &str) -> Result<Option<Run>, DbError> {

@@ -161,6 +161,21 @@ impl Db {
         serde_json::from_value(json).map_err(|err| DbError::Decode(err.to_string()))
     }
 
+    /// A signal per change to `table` from any connection (a `LIVE SELECT`):
+    /// how one replica hears that another changed something. Ends when the
+    /// connection drops; the caller subscribes again.
+    pub async fn changes(&self, table: &str) -> Result<futures::stream::BoxStream<'static, ()>, DbError> {
+        use futures::StreamExt;
+        let mut response = self
+            .execute(&format!("LIVE SELECT * FROM {table}"), serde_json::json!({}))
+            .await?;
+        let stream = response.stream::<surrealdb::types::Value>(0)?;
+        Ok(stream
+            .take_while(|item| std::future::ready(item.is_ok()))
+            .map(|_| ())
+            .boxed())
+    }
+
     pub async fn health(&self) -> Result<(), DbError> {
         self.inner.health().await?;
         Ok(())
