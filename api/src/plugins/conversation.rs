@@ -42,9 +42,12 @@ pub struct Conversations {
     pub chats: Chats,
     pub bindings: Vec<Binding>,
     pub allow: HashMap<String, AllowList>,
-    /// One lock per chat, so its messages are answered in order.
-    chat_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// One queue per chat, worked through by one task: a chat's messages are
+    /// answered one at a time, in the order they arrived.
+    chat_queues: Mutex<HashMap<String, Queue>>,
 }
+
+type Queue = tokio::sync::mpsc::UnboundedSender<(Arc<dyn Plugin>, IncomingMessage)>;
 
 enum Command {
     New,
@@ -78,20 +81,32 @@ impl Conversations {
             chats,
             bindings,
             allow,
-            chat_locks: Mutex::new(HashMap::new()),
+            chat_queues: Mutex::new(HashMap::new()),
         }
     }
 
-    fn lock_for(&self, chat: &str) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = self
-            .chat_locks
+    /// Queues a message behind the earlier ones of its chat; returns at once.
+    pub fn enqueue(self: &Arc<Self>, plugin: Arc<dyn Plugin>, message: IncomingMessage) {
+        let chat = format!("{}:{}", message.platform, message.chat_id);
+        let mut queues = self
+            .chat_queues
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        locks.entry(chat.to_string()).or_default().clone()
+        let queue = queues.entry(chat).or_insert_with(|| {
+            let (queue, mut waiting) = tokio::sync::mpsc::unbounded_channel();
+            let conversations = self.clone();
+            tokio::spawn(async move {
+                while let Some((plugin, message)) = waiting.recv().await {
+                    conversations.handle(plugin, message).await;
+                }
+            });
+            queue
+        });
+        let _ = queue.send((plugin, message));
     }
 
     /// Answers one message; every failure ends as a message to the user.
-    pub async fn handle(&self, plugin: Arc<dyn Plugin>, message: IncomingMessage) {
+    async fn handle(&self, plugin: Arc<dyn Plugin>, message: IncomingMessage) {
         let platform = message.platform.clone();
         let reply = |text: String| OutgoingMessage {
             chat_id: message.chat_id.clone(),
@@ -112,8 +127,6 @@ impl Conversations {
             return;
         }
         let chat = format!("{platform}:{}", message.chat_id);
-        let lock = self.lock_for(&chat);
-        let _turn = lock.lock().await;
         let text = match self.answer(plugin.clone(), &message, &chat).await {
             Ok(text) => text,
             Err(err) => {

@@ -140,8 +140,7 @@ struct Core {
 
 impl PluginContext for Core {
     fn deliver(&self, message: IncomingMessage) {
-        let (plugin, conversations) = (self.tracked.plugin.clone(), self.conversations.clone());
-        tokio::spawn(async move { conversations.handle(plugin, message).await });
+        self.conversations.enqueue(self.tracked.plugin.clone(), message);
     }
 
     fn connected(&self, detail: &str) {
