@@ -24,3 +24,4 @@ pub mod providers;
 pub mod scheduler;
 pub mod sessions;
 pub mod storage;
+pub mod text;

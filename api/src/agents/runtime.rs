@@ -468,14 +468,7 @@ impl Agents {
         {
             tracing::error!(session = %session.id, error = %err, "could not record the agent's turn");
         }
-        let short = |text: &str| {
-            let flat = text.replace('\n', " ");
-            if flat.chars().count() > 80 {
-                format!("{}…", flat.chars().take(80).collect::<String>())
-            } else {
-                flat
-            }
-        };
+        let short = |text: &str| crate::text::one_line(text, 80);
         let tools = if tools.is_empty() {
             String::new()
         } else {

@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use onyx_plugin_sdk::{IncomingMessage, OutgoingMessage, Plugin, PluginContext, PluginError};
 use serde::Serialize;
@@ -104,6 +105,18 @@ pub enum Phase {
     /// Misconfigured: not retried.
     Failed,
     Stopped,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Starting => "starting",
+            Self::Up => "up",
+            Self::Restarting => "restarting",
+            Self::Failed => "failed",
+            Self::Stopped => "stopped",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -226,10 +239,8 @@ impl Plugins {
                 },
                 latency_ms: 0,
                 detail: Some(match &s.detail {
-                    Some(detail) => {
-                        format!("{:?}: {detail} ({} restarts)", s.state, s.restarts).to_lowercase()
-                    }
-                    None => format!("{:?} ({} restarts)", s.state, s.restarts).to_lowercase(),
+                    Some(detail) => format!("{}: {detail} ({} restarts)", s.state.as_str(), s.restarts),
+                    None => format!("{} ({} restarts)", s.state.as_str(), s.restarts),
                 }),
             })
             .collect()
@@ -244,6 +255,14 @@ impl Plugins {
     }
 }
 
+/// One run of a plugin; a panic counts as a crash, restarted like a dropped connection.
+async fn run_once(plugin: &dyn Plugin, core: Arc<dyn PluginContext>) -> Result<(), PluginError> {
+    std::panic::AssertUnwindSafe(plugin.start(core))
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|_| Err(PluginError::Platform("the plugin panicked".into())))
+}
+
 /// Runs a plugin until it is stopped; restarts it with backoff when it fails.
 async fn supervise(tracked: Arc<Tracked>, conversations: Arc<Conversations>) {
     let name = tracked.plugin.name().to_string();
@@ -253,7 +272,7 @@ async fn supervise(tracked: Arc<Tracked>, conversations: Arc<Conversations>) {
             tracked: tracked.clone(),
             conversations: conversations.clone(),
         });
-        let result = tracked.plugin.start(core).await;
+        let result = run_once(tracked.plugin.as_ref(), core).await;
         if tracked.snapshot().is_some_and(|s| s.state == Phase::Stopped) {
             return;
         }
@@ -286,5 +305,46 @@ async fn supervise(tracked: Arc<Tracked>, conversations: Arc<Conversations>) {
         });
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Panicky;
+
+    impl Plugin for Panicky {
+        fn name(&self) -> &str {
+            "panicky"
+        }
+        fn max_message_chars(&self) -> usize {
+            100
+        }
+        fn start(&self, _ctx: Arc<dyn PluginContext>) -> BoxFuture<'_, Result<(), PluginError>> {
+            Box::pin(async { panic!("boom") })
+        }
+        fn stop(&self) -> BoxFuture<'_, ()> {
+            Box::pin(async {})
+        }
+        fn send(&self, _message: OutgoingMessage) -> BoxFuture<'_, Result<(), PluginError>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn typing(&self, _chat: &str) -> BoxFuture<'_, Result<(), PluginError>> {
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    struct Silent;
+
+    impl PluginContext for Silent {
+        fn deliver(&self, _message: IncomingMessage) {}
+        fn connected(&self, _detail: &str) {}
+    }
+
+    #[tokio::test]
+    async fn a_panicking_plugin_is_a_crash_to_restart_not_a_dead_supervisor() {
+        let result = run_once(&Panicky, Arc::new(Silent)).await;
+        assert!(matches!(result, Err(PluginError::Platform(m)) if m.contains("panicked")));
     }
 }

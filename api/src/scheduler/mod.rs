@@ -147,15 +147,10 @@ fn name(text: Option<&str>, prompt: &str) -> Result<String, TaskError> {
             format!("name: longer than {MAX_NAME_CHARS} characters"),
         )),
         Some(name) => Ok(name.to_string()),
-        None => {
-            let line = prompt.lines().next().unwrap_or_default();
-            let short: String = line.chars().take(60).collect();
-            Ok(if short.len() < line.len() {
-                format!("{short}…")
-            } else {
-                short
-            })
-        }
+        None => Ok(crate::text::ellipsize(
+            prompt.lines().next().unwrap_or_default(),
+            60,
+        )),
     }
 }
 

@@ -197,7 +197,7 @@ impl Runner {
                 "missed while Onyx was down (due {}); catchUp is \"skip\"",
                 stamp(due)
             )));
-            self.finish(&task, run, outcome, Some(due), None).await;
+            self.finish(&task, run, outcome, Some(due)).await;
             return Ok(());
         }
         tracing::info!(task = %task.id, name = %task.name, agent = %task.agent, ?trigger, "running scheduled task");
@@ -302,7 +302,7 @@ impl Runner {
             () = tokio::time::sleep(timeout) => Err(format!("timed out after {}s", timeout.as_secs())),
         };
         renewer.abort();
-        self.finish(&task, run, outcome, due, None).await;
+        self.finish(&task, run, outcome, due).await;
     }
 
     /// Records how a run ended and moves the task on.
@@ -312,7 +312,6 @@ impl Runner {
         mut run: Run,
         outcome: Result<Performed, String>,
         due: Option<DateTime<Utc>>,
-        expired_before: Option<&str>,
     ) {
         let now = Utc::now();
         run.finished_at = Some(stamp(now));
@@ -321,7 +320,7 @@ impl Runner {
                 run.status = RunStatus::Succeeded;
                 run.tokens = tokens;
                 self.deliver(task, &mut run, &text).await;
-                run.result = Some(truncate(&text, MAX_RESULT_CHARS));
+                run.result = Some(crate::text::ellipsize(&text, MAX_RESULT_CHARS));
             }
             Ok(Performed::Skipped(reason)) => {
                 run.status = RunStatus::Skipped;
@@ -336,7 +335,7 @@ impl Runner {
         match self
             .tasks
             .store
-            .settle(&task.id, &run, settle.as_ref(), expired_before)
+            .settle(&task.id, &run, settle.as_ref(), None)
             .await
         {
             Ok(true) => {
@@ -439,10 +438,7 @@ impl Runner {
         let note = format!(
             "The scheduler started this run (task {:?}, {} {:?}). Nobody is watching it live: do the work, then answer with the result itself.",
             task.name,
-            serde_json::to_value(task.schedule_type)
-                .unwrap_or_default()
-                .as_str()
-                .unwrap_or_default(),
+            task.schedule_type.as_str(),
             task.schedule_value
         );
         let message = json!({"role": "user", "content": prompt});
@@ -533,14 +529,6 @@ fn has_checklist(content: &str) -> bool {
         .lines()
         .map(str::trim)
         .any(|line| !line.is_empty() && !line.starts_with('#'))
-}
-
-fn truncate(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        text.to_string()
-    } else {
-        format!("{}…", text.chars().take(max).collect::<String>())
-    }
 }
 
 #[cfg(test)]

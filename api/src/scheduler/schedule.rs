@@ -23,6 +23,14 @@ pub enum ScheduleType {
 }
 
 impl ScheduleType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Cron => "cron",
+            Self::Interval => "interval",
+            Self::Once => "once",
+        }
+    }
+
     pub fn parse(text: &str) -> Result<Self, String> {
         match text {
             "cron" => Ok(Self::Cron),

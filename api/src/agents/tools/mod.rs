@@ -88,12 +88,7 @@ impl ToolOutput {
 
     /// A one-line summary for tool activity events.
     pub fn summary(&self) -> String {
-        let flat = self.content.replace('\n', " ");
-        if flat.chars().count() > 200 {
-            format!("{}…", flat.chars().take(200).collect::<String>())
-        } else {
-            flat
-        }
+        crate::text::one_line(&self.content, 200)
     }
 }
 

@@ -58,16 +58,10 @@ fn line(task: &Task) -> String {
         "{} \"{}\" ({} {}, {}): {} — next run {}",
         task.id,
         task.name,
-        serde_json::to_value(task.schedule_type)
-            .unwrap_or_default()
-            .as_str()
-            .unwrap_or_default(),
+        task.schedule_type.as_str(),
         task.schedule_value,
         task.timezone,
-        serde_json::to_value(task.status)
-            .unwrap_or_default()
-            .as_str()
-            .unwrap_or_default(),
+        task.status.as_str(),
         task.next_run.as_deref().unwrap_or("none"),
     )
 }
