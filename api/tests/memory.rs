@@ -122,6 +122,29 @@ impl Onyx {
             .unwrap()
     }
 
+    async fn wait_for_resident_index(&self) -> Value {
+        self.wait_for_status("the resident search index loaded", |s| {
+            s["search_index"]["state"] == "ready"
+        })
+        .await
+    }
+
+    /// Polls a search until `found` says so (another replica's write arrives
+    /// through the live feed, asynchronously).
+    async fn search_until(&self, query: &str, mode: &str, found: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..100 {
+            let hits = self.search(query, mode).await;
+            if found(&hits) {
+                return hits;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!(
+            "{query} ({mode}) never matched: {}",
+            self.search(query, mode).await
+        );
+    }
+
     async fn wait_for_vectors(&self) -> Value {
         self.wait_for_status("embedder ready, nothing pending", |s| {
             s["embedder"]["ready"] == true && s["pending"] == 0
@@ -156,6 +179,8 @@ fn paths_and_lines(results: &Value) -> Vec<(String, u64, u64)> {
 /// Writes the corpus and proves each leg of the search matters.
 async fn exercise_search(onyx: &Onyx) {
     onyx.wait_for_vectors().await;
+    // Searches below run in the resident index, which is kept current by the writes.
+    onyx.wait_for_resident_index().await;
     let written = onyx.write("main/MEMORY.md", CURATED).await;
     assert_eq!(written["chunks"], 5, "{written}");
     assert_eq!(written["pending"], 0, "written with the embedder up: {written}");
@@ -788,4 +813,61 @@ async fn two_replicas_share_memory_files_and_index() {
         hits["data"][0]["snippet"].as_str().unwrap().contains("07"),
         "{hits}"
     );
+}
+
+#[tokio::test]
+async fn each_replicas_search_index_follows_the_others_writes() {
+    let fakes = Fakes::start().await;
+    let (s3, surreal) = (Service::s3().await, Service::surreal().await);
+    let config = config(&fakes, &s3_storage(&s3, &surreal), 64);
+    let a = Onyx::start(Some(&config), &[]).await;
+    a.wait_for_vectors().await;
+    a.write("main/MEMORY.md", CURATED).await;
+    // B loads what A wrote before it started...
+    let b = Onyx::start(Some(&config), &[]).await;
+    b.wait_for_vectors().await;
+    let loaded = b.wait_for_resident_index().await;
+    assert_eq!(loaded["search_index"]["chunks"], 5, "{loaded}");
+    a.wait_for_resident_index().await;
+    let ticket = b.search("OX-4711", "text").await;
+    assert!(
+        ticket["data"][0]["snippet"].as_str().unwrap().contains("4711"),
+        "{ticket}"
+    );
+
+    // ...and follows what A writes afterwards: new text, its vectors, a delete.
+    a.write(
+        "main/memory/boat.md",
+        "# Boat\n\nThe sailboat mooring fee is due in March.\n",
+    )
+    .await;
+    let has = |word: &'static str| {
+        move |hits: &Value| {
+            hits["data"].as_array().is_some_and(|d| {
+                d.iter()
+                    .any(|h| h["snippet"].as_str().unwrap_or("").contains(word))
+            })
+        }
+    };
+    b.search_until("mooring", "text", has("mooring")).await;
+    let vector = b
+        .search_until("sailboat anchorage payment", "vector", has("mooring"))
+        .await;
+    assert_eq!(vector["mode"], "vector", "{vector}");
+    let removed = a
+        .delete("/v1/memory/files/main/memory/boat.md")
+        .send()
+        .await
+        .unwrap();
+    assert!(removed.status().is_success(), "{}", removed.status());
+    b.search_until("mooring", "text", |hits| hits["data"] == json!([]))
+        .await;
+
+    // Both replicas hold the same chunks.
+    let (on_a, on_b) = (
+        a.get_json("/v1/memory/status").await,
+        b.get_json("/v1/memory/status").await,
+    );
+    assert_eq!(on_a["search_index"], on_b["search_index"], "{on_a}\n{on_b}");
+    assert_eq!(on_b["search_index"]["chunks"], on_b["chunks"], "{on_b}");
 }

@@ -1,10 +1,14 @@
 //! `memory-bench`: memory search speed at scale. Ingests N chunks with
 //! precomputed 384-dimension vectors (so the embedder is not measured) into
-//! the real SurrealDB memory index (HNSW + FULLTEXT), then times hybrid
-//! searches (both legs in one round trip, fused) and reports RSS.
+//! the real memory index (SurrealDB's `memory_chunk` with HNSW + FULLTEXT,
+//! and the resident index every write also updates), times loading the
+//! resident index from SurrealDB as a restarted replica does, then times
+//! searches per mode in the resident index and, for comparison, a few in
+//! SurrealDB (what answers while a replica's resident index loads). Reports RSS.
 //!
 //! ```sh
-//! memory-bench CHUNKS [DB_URL] [QUERIES]     # DB_URL: surrealkv://DIR (default: a temp dir) or mem://
+//! memory-bench CHUNKS [DB_URL] [QUERIES] [SURREALDB_QUERIES]
+//! # DB_URL: surrealkv://DIR (default: a temp dir) or mem://
 //! ```
 
 use std::process::ExitCode;
@@ -15,7 +19,7 @@ use onyx::config::{Fusion, SurrealConfig};
 use onyx::memory::chunker::Chunk;
 use onyx::memory::paths::FileKind;
 use onyx::memory::search::{self, Legs, Ranking};
-use onyx::memory::{ChunkRow, FileRow, Index};
+use onyx::memory::{ChunkRow, FileRow, Index, resident};
 use onyx::storage::Db;
 use onyx_bench::{machine, ms, percentile, rss_mb};
 
@@ -81,7 +85,8 @@ async fn main() -> ExitCode {
         .cloned()
         .unwrap_or_else(|| format!("surrealkv://{}", temp.display()));
     let queries = args.get(3).and_then(|n| n.parse().ok()).unwrap_or(500);
-    let result = run(chunks, &url, queries).await;
+    let surrealdb_queries = args.get(4).and_then(|n| n.parse().ok()).unwrap_or(20);
+    let result = run(chunks, &url, queries, surrealdb_queries).await;
     let _ = std::fs::remove_dir_all(&temp);
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -92,7 +97,7 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(chunks: usize, url: &str, queries: usize) -> Result<(), String> {
+async fn run(chunks: usize, url: &str, queries: usize, surrealdb_queries: usize) -> Result<(), String> {
     println!("machine: {}", machine());
     println!("database: {url}; {chunks} chunks of ~{WORDS_PER_CHUNK} words, {DIMENSIONS}-d vectors");
     let db = Db::connect(&SurrealConfig {
@@ -107,6 +112,11 @@ async fn run(chunks: usize, url: &str, queries: usize) -> Result<(), String> {
     let index = Index::new(db.clone());
     index
         .reset_vectors(Some(DIMENSIONS))
+        .await
+        .map_err(|e| e.to_string())?;
+    // Loaded (empty) before ingesting, as in a running replica: each write
+    // also updates the resident index, and ingest pays for that.
+    resident::load(index.db(), index.resident())
         .await
         .map_err(|e| e.to_string())?;
 
@@ -173,6 +183,69 @@ async fn run(chunks: usize, url: &str, queries: usize) -> Result<(), String> {
         ingest_time.as_secs_f64()
     );
 
+    // A restarted replica: a fresh resident index read from SurrealDB.
+    drop(index);
+    let loaded = Index::new(db.clone());
+    let started = Instant::now();
+    resident::load(loaded.db(), loaded.resident())
+        .await
+        .map_err(|e| e.to_string())?;
+    let load_time = started.elapsed();
+    let (rss_after_load, _) = rss_mb();
+    println!(
+        "resident index: loaded {} chunks from SurrealDB in {:.1} s",
+        loaded.resident().chunks().unwrap_or(0),
+        load_time.as_secs_f64()
+    );
+
+    let mut rng = Rng(7);
+    let in_surrealdb = Index::new(db.clone());
+    let mut report = Vec::new();
+    for (engine, index, count) in [
+        ("resident", &loaded, queries),
+        ("surrealdb", &in_surrealdb, surrealdb_queries),
+    ] {
+        if count == 0 {
+            continue;
+        }
+        for (label, use_vector, use_text) in [
+            ("vector", true, false),
+            ("text", false, true),
+            ("hybrid", true, true),
+        ] {
+            let (samples, hits) = time_searches(index, &centroids, &mut rng, count, use_vector, use_text).await?;
+            report.push((engine, label, samples, hits));
+        }
+    }
+    println!("search: top 10 of 30 candidates per leg, one agent of four (plus _shared)");
+    println!("| engine | mode | queries | p50 | p99 | hits/query |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+    for (engine, label, mut samples, hits) in report {
+        let n = samples.len();
+        println!(
+            "| {engine} | {label} | {n} | {} | {} | {:.1} |",
+            ms(percentile(&mut samples, 0.5)),
+            ms(percentile(&mut samples, 0.99)),
+            hits as f64 / n.max(1) as f64
+        );
+    }
+    let (rss, peak) = rss_mb();
+    println!(
+        "rss: {rss_after_ingest:.0} MB after ingest, {rss_after_load:.0} MB after loading, {rss:.0} MB after searching, peak {peak:.0} MB"
+    );
+    Ok(())
+}
+
+/// Times `count` searches (after 10 warm-up ones) of one mode; the samples
+/// and the total number of hits.
+async fn time_searches(
+    index: &Index,
+    centroids: &[Vec<f32>],
+    rng: &mut Rng,
+    count: usize,
+    use_vector: bool,
+    use_text: bool,
+) -> Result<(Vec<Duration>, usize), String> {
     let ranking = Ranking {
         fusion: Fusion::Linear,
         vector_weight: 0.7,
@@ -181,52 +254,31 @@ async fn run(chunks: usize, url: &str, queries: usize) -> Result<(), String> {
         half_life_days: 30.0,
     };
     let agents = ["agent1", "_shared"];
+    let mut samples = Vec::with_capacity(count);
     let mut hits_total = 0;
-    let mut report = Vec::new();
-    for (label, use_vector, use_text) in [
-        ("vector only", true, false),
-        ("text only", false, true),
-        ("hybrid", true, true),
-    ] {
-        let mut samples = Vec::with_capacity(queries);
-        for q in 0..queries + 20 {
-            let vector = vector_near(&centroids, q % TOPICS, &mut rng);
-            // Query words as people type them: two mid-frequency words and a topic word.
-            let words = format!(
-                "w{} w{} topic{}",
-                50 + rng.word() % 2000,
-                50 + rng.word() % 2000,
-                q % TOPICS
-            );
-            let legs = Legs {
-                agents: &agents,
-                vector: use_vector.then_some(vector.as_slice()),
-                text: use_text.then_some(words.as_str()),
-                candidates: 30,
-            };
-            let started = Instant::now();
-            let hits = search::run(&db, legs, ranking, 10, "2026-11-22")
-                .await
-                .map_err(|e| e.to_string())?;
-            if q >= 20 {
-                samples.push(started.elapsed());
-                hits_total += hits.len();
-            }
+    for q in 0..count + 10 {
+        let vector = vector_near(centroids, q % TOPICS, rng);
+        // Query words as people type them: two mid-frequency words and a topic word.
+        let words = format!(
+            "w{} w{} topic{}",
+            50 + rng.word() % 2000,
+            50 + rng.word() % 2000,
+            q % TOPICS
+        );
+        let legs = Legs {
+            agents: &agents,
+            vector: use_vector.then_some(vector.as_slice()),
+            text: use_text.then_some(words.as_str()),
+            candidates: 30,
+        };
+        let started = Instant::now();
+        let hits = search::run(index, legs, ranking, 10, "2026-11-22")
+            .await
+            .map_err(|e| e.to_string())?;
+        if q >= 10 {
+            samples.push(started.elapsed());
+            hits_total += hits.len();
         }
-        report.push(format!(
-            "{label}: p50 {}, p99 {}",
-            ms(percentile(&mut samples, 0.5)),
-            ms(percentile(&mut samples, 0.99))
-        ));
     }
-    println!(
-        "search ({queries} queries per mode, top 10 of 30 candidates per leg, one agent of four, {:.1} hits/query):",
-        hits_total as f64 / (3 * queries).max(1) as f64
-    );
-    for line in report {
-        println!("  {line}");
-    }
-    let (rss, peak) = rss_mb();
-    println!("rss: {rss_after_ingest:.0} MB after ingest, {rss:.0} MB after searching, peak {peak:.0} MB");
-    Ok(())
+    Ok((samples, hits_total))
 }

@@ -8,13 +8,19 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use std::sync::Arc;
+
 use super::chunker::{Chunk, content_hash};
 use super::paths::{FileKind, daily_date};
+use super::resident::{Change, Resident, ResidentChunk};
 use crate::storage::{Db, DbError};
 
 /// One chunk as stored.
 #[derive(Debug, Clone, Serialize)]
 pub struct ChunkRow {
+    /// The record key, chosen here so the resident index knows it without
+    /// reading the row back.
+    pub id: String,
     pub agent: String,
     pub path: String,
     pub kind: &'static str,
@@ -36,6 +42,7 @@ pub struct ChunkRow {
 impl ChunkRow {
     pub fn new(agent: &str, path: &str, kind: FileKind, chunk: Chunk) -> Self {
         Self {
+            id: uuid::Uuid::new_v4().simple().to_string(),
             agent: agent.into(),
             path: path.into(),
             kind: kind.as_str(),
@@ -50,6 +57,19 @@ impl ChunkRow {
             hash: chunk.hash,
             pending: true,
             embedding: None,
+        }
+    }
+
+    fn resident(&self) -> ResidentChunk {
+        ResidentChunk {
+            id: self.id.clone(),
+            agent: self.agent.clone(),
+            path: self.path.clone(),
+            kind: self.kind.to_string(),
+            day: self.day.clone(),
+            start_line: self.start_line,
+            body: self.body.clone(),
+            embedding: self.embedding.clone(),
         }
     }
 }
@@ -87,6 +107,7 @@ pub struct PendingChunk {
 #[derive(Clone)]
 pub struct Index {
     db: Db,
+    resident: Arc<Resident>,
 }
 
 #[derive(Deserialize)]
@@ -102,11 +123,19 @@ struct Cached {
 
 impl Index {
     pub fn new(db: Db) -> Self {
-        Self { db }
+        Self {
+            db,
+            resident: Arc::default(),
+        }
     }
 
     pub fn db(&self) -> &Db {
         &self.db
+    }
+
+    /// The in-process search index (see `resident`).
+    pub fn resident(&self) -> &Arc<Resident> {
+        &self.resident
     }
 
     pub async fn fingerprint(&self) -> Result<Fingerprint, DbError> {
@@ -145,6 +174,7 @@ impl Index {
              {define}"
         );
         self.db.execute_retrying(&sql, json!({})).await?;
+        self.resident.apply(Change::DropVectors);
         Ok(())
     }
 
@@ -166,6 +196,11 @@ impl Index {
                 }),
             )
             .await?;
+        self.resident.apply(Change::ReplaceFile {
+            agent: file.agent.clone(),
+            path: file.path.clone(),
+            chunks: chunks.iter().map(ChunkRow::resident).collect(),
+        });
         Ok(())
     }
 
@@ -190,6 +225,10 @@ impl Index {
                 json!({"agent": agent, "path": path, "key": file_key(agent, path)}),
             )
             .await?;
+        self.resident.apply(Change::RemoveFile {
+            agent: agent.into(),
+            path: path.into(),
+        });
         Ok(())
     }
 
@@ -201,6 +240,7 @@ impl Index {
                 json!({}),
             )
             .await?;
+        self.resident.apply(Change::Clear);
         Ok(())
     }
 
@@ -260,6 +300,7 @@ impl Index {
                 json!({"rows": rows}),
             )
             .await?;
+        self.resident.apply(Change::SetVectors(updates.to_vec()));
         Ok(())
     }
 

@@ -8,6 +8,7 @@
 //! - `chunker`: markdown-aware chunks with line numbers and content hashes
 //! - `embedder`: the `Embedder` trait over Ollama and OpenAI-compatible providers
 //! - `index`: the SurrealDB tables and statements
+//! - `resident`: the in-process search index each replica answers queries from
 //! - `search`: the two legs and their fusion
 //! - `service`: the files API and search
 //! - `sync`: the background worker (file sync, re-embedding, pending queue)
@@ -17,6 +18,7 @@ pub mod chunker;
 pub mod embedder;
 mod index;
 pub mod paths;
+pub mod resident;
 pub mod search;
 mod service;
 mod state;
@@ -85,6 +87,16 @@ pub struct Status {
     pub pending: usize,
     pub files: usize,
     pub progress: ProgressSnapshot,
+    pub search_index: SearchIndexInfo,
+}
+
+/// Where searches run: the resident index once loaded, SurrealDB until then.
+#[derive(Debug, Serialize)]
+pub struct SearchIndexInfo {
+    /// `ready` (in process) or `loading` (SurrealDB answers meanwhile).
+    pub state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunks: Option<usize>,
 }
 
 #[derive(Debug, Serialize)]
@@ -117,7 +129,16 @@ impl Memory {
             pending,
             files: files.len(),
             progress: self.progress.snapshot(),
+            search_index: self.search_index(),
         })
+    }
+
+    pub fn search_index(&self) -> SearchIndexInfo {
+        let chunks = self.index.resident().chunks();
+        SearchIndexInfo {
+            state: if chunks.is_some() { "ready" } else { "loading" },
+            chunks,
+        }
     }
 
     /// Asks the embedder whether it answers now (for `/health`); `None` when

@@ -7,6 +7,8 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::index::Index;
+use super::resident::{Candidate, LegResults, Query, analyzer};
 use crate::config::Fusion;
 use crate::storage::{Db, DbError};
 
@@ -64,7 +66,20 @@ pub struct Hit {
     pub text: String,
 }
 
-/// A row from either leg.
+/// A chunk as search results show it, read from SurrealDB for the hits returned.
+#[derive(Debug, Deserialize)]
+struct ShownRow {
+    id: String,
+    agent: String,
+    path: String,
+    start_line: usize,
+    end_line: usize,
+    heading: String,
+    text: String,
+    body: String,
+}
+
+/// A SurrealDB leg's row (the fallback while the resident index loads).
 #[derive(Debug, Deserialize)]
 struct LegRow {
     id: String,
@@ -73,18 +88,27 @@ struct LegRow {
     kind: String,
     day: Option<String>,
     start_line: usize,
-    end_line: usize,
-    heading: String,
-    text: String,
     #[serde(default)]
     distance: Option<f64>,
     #[serde(default)]
     ft_score: Option<f64>,
-    #[serde(default)]
-    highlighted: Option<String>,
 }
 
-const FIELDS: &str = "record::id(id) AS id, agent, path, kind, day, start_line, end_line, heading, text";
+impl LegRow {
+    fn candidate(self, score: f64) -> Candidate {
+        Candidate {
+            daily: (self.kind == "daily")
+                .then(|| self.day.as_deref().and_then(day_number))
+                .flatten(),
+            id: self.id,
+            path: self.path,
+            start_line: self.start_line,
+            score,
+        }
+    }
+}
+
+const LEG_FIELDS: &str = "record::id(id) AS id, agent, path, kind, day, start_line";
 
 /// English words that carry no meaning for BM25 (the analyzer has no stop list).
 const STOPWORDS: &[&str] = &[
@@ -114,15 +138,33 @@ pub struct Legs<'a> {
     pub candidates: usize,
 }
 
-/// Runs the requested legs in one round trip and fuses them.
+/// Runs the requested legs (in the resident index once it has loaded, else
+/// in SurrealDB), fuses them and reads the winners' text.
 pub async fn run(
-    db: &Db,
+    index: &Index,
     legs: Legs<'_>,
     ranking: Ranking,
     limit: usize,
     today: &str,
 ) -> Result<Vec<Hit>, DbError> {
     let k = legs.candidates.max(limit);
+    let words = legs.text.map(analyzer::query_terms).unwrap_or_default();
+    let query = Query {
+        agents: legs.agents,
+        vector: legs.vector,
+        words: legs.text.map(|_| words.as_slice()),
+        k,
+    };
+    let found = match index.resident().search(&query) {
+        Some(found) => found,
+        None => in_surrealdb(index.db(), &legs, k).await?,
+    };
+    let ranked = fuse(found.vector, found.text, ranking, limit, today);
+    show(index.db(), ranked, &words).await
+}
+
+/// Both legs in SurrealDB, in one round trip.
+async fn in_surrealdb(db: &Db, legs: &Legs<'_>, k: usize) -> Result<LegResults, DbError> {
     // HNSW search with a filter is slow in SurrealDB 3.3 (the predicate is
     // checked during the graph walk), so the vector leg searches unfiltered,
     // over-fetching, and keeps the requested agents' rows here; only when too
@@ -132,56 +174,65 @@ pub async fn run(
     let mut statements = Vec::new();
     if legs.vector.is_some() {
         statements.push(format!(
-            "SELECT {FIELDS}, vector::distance::knn() AS distance FROM memory_chunk \
+            "SELECT {LEG_FIELDS}, vector::distance::knn() AS distance FROM memory_chunk \
              WHERE embedding <|{overfetch},{ef}|> $vector ORDER BY distance"
         ));
     }
     if legs.text.is_some() {
         statements.push(format!(
-            "SELECT {FIELDS}, search::score(1) AS ft_score, search::highlight('{HIGHLIGHT}', '{HIGHLIGHT}', 1) AS highlighted \
+            "SELECT {LEG_FIELDS}, search::score(1) AS ft_score \
              FROM memory_chunk WHERE body @1,OR@ $text ORDER BY ft_score DESC LIMIT {overfetch}"
         ));
     }
+    let mut found = LegResults::default();
     if statements.is_empty() {
-        return Ok(Vec::new());
+        return Ok(found);
     }
     let sql = statements.join(";\n");
     let vars = json!({"agents": legs.agents, "vector": legs.vector, "text": legs.text});
     let mut results = db.execute(&sql, vars.clone()).await?;
-    let mut vector_rows = Vec::new();
-    let mut text_rows = Vec::new();
     let mut index = 0;
     if legs.vector.is_some() {
-        let (rows, complete) = of_agents(take_rows(&mut results, index)?, legs.agents, k, overfetch);
-        vector_rows = rows;
+        let (mut rows, complete) = of_agents(take_rows(&mut results, index)?, legs.agents, k, overfetch);
         if !complete {
             // Mostly other agents' chunks nearby: search within this agent's only.
             let filtered = format!(
-                "SELECT {FIELDS}, vector::distance::knn() AS distance FROM memory_chunk \
+                "SELECT {LEG_FIELDS}, vector::distance::knn() AS distance FROM memory_chunk \
                  WHERE agent IN $agents AND embedding <|{k},{ef}|> $vector ORDER BY distance"
             );
-            let mut response = db.execute(&filtered, vars).await?;
-            vector_rows = take_rows(&mut response, 0)?;
+            let mut response = db.execute(&filtered, vars.clone()).await?;
+            rows = take_rows(&mut response, 0)?;
         }
+        found.vector = rows
+            .into_iter()
+            .map(|row| {
+                let similarity = (1.0 - row.distance.unwrap_or(1.0)).clamp(0.0, 1.0);
+                row.candidate(similarity)
+            })
+            .collect();
         index += 1;
     }
     if legs.text.is_some() {
         // Same reason as above: with the agent in the WHERE clause SurrealDB
         // scans the table instead of using the full-text index.
-        let (rows, complete) = of_agents(take_rows(&mut results, index)?, legs.agents, k, overfetch);
-        text_rows = rows;
+        let (mut rows, complete) = of_agents(take_rows(&mut results, index)?, legs.agents, k, overfetch);
         if !complete {
             let filtered = format!(
-                "SELECT {FIELDS}, search::score(1) AS ft_score, search::highlight('{HIGHLIGHT}', '{HIGHLIGHT}', 1) AS highlighted \
+                "SELECT {LEG_FIELDS}, search::score(1) AS ft_score \
                  FROM memory_chunk WHERE agent IN $agents AND body @1,OR@ $text ORDER BY ft_score DESC LIMIT {k}"
             );
-            let mut response = db
-                .execute(&filtered, json!({"agents": legs.agents, "text": legs.text}))
-                .await?;
-            text_rows = take_rows(&mut response, 0)?;
+            let mut response = db.execute(&filtered, vars).await?;
+            rows = take_rows(&mut response, 0)?;
         }
+        found.text = rows
+            .into_iter()
+            .map(|row| {
+                let score = row.ft_score.unwrap_or(0.0);
+                row.candidate(score)
+            })
+            .collect();
     }
-    Ok(fuse(vector_rows, text_rows, ranking, limit, today))
+    Ok(found)
 }
 
 /// Keeps the first `k` over-fetched rows that belong to `agents`; `false`
@@ -198,7 +249,10 @@ fn of_agents(rows: Vec<LegRow>, agents: &[&str], k: usize, overfetch: usize) -> 
     (kept, complete)
 }
 
-fn take_rows(results: &mut surrealdb::IndexedResults, index: usize) -> Result<Vec<LegRow>, DbError> {
+fn take_rows<T: serde::de::DeserializeOwned>(
+    results: &mut surrealdb::IndexedResults,
+    index: usize,
+) -> Result<Vec<T>, DbError> {
     let value: surrealdb::types::Value = results.take(index)?;
     let json = match value.into_json_value() {
         serde_json::Value::Null => serde_json::Value::Array(Vec::new()),
@@ -207,28 +261,73 @@ fn take_rows(results: &mut surrealdb::IndexedResults, index: usize) -> Result<Ve
     serde_json::from_value(json).map_err(|err| DbError::Decode(err.to_string()))
 }
 
+/// A fused result before its text is read.
+#[derive(Debug)]
+struct Ranked {
+    id: String,
+    score: f64,
+    legs: Vec<&'static str>,
+}
+
+/// Reads the ranked chunks' text in one query and builds the hits (a chunk
+/// replaced since it was ranked is left out).
+async fn show(db: &Db, ranked: Vec<Ranked>, words: &[String]) -> Result<Vec<Hit>, DbError> {
+    if ranked.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<&str> = ranked.iter().map(|r| r.id.as_str()).collect();
+    let mut response = db
+        .execute(
+            "SELECT record::id(id) AS id, agent, path, start_line, end_line, heading, text, body \
+             FROM $ids.map(|$id| type::record('memory_chunk', $id))",
+            json!({"ids": ids}),
+        )
+        .await?;
+    let rows: Vec<ShownRow> = take_rows(&mut response, 0)?;
+    let mut by_id: HashMap<String, ShownRow> = rows.into_iter().map(|r| (r.id.clone(), r)).collect();
+    Ok(ranked
+        .into_iter()
+        .filter_map(|r| {
+            let row = by_id.remove(&r.id)?;
+            let highlighted = (!words.is_empty()).then(|| analyzer::highlight(&row.body, words, HIGHLIGHT));
+            Some(Hit {
+                snippet: snippet(highlighted.as_deref(), &row.text),
+                agent: row.agent,
+                path: row.path,
+                start_line: row.start_line,
+                end_line: row.end_line,
+                heading: row.heading,
+                score: r.score,
+                legs: r.legs,
+                text: row.text,
+            })
+        })
+        .collect())
+}
+
 struct Scored {
-    row: LegRow,
+    candidate: Candidate,
     vector: Option<(usize, f64)>,
     text: Option<(usize, f64)>,
 }
 
 fn fuse(
-    vector_rows: Vec<LegRow>,
-    text_rows: Vec<LegRow>,
+    vector_hits: Vec<Candidate>,
+    text_hits: Vec<Candidate>,
     ranking: Ranking,
     limit: usize,
     today: &str,
-) -> Vec<Hit> {
-    let both = !vector_rows.is_empty() && !text_rows.is_empty();
-    let legs_run = usize::from(!vector_rows.is_empty()) + usize::from(!text_rows.is_empty());
+) -> Vec<Ranked> {
+    let both = !vector_hits.is_empty() && !text_hits.is_empty();
+    let legs_run = usize::from(!vector_hits.is_empty()) + usize::from(!text_hits.is_empty());
     // BM25 is unbounded and goes negative in tiny corpora (IDF of a term in
     // most documents), so text scores are min-max scaled into [0.2, 1]:
     // every text match counts, the best counts fully.
-    let scores = text_rows.iter().map(|r| r.ft_score.unwrap_or(0.0));
-    let (min_ft, max_ft) = scores.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), s| {
-        (lo.min(s), hi.max(s))
-    });
+    let (min_ft, max_ft) = text_hits
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), c| {
+            (lo.min(c.score), hi.max(c.score))
+        });
     let scale_text = |ft: f64| {
         if max_ft > min_ft {
             TEXT_FLOOR + (1.0 - TEXT_FLOOR) * (ft - min_ft) / (max_ft - min_ft)
@@ -237,37 +336,30 @@ fn fuse(
         }
     };
     let mut by_id: HashMap<String, Scored> = HashMap::new();
-    for (rank, row) in vector_rows.into_iter().enumerate() {
-        let similarity = (1.0 - row.distance.unwrap_or(1.0)).clamp(0.0, 1.0);
+    for (rank, candidate) in vector_hits.into_iter().enumerate() {
+        let similarity = candidate.score.clamp(0.0, 1.0);
         by_id.insert(
-            row.id.clone(),
+            candidate.id.clone(),
             Scored {
-                row,
+                candidate,
                 vector: Some((rank, similarity)),
                 text: None,
             },
         );
     }
-    for (rank, row) in text_rows.into_iter().enumerate() {
-        let normalised = scale_text(row.ft_score.unwrap_or(0.0));
-        match by_id.get_mut(&row.id) {
-            Some(found) => {
-                found.text = Some((rank, normalised));
-                found.row.highlighted = row.highlighted;
-            }
-            None => {
-                by_id.insert(
-                    row.id.clone(),
-                    Scored {
-                        row,
-                        vector: None,
-                        text: Some((rank, normalised)),
-                    },
-                );
-            }
-        }
+    for (rank, candidate) in text_hits.into_iter().enumerate() {
+        let normalised = scale_text(candidate.score);
+        by_id
+            .entry(candidate.id.clone())
+            .or_insert(Scored {
+                candidate,
+                vector: None,
+                text: None,
+            })
+            .text = Some((rank, normalised));
     }
-    let mut hits: Vec<Hit> = by_id
+    let today = day_number(today);
+    let mut scored: Vec<(Candidate, Ranked)> = by_id
         .into_values()
         .map(|s| {
             let fused = match ranking.fusion {
@@ -286,7 +378,7 @@ fn fuse(
                     (rrf(s.vector) + rrf(s.text)) * (RRF_K + 1.0) / legs_run.max(1) as f64
                 }
             };
-            let score = fused * decay(&s.row, ranking.half_life_days, today);
+            let score = fused * decay(s.candidate.daily, ranking.half_life_days, today);
             let mut legs = Vec::new();
             if s.vector.is_some() {
                 legs.push("vector");
@@ -294,36 +386,28 @@ fn fuse(
             if s.text.is_some() {
                 legs.push("text");
             }
-            Hit {
-                snippet: snippet(s.row.highlighted.as_deref(), &s.row.text),
-                agent: s.row.agent,
-                path: s.row.path,
-                start_line: s.row.start_line,
-                end_line: s.row.end_line,
-                heading: s.row.heading,
+            let ranked = Ranked {
+                id: s.candidate.id.clone(),
                 score: (score * 10_000.0).round() / 10_000.0,
                 legs,
-                text: s.row.text,
-            }
+            };
+            (s.candidate, ranked)
         })
-        .filter(|h| h.score >= ranking.min_score && h.score > 0.0)
+        .filter(|(_, r)| r.score >= ranking.min_score && r.score > 0.0)
         .collect();
-    hits.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
+    scored.sort_by(|(a, ra), (b, rb)| {
+        rb.score
+            .total_cmp(&ra.score)
             .then_with(|| a.path.cmp(&b.path))
             .then_with(|| a.start_line.cmp(&b.start_line))
     });
-    hits.truncate(limit);
-    hits
+    scored.truncate(limit);
+    scored.into_iter().map(|(_, ranked)| ranked).collect()
 }
 
 /// Daily logs lose half their weight every `half_life_days`; other files keep it.
-fn decay(row: &LegRow, half_life_days: f64, today: &str) -> f64 {
-    if row.kind != "daily" {
-        return 1.0;
-    }
-    let (Some(day), Some(today)) = (row.day.as_deref().and_then(day_number), day_number(today)) else {
+fn decay(daily: Option<i64>, half_life_days: f64, today: Option<i64>) -> f64 {
+    let (Some(day), Some(today)) = (daily, today) else {
         return 1.0;
     };
     let age = (today - day).max(0) as f64;
@@ -410,20 +494,13 @@ mod tests {
         assert_eq!(day_number("2026-13-01"), None);
     }
 
-    fn row(id: &str, kind: &str, day: Option<&str>, distance: Option<f64>, ft: Option<f64>) -> LegRow {
-        LegRow {
+    fn row(id: &str, kind: &str, day: Option<&str>, distance: Option<f64>, ft: Option<f64>) -> Candidate {
+        Candidate {
             id: id.into(),
-            agent: "main".into(),
             path: format!("{id}.md"),
-            kind: kind.into(),
-            day: day.map(String::from),
             start_line: 1,
-            end_line: 2,
-            heading: String::new(),
-            text: format!("text of {id}"),
-            distance,
-            ft_score: ft,
-            highlighted: ft.map(|_| format!("text of **{id}**")),
+            daily: (kind == "daily").then(|| day.and_then(day_number)).flatten(),
+            score: distance.map_or_else(|| ft.unwrap_or(0.0), |d| 1.0 - d),
         }
     }
 
@@ -452,17 +529,16 @@ mod tests {
         );
         let summary: Vec<_> = hits
             .iter()
-            .map(|h| (h.path.as_str(), h.score, h.legs.clone()))
+            .map(|h| (h.id.as_str(), h.score, h.legs.clone()))
             .collect();
         assert_eq!(
             summary,
             vec![
-                ("b.md", 0.65, vec!["vector", "text"]),
-                ("a.md", 0.63, vec!["vector"]),
-                ("c.md", 0.06, vec!["text"]),
+                ("b", 0.65, vec!["vector", "text"]),
+                ("a", 0.63, vec!["vector"]),
+                ("c", 0.06, vec!["text"]),
             ]
         );
-        assert_eq!(hits[0].snippet, "text of **b**");
     }
 
     #[test]
@@ -481,9 +557,9 @@ mod tests {
             10,
             "2026-11-22",
         );
-        let score = |p: &str| hits.iter().find(|h| h.path == p).unwrap().score;
-        assert_eq!(score("kept.md"), 1.0);
-        assert_eq!(score("old.md"), 0.5);
+        let score = |id: &str| hits.iter().find(|h| h.id == id).unwrap().score;
+        assert_eq!(score("kept"), 1.0);
+        assert_eq!(score("old"), 0.5);
     }
 
     #[test]
@@ -519,7 +595,7 @@ mod tests {
             "2026-11-22",
         );
         assert_eq!(hits.len(), 1);
-        assert_eq!(hits[0].path, "near.md");
+        assert_eq!(hits[0].id, "near");
     }
 
     #[test]
@@ -530,5 +606,168 @@ mod tests {
         assert!(s.contains("**needle**"));
         assert_eq!(s.matches("**").count() % 2, 0);
         assert_eq!(snippet(None, "short text"), "short text");
+    }
+}
+
+/// The resident index and SurrealDB's own indexes find the same chunks.
+#[cfg(test)]
+mod engines {
+    use super::*;
+    use crate::memory::chunker::Chunk;
+    use crate::memory::paths::FileKind;
+    use crate::memory::{ChunkRow, FileRow};
+
+    const DOCS: &[(&str, &str, &str, [f32; 3])] = &[
+        (
+            "main",
+            "MEMORY.md",
+            "Deployment ticket OX-4711 tracks the flaky migration",
+            [1.0, 0.0, 0.0],
+        ),
+        (
+            "main",
+            "MEMORY.md",
+            "My dog Rex needs his rabies vaccination",
+            [0.0, 1.0, 0.0],
+        ),
+        (
+            "main",
+            "USER.md",
+            "Deploys happen on Fridays after the review",
+            [0.9, 0.1, 0.0],
+        ),
+        (
+            "other",
+            "MEMORY.md",
+            "Deployment of the other agent's services",
+            [1.0, 0.0, 0.0],
+        ),
+        (
+            "_shared",
+            "travel.md",
+            "Book flights through the airline portal",
+            [0.0, 0.0, 1.0],
+        ),
+    ];
+
+    async fn indexed() -> Index {
+        let index = Index::new(Db::scratch().await);
+        index.reset_vectors(Some(3)).await.unwrap();
+        for (agent, path) in [
+            ("main", "MEMORY.md"),
+            ("main", "USER.md"),
+            ("other", "MEMORY.md"),
+            ("_shared", "travel.md"),
+        ] {
+            let rows: Vec<ChunkRow> = DOCS
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| d.0 == agent && d.1 == path)
+                .map(|(i, (_, _, text, vector))| {
+                    let mut row = ChunkRow::new(
+                        agent,
+                        path,
+                        FileKind::Curated,
+                        Chunk {
+                            start_line: i + 1,
+                            end_line: i + 1,
+                            heading: String::new(),
+                            hash: format!("h{i}"),
+                            text: (*text).into(),
+                        },
+                    );
+                    row.embedding = Some(vector.to_vec());
+                    row.pending = false;
+                    row
+                })
+                .collect();
+            let file = FileRow {
+                agent: agent.into(),
+                path: path.into(),
+                checksum: String::new(),
+                etag: String::new(),
+                size: 0,
+                chunks: rows.len(),
+            };
+            index.replace_file(&file, &rows).await.unwrap();
+        }
+        index
+    }
+
+    async fn found(
+        index: &Index,
+        vector: Option<&[f32]>,
+        text: Option<&str>,
+    ) -> Vec<(String, Vec<&'static str>)> {
+        let legs = Legs {
+            agents: &["main", "_shared"],
+            vector,
+            text,
+            candidates: 10,
+        };
+        let ranking = Ranking {
+            fusion: Fusion::Linear,
+            vector_weight: 0.7,
+            text_weight: 0.3,
+            min_score: 0.0,
+            half_life_days: 30.0,
+        };
+        run(index, legs, ranking, 10, "2026-11-22")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|h| (h.snippet, h.legs))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn resident_and_surrealdb_search_agree() {
+        let index = indexed().await;
+        let queries: [(Option<&[f32]>, Option<&str>); 4] = [
+            (None, Some("ox 4711")),
+            (None, Some("deploying")),
+            (Some(&[0.0, 0.9, 0.1]), None),
+            (Some(&[0.1, 0.0, 1.0]), Some("deployment flights")),
+        ];
+        let mut in_surrealdb = Vec::new();
+        for (vector, text) in queries {
+            in_surrealdb.push(found(&index, vector, text).await);
+        }
+        assert!(
+            index
+                .resident()
+                .search(&Query {
+                    agents: &[],
+                    vector: None,
+                    words: None,
+                    k: 1
+                })
+                .is_none()
+        );
+        crate::memory::resident::load(index.db(), index.resident())
+            .await
+            .unwrap();
+        assert_eq!(index.resident().chunks(), Some(DOCS.len()));
+        // The same hits from the same legs. The order may differ on near-ties:
+        // SurrealDB's BM25 counts document lengths its own way.
+        for ((vector, text), mut expected) in queries.into_iter().zip(in_surrealdb) {
+            let mut resident = found(&index, vector, text).await;
+            resident.sort();
+            expected.sort();
+            assert_eq!(resident, expected, "{text:?}");
+        }
+        // Spot checks, so agreeing on nothing would fail.
+        let ticket = found(&index, None, Some("ox 4711")).await;
+        assert_eq!(
+            ticket[0].0,
+            "Deployment ticket **OX**-**4711** tracks the flaky migration"
+        );
+        let deploy = found(&index, None, Some("deploying")).await;
+        assert_eq!(deploy.len(), 2, "{deploy:?}");
+        let dog = found(&index, Some(&[0.0, 0.9, 0.1]), None).await;
+        assert!(
+            dog[0].0.contains("Rex") && dog.len() == 3,
+            "orthogonal chunks score 0: {dog:?}"
+        );
     }
 }

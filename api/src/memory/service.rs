@@ -431,7 +431,7 @@ impl Memory {
             candidates: (limit * 3).max(20),
         };
         let today = &crate::sessions::now_rfc3339()[..10];
-        let data = search::run(self.index.db(), legs, self.settings.ranking, limit, today).await?;
+        let data = search::run(&self.index, legs, self.settings.ranking, limit, today).await?;
         Ok(SearchResults {
             object: "list",
             mode,

@@ -62,6 +62,12 @@ impl Memory {
                     Err(err) => self.record_error("preparing the memory index", &err),
                 }
             }
+            if prepared
+                && !self.index.resident().is_ready()
+                && let Err(err) = super::resident::load(self.index.db(), self.index.resident()).await
+            {
+                tracing::warn!(error = %err, "loading the memory search index failed; searching in SurrealDB meanwhile");
+            }
             if self.embedder.is_some() && !self.state.is_ready() && Instant::now() >= next_probe {
                 match self.prepare_embedding(&|_, _| {}).await {
                     Ok(()) => probe_wait = TICK,

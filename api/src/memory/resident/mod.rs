@@ -1,0 +1,183 @@
+//! The resident search index: each replica keeps the memory index's ranking
+//! data (analysed words, vectors, which agent and file each chunk belongs to)
+//! in process and answers both search legs from it in a few milliseconds.
+//! SurrealDB stays the source of truth: the index is loaded from
+//! `memory_chunk` at startup, every write `Index` commits is applied here too,
+//! and with a shared SurrealDB server a live query brings in other replicas'
+//! writes. Until it has loaded, search runs in SurrealDB (HNSW + FULLTEXT).
+//!
+//! Why not SurrealDB's own indexes for every query: in 3.3 its BM25 scores
+//! every matching row before `LIMIT` (~0.8 ms each), and its HNSW walk checks
+//! the agent filter as it goes; see `bench/README.md`.
+//!
+//! - `analyzer`: words as the `memory_az` analyzer makes them, highlighting
+//! - `load`: reading `memory_chunk` at startup, the live feed from other replicas
+//! - `text`: BM25 postings
+//! - `vectors`: per-agent packed vectors, exact cosine search
+//! - `state`: the documents and the operations that change them
+
+pub mod analyzer;
+mod load;
+mod state;
+mod text;
+mod vectors;
+
+use std::sync::{Mutex, RwLock};
+
+use serde::Deserialize;
+
+pub use load::load;
+pub use state::{Candidate, State};
+
+/// A chunk as the resident index needs it (the text shown in results is read
+/// from SurrealDB for the few hits returned).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ResidentChunk {
+    pub id: String,
+    pub agent: String,
+    pub path: String,
+    pub kind: String,
+    #[serde(default)]
+    pub day: Option<String>,
+    pub start_line: usize,
+    pub body: String,
+    #[serde(default)]
+    pub embedding: Option<Vec<f32>>,
+}
+
+/// A committed change to `memory_chunk`, in the order it was committed.
+#[derive(Debug, Clone)]
+pub enum Change {
+    /// A file's chunks are now exactly these.
+    ReplaceFile {
+        agent: String,
+        path: String,
+        chunks: Vec<ResidentChunk>,
+    },
+    RemoveFile {
+        agent: String,
+        path: String,
+    },
+    /// Vectors for chunks that were pending (unknown ids are ignored).
+    SetVectors(Vec<(String, Vec<f32>)>),
+    /// Every vector dropped (the embedder changed).
+    DropVectors,
+    Clear,
+    /// One chunk as another replica wrote it (from the live query).
+    Upsert(ResidentChunk),
+    Delete(String),
+}
+
+enum Phase {
+    /// Not loaded; changes are ignored (the load will read them).
+    Off,
+    /// Loading; changes are kept and replayed once the load is done.
+    Loading(Vec<Change>),
+    Ready(Box<State>),
+}
+
+pub struct Resident {
+    phase: RwLock<Phase>,
+    /// The live query feeding other replicas' writes, while one runs.
+    pub(super) feed: Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+impl Default for Resident {
+    fn default() -> Self {
+        Self {
+            phase: RwLock::new(Phase::Off),
+            feed: Mutex::new(None),
+        }
+    }
+}
+
+/// What a search asks the resident index.
+pub struct Query<'a> {
+    pub agents: &'a [&'a str],
+    pub vector: Option<&'a [f32]>,
+    /// Analysed query words; `None` skips the text leg.
+    pub words: Option<&'a [String]>,
+    pub k: usize,
+}
+
+/// Both legs' candidates, best first.
+#[derive(Debug, Default)]
+pub struct LegResults {
+    pub vector: Vec<Candidate>,
+    pub text: Vec<Candidate>,
+}
+
+impl Resident {
+    pub fn is_ready(&self) -> bool {
+        matches!(*self.read(), Phase::Ready(_))
+    }
+
+    /// Chunks held, when loaded.
+    pub fn chunks(&self) -> Option<usize> {
+        match &*self.read() {
+            Phase::Ready(state) => Some(state.chunks()),
+            _ => None,
+        }
+    }
+
+    /// Starts a load; `false` when one is running or done.
+    pub fn begin_loading(&self) -> bool {
+        let mut phase = self.write();
+        if matches!(*phase, Phase::Off) {
+            *phase = Phase::Loading(Vec::new());
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Installs what the load read, after replaying the changes committed meanwhile.
+    pub fn finish_loading(&self, mut state: State) {
+        let mut phase = self.write();
+        if let Phase::Loading(changes) = &mut *phase {
+            for change in changes.drain(..) {
+                state.apply(change);
+            }
+            *phase = Phase::Ready(Box::new(state));
+        }
+    }
+
+    /// Back to not loaded (a failed load, or a live feed that ended and may
+    /// have missed changes); the memory worker loads again.
+    pub fn unload(&self) {
+        *self.write() = Phase::Off;
+        if let Some(feed) = self.feed_slot().take() {
+            feed.abort();
+        }
+    }
+
+    pub fn apply(&self, change: Change) {
+        match &mut *self.write() {
+            Phase::Off => {}
+            Phase::Loading(changes) => changes.push(change),
+            Phase::Ready(state) => state.apply(change),
+        }
+    }
+
+    /// Runs the legs asked for; `None` until the index has loaded.
+    pub fn search(&self, query: &Query<'_>) -> Option<LegResults> {
+        match &*self.read() {
+            Phase::Ready(state) => Some(state.search(query)),
+            _ => None,
+        }
+    }
+
+    pub(super) fn feed_slot(&self) -> std::sync::MutexGuard<'_, Option<tokio::task::AbortHandle>> {
+        self.feed.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Phase> {
+        self.phase.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Phase> {
+        self.phase
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}

@@ -1,0 +1,380 @@
+//! The loaded resident index: one document per chunk (slots are never reused
+//! until a compaction renumbers them), lookups by record id and by file, and
+//! the text and vector indexes over them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::analyzer;
+use super::text::{DocTerms, TextIndex};
+use super::vectors::VectorIndex;
+use super::{Change, LegResults, Query, ResidentChunk};
+use crate::memory::search::day_number;
+
+/// Compact once this many removed documents are still in the postings and
+/// they outnumber a quarter of the live ones.
+const COMPACT_AFTER: usize = 1024;
+
+/// A chunk a leg found, with what ranking needs.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub id: String,
+    pub path: String,
+    pub start_line: usize,
+    /// Days since 1970 of a daily log (which decays with age); `None` otherwise.
+    pub daily: Option<i64>,
+    /// Cosine similarity (vector leg) or BM25 (text leg).
+    pub score: f64,
+}
+
+struct Doc {
+    id: String,
+    agent: u16,
+    file: Arc<(String, String)>,
+    start_line: usize,
+    daily: Option<i64>,
+    terms: DocTerms,
+    vector_row: Option<u32>,
+    alive: bool,
+}
+
+#[derive(Default)]
+pub struct State {
+    docs: Vec<Doc>,
+    by_id: HashMap<String, u32>,
+    by_file: HashMap<Arc<(String, String)>, Vec<u32>>,
+    agent_ids: HashMap<String, u16>,
+    text: TextIndex,
+    vectors: VectorIndex,
+    dead: usize,
+}
+
+impl State {
+    pub fn chunks(&self) -> usize {
+        self.by_id.len()
+    }
+
+    pub fn apply(&mut self, change: Change) {
+        match change {
+            Change::ReplaceFile { agent, path, chunks } => {
+                self.remove_file(&agent, &path);
+                for chunk in chunks {
+                    self.upsert(chunk);
+                }
+            }
+            Change::RemoveFile { agent, path } => self.remove_file(&agent, &path),
+            Change::SetVectors(vectors) => {
+                for (id, vector) in vectors {
+                    if let Some(&slot) = self.by_id.get(&id) {
+                        self.set_vector(slot, Some(&vector));
+                    }
+                }
+            }
+            Change::DropVectors => {
+                self.vectors.clear();
+                self.docs.iter_mut().for_each(|doc| doc.vector_row = None);
+            }
+            Change::Clear => *self = Self::default(),
+            Change::Upsert(chunk) => self.upsert(chunk),
+            Change::Delete(id) => {
+                if let Some(slot) = self.by_id.get(&id).copied() {
+                    self.remove(slot);
+                }
+            }
+        }
+        if self.dead >= COMPACT_AFTER && self.dead * 4 > self.by_id.len() {
+            self.compact();
+        }
+    }
+
+    /// Adds a chunk, replacing the one with the same id.
+    pub fn upsert(&mut self, chunk: ResidentChunk) {
+        if let Some(slot) = self.by_id.get(&chunk.id).copied() {
+            self.remove(slot);
+        }
+        let slot = self.docs.len() as u32;
+        let agent = self.agent_id(&chunk.agent);
+        let key = (chunk.agent, chunk.path);
+        let file = match self.by_file.get_key_value(&key) {
+            Some((file, _)) => file.clone(),
+            None => Arc::new(key),
+        };
+        let daily = (chunk.kind == "daily")
+            .then(|| chunk.day.as_deref().and_then(day_number))
+            .flatten();
+        let terms = self
+            .text
+            .add(slot, analyzer::tokens(&chunk.body).into_iter().map(|t| t.term));
+        self.docs.push(Doc {
+            id: chunk.id.clone(),
+            agent,
+            file: file.clone(),
+            start_line: chunk.start_line,
+            daily,
+            terms,
+            vector_row: None,
+            alive: true,
+        });
+        self.by_id.insert(chunk.id, slot);
+        self.by_file.entry(file).or_default().push(slot);
+        self.set_vector(slot, chunk.embedding.as_deref());
+    }
+
+    fn set_vector(&mut self, slot: u32, vector: Option<&[f32]>) {
+        let doc = &mut self.docs[slot as usize];
+        let agent = doc.agent;
+        if let Some(row) = doc.vector_row.take()
+            && let Some(moved) = self.vectors.remove(agent, row)
+        {
+            self.docs[moved as usize].vector_row = Some(row);
+        }
+        if let Some(vector) = vector {
+            self.docs[slot as usize].vector_row = self.vectors.insert(agent, slot, vector);
+        }
+    }
+
+    fn remove_file(&mut self, agent: &str, path: &str) {
+        let key = (agent.to_string(), path.to_string());
+        for slot in self.by_file.remove(&key).unwrap_or_default() {
+            self.remove(slot);
+        }
+    }
+
+    fn remove(&mut self, slot: u32) {
+        self.set_vector(slot, None);
+        let doc = &mut self.docs[slot as usize];
+        if !doc.alive {
+            return;
+        }
+        doc.alive = false;
+        self.text.remove(&doc.terms);
+        self.by_id.remove(&doc.id);
+        if let Some(slots) = self.by_file.get_mut(&doc.file) {
+            slots.retain(|s| *s != slot);
+            if slots.is_empty() {
+                self.by_file.remove(&doc.file);
+            }
+        }
+        self.dead += 1;
+    }
+
+    /// Renumbers the live documents densely and rebuilds the postings.
+    fn compact(&mut self) {
+        let mut new_ids = vec![u32::MAX; self.docs.len()];
+        let mut kept = Vec::with_capacity(self.by_id.len());
+        for (old, doc) in std::mem::take(&mut self.docs).into_iter().enumerate() {
+            if doc.alive {
+                new_ids[old] = kept.len() as u32;
+                kept.push(doc);
+            }
+        }
+        self.docs = kept;
+        self.vectors.renumber(&new_ids);
+        self.text.rebuild(
+            self.docs
+                .iter()
+                .enumerate()
+                .map(|(slot, doc)| (slot as u32, &doc.terms)),
+        );
+        self.by_id
+            .values_mut()
+            .for_each(|slot| *slot = new_ids[*slot as usize]);
+        for slots in self.by_file.values_mut() {
+            slots.iter_mut().for_each(|slot| *slot = new_ids[*slot as usize]);
+        }
+        self.dead = 0;
+    }
+
+    fn agent_id(&mut self, agent: &str) -> u16 {
+        if let Some(&id) = self.agent_ids.get(agent) {
+            return id;
+        }
+        let id = self.agent_ids.len() as u16;
+        self.agent_ids.insert(agent.to_string(), id);
+        id
+    }
+
+    pub fn search(&self, query: &Query<'_>) -> LegResults {
+        let agents: Vec<u16> = query
+            .agents
+            .iter()
+            .filter_map(|a| self.agent_ids.get(*a).copied())
+            .collect();
+        let mut results = LegResults::default();
+        if agents.is_empty() {
+            return results;
+        }
+        if let Some(vector) = query.vector {
+            results.vector = self
+                .vectors
+                .search(&agents, vector, query.k)
+                .into_iter()
+                .map(|(slot, similarity)| self.candidate(slot, f64::from(similarity)))
+                .collect();
+        }
+        if let Some(words) = query.words {
+            let accept = |slot: u32| {
+                let doc = &self.docs[slot as usize];
+                (doc.alive && agents.contains(&doc.agent)).then_some(doc.terms.length)
+            };
+            results.text = self
+                .text
+                .search(words, query.k, accept)
+                .into_iter()
+                .map(|(slot, score)| self.candidate(slot, f64::from(score)))
+                .collect();
+        }
+        results
+    }
+
+    fn candidate(&self, slot: u32, score: f64) -> Candidate {
+        let doc = &self.docs[slot as usize];
+        Candidate {
+            id: doc.id.clone(),
+            path: doc.file.1.clone(),
+            start_line: doc.start_line,
+            daily: doc.daily,
+            score,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(id: &str, agent: &str, path: &str, body: &str, vector: Option<Vec<f32>>) -> ResidentChunk {
+        ResidentChunk {
+            id: id.into(),
+            agent: agent.into(),
+            path: path.into(),
+            kind: "note".into(),
+            day: None,
+            start_line: 1,
+            body: body.into(),
+            embedding: vector,
+        }
+    }
+
+    fn ids(found: &[Candidate]) -> Vec<&str> {
+        found.iter().map(|c| c.id.as_str()).collect()
+    }
+
+    fn search<'a>(
+        state: &State,
+        agents: &'a [&'a str],
+        words: &'a [String],
+        vector: Option<&'a [f32]>,
+    ) -> LegResults {
+        state.search(&Query {
+            agents,
+            vector,
+            words: Some(words),
+            k: 10,
+        })
+    }
+
+    #[test]
+    fn replacing_a_file_replaces_its_chunks_in_both_legs() {
+        let mut state = State::default();
+        state.apply(Change::ReplaceFile {
+            agent: "main".into(),
+            path: "MEMORY.md".into(),
+            chunks: vec![
+                chunk("a", "main", "MEMORY.md", "the deploy key", Some(vec![1.0, 0.0])),
+                chunk("b", "main", "MEMORY.md", "lunch plans", None),
+            ],
+        });
+        state.apply(Change::Upsert(chunk(
+            "c",
+            "other",
+            "MEMORY.md",
+            "deploy elsewhere",
+            Some(vec![1.0, 0.0]),
+        )));
+        let words = analyzer::query_terms("deploying");
+        let found = search(&state, &["main"], &words, Some(&[1.0, 0.1]));
+        assert_eq!(ids(&found.text), ["a"]);
+        assert_eq!(ids(&found.vector), ["a"]);
+
+        state.apply(Change::ReplaceFile {
+            agent: "main".into(),
+            path: "MEMORY.md".into(),
+            chunks: vec![chunk("d", "main", "MEMORY.md", "nothing relevant", None)],
+        });
+        let found = search(&state, &["main"], &words, Some(&[1.0, 0.1]));
+        assert!(found.text.is_empty() && found.vector.is_empty());
+        state.apply(Change::SetVectors(vec![("d".into(), vec![0.0, 1.0])]));
+        let found = search(&state, &["main", "other"], &words, Some(&[1.0, 0.1]));
+        assert_eq!(ids(&found.vector), ["c", "d"]);
+        assert_eq!(state.chunks(), 2);
+    }
+
+    /// A distinct unit vector per `i` (a quarter circle in 800 steps).
+    fn direction(i: usize) -> Vec<f32> {
+        let angle = i as f32 / 800.0 * std::f32::consts::FRAC_PI_2;
+        vec![angle.cos(), angle.sin()]
+    }
+
+    #[test]
+    fn compaction_keeps_every_live_chunk_findable() {
+        let mut state = State::default();
+        for round in 0..3 {
+            let chunks = (0..800)
+                .map(|i| {
+                    chunk(
+                        &format!("r{round}-{i}"),
+                        "main",
+                        &format!("f{}.md", i % 10),
+                        &format!("word{i} {}", ["alpha", "beta", "gamma"][round]),
+                        Some(direction(i)),
+                    )
+                })
+                .collect::<Vec<_>>();
+            for file in 0..10 {
+                state.apply(Change::ReplaceFile {
+                    agent: "main".into(),
+                    path: format!("f{file}.md"),
+                    chunks: chunks
+                        .iter()
+                        .filter(|c| c.path == format!("f{file}.md"))
+                        .cloned()
+                        .collect(),
+                });
+            }
+        }
+        assert_eq!(state.chunks(), 800);
+        assert!(state.dead < COMPACT_AFTER, "compacted: {} dead", state.dead);
+        let words = analyzer::query_terms("word799 gamma");
+        let found = search(&state, &["main"], &words, Some(&direction(799)));
+        assert_eq!(found.text[0].id, "r2-799");
+        assert_eq!(found.vector[0].id, "r2-799");
+        let old = analyzer::query_terms("alpha");
+        assert!(search(&state, &["main"], &old, None).text.is_empty());
+    }
+
+    #[test]
+    fn deletes_and_drops_follow_the_live_feed() {
+        let mut state = State::default();
+        state.apply(Change::Upsert(chunk(
+            "a",
+            "main",
+            "x.md",
+            "alpha",
+            Some(vec![1.0]),
+        )));
+        state.apply(Change::Upsert(chunk(
+            "a",
+            "main",
+            "x.md",
+            "beta",
+            Some(vec![1.0]),
+        )));
+        let alpha = analyzer::query_terms("alpha");
+        assert!(search(&state, &["main"], &alpha, None).text.is_empty());
+        state.apply(Change::DropVectors);
+        assert!(search(&state, &["main"], &alpha, Some(&[1.0])).vector.is_empty());
+        state.apply(Change::Delete("a".into()));
+        assert_eq!(state.chunks(), 0);
+    }
+}
