@@ -12,6 +12,8 @@
 //! ```
 
 use std::process::ExitCode;
+
+use futures::StreamExt;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -70,6 +72,43 @@ fn text(rng: &mut Rng) -> String {
         .map(|_| format!("w{}", rng.word()))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// One file of the synthetic corpus: its row and its chunks with vectors.
+fn bench_file(file: usize, chunks: usize, centroids: &[Vec<f32>], rng: &mut Rng) -> (FileRow, Vec<ChunkRow>) {
+    let agent = format!("agent{}", file % 4);
+    let path = format!("memory/bench-{file:06}.md");
+    let count = CHUNKS_PER_FILE.min(chunks - file * CHUNKS_PER_FILE);
+    let rows: Vec<ChunkRow> = (0..count)
+        .map(|i| {
+            let topic = (file * CHUNKS_PER_FILE + i) % TOPICS;
+            let body = format!("topic{topic} {}", text(rng));
+            let mut row = ChunkRow::new(
+                &agent,
+                &path,
+                FileKind::Note,
+                Chunk {
+                    start_line: i * 3 + 1,
+                    end_line: i * 3 + 3,
+                    heading: String::new(),
+                    hash: format!("{file}-{i}"),
+                    text: body,
+                },
+            );
+            row.embedding = Some(vector_near(centroids, topic, rng));
+            row.pending = false;
+            row
+        })
+        .collect();
+    let file_row = FileRow {
+        agent,
+        path,
+        checksum: format!("{file}"),
+        etag: String::new(),
+        size: 0,
+        chunks: count,
+    };
+    (file_row, rows)
 }
 
 #[tokio::main]
@@ -132,55 +171,65 @@ async fn run(chunks: usize, url: &str, queries: usize, surrealdb_queries: usize)
         ProgressStyle::with_template("ingest {bar:40} {pos}/{len} ({per_sec}, {eta})")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let mut ingest_time = Duration::ZERO;
-    let files = chunks.div_ceil(CHUNKS_PER_FILE);
-    for file in 0..files {
-        let agent = format!("agent{}", file % 4);
-        let path = format!("memory/bench-{file:06}.md");
-        let count = CHUNKS_PER_FILE.min(chunks - file * CHUNKS_PER_FILE);
-        let rows: Vec<ChunkRow> = (0..count)
-            .map(|i| {
-                let topic = (file * CHUNKS_PER_FILE + i) % TOPICS;
-                let body = format!("topic{topic} {}", text(&mut rng));
-                let mut row = ChunkRow::new(
-                    &agent,
-                    &path,
-                    FileKind::Note,
-                    Chunk {
-                        start_line: i * 3 + 1,
-                        end_line: i * 3 + 3,
-                        heading: String::new(),
-                        hash: format!("{file}-{i}"),
-                        text: body,
-                    },
-                );
-                row.embedding = Some(vector_near(&centroids, topic, &mut rng));
-                row.pending = false;
-                row
-            })
-            .collect();
-        let file_row = FileRow {
-            agent: agent.clone(),
-            path: path.clone(),
-            checksum: format!("{file}"),
-            etag: String::new(),
-            size: 0,
-            chunks: count,
-        };
-        let started = Instant::now();
+    // Which SurrealDB indexes to keep while ingesting, to attribute the cost.
+    let without = std::env::var("MEMORY_BENCH_WITHOUT").unwrap_or_default();
+    if without == "fulltext" || without == "both" {
         index
-            .replace_file(&file_row, &rows)
+            .db()
+            .execute(
+                "REMOVE INDEX memory_chunk_body ON memory_chunk",
+                serde_json::json!({}),
+            )
             .await
             .map_err(|e| e.to_string())?;
-        ingest_time += started.elapsed();
-        bar.inc(count as u64);
     }
+    if without == "hnsw" || without == "both" {
+        index
+            .db()
+            .execute(
+                "REMOVE INDEX memory_chunk_embedding ON memory_chunk",
+                serde_json::json!({}),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    // Or any schema change to try (e.g. other index parameters).
+    if let Ok(sql) = std::env::var("MEMORY_BENCH_SETUP_SQL") {
+        index
+            .db()
+            .execute(&sql, serde_json::json!({}))
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let concurrency: usize = std::env::var("MEMORY_BENCH_CONCURRENCY")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
+    let files: Vec<(FileRow, Vec<ChunkRow>)> = (0..chunks.div_ceil(CHUNKS_PER_FILE))
+        .map(|file| bench_file(file, chunks, &centroids, &mut rng))
+        .collect();
+    let started = Instant::now();
+    let mut writes = futures::stream::iter(files.iter().map(|(file, rows)| {
+        let index = &index;
+        async move { index.replace_file(file, rows).await.map(|()| rows.len()) }
+    }))
+    .buffer_unordered(concurrency.max(1));
+    while let Some(written) = writes.next().await {
+        bar.inc(written.map_err(|e| e.to_string())? as u64);
+    }
+    drop(writes);
+    let ingest_time = started.elapsed();
     bar.finish_and_clear();
     let (rss_after_ingest, _) = rss_mb();
     let rate = chunks as f64 / ingest_time.as_secs_f64();
     println!(
-        "ingest: {chunks} chunks in {:.1} s = {rate:.0} chunks/s (files of {CHUNKS_PER_FILE} chunks, one transaction each)",
-        ingest_time.as_secs_f64()
+        "ingest: {chunks} chunks in {:.1} s = {rate:.0} chunks/s (files of {CHUNKS_PER_FILE} chunks, one transaction each, {concurrency} at a time{})",
+        ingest_time.as_secs_f64(),
+        if without.is_empty() {
+            String::new()
+        } else {
+            format!(", without SurrealDB's {without} index")
+        }
     );
 
     // A restarted replica: a fresh resident index read from SurrealDB.
@@ -208,12 +257,7 @@ async fn run(chunks: usize, url: &str, queries: usize, surrealdb_queries: usize)
         if count == 0 {
             continue;
         }
-        for (label, use_vector, use_text) in [
-            ("vector", true, false),
-            ("text", false, true),
-            ("hybrid", true, true),
-        ] {
-            let (samples, hits) = time_searches(index, &centroids, &mut rng, count, use_vector, use_text).await?;
+        for (label, samples, hits) in time_searches(index, &centroids, &mut rng, count).await? {
             report.push((engine, label, samples, hits));
         }
     }
@@ -236,16 +280,15 @@ async fn run(chunks: usize, url: &str, queries: usize, surrealdb_queries: usize)
     Ok(())
 }
 
-/// Times `count` searches (after 10 warm-up ones) of one mode; the samples
-/// and the total number of hits.
+/// Times `count` searches per mode (after 10 warm-up rounds), the modes
+/// taking turns so each sees the same conditions; per mode, the samples and
+/// the total number of hits.
 async fn time_searches(
     index: &Index,
     centroids: &[Vec<f32>],
     rng: &mut Rng,
     count: usize,
-    use_vector: bool,
-    use_text: bool,
-) -> Result<(Vec<Duration>, usize), String> {
+) -> Result<Vec<(&'static str, Vec<Duration>, usize)>, String> {
     let ranking = Ranking {
         fusion: Fusion::Linear,
         vector_weight: 0.7,
@@ -254,8 +297,11 @@ async fn time_searches(
         half_life_days: 30.0,
     };
     let agents = ["agent1", "_shared"];
-    let mut samples = Vec::with_capacity(count);
-    let mut hits_total = 0;
+    let mut modes = vec![
+        ("vector", Vec::with_capacity(count), 0),
+        ("text", Vec::with_capacity(count), 0),
+        ("hybrid", Vec::with_capacity(count), 0),
+    ];
     for q in 0..count + 10 {
         let vector = vector_near(centroids, q % TOPICS, rng);
         // Query words as people type them: two mid-frequency words and a topic word.
@@ -265,20 +311,22 @@ async fn time_searches(
             50 + rng.word() % 2000,
             q % TOPICS
         );
-        let legs = Legs {
-            agents: &agents,
-            vector: use_vector.then_some(vector.as_slice()),
-            text: use_text.then_some(words.as_str()),
-            candidates: 30,
-        };
-        let started = Instant::now();
-        let hits = search::run(index, legs, ranking, 10, "2026-11-22")
-            .await
-            .map_err(|e| e.to_string())?;
-        if q >= 10 {
-            samples.push(started.elapsed());
-            hits_total += hits.len();
+        for (label, samples, hits_total) in &mut modes {
+            let legs = Legs {
+                agents: &agents,
+                vector: (*label != "text").then_some(vector.as_slice()),
+                text: (*label != "vector").then_some(words.as_str()),
+                candidates: 30,
+            };
+            let started = Instant::now();
+            let hits = search::run(index, legs, ranking, 10, "2026-11-22")
+                .await
+                .map_err(|e| e.to_string())?;
+            if q >= 10 {
+                samples.push(started.elapsed());
+                *hits_total += hits.len();
+            }
         }
     }
-    Ok((samples, hits_total))
+    Ok(modes)
 }

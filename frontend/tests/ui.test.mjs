@@ -204,6 +204,7 @@ test('sessions, memory, agents, tasks, config, logs and status pages work', asyn
 	// Memory: hybrid search with scores, legs and highlights; the index status.
 	await page.getByRole('link', { name: 'Memory' }).click();
 	await page.getByTestId('memory-status').getByText('Chunks').waitFor();
+	await page.getByTestId('memory-status').getByText('in memory').waitFor();
 	await page.getByLabel('Search memory').fill('Rex vaccination');
 	await page.getByRole('button', { name: 'Search' }).click();
 	const results = page.getByTestId('memory-results');

@@ -68,7 +68,9 @@ impl ChunkRow {
             kind: self.kind.to_string(),
             day: self.day.clone(),
             start_line: self.start_line,
-            body: self.body.clone(),
+            end_line: self.end_line,
+            heading: self.heading.clone(),
+            text: self.text.clone(),
             embedding: self.embedding.clone(),
         }
     }

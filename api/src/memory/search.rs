@@ -7,8 +7,9 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::chunker::indexed_text;
 use super::index::Index;
-use super::resident::{Candidate, LegResults, Query, analyzer};
+use super::resident::{Candidate, LegResults, Query, Shown, analyzer};
 use crate::config::Fusion;
 use crate::storage::{Db, DbError};
 
@@ -64,19 +65,6 @@ pub struct Hit {
     pub legs: Vec<&'static str>,
     #[serde(skip)]
     pub text: String,
-}
-
-/// A chunk as search results show it, read from SurrealDB for the hits returned.
-#[derive(Debug, Deserialize)]
-struct ShownRow {
-    id: String,
-    agent: String,
-    path: String,
-    start_line: usize,
-    end_line: usize,
-    heading: String,
-    text: String,
-    body: String,
 }
 
 /// A SurrealDB leg's row (the fallback while the resident index loads).
@@ -160,7 +148,7 @@ pub async fn run(
         None => in_surrealdb(index.db(), &legs, k).await?,
     };
     let ranked = fuse(found.vector, found.text, ranking, limit, today);
-    show(index.db(), ranked, &words).await
+    show(index, ranked, &words).await
 }
 
 /// Both legs in SurrealDB, in one round trip.
@@ -269,27 +257,35 @@ struct Ranked {
     legs: Vec<&'static str>,
 }
 
-/// Reads the ranked chunks' text in one query and builds the hits (a chunk
-/// replaced since it was ranked is left out).
-async fn show(db: &Db, ranked: Vec<Ranked>, words: &[String]) -> Result<Vec<Hit>, DbError> {
+/// Builds the hits from the ranked chunks' text: held by the resident index,
+/// or read in one query while it loads (a chunk replaced since it was ranked
+/// is left out).
+async fn show(index: &Index, ranked: Vec<Ranked>, words: &[String]) -> Result<Vec<Hit>, DbError> {
     if ranked.is_empty() {
         return Ok(Vec::new());
     }
     let ids: Vec<&str> = ranked.iter().map(|r| r.id.as_str()).collect();
-    let mut response = db
-        .execute(
-            "SELECT record::id(id) AS id, agent, path, start_line, end_line, heading, text, body \
-             FROM $ids.map(|$id| type::record('memory_chunk', $id))",
-            json!({"ids": ids}),
-        )
-        .await?;
-    let rows: Vec<ShownRow> = take_rows(&mut response, 0)?;
-    let mut by_id: HashMap<String, ShownRow> = rows.into_iter().map(|r| (r.id.clone(), r)).collect();
+    let rows = match index.resident().shown(&ids) {
+        Some(rows) => rows,
+        None => {
+            let mut response = index
+                .db()
+                .execute(
+                    "SELECT record::id(id) AS id, agent, path, start_line, end_line, heading, text \
+                     FROM $ids.map(|$id| type::record('memory_chunk', $id))",
+                    json!({"ids": ids}),
+                )
+                .await?;
+            take_rows(&mut response, 0)?
+        }
+    };
+    let mut by_id: HashMap<String, Shown> = rows.into_iter().map(|r| (r.id.clone(), r)).collect();
     Ok(ranked
         .into_iter()
         .filter_map(|r| {
             let row = by_id.remove(&r.id)?;
-            let highlighted = (!words.is_empty()).then(|| analyzer::highlight(&row.body, words, HIGHLIGHT));
+            let highlighted = (!words.is_empty())
+                .then(|| analyzer::highlight(&indexed_text(&row.heading, &row.text), words, HIGHLIGHT));
             Some(Hit {
                 snippet: snippet(highlighted.as_deref(), &row.text),
                 agent: row.agent,

@@ -13,7 +13,8 @@ use crate::storage::{Db, DbError};
 /// Rows read per query while loading.
 const PAGE: usize = 2_000;
 
-const FIELDS: &str = "record::id(id) AS id, agent, path, kind, day, start_line, body, embedding";
+const FIELDS: &str =
+    "record::id(id) AS id, agent, path, kind, day, start_line, end_line, heading, text, embedding";
 
 /// Loads the resident index unless it is loaded or loading. Changes committed
 /// meanwhile (here or, through the feed, on other replicas) are replayed on top.
@@ -21,7 +22,7 @@ pub async fn load(db: &Db, resident: &Arc<Resident>) -> Result<(), DbError> {
     if !resident.begin_loading() {
         return Ok(());
     }
-    let result = read_all(db, resident).await;
+    let result = read_all(db, resident, PAGE).await;
     match result {
         Ok(state) => {
             let chunks = state.chunks();
@@ -36,7 +37,7 @@ pub async fn load(db: &Db, resident: &Arc<Resident>) -> Result<(), DbError> {
     }
 }
 
-async fn read_all(db: &Db, resident: &Arc<Resident>) -> Result<State, DbError> {
+async fn read_all(db: &Db, resident: &Arc<Resident>, page: usize) -> Result<State, DbError> {
     if is_shared(&db.url) {
         // Subscribed before reading, so nothing written during the read is missed.
         let feed = follow(db, resident.clone()).await?;
@@ -45,15 +46,20 @@ async fn read_all(db: &Db, resident: &Arc<Resident>) -> Result<State, DbError> {
     let mut state = State::default();
     let mut after: Option<String> = None;
     loop {
-        let sql = match after {
-            None => format!("SELECT {FIELDS} FROM memory_chunk ORDER BY id LIMIT {PAGE}"),
+        let sql = match after.as_deref() {
+            None => format!("SELECT {FIELDS} FROM memory_chunk LIMIT {page}"),
+            // A record range reads on from the last key, in key order; the
+            // key is inlined (a range takes no parameters), so only plain ones.
+            Some(key) if is_plain(key) => {
+                format!("SELECT {FIELDS} FROM memory_chunk:⟨{key}⟩>.. LIMIT {page}")
+            }
             Some(_) => format!(
                 "SELECT {FIELDS} FROM memory_chunk WHERE id > type::record('memory_chunk', $after) \
-                 ORDER BY id LIMIT {PAGE}"
+                 ORDER BY id LIMIT {page}"
             ),
         };
         let rows: Vec<ResidentChunk> = db.rows(&sql, json!({"after": after}), 0).await?;
-        let full = rows.len() == PAGE;
+        let full = rows.len() == page;
         after = rows.last().map(|r| r.id.clone());
         for row in rows {
             state.upsert(row);
@@ -62,6 +68,14 @@ async fn read_all(db: &Db, resident: &Arc<Resident>) -> Result<State, DbError> {
             return Ok(state);
         }
     }
+}
+
+/// Keys Onyx makes (hex UUIDs) and SurrealDB's random ones: safe to inline.
+fn is_plain(key: &str) -> bool {
+    !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 /// Whether other processes may write the same database (a SurrealDB server);
@@ -117,5 +131,39 @@ fn record_key(data: &Value) -> Option<String> {
         RecordIdKey::String(key) => Some(key.clone()),
         RecordIdKey::Number(key) => Some(key.to_string()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn loads_every_chunk_page_by_page() {
+        let db = Db::scratch().await;
+        for i in 0..7 {
+            db.execute(
+                "CREATE type::record('memory_chunk', $id) CONTENT { agent: 'main', path: 'a.md', kind: 'note', \
+                 start_line: $i, end_line: $i, heading: '', text: $text, body: $text }",
+                json!({"id": format!("{:032x}", i * 7919), "i": i, "text": format!("chunk number {i}")}),
+            )
+            .await
+            .unwrap();
+        }
+        // One key SurrealDB would have to escape, read through the fallback query.
+        db.execute(
+            "CREATE memory_chunk:⟨odd key⟩ CONTENT { agent: 'main', path: 'b.md', kind: 'note', \
+             start_line: 1, end_line: 1, heading: '', text: 'odd one', body: 'odd one' }",
+            json!({}),
+        )
+        .await
+        .unwrap();
+        let resident = Arc::new(Resident::default());
+        for page in [2, 3, 100] {
+            let state = read_all(&db, &resident, page).await.unwrap();
+            assert_eq!(state.chunks(), 8, "page {page}");
+            assert!(state.shown("odd key").is_some());
+        }
+        assert!(is_plain("0af3") && !is_plain("odd key") && !is_plain("a⟩b"));
     }
 }

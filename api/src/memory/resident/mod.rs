@@ -29,8 +29,8 @@ use serde::Deserialize;
 pub use load::load;
 pub use state::{Candidate, State};
 
-/// A chunk as the resident index needs it (the text shown in results is read
-/// from SurrealDB for the few hits returned).
+/// A chunk as the resident index keeps it: what ranking needs, and what a
+/// hit shows (so a search never waits on SurrealDB).
 #[derive(Debug, Clone, Deserialize)]
 pub struct ResidentChunk {
     pub id: String,
@@ -40,9 +40,24 @@ pub struct ResidentChunk {
     #[serde(default)]
     pub day: Option<String>,
     pub start_line: usize,
-    pub body: String,
+    pub end_line: usize,
+    #[serde(default)]
+    pub heading: String,
+    pub text: String,
     #[serde(default)]
     pub embedding: Option<Vec<f32>>,
+}
+
+/// A chunk as a search hit shows it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Shown {
+    pub id: String,
+    pub agent: String,
+    pub path: String,
+    pub start_line: usize,
+    pub end_line: usize,
+    pub heading: String,
+    pub text: String,
 }
 
 /// A committed change to `memory_chunk`, in the order it was committed.
@@ -163,6 +178,15 @@ impl Resident {
     pub fn search(&self, query: &Query<'_>) -> Option<LegResults> {
         match &*self.read() {
             Phase::Ready(state) => Some(state.search(query)),
+            _ => None,
+        }
+    }
+
+    /// The chunks with these ids as hits show them (ids no longer held are
+    /// left out); `None` until the index has loaded.
+    pub fn shown(&self, ids: &[&str]) -> Option<Vec<Shown>> {
+        match &*self.read() {
+            Phase::Ready(state) => Some(ids.iter().filter_map(|id| state.shown(id)).collect()),
             _ => None,
         }
     }

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use super::analyzer;
 use super::text::{DocTerms, TextIndex};
 use super::vectors::VectorIndex;
-use super::{Change, LegResults, Query, ResidentChunk};
+use super::{Change, LegResults, Query, ResidentChunk, Shown};
+use crate::memory::chunker::indexed_text;
 use crate::memory::search::day_number;
 
 /// Compact once this many removed documents are still in the postings and
@@ -32,6 +33,9 @@ struct Doc {
     agent: u16,
     file: Arc<(String, String)>,
     start_line: usize,
+    end_line: usize,
+    heading: Box<str>,
+    text: Box<str>,
     daily: Option<i64>,
     terms: DocTerms,
     vector_row: Option<u32>,
@@ -44,6 +48,7 @@ pub struct State {
     by_id: HashMap<String, u32>,
     by_file: HashMap<Arc<(String, String)>, Vec<u32>>,
     agent_ids: HashMap<String, u16>,
+    agent_names: Vec<String>,
     text: TextIndex,
     vectors: VectorIndex,
     dead: usize,
@@ -102,14 +107,18 @@ impl State {
         let daily = (chunk.kind == "daily")
             .then(|| chunk.day.as_deref().and_then(day_number))
             .flatten();
+        let body = indexed_text(&chunk.heading, &chunk.text);
         let terms = self
             .text
-            .add(slot, analyzer::tokens(&chunk.body).into_iter().map(|t| t.term));
+            .add(slot, analyzer::tokens(&body).into_iter().map(|t| t.term));
         self.docs.push(Doc {
             id: chunk.id.clone(),
             agent,
             file: file.clone(),
             start_line: chunk.start_line,
+            end_line: chunk.end_line,
+            heading: chunk.heading.into_boxed_str(),
+            text: chunk.text.into_boxed_str(),
             daily,
             terms,
             vector_row: None,
@@ -189,8 +198,9 @@ impl State {
         if let Some(&id) = self.agent_ids.get(agent) {
             return id;
         }
-        let id = self.agent_ids.len() as u16;
+        let id = self.agent_names.len() as u16;
         self.agent_ids.insert(agent.to_string(), id);
+        self.agent_names.push(agent.to_string());
         id
     }
 
@@ -215,7 +225,7 @@ impl State {
         if let Some(words) = query.words {
             let accept = |slot: u32| {
                 let doc = &self.docs[slot as usize];
-                (doc.alive && agents.contains(&doc.agent)).then_some(doc.terms.length)
+                (doc.alive && agents.contains(&doc.agent)).then_some(&doc.terms)
             };
             results.text = self
                 .text
@@ -225,6 +235,19 @@ impl State {
                 .collect();
         }
         results
+    }
+
+    pub fn shown(&self, id: &str) -> Option<Shown> {
+        let doc = &self.docs[*self.by_id.get(id)? as usize];
+        Some(Shown {
+            id: doc.id.clone(),
+            agent: self.agent_names[doc.agent as usize].clone(),
+            path: doc.file.1.clone(),
+            start_line: doc.start_line,
+            end_line: doc.end_line,
+            heading: doc.heading.to_string(),
+            text: doc.text.to_string(),
+        })
     }
 
     fn candidate(&self, slot: u32, score: f64) -> Candidate {
@@ -251,7 +274,9 @@ mod tests {
             kind: "note".into(),
             day: None,
             start_line: 1,
-            body: body.into(),
+            end_line: 2,
+            heading: String::new(),
+            text: body.into(),
             embedding: vector,
         }
     }

@@ -98,39 +98,89 @@ impl TextIndex {
     }
 
     /// BM25 scores of the documents matching any of `words` that `accept`
-    /// keeps (it returns the document's length, or `None` to skip it), best
+    /// keeps (it returns the document's words, or `None` to skip it), best
     /// first, at most `k`.
-    pub fn search(&self, words: &[String], k: usize, accept: impl Fn(u32) -> Option<u32>) -> Vec<(u32, f32)> {
+    ///
+    /// MaxScore, term at a time: words are taken rarest first (highest
+    /// possible contribution), and once the words left could not lift an
+    /// unseen document into the top `k`, their postings are not walked; they
+    /// only add to the documents already found, looked up in each one's word
+    /// list. The result is exact; a word in most documents (`the`, or every
+    /// chunk's heading word) costs almost nothing.
+    pub fn search<'a>(
+        &self,
+        words: &[String],
+        k: usize,
+        accept: impl Fn(u32) -> Option<&'a DocTerms>,
+    ) -> Vec<(u32, f32)> {
         if self.live_documents == 0 || k == 0 {
             return Vec::new();
         }
         let n = self.live_documents as f32;
         let average_length = (self.live_length as f32 / n).max(1.0);
-        // Dense accumulators: a common word touches most documents, and a
-        // hash map per posting costs several times a plain array.
-        let mut scores = vec![0f32; self.doc_bound as usize];
-        let mut touched: Vec<u32> = Vec::new();
+        let mut terms: Vec<(u32, f32)> = Vec::new();
         for word in words {
             let Some(&id) = self.words.get(word) else {
                 continue;
             };
             let df = self.document_frequency[id as usize] as f32;
-            if df == 0.0 {
-                continue;
+            if df > 0.0 && !terms.iter().any(|t| t.0 == id) {
+                // Lucene's IDF: never negative, so a word in most documents still counts a little.
+                terms.push((id, (1.0 + (n - df + 0.5) / (df + 0.5)).ln()));
             }
-            // Lucene's IDF: never negative, so a word in most documents still counts a little.
-            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+        }
+        // A word's contribution is below idf * (K1 + 1) whatever its frequency.
+        terms.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let mut left: Vec<f32> = terms
+            .iter()
+            .rev()
+            .scan(0.0, |sum, t| {
+                *sum += t.1 * (K1 + 1.0);
+                Some(*sum)
+            })
+            .collect();
+        left.reverse();
+        let contribution = |idf: f32, tf: u32, length: u32| {
+            let tf = tf as f32;
+            idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length as f32 / average_length))
+        };
+        // Dense accumulators: a common word touches most documents, and a
+        // hash map per posting costs several times a plain array.
+        let mut scores = vec![0f32; self.doc_bound as usize];
+        let mut touched: Vec<u32> = Vec::new();
+        let mut next = 0;
+        while next < terms.len() {
+            if touched.len() >= k && left[next] < kth_best(&touched, &scores, k) {
+                break;
+            }
+            let (id, idf) = terms[next];
             for posting in &self.postings[id as usize] {
-                let Some(length) = accept(posting.doc) else {
+                let Some(doc) = accept(posting.doc) else {
                     continue;
                 };
-                let tf = posting.frequency as f32;
-                let norm = K1 * (1.0 - B + B * length as f32 / average_length);
                 let score = &mut scores[posting.doc as usize];
                 if *score == 0.0 {
                     touched.push(posting.doc);
                 }
-                *score += idf * tf * (K1 + 1.0) / (tf + norm);
+                *score += contribution(idf, posting.frequency, doc.length);
+            }
+            next += 1;
+        }
+        if next < terms.len() {
+            let threshold = kth_best(&touched, &scores, k);
+            for &doc in &touched {
+                let score = &mut scores[doc as usize];
+                if *score + left[next] < threshold {
+                    continue;
+                }
+                let Some(found) = accept(doc) else {
+                    continue;
+                };
+                for &(id, idf) in &terms[next..] {
+                    if let Ok(at) = found.terms.binary_search_by_key(&id, |t| t.0) {
+                        *score += contribution(idf, found.terms[at].1, found.length);
+                    }
+                }
             }
         }
         let scored = touched
@@ -139,6 +189,13 @@ impl TextIndex {
             .collect();
         top_k(scored, k)
     }
+}
+
+/// The `k`-th best score among `docs` (a lower bound on the final one).
+fn kth_best(docs: &[u32], scores: &[f32], k: usize) -> f32 {
+    let mut found: Vec<f32> = docs.iter().map(|d| scores[*d as usize]).collect();
+    let (_, kth, _) = found.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
+    *kth
 }
 
 /// The `k` highest-scoring entries, best first (ties by document id, so
@@ -164,14 +221,81 @@ mod tests {
     #[test]
     fn rare_words_outscore_common_ones_and_removed_documents_vanish() {
         let mut index = TextIndex::default();
-        let a = index.add(0, words("deploy the server"));
-        index.add(1, words("the server the server"));
-        index.add(2, words("the cat"));
-        let hits = index.search(&words("deploy server"), 10, |_| Some(3));
+        let docs = [
+            index.add(0, words("deploy the server")),
+            index.add(1, words("the server the server")),
+            index.add(2, words("the cat")),
+        ];
+        let hits = index.search(&words("deploy server"), 10, |doc| docs.get(doc as usize));
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [0, 1]);
-        index.remove(&a);
-        let hits = index.search(&words("deploy server"), 10, |doc| (doc != 0).then_some(3));
+        index.remove(&docs[0]);
+        let hits = index.search(&words("deploy server"), 10, |doc| {
+            (doc != 0).then(|| &docs[doc as usize])
+        });
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [1]);
+    }
+
+    /// Pruning must not change the answer: compare with scoring every posting.
+    #[test]
+    fn maxscore_pruning_gives_the_exhaustive_top_k() {
+        let mut index = TextIndex::default();
+        let mut docs = Vec::new();
+        let mut seed = 7u64;
+        for doc in 0..2_000u32 {
+            let text: Vec<String> = (0..20)
+                .map(|_| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    // Skewed: low word numbers are common, high ones rare.
+                    let rank = ((seed >> 33) % 1000) * ((seed >> 13) % 1000) / 1000;
+                    format!("w{rank}")
+                })
+                .chain(["every".to_string()])
+                .collect();
+            docs.push(index.add(doc, text));
+        }
+        let exhaustive = |query: &[String], k: usize| {
+            let n = 2_000f32;
+            let average = docs.iter().map(|d| d.length as f32).sum::<f32>() / n;
+            let mut scored: Vec<(u32, f32)> = Vec::new();
+            for (doc, terms) in docs.iter().enumerate() {
+                let mut score = 0.0;
+                for word in query {
+                    let Some(&id) = index.words.get(word) else {
+                        continue;
+                    };
+                    let df = index.document_frequency[id as usize] as f32;
+                    let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+                    if let Some(&(_, tf)) = terms.terms.iter().find(|t| t.0 == id) {
+                        let tf = tf as f32;
+                        score +=
+                            idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * terms.length as f32 / average));
+                    }
+                }
+                if score > 0.0 {
+                    scored.push((doc as u32, score));
+                }
+            }
+            top_k(scored, k)
+        };
+        for query in [
+            &["w3", "w950", "every"][..],
+            &["every", "w1"],
+            &["w990", "w991", "w2"],
+            &["every"],
+        ] {
+            let query: Vec<String> = query.iter().map(|w| w.to_string()).collect();
+            for k in [1, 10, 30] {
+                let pruned = index.search(&query, k, |doc| docs.get(doc as usize));
+                let expected = exhaustive(&query, k);
+                let ids = |v: &[(u32, f32)]| v.iter().map(|h| h.0).collect::<Vec<_>>();
+                assert_eq!(ids(&pruned), ids(&expected), "{query:?} k={k}");
+                for (a, b) in pruned.iter().zip(&expected) {
+                    assert!((a.1 - b.1).abs() < 1e-4, "{query:?}: {a:?} vs {b:?}");
+                }
+            }
+        }
     }
 
     #[test]
