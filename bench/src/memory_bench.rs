@@ -280,7 +280,7 @@ async fn run(chunks: usize, url: &str, queries: usize, surrealdb_queries: usize)
     Ok(())
 }
 
-/// Times `count` searches per mode (after 10 warm-up rounds), the modes
+/// Times `count` searches per mode (after up to 10 warm-up rounds), the modes
 /// taking turns so each sees the same conditions; per mode, the samples and
 /// the total number of hits.
 async fn time_searches(
@@ -302,7 +302,8 @@ async fn time_searches(
         ("text", Vec::with_capacity(count), 0),
         ("hybrid", Vec::with_capacity(count), 0),
     ];
-    for q in 0..count + 10 {
+    let warm_up = (count / 10).clamp(1, 10);
+    for q in 0..count + warm_up {
         let vector = vector_near(centroids, q % TOPICS, rng);
         // Query words as people type them: two mid-frequency words and a topic word.
         let words = format!(
@@ -322,7 +323,7 @@ async fn time_searches(
             let hits = search::run(index, legs, ranking, 10, "2026-11-22")
                 .await
                 .map_err(|e| e.to_string())?;
-            if q >= 10 {
+            if q >= warm_up {
                 samples.push(started.elapsed());
                 *hits_total += hits.len();
             }
