@@ -163,6 +163,8 @@ pub async fn evaluate(
     };
     let memory = Memory::new(objects, db, embedder.clone(), Settings::default());
     memory.prepare_chunking().await.map_err(|e| e.to_string())?;
+    // Searches run in the resident index, as in a running replica.
+    memory.load_search_index().await.map_err(|e| e.to_string())?;
     if embedder.is_some() {
         memory
             .prepare_embedding(&|_, _| {})

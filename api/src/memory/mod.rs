@@ -133,6 +133,12 @@ impl Memory {
         })
     }
 
+    /// Loads the resident search index now (the memory worker does it on its
+    /// own; tools that drive `Memory` directly call this).
+    pub async fn load_search_index(&self) -> Result<(), MemoryError> {
+        Ok(resident::load(self.index.db(), self.index.resident()).await?)
+    }
+
     pub fn search_index(&self) -> SearchIndexInfo {
         let chunks = self.index.resident().chunks();
         SearchIndexInfo {
