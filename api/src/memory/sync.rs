@@ -55,6 +55,8 @@ impl Memory {
         let mut probe_wait = TICK;
         let mut next_probe = Instant::now();
         let mut last_liveness = Instant::now();
+        let mut load_wait = TICK;
+        let mut next_load = Instant::now();
         loop {
             if !prepared {
                 match self.prepare_chunking().await {
@@ -62,11 +64,15 @@ impl Memory {
                     Err(err) => self.record_error("preparing the memory index", &err),
                 }
             }
-            if prepared
-                && !self.index.resident().is_ready()
-                && let Err(err) = super::resident::load(self.index.db(), self.index.resident()).await
-            {
-                tracing::warn!(error = %err, "loading the memory search index failed; searching in SurrealDB meanwhile");
+            if prepared && !self.index.resident().is_ready() && Instant::now() >= next_load {
+                match super::resident::load(self.index.db(), self.index.resident()).await {
+                    Ok(()) => load_wait = TICK,
+                    Err(err) => {
+                        tracing::warn!(error = %err, "loading the memory search index failed; searching in SurrealDB meanwhile");
+                        load_wait = (load_wait * 2).min(MAX_PROBE_BACKOFF);
+                    }
+                }
+                next_load = Instant::now() + load_wait;
             }
             if self.embedder.is_some() && !self.state.is_ready() && Instant::now() >= next_probe {
                 match self.prepare_embedding(&|_, _| {}).await {
