@@ -29,8 +29,17 @@ const DIMENSIONS: usize = 384;
 const TOPICS: usize = 64;
 const VOCABULARY: usize = 20_000;
 const WORDS_PER_CHUNK: usize = 60;
-/// Chunks per file: the unit the sync path writes in one transaction.
+/// Chunks per file by default: the unit the sync path writes in one
+/// transaction (`MEMORY_BENCH_CHUNKS_PER_FILE` changes it).
 const CHUNKS_PER_FILE: usize = 50;
+
+fn chunks_per_file() -> usize {
+    std::env::var("MEMORY_BENCH_CHUNKS_PER_FILE")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(CHUNKS_PER_FILE)
+}
 
 /// A small deterministic generator (splitmix64), so runs are comparable.
 struct Rng(u64);
@@ -78,10 +87,11 @@ fn text(rng: &mut Rng) -> String {
 fn bench_file(file: usize, chunks: usize, centroids: &[Vec<f32>], rng: &mut Rng) -> (FileRow, Vec<ChunkRow>) {
     let agent = format!("agent{}", file % 4);
     let path = format!("memory/bench-{file:06}.md");
-    let count = CHUNKS_PER_FILE.min(chunks - file * CHUNKS_PER_FILE);
+    let per_file = chunks_per_file();
+    let count = per_file.min(chunks - file * per_file);
     let rows: Vec<ChunkRow> = (0..count)
         .map(|i| {
-            let topic = (file * CHUNKS_PER_FILE + i) % TOPICS;
+            let topic = (file * per_file + i) % TOPICS;
             let body = format!("topic{topic} {}", text(rng));
             let mut row = ChunkRow::new(
                 &agent,
@@ -205,7 +215,7 @@ async fn run(chunks: usize, url: &str, queries: usize, surrealdb_queries: usize)
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(1);
-    let files: Vec<(FileRow, Vec<ChunkRow>)> = (0..chunks.div_ceil(CHUNKS_PER_FILE))
+    let files: Vec<(FileRow, Vec<ChunkRow>)> = (0..chunks.div_ceil(chunks_per_file()))
         .map(|file| bench_file(file, chunks, &centroids, &mut rng))
         .collect();
     let started = Instant::now();
@@ -223,8 +233,9 @@ async fn run(chunks: usize, url: &str, queries: usize, surrealdb_queries: usize)
     let (rss_after_ingest, _) = rss_mb();
     let rate = chunks as f64 / ingest_time.as_secs_f64();
     println!(
-        "ingest: {chunks} chunks in {:.1} s = {rate:.0} chunks/s (files of {CHUNKS_PER_FILE} chunks, one transaction each, {concurrency} at a time{})",
+        "ingest: {chunks} chunks in {:.1} s = {rate:.0} chunks/s (files of {} chunks, one transaction each, {concurrency} at a time{})",
         ingest_time.as_secs_f64(),
+        chunks_per_file(),
         if without.is_empty() {
             String::new()
         } else {
