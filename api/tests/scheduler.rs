@@ -47,6 +47,14 @@ fn shared_storage(s3: &Service, surreal: &Service) -> String {
     )
 }
 
+/// Local files, and a SurrealDB server every replica shares.
+fn server_storage(surreal: &Service) -> String {
+    format!(
+        r#"storage: {{ surrealdb: {{ url: "ws://{}", user: "root", pass: "root" }} }},"#,
+        surreal.addr
+    )
+}
+
 impl Onyx {
     async fn create_task(&self, body: Value) -> Value {
         let response = self.post("/v1/tasks").json(&body).send().await.unwrap();
@@ -648,11 +656,7 @@ async fn two_replicas_on_one_database_run_every_due_run_exactly_once() {
 async fn a_run_killed_mid_way_is_recorded_failed_and_the_task_goes_on() {
     let fakes = Fakes::start().await;
     let surreal = Service::surreal().await;
-    let storage = format!(
-        r#"storage: {{ surrealdb: {{ url: "ws://{}", user: "root", pass: "root" }} }},"#,
-        surreal.addr
-    );
-    let config = config(&fakes, &storage);
+    let config = config(&fakes, &server_storage(&surreal));
     let victim = Onyx::start(Some(&config), &[]).await;
     // fake-slow takes 3 s to answer: long enough to die in the middle.
     let task = victim
@@ -730,11 +734,7 @@ async fn a_task_failing_again_and_again_is_paused() {
 async fn a_task_made_on_a_replica_that_dies_runs_on_time_on_another() {
     let fakes = Fakes::start().await;
     let surreal = Service::surreal().await;
-    let storage = format!(
-        r#"storage: {{ surrealdb: {{ url: "ws://{}", user: "root", pass: "root" }} }},"#,
-        surreal.addr
-    );
-    let config = config(&fakes, &storage);
+    let config = config(&fakes, &server_storage(&surreal));
     let (maker, survivor) = (
         Onyx::start(Some(&config), &[]).await,
         Onyx::start(Some(&config), &[]).await,

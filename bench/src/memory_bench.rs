@@ -17,11 +17,11 @@ use futures::StreamExt;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use onyx::config::{Fusion, SurrealConfig};
+use onyx::config::SurrealConfig;
 use onyx::memory::chunker::Chunk;
 use onyx::memory::paths::FileKind;
-use onyx::memory::search::{self, Legs, Ranking};
-use onyx::memory::{ChunkRow, FileRow, Index, resident};
+use onyx::memory::search::{self, Legs};
+use onyx::memory::{ChunkRow, FileRow, Index, Settings, resident};
 use onyx::storage::Db;
 use onyx_bench::{machine, ms, percentile, rss_mb};
 
@@ -183,25 +183,18 @@ async fn run(chunks: usize, url: &str, queries: usize, surrealdb_queries: usize)
     );
     // Which SurrealDB indexes to keep while ingesting, to attribute the cost.
     let without = std::env::var("MEMORY_BENCH_WITHOUT").unwrap_or_default();
-    if without == "fulltext" || without == "both" {
-        index
-            .db()
-            .execute(
-                "REMOVE INDEX memory_chunk_body ON memory_chunk",
-                serde_json::json!({}),
-            )
-            .await
-            .map_err(|e| e.to_string())?;
-    }
-    if without == "hnsw" || without == "both" {
-        index
-            .db()
-            .execute(
-                "REMOVE INDEX memory_chunk_embedding ON memory_chunk",
-                serde_json::json!({}),
-            )
-            .await
-            .map_err(|e| e.to_string())?;
+    for (name, surreal_index) in [
+        ("fulltext", "memory_chunk_body"),
+        ("hnsw", "memory_chunk_embedding"),
+    ] {
+        if without == name || without == "both" {
+            let sql = format!("REMOVE INDEX {surreal_index} ON memory_chunk");
+            index
+                .db()
+                .execute(&sql, serde_json::json!({}))
+                .await
+                .map_err(|e| e.to_string())?;
+        }
     }
     // Or any schema change to try (e.g. other index parameters).
     if let Ok(sql) = std::env::var("MEMORY_BENCH_SETUP_SQL") {
@@ -300,13 +293,8 @@ async fn time_searches(
     rng: &mut Rng,
     count: usize,
 ) -> Result<Vec<(&'static str, Vec<Duration>, usize)>, String> {
-    let ranking = Ranking {
-        fusion: Fusion::Linear,
-        vector_weight: 0.7,
-        text_weight: 0.3,
-        min_score: 0.0,
-        half_life_days: 30.0,
-    };
+    // The shipped defaults: linear fusion, vector 0.7, text 0.3.
+    let ranking = Settings::default().ranking;
     let agents = ["agent1", "_shared"];
     let mut modes = vec![
         ("vector", Vec::with_capacity(count), 0),

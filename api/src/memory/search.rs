@@ -701,13 +701,7 @@ mod engines {
             text,
             candidates: 10,
         };
-        let ranking = Ranking {
-            fusion: Fusion::Linear,
-            vector_weight: 0.7,
-            text_weight: 0.3,
-            min_score: 0.0,
-            half_life_days: 30.0,
-        };
+        let ranking = crate::memory::Settings::default().ranking;
         run(index, legs, ranking, 10, "2026-11-22")
             .await
             .unwrap()

@@ -89,6 +89,14 @@ impl Db {
         }
     }
 
+    /// Whether other processes may write this database (a SurrealDB server);
+    /// embedded storage is opened by this process alone.
+    pub fn is_shared(&self) -> bool {
+        ["ws://", "wss://", "http://", "https://"]
+            .iter()
+            .any(|scheme| self.url.starts_with(scheme))
+    }
+
     /// The SurrealDB client, for libraries that bring their own queries
     /// (the UI's cookie-session store).
     pub fn client(&self) -> Arc<Surreal<Any>> {

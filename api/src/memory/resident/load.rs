@@ -38,7 +38,7 @@ pub async fn load(db: &Db, resident: &Arc<Resident>) -> Result<(), DbError> {
 }
 
 async fn read_all(db: &Db, resident: &Arc<Resident>, page: usize) -> Result<State, DbError> {
-    if is_shared(&db.url) {
+    if db.is_shared() {
         // Subscribed before reading, so nothing written during the read is missed.
         let feed = follow(db, resident.clone()).await?;
         *resident.feed_slot() = Some(feed);
@@ -65,14 +65,6 @@ async fn read_all(db: &Db, resident: &Arc<Resident>, page: usize) -> Result<Stat
             return Ok(state);
         }
     }
-}
-
-/// Whether other processes may write the same database (a SurrealDB server);
-/// embedded storage is opened by this process alone.
-fn is_shared(url: &str) -> bool {
-    ["ws://", "wss://", "http://", "https://"]
-        .iter()
-        .any(|scheme| url.starts_with(scheme))
 }
 
 /// Applies every `memory_chunk` change from any replica until the live query

@@ -94,7 +94,7 @@ enum Phase {
 pub struct Resident {
     phase: RwLock<Phase>,
     /// The live query feeding other replicas' writes, while one runs.
-    pub(super) feed: Mutex<Option<tokio::task::AbortHandle>>,
+    feed: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
 impl Default for Resident {
