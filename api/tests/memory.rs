@@ -286,6 +286,11 @@ async fn hybrid_search_on_s3_and_a_surrealdb_server() {
     assert_eq!(report["reindexed"], 1, "{report}");
     let hits = onyx.search("mooring", "hybrid").await;
     assert_eq!(hits["data"][0]["path"], "memory/boat.md", "{hits}");
+    // SurrealDB's own search indexes catch up in the background, on the server too.
+    onyx.wait_for_status("SurrealDB's search indexes caught up", |s| {
+        s["files"] == 4 && s["search_index"]["surrealdb_files_behind"] == 0
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -678,6 +683,10 @@ async fn a_lost_database_is_rebuilt_from_the_files_with_the_same_results() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(stderr.contains("reindexed 3 memory file(s)"), "{stderr}");
+    assert!(
+        stderr.contains("SurrealDB's search indexes caught up on 3 memory file(s)"),
+        "{stderr}"
+    );
     assert!(stderr.contains("0 waiting for the embedder"), "{stderr}");
     let onyx = Onyx::start_in(dir, Some(&config), &[]).await;
     let status = onyx.get_json("/v1/memory/status").await;

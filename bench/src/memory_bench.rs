@@ -1,14 +1,17 @@
 //! `memory-bench`: memory search speed at scale. Ingests N chunks with
 //! precomputed 384-dimension vectors (so the embedder is not measured) into
-//! the real memory index (SurrealDB's `memory_chunk` with HNSW + FULLTEXT,
-//! and the resident index every write also updates), times loading the
-//! resident index from SurrealDB as a restarted replica does, then times
-//! searches per mode in the resident index and, for comparison, a few in
-//! SurrealDB (what answers while a replica's resident index loads). Reports RSS.
+//! the real memory index (SurrealDB's `memory_chunk` rows, and the resident
+//! index every write also updates) while SurrealDB's own search indexes
+//! (`memory_search`, HNSW + FULLTEXT) catch up alongside as in `onyx serve`,
+//! and times how long they take to finish. Then times loading the resident
+//! index from SurrealDB as a restarted replica does, searches per mode in the
+//! resident index and, for comparison, a few in SurrealDB (what answers while
+//! a replica's resident index loads). Reports RSS.
 //!
 //! ```sh
 //! memory-bench CHUNKS [DB_URL] [QUERIES] [SURREALDB_QUERIES]
 //! # DB_URL: surrealkv://DIR (default: a temp dir) or mem://
+//! # MEMORY_BENCH_CATCH_UP=after: SurrealDB's indexes catch up only once ingest ends
 //! ```
 
 use std::process::ExitCode;
@@ -184,11 +187,11 @@ async fn run(chunks: usize, url: &str, queries: usize, surrealdb_queries: usize)
     // Which SurrealDB indexes to keep while ingesting, to attribute the cost.
     let without = std::env::var("MEMORY_BENCH_WITHOUT").unwrap_or_default();
     for (name, surreal_index) in [
-        ("fulltext", "memory_chunk_body"),
-        ("hnsw", "memory_chunk_embedding"),
+        ("fulltext", "memory_search_body"),
+        ("hnsw", "memory_search_embedding"),
     ] {
         if without == name || without == "both" {
-            let sql = format!("REMOVE INDEX {surreal_index} ON memory_chunk");
+            let sql = format!("REMOVE INDEX {surreal_index} ON memory_search");
             index
                 .db()
                 .execute(&sql, serde_json::json!({}))
@@ -211,6 +214,11 @@ async fn run(chunks: usize, url: &str, queries: usize, surrealdb_queries: usize)
     let files: Vec<(FileRow, Vec<ChunkRow>)> = (0..chunks.div_ceil(chunks_per_file()))
         .map(|file| bench_file(file, chunks, &centroids, &mut rng))
         .collect();
+    let catch_up_during = std::env::var("MEMORY_BENCH_CATCH_UP").as_deref() != Ok("after");
+    let follower = catch_up_during.then(|| {
+        let index = index.clone();
+        tokio::spawn(async move { index.follow_writes().await })
+    });
     let started = Instant::now();
     let mut writes = futures::stream::iter(files.iter().map(|(file, rows)| {
         let index = &index;
@@ -226,14 +234,46 @@ async fn run(chunks: usize, url: &str, queries: usize, surrealdb_queries: usize)
     let (rss_after_ingest, _) = rss_mb();
     let rate = chunks as f64 / ingest_time.as_secs_f64();
     println!(
-        "ingest: {chunks} chunks in {:.1} s = {rate:.0} chunks/s (files of {} chunks, one transaction each, {concurrency} at a time{})",
+        "ingest: {chunks} chunks in {:.1} s = {rate:.0} chunks/s (files of {} chunks, one transaction each, {concurrency} at a time; SurrealDB's search indexes catching up {}{})",
         ingest_time.as_secs_f64(),
         chunks_per_file(),
+        if catch_up_during {
+            "alongside"
+        } else {
+            "afterwards"
+        },
         if without.is_empty() {
             String::new()
         } else {
-            format!(", without SurrealDB's {without} index")
+            format!(", without its {without} index")
         }
+    );
+    if let Some(follower) = follower {
+        follower.abort();
+        let _ = follower.await;
+    }
+    let behind_at_end = index.files_behind().await.map_err(|e| e.to_string())?;
+    let bar = ProgressBar::new(0).with_style(
+        ProgressStyle::with_template("surrealdb search indexes {bar:40} {pos}/{len} files ({eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let finishing = Instant::now();
+    index
+        .catch_up_all(&|done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    bar.finish_and_clear();
+    let behind_time = finishing.elapsed();
+    let caught_up = started.elapsed();
+    println!(
+        "surrealdb search indexes: {behind_at_end} of {} files still queued when ingest ended, caught up {:.1} s later; all {chunks} chunks indexed {:.1} s after ingest began = {:.0} chunks/s",
+        chunks.div_ceil(chunks_per_file()),
+        behind_time.as_secs_f64(),
+        caught_up.as_secs_f64(),
+        chunks as f64 / caught_up.as_secs_f64()
     );
 
     // A restarted replica: a fresh resident index read from SurrealDB.

@@ -1,6 +1,6 @@
 //! `onyx reindex`: rebuilds every derived table from the object store, with
 //! progress bars: session metadata, then the memory index (chunks, then
-//! embeddings when an embedder answers).
+//! embeddings when an embedder answers, then SurrealDB's search indexes).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -68,6 +68,13 @@ async fn reindex(config_path: Option<PathBuf>) -> Result<(), String> {
     let progress = bar("embeddings");
     let embedded = memory.prepare_embedding(&reporter(&progress)).await;
     progress.finish_and_clear();
+    let progress = bar("search indexes");
+    let caught_up = memory
+        .catch_up_surrealdb_search(&reporter(&progress))
+        .await
+        .map_err(|e| e.to_string())?;
+    progress.finish_and_clear();
+    eprintln!("SurrealDB's search indexes caught up on {caught_up} memory file(s)");
     let status = memory.status().await.map_err(|e| e.to_string())?;
     match embedded {
         Ok(()) => eprintln!(

@@ -1,14 +1,16 @@
-//! The memory index in SurrealDB: one `memory_chunk` row per chunk (text with
-//! a FULLTEXT BM25 index, embedding with an HNSW index whose dimension comes
-//! from the embedder), one `memory_file` row per indexed file (its checksum and
-//! change token, to detect edits made outside Onyx), the `embedding_cache`
+//! The memory index in SurrealDB: one `memory_chunk` row per chunk (its text,
+//! lines and embedding), one `memory_file` row per indexed file (its checksum
+//! and change token, to detect edits made outside Onyx), the `embedding_cache`
 //! (vectors by content hash, so unchanged text is never re-embedded) and the
-//! fingerprint of how the index was built (`onyx_meta:memory`).
+//! fingerprint of how the index was built (`onyx_meta:memory`). Every write
+//! also queues its file for SurrealDB's search indexes (`surreal_search`) and
+//! is applied to the resident index once committed.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::chunker::{Chunk, content_hash};
 use super::paths::{FileKind, daily_date};
@@ -110,6 +112,24 @@ pub struct PendingChunk {
 pub struct Index {
     db: Db,
     resident: Arc<Resident>,
+    /// Signalled after each write that queued a file for `surreal_search`.
+    queued: Arc<tokio::sync::Notify>,
+    /// Writes committed by this replica, so catching up can wait for a pause.
+    writes: Arc<AtomicU64>,
+}
+
+/// Queues the file `$agent`/`$path` for SurrealDB's search indexes; a new
+/// version tells a catch-up already under way that it must come back.
+const QUEUE_FILE: &str = "UPSERT type::record('memory_search_queue', $key) \
+    SET agent = $agent, path = $path, version = <string> rand::uuid();";
+
+/// The HNSW index on `memory_search` for vectors of `dimensions`.
+fn vector_index(dimensions: usize, if_not_exists: bool) -> String {
+    let guard = if if_not_exists { "IF NOT EXISTS " } else { "" };
+    format!(
+        "DEFINE INDEX {guard}memory_search_embedding ON memory_search FIELDS embedding \
+         HNSW DIMENSION {dimensions} DIST COSINE TYPE F32 EFC 150 M 12;"
+    )
 }
 
 #[derive(Deserialize)]
@@ -128,6 +148,8 @@ impl Index {
         Self {
             db,
             resident: Arc::default(),
+            queued: Arc::default(),
+            writes: Arc::default(),
         }
     }
 
@@ -138,6 +160,22 @@ impl Index {
     /// The in-process search index (see `resident`).
     pub fn resident(&self) -> &Arc<Resident> {
         &self.resident
+    }
+
+    /// Resolves once a write has queued a file for `surreal_search` since the
+    /// last time it resolved.
+    pub(super) async fn file_queued(&self) {
+        self.queued.notified().await;
+    }
+
+    /// How many writes this replica has committed (it only ever grows).
+    pub(super) fn write_count(&self) -> u64 {
+        self.writes.load(Ordering::Relaxed)
+    }
+
+    fn file_written(&self) {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        self.queued.notify_one();
     }
 
     pub async fn fingerprint(&self) -> Result<Fingerprint, DbError> {
@@ -162,16 +200,11 @@ impl Index {
     /// Drops every vector and (re)creates the HNSW index for `dimensions`;
     /// chunks become pending until re-embedded.
     pub async fn reset_vectors(&self, dimensions: Option<usize>) -> Result<(), DbError> {
-        let define = match dimensions {
-            Some(d) => format!(
-                "DEFINE INDEX memory_chunk_embedding ON memory_chunk FIELDS embedding \
-                 HNSW DIMENSION {d} DIST COSINE TYPE F32 EFC 150 M 12;"
-            ),
-            None => String::new(),
-        };
+        let define = dimensions.map_or_else(String::new, |d| vector_index(d, false));
         let sql = format!(
-            "REMOVE INDEX IF EXISTS memory_chunk_embedding ON memory_chunk;
+            "REMOVE INDEX IF EXISTS memory_search_embedding ON memory_search;
              UPDATE memory_chunk SET embedding = NONE, pending = true;
+             UPDATE memory_search UNSET embedding;
              DELETE embedding_cache;
              {define}"
         );
@@ -180,15 +213,27 @@ impl Index {
         Ok(())
     }
 
+    /// Defines the HNSW index for `dimensions` unless it exists (a database
+    /// migrated from an older Onyx has vectors but no index on `memory_search`).
+    pub async fn ensure_vector_index(&self, dimensions: usize) -> Result<(), DbError> {
+        self.db
+            .execute_retrying(&vector_index(dimensions, true), json!({}))
+            .await?;
+        Ok(())
+    }
+
     /// Replaces a file's chunks and its file row in one transaction.
     pub async fn replace_file(&self, file: &FileRow, chunks: &[ChunkRow]) -> Result<(), DbError> {
         self.db
             .execute_retrying(
-                "BEGIN TRANSACTION;
-                 DELETE memory_chunk WHERE agent = $agent AND path = $path;
-                 IF array::len($rows) > 0 { INSERT INTO memory_chunk $rows };
-                 UPSERT type::record('memory_file', $key) CONTENT $file;
-                 COMMIT TRANSACTION;",
+                &format!(
+                    "BEGIN TRANSACTION;
+                     DELETE memory_chunk WHERE agent = $agent AND path = $path;
+                     IF array::len($rows) > 0 {{ INSERT INTO memory_chunk $rows }};
+                     UPSERT type::record('memory_file', $key) CONTENT $file;
+                     {QUEUE_FILE}
+                     COMMIT TRANSACTION;"
+                ),
                 json!({
                     "agent": file.agent,
                     "path": file.path,
@@ -198,6 +243,7 @@ impl Index {
                 }),
             )
             .await?;
+        self.file_written();
         self.resident.apply(Change::ReplaceFile {
             agent: file.agent.clone(),
             path: file.path.clone(),
@@ -220,13 +266,17 @@ impl Index {
     pub async fn remove_file(&self, agent: &str, path: &str) -> Result<(), DbError> {
         self.db
             .execute_retrying(
-                "BEGIN TRANSACTION;
-                 DELETE memory_chunk WHERE agent = $agent AND path = $path;
-                 DELETE type::record('memory_file', $key);
-                 COMMIT TRANSACTION;",
+                &format!(
+                    "BEGIN TRANSACTION;
+                     DELETE memory_chunk WHERE agent = $agent AND path = $path;
+                     DELETE type::record('memory_file', $key);
+                     {QUEUE_FILE}
+                     COMMIT TRANSACTION;"
+                ),
                 json!({"agent": agent, "path": path, "key": file_key(agent, path)}),
             )
             .await?;
+        self.file_written();
         self.resident.apply(Change::RemoveFile {
             agent: agent.into(),
             path: path.into(),
@@ -238,7 +288,9 @@ impl Index {
     pub async fn clear(&self) -> Result<(), DbError> {
         self.db
             .execute_retrying(
-                "BEGIN TRANSACTION; DELETE memory_chunk; DELETE memory_file; COMMIT TRANSACTION;",
+                "BEGIN TRANSACTION;
+                 DELETE memory_chunk; DELETE memory_file; DELETE memory_search; DELETE memory_search_queue;
+                 COMMIT TRANSACTION;",
                 json!({}),
             )
             .await?;
@@ -296,12 +348,20 @@ impl Index {
             .collect();
         self.db
             .execute_retrying(
-                "FOR $row IN $rows {
-                     UPDATE type::record('memory_chunk', $row.id) SET embedding = $row.embedding, pending = false
-                 };",
+                "BEGIN TRANSACTION;
+                 FOR $row IN $rows {
+                     LET $chunk = (UPDATE type::record('memory_chunk', $row.id)
+                         SET embedding = $row.embedding, pending = false RETURN agent, path)[0];
+                     IF $chunk {
+                         UPSERT type::record('memory_search_queue', $chunk.agent + '/' + $chunk.path)
+                             SET agent = $chunk.agent, path = $chunk.path, version = <string> rand::uuid();
+                     };
+                 };
+                 COMMIT TRANSACTION;",
                 json!({"rows": rows}),
             )
             .await?;
+        self.file_written();
         self.resident.apply(Change::SetVectors(updates.to_vec()));
         Ok(())
     }
@@ -350,6 +410,45 @@ impl Index {
             .await?;
         Ok(())
     }
+}
+
+/// A file of one-line chunks with these texts and vectors, for tests.
+#[cfg(test)]
+pub(crate) fn test_file(
+    agent: &str,
+    path: &str,
+    chunks: &[(&str, Option<Vec<f32>>)],
+) -> (FileRow, Vec<ChunkRow>) {
+    let rows: Vec<ChunkRow> = chunks
+        .iter()
+        .enumerate()
+        .map(|(i, (text, vector))| {
+            let mut row = ChunkRow::new(
+                agent,
+                path,
+                FileKind::Curated,
+                Chunk {
+                    start_line: i + 1,
+                    end_line: i + 1,
+                    heading: String::new(),
+                    hash: format!("{path}-{i}"),
+                    text: (*text).into(),
+                },
+            );
+            row.pending = vector.is_none();
+            row.embedding = vector.clone();
+            row
+        })
+        .collect();
+    let file = FileRow {
+        agent: agent.into(),
+        path: path.into(),
+        checksum: String::new(),
+        etag: String::new(),
+        size: 0,
+        chunks: rows.len(),
+    };
+    (file, rows)
 }
 
 fn file_key(agent: &str, path: &str) -> String {

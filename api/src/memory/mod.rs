@@ -10,6 +10,7 @@
 //! - `index`: the SurrealDB tables and statements
 //! - `resident`: the in-process search index each replica answers queries from
 //! - `search`: the two legs and their fusion
+//! - `surreal_search`: SurrealDB's own search indexes, kept behind the writes
 //! - `service`: the files API and search
 //! - `sync`: the background worker (file sync, re-embedding, pending queue)
 //! - `state`: embedder availability and progress, for health and status
@@ -22,6 +23,7 @@ pub mod resident;
 pub mod search;
 mod service;
 mod state;
+mod surreal_search;
 mod sync;
 
 use std::sync::Arc;
@@ -97,6 +99,9 @@ pub struct SearchIndexInfo {
     pub state: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chunks: Option<usize>,
+    /// Files whose latest writes SurrealDB's own search indexes (what answers
+    /// while loading) have not caught up on yet.
+    pub surrealdb_files_behind: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -118,10 +123,11 @@ impl Memory {
 
     /// The index at a glance, for `/v1/memory/status` and the UI.
     pub async fn status(&self) -> Result<Status, MemoryError> {
-        let (chunks, pending, files) = futures::try_join!(
+        let (chunks, pending, files, files_behind) = futures::try_join!(
             self.index.count(false),
             self.index.count(true),
-            self.index.files()
+            self.index.files(),
+            self.index.files_behind()
         )?;
         Ok(Status {
             embedder: self.embedder_info(),
@@ -129,7 +135,7 @@ impl Memory {
             pending,
             files: files.len(),
             progress: self.progress.snapshot(),
-            search_index: self.search_index(),
+            search_index: self.search_index(files_behind),
         })
     }
 
@@ -139,12 +145,22 @@ impl Memory {
         Ok(resident::load(self.index.db(), self.index.resident()).await?)
     }
 
-    pub fn search_index(&self) -> SearchIndexInfo {
+    fn search_index(&self, surrealdb_files_behind: usize) -> SearchIndexInfo {
         let chunks = self.index.resident().chunks();
         SearchIndexInfo {
             state: if chunks.is_some() { "ready" } else { "loading" },
             chunks,
+            surrealdb_files_behind,
         }
+    }
+
+    /// Brings SurrealDB's own search indexes up to date now (`onyx reindex`;
+    /// `onyx serve` does it in the background), reporting (files, of files).
+    pub async fn catch_up_surrealdb_search(
+        &self,
+        on_progress: &(dyn Fn(usize, usize) + Send + Sync),
+    ) -> Result<usize, MemoryError> {
+        Ok(self.index.catch_up_all(on_progress).await?)
     }
 
     /// Asks the embedder whether it answers now (for `/health`); `None` when

@@ -127,7 +127,8 @@ pub struct Legs<'a> {
 }
 
 /// Runs the requested legs (in the resident index once it has loaded, else
-/// in SurrealDB), fuses them and reads the winners' text.
+/// in SurrealDB's search indexes, which catch up behind the writes), fuses
+/// them and reads the winners' text.
 pub async fn run(
     index: &Index,
     legs: Legs<'_>,
@@ -162,14 +163,14 @@ async fn in_surrealdb(db: &Db, legs: &Legs<'_>, k: usize) -> Result<LegResults, 
     let mut statements = Vec::new();
     if legs.vector.is_some() {
         statements.push(format!(
-            "SELECT {LEG_FIELDS}, vector::distance::knn() AS distance FROM memory_chunk \
+            "SELECT {LEG_FIELDS}, vector::distance::knn() AS distance FROM memory_search \
              WHERE embedding <|{overfetch},{ef}|> $vector ORDER BY distance"
         ));
     }
     if legs.text.is_some() {
         statements.push(format!(
             "SELECT {LEG_FIELDS}, search::score(1) AS ft_score \
-             FROM memory_chunk WHERE body @1,OR@ $text ORDER BY ft_score DESC LIMIT {overfetch}"
+             FROM memory_search WHERE body @1,OR@ $text ORDER BY ft_score DESC LIMIT {overfetch}"
         ));
     }
     let mut found = LegResults::default();
@@ -181,15 +182,15 @@ async fn in_surrealdb(db: &Db, legs: &Legs<'_>, k: usize) -> Result<LegResults, 
     let mut results = db.execute(&sql, vars.clone()).await?;
     let mut index = 0;
     if legs.vector.is_some() {
-        let (mut rows, complete) = of_agents(take_rows(&mut results, index)?, legs.agents, k, overfetch);
+        let (mut rows, complete) = of_agents(Db::take_rows(&mut results, index)?, legs.agents, k, overfetch);
         if !complete {
             // Mostly other agents' chunks nearby: search within this agent's only.
             let filtered = format!(
-                "SELECT {LEG_FIELDS}, vector::distance::knn() AS distance FROM memory_chunk \
+                "SELECT {LEG_FIELDS}, vector::distance::knn() AS distance FROM memory_search \
                  WHERE agent IN $agents AND embedding <|{k},{ef}|> $vector ORDER BY distance"
             );
             let mut response = db.execute(&filtered, vars.clone()).await?;
-            rows = take_rows(&mut response, 0)?;
+            rows = Db::take_rows(&mut response, 0)?;
         }
         found.vector = rows
             .into_iter()
@@ -203,14 +204,14 @@ async fn in_surrealdb(db: &Db, legs: &Legs<'_>, k: usize) -> Result<LegResults, 
     if legs.text.is_some() {
         // Same reason as above: with the agent in the WHERE clause SurrealDB
         // scans the table instead of using the full-text index.
-        let (mut rows, complete) = of_agents(take_rows(&mut results, index)?, legs.agents, k, overfetch);
+        let (mut rows, complete) = of_agents(Db::take_rows(&mut results, index)?, legs.agents, k, overfetch);
         if !complete {
             let filtered = format!(
                 "SELECT {LEG_FIELDS}, search::score(1) AS ft_score \
-                 FROM memory_chunk WHERE agent IN $agents AND body @1,OR@ $text ORDER BY ft_score DESC LIMIT {k}"
+                 FROM memory_search WHERE agent IN $agents AND body @1,OR@ $text ORDER BY ft_score DESC LIMIT {k}"
             );
             let mut response = db.execute(&filtered, vars).await?;
-            rows = take_rows(&mut response, 0)?;
+            rows = Db::take_rows(&mut response, 0)?;
         }
         found.text = rows
             .into_iter()
@@ -235,18 +236,6 @@ fn of_agents(rows: Vec<LegRow>, agents: &[&str], k: usize, overfetch: usize) -> 
         .collect();
     let complete = kept.len() >= k || fetched < overfetch;
     (kept, complete)
-}
-
-fn take_rows<T: serde::de::DeserializeOwned>(
-    results: &mut surrealdb::IndexedResults,
-    index: usize,
-) -> Result<Vec<T>, DbError> {
-    let value: surrealdb::types::Value = results.take(index)?;
-    let json = match value.into_json_value() {
-        serde_json::Value::Null => serde_json::Value::Array(Vec::new()),
-        other => other,
-    };
-    serde_json::from_value(json).map_err(|err| DbError::Decode(err.to_string()))
 }
 
 /// A fused result before its text is read.
@@ -276,7 +265,7 @@ async fn show(index: &Index, ranked: Vec<Ranked>, words: &[String]) -> Result<Ve
                     json!({"ids": ids}),
                 )
                 .await?;
-            take_rows(&mut response, 0)?
+            Db::take_rows(&mut response, 0)?
         }
     };
     let mut by_id: HashMap<String, Shown> = rows.into_iter().map(|r| (r.id.clone(), r)).collect();
@@ -609,9 +598,7 @@ mod tests {
 #[cfg(test)]
 mod engines {
     use super::*;
-    use crate::memory::chunker::Chunk;
-    use crate::memory::paths::FileKind;
-    use crate::memory::{ChunkRow, FileRow};
+    use crate::memory::index::test_file;
 
     const DOCS: &[(&str, &str, &str, [f32; 3])] = &[
         (
@@ -655,38 +642,15 @@ mod engines {
             ("other", "MEMORY.md"),
             ("_shared", "travel.md"),
         ] {
-            let rows: Vec<ChunkRow> = DOCS
+            let chunks: Vec<(&str, Option<Vec<f32>>)> = DOCS
                 .iter()
-                .enumerate()
-                .filter(|(_, d)| d.0 == agent && d.1 == path)
-                .map(|(i, (_, _, text, vector))| {
-                    let mut row = ChunkRow::new(
-                        agent,
-                        path,
-                        FileKind::Curated,
-                        Chunk {
-                            start_line: i + 1,
-                            end_line: i + 1,
-                            heading: String::new(),
-                            hash: format!("h{i}"),
-                            text: (*text).into(),
-                        },
-                    );
-                    row.embedding = Some(vector.to_vec());
-                    row.pending = false;
-                    row
-                })
+                .filter(|d| d.0 == agent && d.1 == path)
+                .map(|(_, _, text, vector)| (*text, Some(vector.to_vec())))
                 .collect();
-            let file = FileRow {
-                agent: agent.into(),
-                path: path.into(),
-                checksum: String::new(),
-                etag: String::new(),
-                size: 0,
-                chunks: rows.len(),
-            };
+            let (file, rows) = test_file(agent, path, &chunks);
             index.replace_file(&file, &rows).await.unwrap();
         }
+        index.catch_up_all(&|_, _| {}).await.unwrap();
         index
     }
 

@@ -43,10 +43,13 @@ impl Memory {
         )
     }
 
-    /// Runs sync, embedding and recovery for as long as the process lives.
+    /// Runs sync, embedding and recovery for as long as the process lives,
+    /// and beside it the catch-up of SurrealDB's own search indexes.
     pub fn spawn_background(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
         let memory = self.clone();
-        tokio::spawn(async move { memory.background().await })
+        tokio::spawn(async move {
+            tokio::join!(memory.background(), memory.index.follow_writes());
+        })
     }
 
     async fn background(&self) {
@@ -155,6 +158,8 @@ impl Memory {
             stored.embedding = Some(wanted.clone());
             stored.dimensions = Some(dimensions);
             self.index.set_fingerprint(&stored).await?;
+        } else {
+            self.index.ensure_vector_index(dimensions).await?;
         }
         self.state.set_ready(wanted, dimensions);
         self.drain_pending(on_progress).await?;

@@ -159,6 +159,14 @@ impl Db {
         index: usize,
     ) -> Result<Vec<T>, DbError> {
         let mut response = self.execute(sql, vars).await?;
+        Self::take_rows(&mut response, index)
+    }
+
+    /// Reads statement `index` of a response as rows of `T` (none for NONE).
+    pub fn take_rows<T: DeserializeOwned>(
+        response: &mut surrealdb::IndexedResults,
+        index: usize,
+    ) -> Result<Vec<T>, DbError> {
         let value: surrealdb::types::Value = response.take(index)?;
         let json = value.into_json_value();
         let json = match json {

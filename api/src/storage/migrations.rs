@@ -44,6 +44,20 @@ const MIGRATIONS: &[&str] = &[
     // and the control UI's login sessions (tower-sessions).
     "DEFINE TABLE IF NOT EXISTS chat_session SCHEMALESS;
      DEFINE TABLE IF NOT EXISTS ui_session SCHEMALESS;",
+    // 6: SurrealDB's own memory search indexes move off `memory_chunk` (the
+    // rows every write commits) onto `memory_search`, which catches up behind
+    // the writes (`memory::surreal_search`); every indexed file is queued once
+    // so the new table fills from the existing chunks.
+    "DEFINE TABLE IF NOT EXISTS memory_search SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS memory_search_body ON memory_search FIELDS body FULLTEXT ANALYZER memory_az BM25(1.2,0.75);
+     DEFINE INDEX IF NOT EXISTS memory_search_file ON memory_search FIELDS agent, path;
+     DEFINE TABLE IF NOT EXISTS memory_search_queue SCHEMALESS;
+     REMOVE INDEX IF EXISTS memory_chunk_body ON memory_chunk;
+     REMOVE INDEX IF EXISTS memory_chunk_embedding ON memory_chunk;
+     FOR $file IN (SELECT agent, path FROM memory_file) {
+         UPSERT type::record('memory_search_queue', $file.agent + '/' + $file.path)
+             SET agent = $file.agent, path = $file.path, version = <string> rand::uuid();
+     };",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;
