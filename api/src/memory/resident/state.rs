@@ -42,6 +42,16 @@ struct Doc {
     alive: bool,
 }
 
+impl Doc {
+    /// Whether this is the chunk as written (vector aside).
+    fn holds(&self, chunk: &ResidentChunk) -> bool {
+        *self.text == chunk.text
+            && *self.heading == chunk.heading
+            && (self.start_line, self.end_line) == (chunk.start_line, chunk.end_line)
+            && (self.file.0.as_str(), self.file.1.as_str()) == (chunk.agent.as_str(), chunk.path.as_str())
+    }
+}
+
 #[derive(Default)]
 pub struct State {
     docs: Vec<Doc>,
@@ -80,7 +90,14 @@ impl State {
                 self.docs.iter_mut().for_each(|doc| doc.vector_row = None);
             }
             Change::Clear => *self = Self::default(),
-            Change::Upsert(chunk) => self.upsert(chunk),
+            Change::Upsert(chunk) => match self.by_id.get(&chunk.id).copied() {
+                // The live feed echoes this replica's own writes, and chunk
+                // ids are new whenever text changes: at most the vector did.
+                Some(slot) if self.docs[slot as usize].holds(&chunk) => {
+                    self.set_vector(slot, chunk.embedding.as_deref());
+                }
+                _ => self.upsert(chunk),
+            },
             Change::Delete(id) => {
                 if let Some(slot) = self.by_id.get(&id).copied() {
                     self.remove(slot);
@@ -401,5 +418,26 @@ mod tests {
         assert!(search(&state, &["main"], &alpha, Some(&[1.0])).vector.is_empty());
         state.apply(Change::Delete("a".into()));
         assert_eq!(state.chunks(), 0);
+    }
+
+    #[test]
+    fn an_echo_of_a_chunk_already_held_only_moves_its_vector() {
+        let mut state = State::default();
+        let written = chunk("a", "main", "x.md", "alpha", None);
+        state.apply(Change::ReplaceFile {
+            agent: "main".into(),
+            path: "x.md".into(),
+            chunks: vec![written.clone()],
+        });
+        // The live feed brings the same row back, now with its vector.
+        state.apply(Change::Upsert(ResidentChunk {
+            embedding: Some(vec![1.0]),
+            ..written
+        }));
+        assert_eq!(state.dead, 0, "re-analysed instead of kept");
+        let alpha = analyzer::query_terms("alpha");
+        let found = search(&state, &["main"], &alpha, Some(&[1.0]));
+        assert_eq!((found.text.len(), found.vector.len()), (1, 1));
+        assert_eq!(state.chunks(), 1);
     }
 }
