@@ -185,6 +185,32 @@ test('chat streams answers, shows tool cards and approvals, and stops', async ()
 	await context.close();
 });
 
+test('the Approvals page decides a call raised outside the chat page', async () => {
+	const { context, page } = await signedInPage();
+	await page.getByRole('link', { name: 'Approvals' }).click();
+	await page.getByText('Nothing waits for a decision').waitFor();
+	// A run started through the API (a script, a scheduled task, a chat bot) asks.
+	const run = api('/v1/chat/completions', {
+		method: 'POST',
+		body: JSON.stringify({
+			model: 'onyx:careful',
+			messages: [{ role: 'user', content: 'script: fs_write {"path": "from-api.txt", "content": "hi"} ; answer' }]
+		})
+	});
+	const row = page.getByTestId('approval-row').filter({ hasText: 'fs_write' });
+	await row.getByText('"path": "from-api.txt"').waitFor();
+	await row.getByText('by careful').waitFor();
+	await shot(page, 'approvals');
+	await row.getByRole('button', { name: 'Approve' }).click();
+	const response = await run;
+	assert.equal(response.status, 200);
+	const answer = (await response.json()).choices[0].message.content;
+	assert.match(answer, /wrote 2 bytes to from-api\.txt/);
+	await page.getByTestId('decided').getByText('fs_write approved').waitFor();
+	await page.getByText('Nothing waits for a decision').waitFor();
+	await context.close();
+});
+
 test('sessions, memory, agents, tasks, config, logs and status pages work', async () => {
 	await api('/v1/memory', { method: 'POST', body: JSON.stringify({ content: 'My dog Rex needs his vaccination in spring.', target: 'memory' }) });
 	const { context, page } = await signedInPage();
