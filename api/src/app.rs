@@ -155,7 +155,7 @@ impl App {
         Ok(Self {
             plugins,
             password_hash: config.gateway.password_hash.clone(),
-            login_throttle: crate::auth::LoginThrottle::default(),
+            login_throttle: crate::auth::LoginThrottle::new(db.clone()),
             provider_summaries: config.providers.values().map(provider_summary).collect(),
             tasks,
             scheduler,

@@ -220,12 +220,13 @@ fn surreal_config(url: String, credentials: bool) -> SurrealConfig {
 }
 
 async fn database_roundtrip(db: &Db) {
-    assert_eq!(onyx::storage::SCHEMA_VERSION, 6);
-    // Versions 2–6 defined memory, agent, task and chat tables (reading an undefined table is an error).
+    assert_eq!(onyx::storage::SCHEMA_VERSION, 7);
+    // Versions 2–7 defined memory, agent, task and chat tables (reading an undefined table is an error).
     for table in [
         "memory_chunk",
         "memory_search",
         "memory_search_queue",
+        "login_failure",
         "memory_file",
         "embedding_cache",
         "agent",

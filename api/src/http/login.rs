@@ -45,7 +45,12 @@ pub async fn login(
         ));
     };
     let ip = peer.map_or([127, 0, 0, 1].into(), |Extension(ConnectInfo(addr))| addr.ip());
-    if let Some(wait) = app.login_throttle.blocked(ip) {
+    let throttled = app
+        .login_throttle
+        .blocked(ip)
+        .await
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    if let Some(wait) = throttled {
         let body = json!({"error": {
             "message": format!("too many failed logins; try again in {} seconds", wait.as_secs().max(1)),
             "type": "rate_limit_error", "param": null, "code": "too_many_logins",
@@ -63,11 +68,17 @@ pub async fn login(
         .await
         .unwrap_or(false);
     if !ok {
-        app.login_throttle.failed(ip);
+        app.login_throttle
+            .failed(ip)
+            .await
+            .map_err(|e| ApiError::Unavailable(e.to_string()))?;
         tracing::warn!(%ip, "failed UI login");
         return Err(ApiError::Unauthorized("wrong password"));
     }
-    app.login_throttle.succeeded(ip);
+    app.login_throttle
+        .succeeded(ip)
+        .await
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
     // A new id on sign-in: a session id planted before cannot be ridden.
     session
         .cycle_id()

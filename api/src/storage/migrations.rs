@@ -58,6 +58,10 @@ const MIGRATIONS: &[&str] = &[
          UPSERT type::record('memory_search_queue', $file.agent + '/' + $file.path)
              SET agent = $file.agent, path = $file.path, version = <string> rand::uuid();
      };",
+    // 7: failed UI logins, counted across replicas.
+    "DEFINE TABLE IF NOT EXISTS login_failure SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS login_failure_ip ON login_failure FIELDS ip, at;
+     DEFINE INDEX IF NOT EXISTS login_failure_at ON login_failure FIELDS at;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;
