@@ -138,13 +138,14 @@ impl Index {
             .map(|f| json!({"key": f.key, "version": f.version}))
             .collect();
         // A chunk rewritten since the comparison is not found here; its
-        // write renewed the queue entry, so the next pass picks it up.
+        // write renewed the queue entry, so the next pass picks it up. IGNORE:
+        // another replica may have copied the same rows meanwhile.
         self.db()
             .execute_retrying(
                 "BEGIN TRANSACTION;
                  FOR $id IN $gone { DELETE type::record('memory_search', $id) };
                  IF array::len($new) > 0 {
-                     INSERT INTO memory_search (
+                     INSERT IGNORE INTO memory_search (
                          SELECT record::id(id) AS id, agent, path, kind, day, start_line, body, embedding
                          FROM $new.map(|$id| type::record('memory_chunk', $id))
                      )
