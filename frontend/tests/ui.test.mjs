@@ -197,6 +197,10 @@ test('the Approvals page decides a call raised outside the chat page', async () 
 			messages: [{ role: 'user', content: 'script: fs_write {"path": "from-api.txt", "content": "hi"} ; answer' }]
 		})
 	});
+	// Wherever the user is, the menu says a decision waits.
+	await page.getByRole('link', { name: 'Memory' }).click();
+	await page.getByTestId('approvals-waiting').getByText('1', { exact: true }).waitFor();
+	await page.getByRole('link', { name: /^Approvals/ }).click();
 	const row = page.getByTestId('approval-row').filter({ hasText: 'fs_write' });
 	await row.getByText('"path": "from-api.txt"').waitFor();
 	await row.getByText('by careful').waitFor();
@@ -208,6 +212,7 @@ test('the Approvals page decides a call raised outside the chat page', async () 
 	assert.match(answer, /wrote 2 bytes to from-api\.txt/);
 	await page.getByTestId('decided').getByText('fs_write approved').waitFor();
 	await page.getByText('Nothing waits for a decision').waitFor();
+	await page.getByTestId('approvals-waiting').waitFor({ state: 'detached' });
 	await context.close();
 });
 
