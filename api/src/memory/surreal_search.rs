@@ -3,7 +3,7 @@
 //! key as its `memory_chunk` row, with the FULLTEXT (BM25) and HNSW indexes.
 //! Searches use them only while a replica's resident index loads, so they do
 //! not need to be current the moment a write returns, and maintaining them
-//! costs about three times the row writes (bench/README.md): every write
+//! costs over twice what the row writes do (bench/README.md): every write
 //! queues its file in `memory_search_queue` inside its own transaction, and
 //! [`Index::catch_up`] brings each queued file's rows in step.
 //!
