@@ -11,6 +11,7 @@
 pub mod agents;
 pub mod app;
 pub mod auth;
+pub mod backoff;
 pub mod channels;
 pub mod cli;
 pub mod config;

@@ -43,16 +43,13 @@ pub async fn run(
         .registry
         .get(agent_id)
         .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?
+        .map_err(ApiError::unavailable)?
         .filter(|a| a.enabled)
         .ok_or_else(|| ApiError::NotFound {
             message: format!("no enabled agent {agent_id:?}; GET /v1/agents lists them"),
             code: "model_not_found",
         })?;
-    app.agents
-        .prepare(&agent)
-        .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    app.agents.prepare(&agent).await.map_err(ApiError::unavailable)?;
     let session = match session_ref.as_deref() {
         Some("new") | None => {
             app.sessions

@@ -16,10 +16,6 @@ use crate::agents::{AgentDef, AgentPatch, workspace};
 use crate::app::App;
 use crate::config::PermissionMode;
 
-fn unavailable(err: impl std::fmt::Display) -> ApiError {
-    ApiError::Unavailable(err.to_string())
-}
-
 fn describe(agent: &AgentDef) -> Value {
     json!({
         "id": agent.id,
@@ -41,7 +37,7 @@ async fn find(app: &App, id: &str) -> Result<AgentDef, ApiError> {
         .registry
         .get(id)
         .await
-        .map_err(unavailable)?
+        .map_err(ApiError::unavailable)?
         .ok_or_else(|| ApiError::NotFound {
             message: format!("no agent {id:?}"),
             code: "agent_not_found",
@@ -49,7 +45,7 @@ async fn find(app: &App, id: &str) -> Result<AgentDef, ApiError> {
 }
 
 pub async fn list(State(app): State<Arc<App>>) -> Result<Json<Value>, ApiError> {
-    let agents = app.agents.registry.list().await.map_err(unavailable)?;
+    let agents = app.agents.registry.list().await.map_err(ApiError::unavailable)?;
     Ok(Json(
         json!({"object": "list", "data": agents.iter().map(describe).collect::<Vec<_>>()}),
     ))
@@ -93,7 +89,7 @@ pub async fn read_file(
 ) -> Result<Json<Value>, ApiError> {
     let agent = find(&app, &id).await?;
     let name = workspace_name(&name)?;
-    app.agents.prepare(&agent).await.map_err(unavailable)?;
+    app.agents.prepare(&agent).await.map_err(ApiError::unavailable)?;
     let file = app.memory.read_file(&agent.id, name).await?;
     Ok(Json(json!(file)))
 }
@@ -105,7 +101,7 @@ pub async fn write_file(
 ) -> Result<Json<Value>, ApiError> {
     let agent = find(&app, &id).await?;
     let name = workspace_name(&name)?;
-    app.agents.prepare(&agent).await.map_err(unavailable)?;
+    app.agents.prepare(&agent).await.map_err(ApiError::unavailable)?;
     let outcome = app.memory.write_file(&agent.id, name, content, None).await?;
     Ok(Json(json!(outcome)))
 }
@@ -151,7 +147,7 @@ pub async fn create(
         .registry
         .get(&request.id)
         .await
-        .map_err(unavailable)?
+        .map_err(ApiError::unavailable)?
         .is_some()
     {
         return Err(ApiError::Conflict(format!(
@@ -168,9 +164,9 @@ pub async fn create(
             permission_mode,
         )
         .await
-        .map_err(unavailable)?;
+        .map_err(ApiError::unavailable)?;
     let agent = find(&app, &request.id).await?;
-    app.agents.prepare(&agent).await.map_err(unavailable)?;
+    app.agents.prepare(&agent).await.map_err(ApiError::unavailable)?;
     Ok(Json(describe(&agent)))
 }
 
@@ -200,7 +196,7 @@ pub async fn patch(
         .registry
         .patch(&id, &change)
         .await
-        .map_err(unavailable)?;
+        .map_err(ApiError::unavailable)?;
     Ok(Json(describe(&find(&app, &id).await?)))
 }
 
@@ -224,12 +220,17 @@ pub async fn inbox(
         .inbox
         .list(agent, status, limit)
         .await
-        .map_err(unavailable)?;
+        .map_err(ApiError::unavailable)?;
     Ok(Json(json!({"object": "list", "data": messages})))
 }
 
 pub async fn approvals(State(app): State<Arc<App>>) -> Result<Json<Value>, ApiError> {
-    let pending = app.agents.approvals.pending().await.map_err(unavailable)?;
+    let pending = app
+        .agents
+        .approvals
+        .pending()
+        .await
+        .map_err(ApiError::unavailable)?;
     Ok(Json(json!({"object": "list", "data": pending})))
 }
 
@@ -261,7 +262,7 @@ pub async fn decide(
         .approvals
         .decide(&id, approve)
         .await
-        .map_err(unavailable)?
+        .map_err(ApiError::unavailable)?
     {
         return Err(ApiError::NotFound {
             message: format!("no pending approval {id:?} (it may have timed out)"),

@@ -56,6 +56,11 @@ impl From<ProviderError> for ApiError {
 }
 
 impl ApiError {
+    /// A dependency (database, object store) failed: 503 naming what it said.
+    pub fn unavailable(err: impl std::fmt::Display) -> Self {
+        Self::Unavailable(err.to_string())
+    }
+
     pub fn bad_request(message: impl Into<String>, param: Option<String>) -> Self {
         Self::BadRequest {
             message: message.into(),

@@ -49,7 +49,7 @@ pub async fn login(
         .login_throttle
         .blocked(ip)
         .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+        .map_err(ApiError::unavailable)?;
     if let Some(wait) = throttled {
         let body = json!({"error": {
             "message": format!("too many failed logins; try again in {} seconds", wait.as_secs().max(1)),
@@ -71,32 +71,26 @@ pub async fn login(
         app.login_throttle
             .failed(ip)
             .await
-            .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+            .map_err(ApiError::unavailable)?;
         tracing::warn!(%ip, "failed UI login");
         return Err(ApiError::Unauthorized("wrong password"));
     }
     app.login_throttle
         .succeeded(ip)
         .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+        .map_err(ApiError::unavailable)?;
     // A new id on sign-in: a session id planted before cannot be ridden.
-    session
-        .cycle_id()
-        .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    session.cycle_id().await.map_err(ApiError::unavailable)?;
     session
         .insert(SIGNED_IN, true)
         .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+        .map_err(ApiError::unavailable)?;
     tracing::info!(%ip, "UI login");
     Ok(Json(json!({"ok": true})).into_response())
 }
 
 pub async fn logout(session: Session) -> Result<Json<serde_json::Value>, ApiError> {
-    session
-        .flush()
-        .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    session.flush().await.map_err(ApiError::unavailable)?;
     Ok(Json(json!({"ok": true})))
 }
 

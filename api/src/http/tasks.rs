@@ -68,7 +68,7 @@ pub async fn create(
         .registry
         .get(&new.agent)
         .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+        .map_err(ApiError::unavailable)?;
     if agent.is_none() {
         return Err(ApiError::bad_request(
             format!(

@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::sync::watch;
 
 use super::chunker::{Chunk, content_hash};
 use super::paths::{FileKind, daily_date};
@@ -112,16 +113,20 @@ pub struct PendingChunk {
 pub struct Index {
     db: Db,
     resident: Arc<Resident>,
-    /// Signalled after each write that queued a file for `surreal_search`.
-    queued: Arc<tokio::sync::Notify>,
-    /// Writes committed by this replica, so catching up can wait for a pause.
-    writes: Arc<AtomicU64>,
+    /// How many writes this replica has committed: `surreal_search` wakes on
+    /// a change and waits for it to stop changing.
+    writes: Arc<watch::Sender<u64>>,
 }
 
-/// Queues the file `$agent`/`$path` for SurrealDB's search indexes; a new
-/// version tells a catch-up already under way that it must come back.
-const QUEUE_FILE: &str = "UPSERT type::record('memory_search_queue', $key) \
-    SET agent = $agent, path = $path, version = <string> rand::uuid();";
+/// Queues the file named by the SurrealQL expressions `agent` and `path` for
+/// SurrealDB's search indexes; a new version tells a catch-up already under
+/// way that it must come back.
+fn queue_file(agent: &str, path: &str) -> String {
+    format!(
+        "UPSERT type::record('memory_search_queue', {agent} + '/' + {path}) \
+         SET agent = {agent}, path = {path}, version = <string> rand::uuid();"
+    )
+}
 
 /// The HNSW index on `memory_search` for vectors of `dimensions`.
 fn vector_index(dimensions: usize, if_not_exists: bool) -> String {
@@ -148,8 +153,7 @@ impl Index {
         Self {
             db,
             resident: Arc::default(),
-            queued: Arc::default(),
-            writes: Arc::default(),
+            writes: Arc::new(watch::Sender::new(0)),
         }
     }
 
@@ -162,20 +166,13 @@ impl Index {
         &self.resident
     }
 
-    /// Resolves once a write has queued a file for `surreal_search` since the
-    /// last time it resolved.
-    pub(super) async fn file_queued(&self) {
-        self.queued.notified().await;
-    }
-
-    /// How many writes this replica has committed (it only ever grows).
-    pub(super) fn write_count(&self) -> u64 {
-        self.writes.load(Ordering::Relaxed)
+    /// Follows how many writes this replica has committed.
+    pub(super) fn writes(&self) -> watch::Receiver<u64> {
+        self.writes.subscribe()
     }
 
     fn file_written(&self) {
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        self.queued.notify_one();
+        self.writes.send_modify(|count| *count += 1);
     }
 
     pub async fn fingerprint(&self) -> Result<Fingerprint, DbError> {
@@ -231,8 +228,9 @@ impl Index {
                      DELETE memory_chunk WHERE agent = $agent AND path = $path;
                      IF array::len($rows) > 0 {{ INSERT INTO memory_chunk $rows }};
                      UPSERT type::record('memory_file', $key) CONTENT $file;
-                     {QUEUE_FILE}
-                     COMMIT TRANSACTION;"
+                     {queue}
+                     COMMIT TRANSACTION;",
+                    queue = queue_file("$agent", "$path")
                 ),
                 json!({
                     "agent": file.agent,
@@ -270,8 +268,9 @@ impl Index {
                     "BEGIN TRANSACTION;
                      DELETE memory_chunk WHERE agent = $agent AND path = $path;
                      DELETE type::record('memory_file', $key);
-                     {QUEUE_FILE}
-                     COMMIT TRANSACTION;"
+                     {queue}
+                     COMMIT TRANSACTION;",
+                    queue = queue_file("$agent", "$path")
                 ),
                 json!({"agent": agent, "path": path, "key": file_key(agent, path)}),
             )
@@ -348,16 +347,16 @@ impl Index {
             .collect();
         self.db
             .execute_retrying(
-                "BEGIN TRANSACTION;
-                 FOR $row IN $rows {
-                     LET $chunk = (UPDATE type::record('memory_chunk', $row.id)
-                         SET embedding = $row.embedding, pending = false RETURN agent, path)[0];
-                     IF $chunk {
-                         UPSERT type::record('memory_search_queue', $chunk.agent + '/' + $chunk.path)
-                             SET agent = $chunk.agent, path = $chunk.path, version = <string> rand::uuid();
-                     };
-                 };
-                 COMMIT TRANSACTION;",
+                &format!(
+                    "BEGIN TRANSACTION;
+                     FOR $row IN $rows {{
+                         LET $chunk = (UPDATE type::record('memory_chunk', $row.id)
+                             SET embedding = $row.embedding, pending = false RETURN agent, path)[0];
+                         IF $chunk {{ {queue} }};
+                     }};
+                     COMMIT TRANSACTION;",
+                    queue = queue_file("$chunk.agent", "$chunk.path")
+                ),
                 json!({"rows": rows}),
             )
             .await?;

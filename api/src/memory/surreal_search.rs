@@ -23,6 +23,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::index::Index;
+use crate::backoff::Backoff;
 use crate::storage::{Db, DbError};
 
 /// Files brought up to date per transaction.
@@ -170,18 +171,6 @@ impl Index {
         Ok(())
     }
 
-    /// Waits until this replica's writes pause for [`QUIET`], or [`MAX_DEFER`].
-    async fn pause_for_writes(&self) {
-        let deadline = tokio::time::Instant::now() + MAX_DEFER;
-        loop {
-            let writes = self.write_count();
-            tokio::time::sleep(QUIET).await;
-            if self.write_count() == writes || tokio::time::Instant::now() >= deadline {
-                return;
-            }
-        }
-    }
-
     /// Files whose writes `memory_search` has not caught up on yet.
     pub async fn files_behind(&self) -> Result<usize, DbError> {
         let rows: Vec<Count> = self
@@ -221,29 +210,39 @@ impl Index {
     /// replica's writes (in their pauses), every few seconds for other
     /// replicas', backing off while SurrealDB fails.
     pub async fn follow_writes(&self) {
-        let mut backoff = Duration::from_secs(1);
+        let mut writes = self.writes();
+        let mut backoff = Backoff::new(Duration::from_secs(1), MAX_BACKOFF);
         loop {
-            let writes_before = self.write_count();
+            writes.mark_unchanged();
             match self.catch_up(FILES_PER_PASS).await {
                 Ok(0) => {
-                    backoff = Duration::from_secs(1);
-                    tokio::select! {
-                        () = self.file_queued() => {}
-                        () = tokio::time::sleep(POLL) => {}
-                    }
+                    backoff.succeeded();
+                    // A write queues a file; other replicas' writes are polled for.
+                    let _ = tokio::time::timeout(POLL, writes.changed()).await;
                 }
                 Ok(_) => {
-                    backoff = Duration::from_secs(1);
-                    if self.write_count() != writes_before {
-                        self.pause_for_writes().await;
+                    backoff.succeeded();
+                    if writes.has_changed().unwrap_or(false) {
+                        pause_for_writes(&mut writes).await;
                     }
                 }
                 Err(err) => {
                     tracing::warn!(error = %err, "updating SurrealDB's memory search indexes failed; will retry");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    tokio::time::sleep(backoff.failed()).await;
                 }
             }
+        }
+    }
+}
+
+/// Waits until this replica's writes pause for [`QUIET`], or [`MAX_DEFER`].
+async fn pause_for_writes(writes: &mut tokio::sync::watch::Receiver<u64>) {
+    let deadline = tokio::time::Instant::now() + MAX_DEFER;
+    loop {
+        writes.mark_unchanged();
+        let quiet = tokio::time::timeout(QUIET, writes.changed()).await.is_err();
+        if quiet || tokio::time::Instant::now() >= deadline {
+            return;
         }
     }
 }

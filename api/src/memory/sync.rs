@@ -15,6 +15,7 @@ use super::index::Fingerprint;
 use super::paths;
 use super::service::{Memory, MemoryError};
 use super::state::Phase;
+use crate::backoff::Backoff;
 use crate::storage::Bucket;
 
 const TICK: Duration = Duration::from_secs(2);
@@ -55,10 +56,10 @@ impl Memory {
     async fn background(&self) {
         let mut prepared = false;
         let mut last_sync: Option<Instant> = None;
-        let mut probe_wait = TICK;
+        let mut probe_backoff = Backoff::new(TICK, MAX_PROBE_BACKOFF);
         let mut next_probe = Instant::now();
         let mut last_liveness = Instant::now();
-        let mut load_wait = TICK;
+        let mut load_backoff = Backoff::new(TICK, MAX_PROBE_BACKOFF);
         let mut next_load = Instant::now();
         loop {
             if !prepared {
@@ -68,24 +69,30 @@ impl Memory {
                 }
             }
             if prepared && !self.index.resident().is_ready() && Instant::now() >= next_load {
-                match super::resident::load(self.index.db(), self.index.resident()).await {
-                    Ok(()) => load_wait = TICK,
+                let wait = match super::resident::load(self.index.db(), self.index.resident()).await {
+                    Ok(()) => {
+                        load_backoff.succeeded();
+                        TICK
+                    }
                     Err(err) => {
                         tracing::warn!(error = %err, "loading the memory search index failed; searching in SurrealDB meanwhile");
-                        load_wait = (load_wait * 2).min(MAX_PROBE_BACKOFF);
+                        load_backoff.failed()
                     }
-                }
-                next_load = Instant::now() + load_wait;
+                };
+                next_load = Instant::now() + wait;
             }
             if self.embedder.is_some() && !self.state.is_ready() && Instant::now() >= next_probe {
-                match self.prepare_embedding(&|_, _| {}).await {
-                    Ok(()) => probe_wait = TICK,
+                let wait = match self.prepare_embedding(&|_, _| {}).await {
+                    Ok(()) => {
+                        probe_backoff.succeeded();
+                        TICK
+                    }
                     Err(err) => {
                         tracing::debug!(error = %err, "embedder probe failed");
-                        probe_wait = (probe_wait * 2).min(MAX_PROBE_BACKOFF);
+                        probe_backoff.failed()
                     }
-                }
-                next_probe = Instant::now() + probe_wait;
+                };
+                next_probe = Instant::now() + wait;
             }
             if self.state.is_ready() && last_liveness.elapsed() >= LIVENESS_EVERY {
                 last_liveness = Instant::now();

@@ -266,7 +266,7 @@ async fn run_once(plugin: &dyn Plugin, core: Arc<dyn PluginContext>) -> Result<(
 /// Runs a plugin until it is stopped; restarts it with backoff when it fails.
 async fn supervise(tracked: Arc<Tracked>, conversations: Arc<Conversations>) {
     let name = tracked.plugin.name().to_string();
-    let mut backoff = FIRST_BACKOFF;
+    let mut backoff = crate::backoff::Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
     loop {
         let core: Arc<dyn PluginContext> = Arc::new(Core {
             tracked: tracked.clone(),
@@ -283,7 +283,7 @@ async fn supervise(tracked: Arc<Tracked>, conversations: Arc<Conversations>) {
             .and_then(|at| *at)
             .is_some_and(|at| at.elapsed() >= STABLE_AFTER);
         if stable {
-            backoff = FIRST_BACKOFF;
+            backoff.succeeded();
         }
         let error = match result {
             Err(PluginError::Config(message)) => {
@@ -297,14 +297,14 @@ async fn supervise(tracked: Arc<Tracked>, conversations: Arc<Conversations>) {
             Err(err) => err.to_string(),
             Ok(()) => "stopped by itself".to_string(),
         };
-        tracing::warn!(plugin = %name, error = %error, retry_in = ?backoff, "plugin failed; restarting");
+        let wait = backoff.failed();
+        tracing::warn!(plugin = %name, error = %error, retry_in = ?wait, "plugin failed; restarting");
         tracked.update(|s| {
             s.state = Phase::Restarting;
             s.detail = Some(error);
             s.restarts += 1;
         });
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(MAX_BACKOFF);
+        tokio::time::sleep(wait).await;
     }
 }
 
