@@ -877,6 +877,12 @@ async fn each_replicas_search_index_follows_the_others_writes() {
         a.get_json("/v1/memory/status").await,
         b.get_json("/v1/memory/status").await,
     );
-    assert_eq!(on_a["search_index"], on_b["search_index"], "{on_a}\n{on_b}");
+    // (Only the resident index: SurrealDB's may still be catching up between the two reads.)
+    for field in ["state", "chunks"] {
+        assert_eq!(
+            on_a["search_index"][field], on_b["search_index"][field],
+            "{on_a}\n{on_b}"
+        );
+    }
     assert_eq!(on_b["search_index"]["chunks"], on_b["chunks"], "{on_b}");
 }
