@@ -474,9 +474,7 @@ impl Agents {
         } else {
             format!(" (tools: {})", tools.join(", "))
         };
-        let session = session.map_or_else(String::new, |s| {
-            format!("session {}: ", &s.id[..8.min(s.id.len())])
-        });
+        let session = session.map_or_else(String::new, |s| format!("session {}: ", s.id));
         let line = format!(
             "{session}asked “{}” → answered “{}”{tools}",
             short(asked),

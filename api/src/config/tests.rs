@@ -11,6 +11,29 @@ fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
 }
 
 #[test]
+fn onyx_password_hash_works_without_a_config_reference() {
+    let hash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA";
+    let config = parse(None, None, &env(&[("ONYX_PASSWORD_HASH", hash)])).unwrap();
+    assert_eq!(config.gateway.password_hash.as_deref(), Some(hash));
+    let config = parse(
+        Some(include_str!("../../../config/onyx.example.json5")),
+        None,
+        &env(&[("HOME", "/home/u"), ("ONYX_PASSWORD_HASH", hash)]),
+    )
+    .unwrap();
+    assert_eq!(config.gateway.password_hash.as_deref(), Some(hash));
+    let invalid = parse(None, None, &env(&[("ONYX_PASSWORD_HASH", "plain")])).unwrap_err();
+    assert!(invalid.to_string().starts_with("gateway.auth.passwordHash:"));
+    assert!(
+        parse(None, None, &env(&[]))
+            .unwrap()
+            .gateway
+            .password_hash
+            .is_none()
+    );
+}
+
+#[test]
 fn the_example_config_loads_and_documents_every_section() {
     let text = include_str!("../../../config/onyx.example.json5");
     let config = parse(

@@ -28,7 +28,7 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
     let agents = agents(raw.agents)?;
     Ok(Config {
         source,
-        gateway: gateway(raw.gateway)?,
+        gateway: gateway(raw.gateway, env)?,
         providers,
         aliases,
         storage: storage(raw.storage, env)?,
@@ -88,7 +88,7 @@ fn check_name(name: &str, path: &str) -> Result<(), ConfigError> {
     }
 }
 
-fn gateway(raw: raw::RawGateway) -> Result<GatewayConfig, ConfigError> {
+fn gateway(raw: raw::RawGateway, env: Env) -> Result<GatewayConfig, ConfigError> {
     let listen_text = raw.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
     let listen: SocketAddr = listen_text.parse().map_err(|_| {
         ConfigError::invalid(
@@ -110,8 +110,14 @@ fn gateway(raw: raw::RawGateway) -> Result<GatewayConfig, ConfigError> {
         }
         api_keys.push(SecretString::from(key));
     }
-    // Empty (an unset "${ONYX_PASSWORD_HASH:-}") means no UI password.
-    let password_hash = raw.auth.password_hash.filter(|h| !h.trim().is_empty());
+    // `$ONYX_PASSWORD_HASH` works on its own, as `$ONYX_API_KEY` does; the
+    // config's value wins. Empty (an unset "${ONYX_PASSWORD_HASH:-}") means no UI password.
+    let set = |hash: &String| !hash.trim().is_empty();
+    let password_hash = raw
+        .auth
+        .password_hash
+        .filter(set)
+        .or_else(|| env("ONYX_PASSWORD_HASH").filter(set));
     if let Some(hash) = &password_hash
         && !hash.starts_with("$argon2id$")
     {

@@ -1,5 +1,5 @@
 //! Installs the global tracing subscriber. `ONYX_LOG` (or `RUST_LOG`) sets the
-//! filter, default `info`; the format comes from config or `ONYX_LOG_FORMAT`.
+//! filter, default [`DEFAULT_FILTER`]; the format comes from config or `ONYX_LOG_FORMAT`.
 
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
@@ -7,11 +7,15 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::config::LogFormat;
 
+/// Onyx at `info`; the embedded database's own start-up chatter (about twenty
+/// lines of LSM and WAL settings) only at `warn`, so `ONYX_LOG=debug` shows it.
+pub const DEFAULT_FILTER: &str = "info,surrealdb=warn,surrealkv=warn";
+
 pub fn init_logging(format: LogFormat) {
     let filter = std::env::var("ONYX_LOG")
         .or_else(|_| std::env::var("RUST_LOG"))
-        .unwrap_or_else(|_| "info".into());
-    let filter = EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new("info"));
+        .unwrap_or_else(|_| DEFAULT_FILTER.into());
+    let filter = EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     let format = match std::env::var("ONYX_LOG_FORMAT").as_deref() {
         Ok("json") => LogFormat::Json,
         Ok("human") => LogFormat::Human,
