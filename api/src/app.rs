@@ -9,6 +9,7 @@ use secrecy::SecretString;
 
 use crate::agents::{self, Agents};
 use crate::auth::{ApiKeys, Authenticator, KeyError};
+use crate::background::Background;
 use crate::channels::Channels;
 use crate::config::{Config, ProviderKind};
 use crate::health::HealthCache;
@@ -17,9 +18,10 @@ use crate::observability::Metrics;
 use crate::plugins::{Conversations, Plugins};
 use crate::providers::catalog::ModelCatalog;
 use crate::providers::{self, ProviderError, Router};
-use crate::scheduler::{Runner, Tasks};
+use crate::scheduler::Runner;
 use crate::sessions::{SessionError, Sessions};
 use crate::storage::{self, Db, DbError, ObjectStore};
+use crate::tasks::Tasks;
 
 pub struct App {
     pub router: Arc<Router>,
@@ -39,6 +41,8 @@ pub struct App {
     /// Chat platforms that results can be delivered to (filled by plugins).
     pub channels: Arc<Channels>,
     pub plugins: Plugins,
+    /// The loops running beside the server (stopped after it, on shutdown).
+    pub background: Background,
     /// The control UI's password (argon2id), if one is set.
     pub password_hash: Option<String>,
     pub login_throttle: crate::auth::LoginThrottle,
@@ -97,10 +101,15 @@ impl App {
             keys.push(SecretString::from(key));
         }
         let db = Db::connect(&config.storage.surrealdb).await?;
+        db.migrate().await?;
         let objects = open_objects(config).await;
         let sessions = Sessions::new(objects.clone(), db.clone()).await?;
         let auth = Authenticator::new(ApiKeys::new(&keys), db.clone()).await?;
-        sessions.spawn_retry_loop(Duration::from_secs(2));
+        let background = Background::new();
+        background.spawn(
+            "sessions: parked turns",
+            sessions.retry_loop(Duration::from_secs(2)),
+        );
         let memory = crate::memory::build(config, objects.clone(), db.clone()).map_err(|source| {
             StartupError::Provider {
                 name: "memory.embedder".into(),
@@ -112,7 +121,7 @@ impl App {
         if let Err(err) = memory.prepare_chunking().await {
             tracing::warn!(error = %err, "could not check the memory index; will retry in the background");
         }
-        memory.spawn_background();
+        background.spawn("memory: sync and index catch-up", memory.background_loops());
         let tasks = Tasks::new(db.clone(), config.scheduler.clone());
         let agents = Agents::start(
             config,
@@ -124,6 +133,7 @@ impl App {
                 db: db.clone(),
                 tasks: tasks.clone(),
             },
+            &background,
         );
         let channels = Arc::new(Channels::default());
         let scheduler = Runner::new(
@@ -140,7 +150,7 @@ impl App {
                 .iter()
                 .filter_map(|a| a.heartbeat.map(|every| (a.id.clone(), every)))
                 .collect();
-            scheduler.spawn(heartbeats);
+            background.spawn("scheduler", scheduler.run(heartbeats));
         }
         let env = |name: &str| std::env::var(name).ok();
         let enabled = crate::plugins::build(&config.plugins, &env).map_err(StartupError::Plugin)?;
@@ -151,9 +161,10 @@ impl App {
             config.bindings.clone(),
             enabled.allow,
         ));
-        let plugins = Plugins::start(enabled.plugins, conversations, &channels);
+        let plugins = Plugins::start(enabled.plugins, conversations, &channels, &background);
         Ok(Self {
             plugins,
+            background,
             password_hash: config.gateway.password_hash.clone(),
             login_throttle: crate::auth::LoginThrottle::new(db.clone()),
             provider_summaries: config.providers.values().map(provider_summary).collect(),

@@ -1,28 +1,50 @@
 //! Onyx: a self-hosted personal AI assistant gateway.
 //!
-//! Module map (see `DESIGN.md`): `config` loads and validates `onyx.json5`;
-//! `agents` runs assistants (prompt, tool loop, tools) and `inbox` carries
-//! their messages; `memory` keeps files-first memory and its search index;
-//! `providers` routes `provider/model` to OpenAI-compatible, Anthropic and
-//! Ollama upstreams; `http` is the axum surface; `auth` checks keys and
-//! passwords; `health` and `observability` report on the running gateway;
-//! `cli` is the `onyx` binary; `app` wires them together.
+//! Module map (see `DESIGN.md`). Dependencies point inward: the edge (`http`,
+//! `cli`) and the wiring (`app`) import domain modules; domain modules import
+//! `storage` and the leaves; no two modules import each other
+//! (`architecture_tests` checks this).
+//!
+//! - Edge and wiring: `cli` is the `onyx` binary (`serve`, `doctor`, `keys`,
+//!   `reindex`); `http` is the axum surface; `app` builds everything from the
+//!   config, runs the database migrations and owns the background loops.
+//! - Domain: `agents` runs assistants (prompt, tool loop, tools) and `inbox`
+//!   carries their messages; `tasks` keeps scheduled tasks and `scheduler`
+//!   runs them; `memory` keeps files-first memory and its search index;
+//!   `sessions` records conversations; `providers` routes `provider/model` to
+//!   OpenAI-compatible, Anthropic and Ollama upstreams; `plugins` connects
+//!   chat platforms and `channels` delivers to them; `auth` checks keys and
+//!   passwords; `health` and `observability` report on the running gateway;
+//!   `config` loads and validates `onyx.json5`.
+//! - Storage: `storage` holds the object store and SurrealDB (with its
+//!   migrations, run explicitly by `serve`, `doctor` and `reindex`).
+//! - Leaves, importing nothing from the crate: `model_ref` (`provider/model`),
+//!   `clock` (timestamps and days as stored), `error_chain` (an error's root
+//!   cause), `background` (spawned loops, stopped on shutdown), `backoff`,
+//!   `text`.
 
 pub mod agents;
 pub mod app;
+#[cfg(test)]
+mod architecture_tests;
 pub mod auth;
+pub mod background;
 pub mod backoff;
 pub mod channels;
 pub mod cli;
+pub mod clock;
 pub mod config;
+pub mod error_chain;
 pub mod health;
 pub mod http;
 pub mod inbox;
 pub mod memory;
+pub mod model_ref;
 pub mod observability;
 pub mod plugins;
 pub mod providers;
 pub mod scheduler;
 pub mod sessions;
 pub mod storage;
+pub mod tasks;
 pub mod text;

@@ -269,6 +269,7 @@ async fn embedded_database_migrates_idempotently() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("surrealkv://{}", dir.path().join("db").display());
     let db = Db::connect(&surreal_config(url, false)).await.unwrap();
+    db.migrate().await.unwrap();
     database_roundtrip(&db).await;
     // Running the migrations again changes nothing and keeps the data.
     db.migrate().await.unwrap();
@@ -277,6 +278,7 @@ async fn embedded_database_migrates_idempotently() {
     let mem = Db::connect(&surreal_config("mem://".into(), false))
         .await
         .unwrap();
+    mem.migrate().await.unwrap();
     database_roundtrip(&mem).await;
 }
 
@@ -286,6 +288,7 @@ async fn server_database_over_websocket() {
     let db = Db::connect(&surreal_config(format!("ws://{}", server.addr), true))
         .await
         .unwrap();
+    db.migrate().await.unwrap();
     database_roundtrip(&db).await;
     db.health().await.unwrap();
     let wrong = SurrealConfig {

@@ -14,9 +14,10 @@ use std::time::Instant;
 
 use onyx::agents::prompt::{self, Inputs};
 use onyx::agents::workspace;
+use onyx::clock;
 use onyx::config::SurrealConfig;
 use onyx::memory::{Memory, NoteTarget, Settings};
-use onyx::sessions::{LogMessage, Sessions, now_rfc3339};
+use onyx::sessions::{LogMessage, Sessions};
 use onyx::storage::{Db, LocalStore, ObjectStore};
 use onyx_bench::{machine, ms, percentile};
 
@@ -53,6 +54,7 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
     })
     .await
     .map_err(|e| e.to_string())?;
+    db.migrate().await.map_err(|e| e.to_string())?;
     let objects: Arc<dyn ObjectStore> = Arc::new(LocalStore::new(dir.join("objects")));
     objects.ensure_buckets().await.map_err(|e| e.to_string())?;
     let memory = Memory::new(objects.clone(), db.clone(), None, Settings::default());
@@ -85,8 +87,7 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
         .create("main", "bench")
         .await
         .map_err(|e| e.to_string())?;
-    let now = now_rfc3339();
-    let today = &now[..10];
+    let today = &clock::day(clock::now());
     let mut compose_times = Vec::with_capacity(turns);
     let mut totals = Vec::with_capacity(turns);
     let mut log_lines = Vec::with_capacity(turns);

@@ -146,6 +146,7 @@ pub async fn evaluate(
     })
     .await
     .map_err(|e| e.to_string())?;
+    db.migrate().await.map_err(|e| e.to_string())?;
     let objects: Arc<dyn ObjectStore> = Arc::new(LocalStore::new(work_dir.join("objects")));
     objects.ensure_buckets().await.map_err(|e| e.to_string())?;
     let embedder: Option<Arc<dyn Embedder>> = match embedder {

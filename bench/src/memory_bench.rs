@@ -161,6 +161,7 @@ async fn run(chunks: usize, url: &str, queries: usize, surrealdb_queries: usize)
     })
     .await
     .map_err(|e| e.to_string())?;
+    db.migrate().await.map_err(|e| e.to_string())?;
     let index = Index::new(db.clone());
     index
         .reset_vectors(Some(DIMENSIONS))

@@ -79,6 +79,7 @@ async fn run(
         database: "bench".into(),
     };
     let db = Db::connect(&db_config).await.map_err(|e| e.to_string())?;
+    db.migrate().await.map_err(|e| e.to_string())?;
     let backend = store.backend();
     let sessions = Sessions::new(store, db).await.map_err(|e| e.to_string())?;
 

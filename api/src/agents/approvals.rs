@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::sessions::now_rfc3339;
+use crate::clock::now_stamp;
 use crate::storage::{Db, DbError};
 
 const POLL: Duration = Duration::from_millis(150);
@@ -59,7 +59,7 @@ impl Approvals {
             session: session.map(String::from),
             tool: tool.into(),
             arguments: arguments.clone(),
-            created_at: now_rfc3339(),
+            created_at: now_stamp(),
             status: "pending".into(),
         };
         self.db
@@ -81,7 +81,7 @@ impl Approvals {
             .rows(
                 "UPDATE type::record('approval', $id) SET status = $status, decided_at = $now
                  WHERE status = 'pending' RETURN status",
-                json!({"id": id, "status": if approve { "approved" } else { "denied" }, "now": now_rfc3339()}),
+                json!({"id": id, "status": if approve { "approved" } else { "denied" }, "now": now_stamp()}),
                 0,
             )
             .await?;

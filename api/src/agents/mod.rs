@@ -22,13 +22,14 @@ use futures::StreamExt;
 pub use registry::{AgentDef, AgentPatch, MAIN, Registry};
 pub use runtime::{Event, Outcome, RunRequest};
 
+use crate::background::Background;
 use crate::config::{Config, ToolsConfig};
 use crate::inbox::Inbox;
 use crate::memory::Memory;
 use crate::providers::Router;
-use crate::scheduler::Tasks;
 use crate::sessions::Sessions;
 use crate::storage::{Db, ObjectStore};
+use crate::tasks::Tasks;
 
 pub struct Agents {
     pub registry: Registry,
@@ -54,8 +55,9 @@ pub struct Parts {
 }
 
 impl Agents {
-    /// Builds the service and starts the task that runs agents woken by messages.
-    pub fn start(config: &Config, parts: Parts) -> Arc<Self> {
+    /// Builds the service and starts, in `background`, the loop that runs
+    /// agents woken by messages.
+    pub fn start(config: &Config, parts: Parts, background: &Background) -> Arc<Self> {
         let (wake, mut woken) = tokio::sync::mpsc::unbounded_channel();
         let agents = Arc::new(Self {
             registry: Registry::new(config, parts.db.clone()),
@@ -71,7 +73,7 @@ impl Agents {
             wake,
         });
         let weak = Arc::downgrade(&agents);
-        tokio::spawn(async move {
+        background.spawn("agents: woken runs", async move {
             while let Some(request) = woken.recv().await {
                 let Some(agents) = weak.upgrade() else { break };
                 tokio::spawn(async move { agents.run_woken(request).await });

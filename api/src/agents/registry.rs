@@ -8,10 +8,12 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::clock::now_stamp;
 use crate::config::{AgentsConfig, Config, PermissionMode, ProviderKind};
-use crate::sessions::now_rfc3339;
 use crate::storage::{Db, DbError};
 
+/// The agent that always exists (added when the config lists none by this id)
+/// and answers whatever names no agent: plain chat sessions, memory and tasks.
 pub const MAIN: &str = "main";
 
 #[derive(Debug, Clone)]
@@ -198,7 +200,7 @@ impl Registry {
                     "name": name,
                     "model": model,
                     "mode": mode.map(mode_name),
-                    "now": now_rfc3339(),
+                    "now": now_stamp(),
                 }),
             )
             .await?;

@@ -17,11 +17,12 @@ use super::approvals::Decision;
 use super::prompt::{self, Inputs};
 use super::registry::AgentDef;
 use super::tools::{self, ToolContext, ToolKind, ToolOutput, ToolSpec};
+use crate::clock;
 use crate::config::PermissionMode;
 use crate::memory::NoteTarget;
 use crate::providers::types::ChatRequest;
 use crate::providers::{ChatCall, ProviderError, Usage};
-use crate::sessions::{LogMessage, SessionMeta, now_rfc3339};
+use crate::sessions::{LogMessage, SessionMeta};
 
 pub struct RunRequest {
     pub agent: AgentDef,
@@ -176,9 +177,9 @@ impl Agents {
         };
         let offered = tools::offered(&agent, mode, &self.tools);
         let inbox = self.inbox.claim(&agent.id).await.unwrap_or_default();
-        let now = now_rfc3339();
-        let today = &now[..10];
-        let yesterday = yesterday_of(today);
+        let now = clock::now();
+        let today = &clock::day(now);
+        let yesterday = clock::day_before(now);
         let last_user = last_user_text(&request.messages);
         let composed = prompt::compose(
             &self.memory,
@@ -531,34 +532,9 @@ fn last_user_text(messages: &[Value]) -> String {
         .unwrap_or_default()
 }
 
-fn yesterday_of(today: &str) -> String {
-    let Some(days) = crate::memory::search::day_number(today) else {
-        return today.to_string();
-    };
-    // Back from days since the epoch to a civil date (Howard Hinnant's algorithm).
-    let z = days - 1 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn yesterday_crosses_months_and_years() {
-        assert_eq!(yesterday_of("2026-11-22"), "2026-11-21");
-        assert_eq!(yesterday_of("2026-03-01"), "2026-02-28");
-        assert_eq!(yesterday_of("2024-03-01"), "2024-02-29");
-        assert_eq!(yesterday_of("2027-01-01"), "2026-12-31");
-    }
 
     #[test]
     fn streamed_tool_calls_are_assembled() {

@@ -180,7 +180,7 @@ impl Authenticator {
             let db = self.db.clone();
             tokio::spawn(async move {
                 let sql = "UPDATE type::record('api_key', $id) SET last_used_at = $now";
-                let now = crate::sessions::now_rfc3339();
+                let now = crate::clock::now_stamp();
                 if let Err(err) = db.execute(sql, json!({"id": id, "now": now})).await {
                     tracing::warn!(error = %err, "could not record last_used_at");
                 }
@@ -206,7 +206,7 @@ impl Authenticator {
                  prefix = $prefix, created_at = $now, last_used_at = NONE, revoked_at = NONE",
                 json!({
                     "id": id, "name": name, "scope": scope, "digest": digest_hex(&secret),
-                    "prefix": &secret[..KEY_PREFIX.len() + 6], "now": crate::sessions::now_rfc3339(),
+                    "prefix": &secret[..KEY_PREFIX.len() + 6], "now": crate::clock::now_stamp(),
                 }),
             )
             .await?;
@@ -236,7 +236,7 @@ impl Authenticator {
         self.db
             .execute(
                 "UPDATE type::record('api_key', $id) SET revoked_at = $now",
-                json!({"id": key.id, "now": crate::sessions::now_rfc3339()}),
+                json!({"id": key.id, "now": crate::clock::now_stamp()}),
             )
             .await?;
         if let Ok(mut cache) = self.cache.lock() {

@@ -1,5 +1,7 @@
 //! `onyx doctor`: validates the config and checks every configured dependency,
 //! printing one table row per check. Exits non-zero when anything failed.
+//! It builds the app as `serve` does (so the database is migrated), then
+//! stops what that started.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -83,6 +85,8 @@ pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
                     detail: format!("{} ms, {}", dep.latency_ms, dep.detail.unwrap_or_default()),
                 });
             }
+            app.plugins.stop().await;
+            app.background.shutdown(std::time::Duration::from_secs(2)).await;
         }
     }
     print_table(&rows);

@@ -1,12 +1,14 @@
 //! `onyx keys create|list|revoke`: API keys in the database. With the embedded
 //! database, stop `onyx serve` first (or use `/v1/keys` with an admin key).
+//! Only `create` migrates the schema (it may be the first thing ever stored,
+//! before any `onyx serve`); `list` and `revoke` only read what is there.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use crate::auth::{ApiKeys, Authenticator, Scope};
+use crate::auth::{ApiKeys, Authenticator, KeyError, Scope, StoredKey};
 use crate::config;
 use crate::storage::Db;
 
@@ -47,6 +49,18 @@ async fn keys(config_path: Option<PathBuf>, command: KeysCommand) -> Result<(), 
             e.to_string()
         }
     })?;
+    if let KeysCommand::Create { .. } = command {
+        db.migrate().await.map_err(|e| e.to_string())?;
+    } else if db.schema_version().await.map_err(|e| e.to_string())? == 0 {
+        // A database nothing was ever stored in has no keys (and no tables to read).
+        return match command {
+            KeysCommand::Revoke { id } => Err(KeyError::NotFound(id).to_string()),
+            _ => {
+                print_keys(Vec::new());
+                Ok(())
+            }
+        };
+    }
     let auth = Authenticator::new(ApiKeys::new([]), db)
         .await
         .map_err(|e| e.to_string())?;
@@ -59,29 +73,30 @@ async fn keys(config_path: Option<PathBuf>, command: KeysCommand) -> Result<(), 
                 stored.name, stored.scope, stored.id
             );
         }
-        KeysCommand::List => {
-            let keys = auth.list().await.map_err(|e| e.to_string())?;
-            println!(
-                "{:<36}  {:<20}  {:<6}  {:<16}  LAST USED",
-                "ID", "NAME", "SCOPE", "PREFIX"
-            );
-            for key in keys {
-                let scope = if key.scope == Scope::Admin {
-                    "admin"
-                } else {
-                    "chat"
-                };
-                let last = key.last_used_at.unwrap_or_else(|| "never".into());
-                println!(
-                    "{:<36}  {:<20}  {:<6}  {:<16}  {last}",
-                    key.id, key.name, scope, key.prefix
-                );
-            }
-        }
+        KeysCommand::List => print_keys(auth.list().await.map_err(|e| e.to_string())?),
         KeysCommand::Revoke { id } => {
             auth.revoke(&id).await.map_err(|e| e.to_string())?;
             eprintln!("revoked {id}");
         }
     }
     Ok(())
+}
+
+fn print_keys(keys: Vec<StoredKey>) {
+    println!(
+        "{:<36}  {:<20}  {:<6}  {:<16}  LAST USED",
+        "ID", "NAME", "SCOPE", "PREFIX"
+    );
+    for key in keys {
+        let scope = if key.scope == Scope::Admin {
+            "admin"
+        } else {
+            "chat"
+        };
+        let last = key.last_used_at.unwrap_or_else(|| "never".into());
+        println!(
+            "{:<36}  {:<20}  {:<6}  {:<16}  {last}",
+            key.id, key.name, scope, key.prefix
+        );
+    }
 }

@@ -41,6 +41,7 @@ async fn reindex(config_path: Option<PathBuf>) -> Result<(), String> {
     let db = Db::connect(&config.storage.surrealdb)
         .await
         .map_err(|e| e.to_string())?;
+    db.migrate().await.map_err(|e| e.to_string())?;
     let objects = storage::open_object_store(&config.storage)
         .await
         .map_err(|e| e.to_string())?;

@@ -1,5 +1,6 @@
-//! `onyx serve`: load config, build the app, listen, and shut down gracefully
-//! on SIGTERM/SIGINT (in-flight requests and streams get a bounded grace period).
+//! `onyx serve`: load config, build the app (which migrates the database),
+//! listen, and shut down gracefully on SIGTERM/SIGINT: in-flight requests and
+//! streams, then the background loops, get a bounded grace period.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -10,6 +11,9 @@ use axum::serve::ListenerExt;
 
 use crate::app::{App, StartupError, detect_local_ollama};
 use crate::{config, http, observability};
+
+/// The least time the background loops get to stop, however long requests took.
+const BACKGROUND_STOP_MIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 pub async fn run(config_path: Option<PathBuf>, listen: Option<SocketAddr>) -> ExitCode {
     match serve(config_path, listen).await {
@@ -83,11 +87,16 @@ async fn serve(config_path: Option<PathBuf>, listen: Option<SocketAddr>) -> Resu
     let grace = config.gateway.shutdown_grace;
     tracing::info!(?grace, "shutting down: finishing in-flight requests");
     let _ = stop_tx.send(true);
+    let started = tokio::time::Instant::now();
     app.plugins.stop().await;
     match tokio::time::timeout(grace, server).await {
         Ok(_) => tracing::info!("stopped cleanly"),
         Err(_) => tracing::warn!("grace period over; closing the remaining connections"),
     }
+    // Then the background loops, in what is left of the grace period (at
+    // least a moment, so each loop is awaited rather than cut off).
+    let left = grace.saturating_sub(started.elapsed()).max(BACKGROUND_STOP_MIN);
+    app.background.shutdown(left).await;
     Ok(())
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use secrecy::SecretString;
 use url::Url;
 
-use crate::providers::ModelRef;
+use crate::model_ref::ModelRef;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:18790";
 pub const DEFAULT_MAX_BODY_BYTES: usize = 20 * 1024 * 1024;

@@ -12,7 +12,7 @@ use url::Url;
 use super::ConfigError;
 use super::raw::{self, OneOrMany, RawConfig};
 use super::types::*;
-use crate::providers::ModelRef;
+use crate::model_ref::ModelRef;
 
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 

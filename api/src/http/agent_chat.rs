@@ -7,13 +7,15 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+use super::chat_session::{SESSION_HEADER, source, split_system};
 use super::error::ApiError;
+use super::sse;
 use crate::agents::{Event, Outcome, RunRequest};
 use crate::app::App;
 use crate::sessions::recorder;
@@ -51,18 +53,12 @@ pub async fn run(
         })?;
     app.agents.prepare(&agent).await.map_err(ApiError::unavailable)?;
     let session = match session_ref.as_deref() {
-        Some("new") | None => {
-            app.sessions
-                .create(&agent.id, &super::chat::source(headers))
-                .await?
-        }
+        Some("new") | None => app.sessions.create(&agent.id, &source(headers)).await?,
         Some(id) => app.sessions.get(id).await?,
     };
     let history = app.sessions.messages(&session).await.unwrap_or_default();
     let client: Vec<Value> = body["messages"].as_array().cloned().unwrap_or_default();
-    let (client_system, client_rest): (Vec<Value>, Vec<Value>) = client
-        .into_iter()
-        .partition(|m| matches!(m["role"].as_str(), Some("system" | "developer")));
+    let (client_system, client_rest) = split_system(client);
     let turn = recorder::client_messages(&client_rest);
     let messages: Vec<Value> = history.iter().map(|m| m.to_openai()).chain(client_rest).collect();
     let stream = body["stream"].as_bool() == Some(true);
@@ -96,7 +92,7 @@ pub async fn run(
         collect(events, id, model).await?
     };
     if let Ok(value) = HeaderValue::from_str(&session.id) {
-        response.headers_mut().insert(super::chat::SESSION_HEADER, value);
+        response.headers_mut().insert(SESSION_HEADER, value);
     }
     Ok(response)
 }
@@ -181,7 +177,7 @@ fn sse(
         if let Some((key, value)) = extra {
             chunk[key] = value;
         }
-        Bytes::from(format!("data: {chunk}\n\n"))
+        sse::json(&chunk)
     };
     let body = async_stream::stream! {
         let mut events = events;
@@ -211,12 +207,12 @@ fn sse(
                 }
                 Event::Failed { message, .. } => {
                     let error = json!({"error": {"message": message, "type": "server_error", "param": null, "code": "agent_failed"}});
-                    yield Ok(Bytes::from(format!("data: {error}\n\n")));
+                    yield Ok(sse::json(&error));
                 }
                 _ => {}
             }
         }
-        yield Ok(Bytes::from_static(b"data: [DONE]\n\n"));
+        yield Ok(sse::done());
     };
-    super::chat::event_stream(Body::from_stream(body))
+    sse::response(Body::from_stream(body))
 }

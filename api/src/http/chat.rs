@@ -10,25 +10,24 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::body::{JsonObject, into_map, typed};
+use super::chat_session::{SESSION_HEADER, source, split_system};
 use super::error::ApiError;
+use super::sse;
+use crate::agents::MAIN as DEFAULT_AGENT;
 use crate::app::App;
 use crate::observability::Metrics;
 use crate::providers::types::ChatRequest;
 use crate::providers::{ChatCall, ChunkStream, ModelRef, Usage};
 use crate::sessions::recorder::{self, StreamRecorder};
 use crate::sessions::{SessionMeta, Sessions};
-
-pub const SESSION_HEADER: &str = "x-onyx-session-id";
-/// Until agents exist, every session belongs to the default agent.
-const DEFAULT_AGENT: &str = "main";
 
 pub async fn chat_completions(
     State(app): State<Arc<App>>,
@@ -91,8 +90,12 @@ pub async fn chat_completions(
     } else {
         let (completion, served_by) = app.router.chat(&targets, &call).await?;
         if let Some(usage) = Usage::from_response(&completion) {
-            app.metrics
-                .record_usage(&served_by.provider, &served_by.model, &usage);
+            app.metrics.record_usage(
+                &served_by.provider,
+                &served_by.model,
+                usage.prompt_tokens,
+                usage.completion_tokens,
+            );
         }
         if let Some(session) = &session {
             let mut turn = turn;
@@ -140,23 +143,6 @@ fn take_session_ref(headers: &HeaderMap, body: &mut Value) -> Result<Option<Stri
     }
 }
 
-/// `api` unless the client says otherwise (the UI sends `ui`).
-pub fn source(headers: &HeaderMap) -> String {
-    let given = headers
-        .get("x-onyx-source")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("api");
-    let known = matches!(given, "api" | "ui" | "cron")
-        || ["telegram:", "discord:"]
-            .iter()
-            .any(|p| given.starts_with(p) && given.len() <= 64);
-    if known {
-        given.to_string()
-    } else {
-        "api".to_string()
-    }
-}
-
 async fn open_session(
     app: &App,
     reference: Option<&str>,
@@ -172,23 +158,13 @@ async fn open_session(
 
 /// The client's system messages first, then the stored history, then the rest.
 fn with_history(client: Vec<Value>, history: impl Iterator<Item = Value>) -> Vec<Value> {
-    let (system, rest): (Vec<Value>, Vec<Value>) = client
-        .into_iter()
-        .partition(|m| matches!(m["role"].as_str(), Some("system" | "developer")));
+    let (system, rest) = split_system(client);
     system.into_iter().chain(history).chain(rest).collect()
 }
 
 async fn record(sessions: Arc<Sessions>, session: SessionMeta, turn: Vec<crate::sessions::LogMessage>) {
     // Its own task: the write finishes even if the client hangs up meanwhile.
     let _ = tokio::spawn(recorder::store(sessions, session, turn)).await;
-}
-
-fn sse_event(data: &[u8]) -> Bytes {
-    let mut event = Vec::with_capacity(data.len() + 8);
-    event.extend_from_slice(b"data: ");
-    event.extend_from_slice(data);
-    event.extend_from_slice(b"\n\n");
-    Bytes::from(event)
 }
 
 fn sse_response(
@@ -203,22 +179,19 @@ fn sse_response(
             match item {
                 Ok(chunk) => {
                     if let Some(usage) = Usage::from_response(&chunk) {
-                        metrics.record_usage(&served_by.provider, &served_by.model, &usage);
+                        metrics.record_usage(&served_by.provider, &served_by.model, usage.prompt_tokens, usage.completion_tokens);
                     }
                     if let Some(recorder) = recorder.as_mut() {
                         recorder.observe(&chunk);
                     }
-                    match serde_json::to_vec(&chunk) {
-                        Ok(data) => yield Ok::<_, std::convert::Infallible>(sse_event(&data)),
-                        Err(err) => tracing::warn!(error = %err, "unserializable chunk dropped"),
-                    }
+                    yield Ok::<_, std::convert::Infallible>(sse::json(&chunk));
                 }
                 Err(err) => {
                     // Headers are gone already: the error travels in the stream,
                     // in the shape OpenAI uses for mid-stream errors.
                     tracing::warn!(error = %err, "upstream stream failed");
                     let body = json!({"error": {"message": err.to_string(), "type": "server_error", "param": null, "code": "upstream_stream_error"}});
-                    yield Ok(sse_event(body.to_string().as_bytes()));
+                    yield Ok(sse::json(&body));
                     break;
                 }
             }
@@ -227,20 +200,7 @@ fn sse_response(
         if let Some(recorder) = recorder.take() {
             recorder.finish().await;
         }
-        yield Ok(Bytes::from_static(b"data: [DONE]\n\n"));
+        yield Ok(sse::done());
     };
-    event_stream(Body::from_stream(events))
-}
-
-/// A `text/event-stream` response that proxies will not buffer.
-pub fn event_stream(body: Body) -> Response {
-    let mut response = Response::new(body);
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response
+    sse::response(Body::from_stream(events))
 }

@@ -7,7 +7,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -63,19 +63,19 @@ pub async fn logs(Query(params): Query<HashMap<String, String>>) -> Result<Respo
     let mut live = tail().follow();
     let stream = async_stream::stream! {
         for line in recent.into_iter().rev().take(200).rev() {
-            yield Ok::<_, Infallible>(Bytes::from(format!("data: {}\n\n", json!(line))));
+            yield Ok::<_, Infallible>(super::sse::json(&json!(line)));
         }
         loop {
             match live.recv().await {
                 Ok(line) if passes(&line, level, q.as_deref()) => {
-                    yield Ok(Bytes::from(format!("data: {}\n\n", json!(line))));
+                    yield Ok(super::sse::json(&json!(line)));
                 }
                 Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                 Err(_) => break,
             }
         }
     };
-    Ok(super::chat::event_stream(Body::from_stream(stream)))
+    Ok(super::sse::response(Body::from_stream(stream)))
 }
 
 pub async fn providers(State(app): State<Arc<App>>) -> Json<Value> {

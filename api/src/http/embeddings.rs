@@ -23,8 +23,12 @@ pub async fn create_embeddings(
     let targets = app.router.resolve(&call.request.model)?;
     let (response, served_by) = app.router.embeddings(&targets, &call).await?;
     if let Some(usage) = Usage::from_response(&response) {
-        app.metrics
-            .record_usage(&served_by.provider, &served_by.model, &usage);
+        app.metrics.record_usage(
+            &served_by.provider,
+            &served_by.model,
+            usage.prompt_tokens,
+            usage.completion_tokens,
+        );
     }
     Ok(Json(response))
 }

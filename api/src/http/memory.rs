@@ -13,10 +13,10 @@ use serde_json::{Value, json};
 
 use super::body::{JsonObject, TextDocument, query_number, typed};
 use super::error::ApiError;
+use crate::agents::MAIN as DEFAULT_AGENT;
 use crate::app::App;
 use crate::memory::{Mode, NoteTarget};
 
-const DEFAULT_AGENT: &str = "main";
 const MAX_RESULTS: usize = 100;
 
 fn agent_param(params: &HashMap<String, String>) -> &str {

@@ -6,6 +6,7 @@ mod agent_chat;
 mod agents;
 mod body;
 mod chat;
+mod chat_session;
 mod console;
 mod embeddings;
 mod error;
@@ -16,6 +17,7 @@ mod middleware;
 mod models;
 mod ops;
 mod sessions;
+mod sse;
 mod tasks;
 mod ui;
 

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::body::{JsonObject, query_number, typed};
 use super::error::ApiError;
 use crate::app::App;
-use crate::scheduler::{NewTask, TaskError, TaskPatch, TaskStatus, view, view_run};
+use crate::tasks::{NewTask, TaskError, TaskPatch, TaskStatus, view, view_run};
 
 impl From<TaskError> for ApiError {
     fn from(err: TaskError) -> Self {

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::sessions::now_rfc3339;
+use crate::clock::now_stamp;
 use crate::storage::{Db, DbError};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -68,7 +68,7 @@ impl Inbox {
             sender: from.into(),
             recipient: to.into(),
             body: body.into(),
-            created_at: now_rfc3339(),
+            created_at: now_stamp(),
             status: "pending".into(),
             read_at: None,
         };
@@ -88,7 +88,7 @@ impl Inbox {
             .execute_retrying(
                 "UPDATE inbox_message SET status = 'read', read_at = $now
                  WHERE recipient = $agent AND status = 'pending' RETURN AFTER",
-                json!({"agent": agent, "now": now_rfc3339()}),
+                json!({"agent": agent, "now": now_stamp()}),
             )
             .await?;
         let value: surrealdb::types::Value = response.take(0)?;

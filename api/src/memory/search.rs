@@ -10,6 +10,7 @@ use serde_json::json;
 use super::chunker::indexed_text;
 use super::index::Index;
 use super::resident::{Candidate, LegResults, Query, Shown, analyzer};
+use crate::clock::day_number;
 use crate::config::Fusion;
 use crate::storage::{Db, DbError};
 
@@ -399,25 +400,6 @@ fn decay(daily: Option<i64>, half_life_days: f64, today: Option<i64>) -> f64 {
     0.5_f64.powf(age / half_life_days)
 }
 
-/// Days since 1970-01-01 for `YYYY-MM-DD` (proleptic Gregorian).
-pub fn day_number(day: &str) -> Option<i64> {
-    let mut parts = day.splitn(3, '-');
-    let year: i64 = parts.next()?.parse().ok()?;
-    let month: i64 = parts.next()?.parse().ok()?;
-    let date: i64 = parts.next()?.get(..2)?.parse().ok()?;
-    if !(1..=12).contains(&month) || !(1..=31).contains(&date) {
-        return None;
-    }
-    // Howard Hinnant's days_from_civil.
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + date - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    Some(era * 146_097 + doe - 719_468)
-}
-
 /// Up to ~300 characters around the first highlight, or the start of the text.
 fn snippet(highlighted: Option<&str>, text: &str) -> String {
     let Some(marked) = highlighted.filter(|h| h.contains(HIGHLIGHT)) else {
@@ -463,20 +445,6 @@ mod tests {
     fn query_words() {
         assert_eq!(text_query("What is ticket OX-1234 about?"), "ticket ox 1234");
         assert_eq!(text_query("the of !!"), "");
-    }
-
-    #[test]
-    fn day_numbers() {
-        assert_eq!(day_number("1970-01-01"), Some(0));
-        assert_eq!(
-            day_number("2026-11-22").unwrap() - day_number("2026-10-23").unwrap(),
-            30
-        );
-        assert_eq!(
-            day_number("2024-03-01").unwrap() - day_number("2024-02-28").unwrap(),
-            2
-        );
-        assert_eq!(day_number("2026-13-01"), None);
     }
 
     fn row(id: &str, kind: &str, day: Option<&str>, distance: Option<f64>, ft: Option<f64>) -> Candidate {

@@ -225,8 +225,8 @@ impl Memory {
         if note.is_empty() {
             return Err(MemoryError::Invalid("content: the note is empty".into()));
         }
-        let now = crate::sessions::now_rfc3339();
-        let (day, time) = (&now[..10], &now[11..16]);
+        let now = crate::clock::now();
+        let (day, time) = (&crate::clock::day(now), crate::clock::hour_minute(now));
         let (path, header, line) = match target {
             NoteTarget::Daily => (
                 paths::daily_path(day),
@@ -430,7 +430,7 @@ impl Memory {
             text: (run_text && !text.is_empty()).then_some(text.as_str()),
             candidates: (limit * 3).max(20),
         };
-        let today = &crate::sessions::now_rfc3339()[..10];
+        let today = &crate::clock::day(crate::clock::now());
         let data = search::run(&self.index, legs, self.settings.ranking, limit, today).await?;
         Ok(SearchResults {
             object: "list",

@@ -44,13 +44,13 @@ impl Memory {
         )
     }
 
-    /// Runs sync, embedding and recovery for as long as the process lives,
-    /// and beside it the catch-up of SurrealDB's own search indexes.
-    pub fn spawn_background(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+    /// Sync, embedding and recovery, and beside them the catch-up of
+    /// SurrealDB's own search indexes: loops for the app's `Background`.
+    pub fn background_loops(self: &Arc<Self>) -> impl Future<Output = ()> + Send + 'static {
         let memory = self.clone();
-        tokio::spawn(async move {
+        async move {
             tokio::join!(memory.background(), memory.index.follow_writes());
-        })
+        }
     }
 
     async fn background(&self) {
@@ -300,7 +300,7 @@ impl Memory {
             }
         }
         on_progress(total, total);
-        let now = crate::sessions::now_rfc3339();
+        let now = crate::clock::now_stamp();
         self.progress.update(|p| {
             p.phase = Phase::Idle;
             p.done = 0;

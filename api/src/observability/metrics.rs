@@ -7,8 +7,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::providers::Usage;
-
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     route: String,
@@ -171,16 +169,14 @@ impl Metrics {
         self.upstream_errors.get_or_create(&labels).inc();
     }
 
-    pub fn record_usage(&self, provider: &str, model: &str, usage: &Usage) {
+    /// Tokens an upstream reports having used for one request.
+    pub fn record_usage(&self, provider: &str, model: &str, prompt_tokens: u64, completion_tokens: u64) {
         use std::sync::atomic::Ordering::Relaxed;
-        self.totals.prompt_tokens.fetch_add(usage.prompt_tokens, Relaxed);
+        self.totals.prompt_tokens.fetch_add(prompt_tokens, Relaxed);
         self.totals
             .completion_tokens
-            .fetch_add(usage.completion_tokens, Relaxed);
-        for (kind, count) in [
-            ("prompt", usage.prompt_tokens),
-            ("completion", usage.completion_tokens),
-        ] {
+            .fetch_add(completion_tokens, Relaxed);
+        for (kind, count) in [("prompt", prompt_tokens), ("completion", completion_tokens)] {
             if count > 0 {
                 let labels = TokenLabels {
                     provider: provider.into(),

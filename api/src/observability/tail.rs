@@ -90,7 +90,7 @@ impl<S: tracing::Subscriber> Layer<S> for TailLayer {
         let mut text = Text::default();
         event.record(&mut text);
         tail().push(LogLine {
-            ts: crate::sessions::now_rfc3339(),
+            ts: crate::clock::now_stamp(),
             level: event.metadata().level().to_string().to_lowercase(),
             target: event.metadata().target().to_string(),
             message: text.0,

@@ -24,6 +24,7 @@ use serde_json::Value;
 
 pub use conversation::{AllowList, Conversations};
 
+use crate::background::Background;
 use crate::channels::{ChannelSender, Channels};
 use crate::config::PluginsConfig;
 use crate::health::{DependencyHealth, State};
@@ -195,11 +196,13 @@ pub struct Plugins {
 }
 
 impl Plugins {
-    /// Starts every plugin under supervision and registers it for delivery.
+    /// Starts every plugin under supervision (in `background`) and registers
+    /// it for delivery.
     pub fn start(
         plugins: Vec<Arc<dyn Plugin>>,
         conversations: Arc<Conversations>,
         channels: &Channels,
+        background: &Background,
     ) -> Self {
         let mut tracked = Vec::new();
         for plugin in plugins {
@@ -215,7 +218,10 @@ impl Plugins {
             });
             let name = plugin.name().to_owned();
             channels.register(&name, Arc::new(Sender(plugin)));
-            tokio::spawn(supervise(entry.clone(), conversations.clone()));
+            background.spawn(
+                format!("plugin {name}"),
+                supervise(entry.clone(), conversations.clone()),
+            );
             tracked.push(entry);
         }
         Self { tracked }

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::error_chain::root_cause;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
     /// The upstream answered with an error status; `message` is safe to show.
@@ -70,13 +72,4 @@ impl ProviderError {
             }
         }
     }
-}
-
-/// The innermost error message (reqwest's own Display hides the useful part).
-pub(crate) fn root_cause(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut current = err;
-    while let Some(next) = current.source() {
-        current = next;
-    }
-    current.to_string()
 }

@@ -9,7 +9,6 @@
 mod anthropic;
 pub mod catalog;
 mod error;
-mod model_ref;
 mod ollama;
 mod openai_compat;
 mod router;
@@ -22,9 +21,8 @@ use futures::stream::BoxStream;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
+pub use crate::model_ref::{ModelRef, ModelRefError};
 pub use error::ProviderError;
-pub(crate) use error::root_cause as root_cause_of;
-pub use model_ref::{ModelRef, ModelRefError};
 pub use router::{ModelTarget, RouteError, Router};
 pub use types::{ChatCall, EmbeddingsCall, Usage};
 
@@ -92,7 +90,7 @@ pub(crate) fn http_client(config: &ProviderConfig) -> Result<reqwest::Client, Pr
         .build()
         .map_err(|err| ProviderError::Connect {
             provider: config.name.clone(),
-            detail: error::root_cause(&err),
+            detail: crate::error_chain::root_cause(&err),
         })
 }
 

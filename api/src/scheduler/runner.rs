@@ -10,14 +10,15 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde_json::json;
 
-use super::schedule::{Schedule, parse_stamp, stamp};
-use super::store::{ContextMode, Run, RunStatus, Settle, TaskKind, Tokens, Trigger};
-use super::{Task, TaskError, TaskStatus, Tasks};
 use crate::agents::{Agents, Event, RunRequest};
 use crate::channels::Channels;
+use crate::clock::{parse_stamp, stamp};
 use crate::memory::Memory;
 use crate::sessions::{LogMessage, Sessions};
 use crate::storage::DbError;
+use crate::tasks::schedule::Schedule;
+use crate::tasks::store::{ContextMode, Run, RunStatus, Settle, TaskKind, Tokens, Trigger};
+use crate::tasks::{Task, TaskError, TaskStatus, Tasks};
 
 /// Even with nothing due, look again this often, in case a change made on
 /// another replica was missed (its live notification is the usual wake-up).
@@ -66,40 +67,41 @@ impl Runner {
         })
     }
 
-    /// Runs the scheduler for as long as the process lives.
-    pub fn spawn(self: &Arc<Self>, heartbeats: Vec<(String, Duration)>) -> tokio::task::JoinHandle<()> {
+    /// The scheduler's loops (a task for the app's `Background`): heartbeat
+    /// tasks set up, then the run loop beside the feed of other replicas' changes.
+    pub fn run(
+        self: &Arc<Self>,
+        heartbeats: Vec<(String, Duration)>,
+    ) -> impl Future<Output = ()> + Send + 'static {
         let runner = self.clone();
-        tokio::spawn(async move {
-            while let Err(err) = super::heartbeat::sync(&runner.tasks, &heartbeats).await {
+        async move {
+            while let Err(err) = crate::tasks::heartbeat::sync(&runner.tasks, &heartbeats).await {
                 tracing::warn!(error = %err, "could not set up heartbeat tasks; retrying");
                 tokio::time::sleep(Duration::from_secs(2)).await;
             }
-            runner.follow_other_replicas();
-            runner.run_loop().await;
-        })
+            tokio::join!(runner.follow_other_replicas(), runner.clone().run_loop());
+        }
     }
 
     /// Wakes this runner whenever any replica changes a task (a SurrealDB
     /// live query), so a task created on a replica that then goes away still
     /// runs on time here.
-    fn follow_other_replicas(&self) {
-        let tasks = self.tasks.clone();
-        tokio::spawn(async move {
-            loop {
-                match tasks.store.changes().await {
-                    Ok(mut changes) => {
-                        while changes.next().await.is_some() {
-                            tasks.notify();
-                        }
-                        tracing::debug!("task change feed ended; subscribing again");
+    async fn follow_other_replicas(&self) {
+        let tasks = &self.tasks;
+        loop {
+            match tasks.store.changes().await {
+                Ok(mut changes) => {
+                    while changes.next().await.is_some() {
+                        tasks.notify();
                     }
-                    Err(err) => {
-                        tracing::warn!(error = %err, "cannot follow task changes; relying on the periodic check")
-                    }
+                    tracing::debug!("task change feed ended; subscribing again");
                 }
-                tokio::time::sleep(Duration::from_secs(2)).await;
+                Err(err) => {
+                    tracing::warn!(error = %err, "cannot follow task changes; relying on the periodic check")
+                }
             }
-        });
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
     }
 
     async fn run_loop(self: Arc<Self>) {

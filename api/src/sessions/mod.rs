@@ -12,4 +12,4 @@ mod types;
 pub use log::SessionLog;
 pub use meta::{decode_cursor, encode_cursor};
 pub use service::{SessionError, Sessions, parse_id};
-pub use types::{ListFilter, LogMessage, SessionMeta, Status, now_rfc3339};
+pub use types::{ListFilter, LogMessage, SessionMeta, Status};

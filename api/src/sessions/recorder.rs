@@ -8,7 +8,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::service::Sessions;
-use super::types::{LogMessage, SessionMeta, now_rfc3339};
+use super::types::{LogMessage, SessionMeta};
+use crate::clock::now_stamp;
 
 /// The client's messages, as log lines (system prompts are not part of the log).
 pub fn client_messages(messages: &[Value]) -> Vec<LogMessage> {
@@ -23,7 +24,7 @@ pub fn client_messages(messages: &[Value]) -> Vec<LogMessage> {
 pub fn assistant_from_completion(completion: &Value, model: &str) -> LogMessage {
     let message = &completion["choices"][0]["message"];
     LogMessage {
-        ts: now_rfc3339(),
+        ts: now_stamp(),
         role: "assistant".into(),
         content: message.get("content").cloned().unwrap_or(Value::Null),
         name: None,
@@ -98,7 +99,7 @@ impl StreamRecorder {
         });
         let mut turn = std::mem::take(&mut self.turn);
         turn.push(LogMessage {
-            ts: now_rfc3339(),
+            ts: now_stamp(),
             role: "assistant".into(),
             content: if self.content.is_empty() && tool_calls.is_some() {
                 Value::Null

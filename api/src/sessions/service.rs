@@ -15,7 +15,8 @@ use serde_json::json;
 
 use super::log::SessionLog;
 use super::meta;
-use super::types::{ListFilter, LogMessage, SessionMeta, Status, now_rfc3339};
+use super::types::{ListFilter, LogMessage, SessionMeta, Status};
+use crate::clock::now_stamp;
 use crate::storage::{Db, DbError, ObjectStore, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -116,7 +117,7 @@ impl Sessions {
         agent: &str,
         source: &str,
     ) -> Result<SessionMeta, SessionError> {
-        let now = now_rfc3339();
+        let now = now_stamp();
         self.db
             .execute(
                 "CREATE type::record('session', $id) SET agent_id = $agent, source = $source, status = 'active',
@@ -220,10 +221,11 @@ impl Sessions {
         Ok(written)
     }
 
-    /// Retries parked turns every `every` while any are waiting.
-    pub fn spawn_retry_loop(self: &Arc<Self>, every: Duration) {
+    /// Retries parked turns every `every` while any are waiting (a loop
+    /// for the app's `Background`; it ends when the service is dropped).
+    pub fn retry_loop(self: &Arc<Self>, every: Duration) -> impl Future<Output = ()> + Send + 'static {
         let sessions = Arc::downgrade(self);
-        tokio::spawn(async move {
+        async move {
             loop {
                 tokio::time::sleep(every).await;
                 let Some(sessions) = sessions.upgrade() else {
@@ -238,7 +240,7 @@ impl Sessions {
                     Err(err) => tracing::debug!(error = %err, "parked turns still waiting"),
                 }
             }
-        });
+        }
     }
 
     pub async fn list(

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::clock::now_stamp;
+
 /// One message of a session log, as a JSONL line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LogMessage {
@@ -30,7 +32,7 @@ impl LogMessage {
     /// A message with plain text content, stamped now.
     pub fn plain(role: &str, text: impl Into<String>) -> Self {
         Self {
-            ts: now_rfc3339(),
+            ts: now_stamp(),
             role: role.to_string(),
             content: Value::String(text.into()),
             name: None,
@@ -122,8 +124,4 @@ pub struct ListFilter {
     pub query: Option<String>,
     pub limit: usize,
     pub cursor: Option<String>,
-}
-
-pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string()
 }

@@ -1,6 +1,7 @@
 //! The SurrealDB handle: one `Surreal<Any>` chosen by URL (`surrealkv://` under
 //! the data dir by default, `mem://` for tests, `ws://` for a server), signed in
-//! when credentials are configured, with migrations run at connect.
+//! when credentials are configured. Connecting does not migrate: that is
+//! `Db::migrate` (in `migrations`), an explicit step of whatever needs the schema.
 
 use std::sync::Arc;
 
@@ -9,7 +10,6 @@ use serde::de::DeserializeOwned;
 use surrealdb::Surreal;
 use surrealdb::engine::any::Any;
 
-use super::migrations;
 use crate::config::SurrealConfig;
 
 #[derive(Debug, thiserror::Error)]
@@ -64,29 +64,10 @@ impl Db {
         db.use_ns(config.namespace.as_str())
             .use_db(config.database.as_str())
             .await?;
-        let db = Self {
+        Ok(Self {
             inner: Arc::new(db),
             url: config.url.clone(),
-        };
-        db.migrate().await?;
-        Ok(db)
-    }
-
-    /// Brings the schema up to date (idempotent; refuses a newer schema).
-    /// A fresh in-memory database, migrated, for unit tests.
-    #[cfg(test)]
-    pub async fn scratch() -> Self {
-        let config = crate::config::SurrealConfig {
-            url: "mem://".into(),
-            user: None,
-            pass: None,
-            namespace: "onyx".into(),
-            database: "test".into(),
-        };
-        match Self::connect(&config).await {
-            Ok(db) => db,
-            Err(err) => panic!("in-memory SurrealDB: {err}"),
-        }
+        })
     }
 
     /// Whether other processes may write this database (a SurrealDB server);
@@ -101,10 +82,6 @@ impl Db {
     /// (the UI's cookie-session store).
     pub fn client(&self) -> Arc<Surreal<Any>> {
         self.inner.clone()
-    }
-
-    pub async fn migrate(&self) -> Result<(), DbError> {
-        migrations::run(self).await
     }
 
     /// Runs one or more statements with JSON parameters; checks every statement succeeded.

@@ -1,6 +1,8 @@
-//! Versioned schema migrations, run at startup. Each step is idempotent
-//! (`IF NOT EXISTS`), the applied version lives in `onyx_meta:schema`, and a
-//! database newer than this binary is refused rather than guessed at.
+//! Versioned schema migrations, run by `onyx serve` and `onyx reindex` before
+//! they use the database (`Db::migrate`; connecting alone never migrates).
+//! Each step is idempotent (`IF NOT EXISTS`), the applied version lives in
+//! `onyx_meta:schema`, and a database newer than this binary is refused rather
+//! than guessed at.
 
 use serde::Deserialize;
 use serde_json::json;
@@ -71,17 +73,61 @@ struct SchemaRow {
     version: u32,
 }
 
-pub async fn current_version(db: &Db) -> Result<u32, DbError> {
+async fn current_version(db: &Db) -> Result<u32, DbError> {
     // SurrealDB 3 refuses to read a table that was never defined.
     db.execute("DEFINE TABLE IF NOT EXISTS onyx_meta SCHEMALESS", json!({}))
         .await?;
+    stored_version(db).await
+}
+
+async fn stored_version(db: &Db) -> Result<u32, DbError> {
     let rows: Vec<SchemaRow> = db
         .rows("SELECT version FROM onyx_meta:schema", json!({}), 0)
         .await?;
     Ok(rows.first().map(|r| r.version).unwrap_or(0))
 }
 
-pub async fn run(db: &Db) -> Result<(), DbError> {
+impl Db {
+    /// The schema version applied so far, 0 for a database never migrated;
+    /// reads only (unlike [`migrate`](Self::migrate), it defines nothing).
+    pub async fn schema_version(&self) -> Result<u32, DbError> {
+        let info: Vec<serde_json::Value> = self.rows("INFO FOR DB", json!({}), 0).await?;
+        let defined = info
+            .first()
+            .is_some_and(|info| info["tables"].get("onyx_meta").is_some());
+        if !defined {
+            return Ok(0);
+        }
+        stored_version(self).await
+    }
+
+    /// Brings the schema up to date (idempotent; refuses a newer schema).
+    pub async fn migrate(&self) -> Result<(), DbError> {
+        run(self).await
+    }
+
+    /// A fresh in-memory database, migrated, for unit tests.
+    #[cfg(test)]
+    pub async fn scratch() -> Self {
+        let config = crate::config::SurrealConfig {
+            url: "mem://".into(),
+            user: None,
+            pass: None,
+            namespace: "onyx".into(),
+            database: "test".into(),
+        };
+        let db = match Self::connect(&config).await {
+            Ok(db) => db,
+            Err(err) => panic!("in-memory SurrealDB: {err}"),
+        };
+        if let Err(err) = db.migrate().await {
+            panic!("migrating the in-memory SurrealDB: {err}");
+        }
+        db
+    }
+}
+
+async fn run(db: &Db) -> Result<(), DbError> {
     let found = current_version(db).await?;
     if found > LATEST {
         return Err(DbError::SchemaTooNew { found, known: LATEST });
@@ -97,4 +143,25 @@ pub async fn run(db: &Db) -> Result<(), DbError> {
         tracing::info!(version, "applied database migration");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn connecting_does_not_migrate_and_reading_the_version_defines_nothing() {
+        let config = crate::config::SurrealConfig {
+            url: "mem://".into(),
+            user: None,
+            pass: None,
+            namespace: "onyx".into(),
+            database: "test".into(),
+        };
+        let db = Db::connect(&config).await.unwrap();
+        assert_eq!(db.schema_version().await.unwrap(), 0);
+        assert_eq!(db.schema_version().await.unwrap(), 0, "still not migrated");
+        db.migrate().await.unwrap();
+        assert_eq!(db.schema_version().await.unwrap(), LATEST);
+    }
 }

@@ -75,7 +75,7 @@ fn status<E>(err: &SdkError<E, aws_smithy_runtime_api::http::Response>) -> Optio
 fn unavailable<E: std::error::Error + 'static>(
     err: SdkError<E, aws_smithy_runtime_api::http::Response>,
 ) -> StoreError {
-    StoreError::Unavailable(crate::providers::root_cause_of(&err))
+    StoreError::Unavailable(crate::error_chain::root_cause(&err))
 }
 
 fn etag(tag: Option<&str>) -> Version {

@@ -58,7 +58,7 @@ pub struct ToolContext {
     pub memory: Arc<Memory>,
     pub sessions: Arc<Sessions>,
     pub inbox: Inbox,
-    pub tasks: Arc<crate::scheduler::Tasks>,
+    pub tasks: Arc<crate::tasks::Tasks>,
     pub settings: Arc<ToolsConfig>,
     pub known_agents: Vec<String>,
     pub wake: tokio::sync::mpsc::UnboundedSender<Wake>,

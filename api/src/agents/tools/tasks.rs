@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::{ToolContext, ToolKind, ToolSpec, text};
-use crate::scheduler::{NewTask, Task, TaskError, TaskKind, TaskPatch};
+use crate::tasks::{NewTask, Task, TaskError, TaskKind, TaskPatch};
 
 pub fn specs() -> Vec<ToolSpec> {
     let id = json!({"type": "object", "properties": {

@@ -9,8 +9,8 @@ use super::analyzer;
 use super::text::{DocTerms, TextIndex};
 use super::vectors::VectorIndex;
 use super::{Change, LegResults, Query, ResidentChunk, Shown};
+use crate::clock::day_number;
 use crate::memory::chunker::indexed_text;
-use crate::memory::search::day_number;
 
 /// Compact once this many removed documents are still in the postings and
 /// they outnumber a quarter of the live ones.

@@ -59,7 +59,7 @@ impl Ollama {
             },
             OllamaError::ReqwestError(err) => ProviderError::Connect {
                 provider,
-                detail: super::error::root_cause(&err),
+                detail: crate::error_chain::root_cause(&err),
             },
             OllamaError::Other(text) => {
                 let message = serde_json::from_str::<Value>(&text)

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use super::schedule::{ScheduleType, stamp};
+use super::schedule::ScheduleType;
 use super::store::{ContextMode, Task, TaskKind, TaskStatus};
 use super::{TaskError, Tasks};
-use crate::sessions::now_rfc3339;
+use crate::clock::{now_stamp, stamp};
 
 pub fn task_id(agent: &str) -> String {
     format!("heartbeat-{agent}")
@@ -29,11 +29,11 @@ pub async fn sync(tasks: &Tasks, heartbeats: &[(String, Duration)]) -> Result<()
                 let mut task = task.clone();
                 task.schedule_value = value;
                 task.next_run = Some(stamp(next));
-                task.updated_at = now_rfc3339();
+                task.updated_at = now_stamp();
                 tasks.store.save(&task).await?;
             }
             None => {
-                let now = now_rfc3339();
+                let now = now_stamp();
                 let task = Task {
                     id: task_id(agent),
                     agent: agent.clone(),

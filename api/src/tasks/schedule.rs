@@ -242,20 +242,10 @@ fn parse_once(value: &str, tz: Tz, now: DateTime<Utc>) -> Result<DateTime<Utc>, 
     Ok(at)
 }
 
-/// A timestamp as stored: RFC 3339 UTC with microseconds, so text order is time order.
-pub fn stamp(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
-}
-
-pub fn parse_stamp(text: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(text)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::{parse_stamp, stamp};
 
     fn at(text: &str) -> DateTime<Utc> {
         parse_stamp(text).unwrap()

@@ -397,7 +397,7 @@ impl Store {
             "id": task_id,
             "run": run,
             "expired": expired_before,
-            "now": crate::sessions::now_rfc3339(),
+            "now": crate::clock::now_stamp(),
             "s": settle.map(|s| json!({
                 "last_status": s.last_status,
                 "last_error": s.last_error,

@@ -1,0 +1,32 @@
+//! What the two chat paths share (the plain proxy in `chat`, agent runs in
+//! `agent_chat`): the session header, where a request comes from, and the
+//! client's system messages split off the rest of its messages.
+
+use axum::http::HeaderMap;
+use serde_json::Value;
+
+pub const SESSION_HEADER: &str = "x-onyx-session-id";
+
+/// `api` unless the client says otherwise (the UI sends `ui`).
+pub fn source(headers: &HeaderMap) -> String {
+    let given = headers
+        .get("x-onyx-source")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("api");
+    let known = matches!(given, "api" | "ui" | "cron")
+        || ["telegram:", "discord:"]
+            .iter()
+            .any(|p| given.starts_with(p) && given.len() <= 64);
+    if known {
+        given.to_string()
+    } else {
+        "api".to_string()
+    }
+}
+
+/// The client's `system` and `developer` messages, then the others, each in order.
+pub fn split_system(messages: Vec<Value>) -> (Vec<Value>, Vec<Value>) {
+    messages
+        .into_iter()
+        .partition(|m| matches!(m["role"].as_str(), Some("system" | "developer")))
+}
