@@ -173,7 +173,7 @@ impl PluginContext for Core {
 struct Sender(Arc<dyn Plugin>);
 
 impl ChannelSender for Sender {
-    fn send(&self, chat: String, text: String) -> BoxFuture<'static, Result<(), String>> {
+    fn send(&self, chat: String, text: String) -> BoxFuture<'static, Result<(), PluginError>> {
         let plugin = self.0.clone();
         Box::pin(async move {
             for part in onyx_plugin_sdk::split_message(&text, plugin.max_message_chars()) {
@@ -182,7 +182,7 @@ impl ChannelSender for Sender {
                     text: part,
                     reply_to: None,
                 };
-                plugin.send(message).await.map_err(|e| e.to_string())?;
+                plugin.send(message).await?;
             }
             Ok(())
         })
