@@ -71,8 +71,8 @@ pub enum StartupError {
     Keys(#[from] KeyError),
     #[error("sessions: {0}")]
     Sessions(#[from] SessionError),
-    #[error("{0}")]
-    Plugin(String),
+    #[error(transparent)]
+    Plugin(#[from] onyx_plugin_sdk::PluginError),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: std::net::SocketAddr,
@@ -153,7 +153,7 @@ impl App {
             background.spawn("scheduler", scheduler.run(heartbeats));
         }
         let env = |name: &str| std::env::var(name).ok();
-        let enabled = crate::plugins::build(&config.plugins, &env).map_err(StartupError::Plugin)?;
+        let enabled = crate::plugins::build(&config.plugins, &env)?;
         let conversations = Arc::new(Conversations::new(
             agents.clone(),
             sessions.clone(),

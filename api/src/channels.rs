@@ -6,13 +6,31 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use futures::future::BoxFuture;
+use onyx_plugin_sdk::PluginError;
 
 /// Platforms a `deliver_to` target may name.
 pub const PLATFORMS: &[&str] = &["telegram", "discord"];
 
 pub trait ChannelSender: Send + Sync {
     /// Posts `text` to one chat (split at the platform's limit by the sender).
-    fn send(&self, chat: String, text: String) -> BoxFuture<'static, Result<(), String>>;
+    fn send(&self, chat: String, text: String) -> BoxFuture<'static, Result<(), PluginError>>;
+}
+
+/// Why a result could not be sent to a chat.
+#[derive(Debug, thiserror::Error)]
+pub enum ChannelError {
+    #[error("{0:?} is not a target like \"telegram:<chat_id>\"")]
+    BadTarget(String),
+    #[error("{platform:?} is not a chat platform ({known})", known = PLATFORMS.join(", "))]
+    UnknownPlatform { platform: String },
+    #[error("the {0} plugin is not running")]
+    NotRunning(String),
+    #[error("the {platform} plugin could not send the message")]
+    Send {
+        platform: String,
+        #[source]
+        source: PluginError,
+    },
 }
 
 #[derive(Default)]
@@ -21,16 +39,15 @@ pub struct Channels {
 }
 
 /// Splits `platform:chat` and checks the platform is one Onyx knows.
-pub fn parse_target(target: &str) -> Result<(&str, &str), String> {
+pub fn parse_target(target: &str) -> Result<(&str, &str), ChannelError> {
     let (platform, chat) = target
         .split_once(':')
         .filter(|(_, chat)| !chat.trim().is_empty())
-        .ok_or_else(|| format!("{target:?} is not a target like \"telegram:<chat_id>\""))?;
+        .ok_or_else(|| ChannelError::BadTarget(target.into()))?;
     if !PLATFORMS.contains(&platform) {
-        return Err(format!(
-            "{platform:?} is not a chat platform ({})",
-            PLATFORMS.join(", ")
-        ));
+        return Err(ChannelError::UnknownPlatform {
+            platform: platform.into(),
+        });
     }
     Ok((platform, chat))
 }
@@ -49,14 +66,20 @@ impl Channels {
     }
 
     /// Sends to `platform:chat`; an error says why it could not.
-    pub async fn send(&self, target: &str, text: &str) -> Result<(), String> {
+    pub async fn send(&self, target: &str, text: &str) -> Result<(), ChannelError> {
         let (platform, chat) = parse_target(target)?;
         let sender = self
             .senders
             .read()
             .ok()
             .and_then(|s| s.get(platform).cloned())
-            .ok_or_else(|| format!("the {platform} plugin is not running"))?;
-        sender.send(chat.to_string(), text.to_string()).await
+            .ok_or_else(|| ChannelError::NotRunning(platform.into()))?;
+        sender
+            .send(chat.to_string(), text.to_string())
+            .await
+            .map_err(|source| ChannelError::Send {
+                platform: platform.into(),
+                source,
+            })
     }
 }

@@ -9,6 +9,7 @@
 //! - `approvals`: dangerous calls waiting for a person in `ask` mode
 
 pub mod approvals;
+mod error;
 pub mod prompt;
 pub mod registry;
 pub mod runtime;
@@ -19,6 +20,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 
+pub use error::AgentError;
 pub use registry::{AgentDef, AgentPatch, MAIN, Registry};
 pub use runtime::{Event, Outcome, RunRequest};
 
@@ -106,8 +108,8 @@ impl Agents {
         let request = RunRequest::unattended(agent.clone(), &[], message, None, session);
         let mut events = self.run(request);
         while let Some(event) = events.next().await {
-            if let Event::Failed { message, .. } = event {
-                tracing::warn!(agent = %agent.id, error = %message, "woken agent run failed");
+            if let Event::Failed(err) = event {
+                tracing::warn!(agent = %agent.id, error = %crate::observability::error_chain(&err), "woken agent run failed");
             }
         }
     }

@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 
 use super::Agents;
 use super::approvals::Decision;
+use super::error::AgentError;
 use super::prompt::{self, Inputs};
 use super::registry::AgentDef;
 use super::tools::{self, ToolContext, ToolKind, ToolOutput, ToolSpec};
@@ -79,7 +80,7 @@ impl RunRequest {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum Event {
     Text(String),
     ToolStarted {
@@ -99,11 +100,8 @@ pub enum Event {
         arguments: Value,
     },
     Done(Box<Outcome>),
-    /// The run could not finish; `status` is the HTTP status it deserves.
-    Failed {
-        message: String,
-        status: u16,
-    },
+    /// The run could not finish.
+    Failed(AgentError),
 }
 
 #[derive(Debug, Clone)]
@@ -146,7 +144,7 @@ impl Agents {
                         }
                         yield match result {
                             Ok(outcome) => Event::Done(Box::new(outcome)),
-                            Err((status, message)) => Event::Failed { message, status },
+                            Err(err) => Event::Failed(err),
                         };
                         break;
                     }
@@ -156,21 +154,15 @@ impl Agents {
         .boxed()
     }
 
-    async fn drive(&self, request: RunRequest, tx: Sender) -> Result<Outcome, (u16, String)> {
+    async fn drive(&self, request: RunRequest, tx: Sender) -> Result<Outcome, AgentError> {
         let agent = request.agent.clone();
-        let model = agent.model.clone().ok_or_else(|| {
-            (
-                400,
-                format!(
-                    "agent {:?} has no model: set agents.defaults.model or the agent's model",
-                    agent.id
-                ),
-            )
+        let model = agent.model.clone().ok_or_else(|| AgentError::NoModel {
+            agent: agent.id.clone(),
         })?;
-        let targets = self
-            .router
-            .resolve(&model)
-            .map_err(|e| (404, format!("agent {:?}: {e}", agent.id)))?;
+        let targets = self.router.resolve(&model).map_err(|source| AgentError::Route {
+            agent: agent.id.clone(),
+            source,
+        })?;
         let mode = match (agent.permission_mode, request.attended) {
             (PermissionMode::Ask, false) => PermissionMode::Safe,
             (mode, _) => mode,
@@ -231,13 +223,7 @@ impl Agents {
                         .inbox
                         .release(&inbox.iter().map(|m| m.id.clone()).collect::<Vec<_>>())
                         .await;
-                    let status = match &err {
-                        ProviderError::Upstream { status, .. } => *status,
-                        ProviderError::Timeout { .. } => 504,
-                        ProviderError::InvalidRequest(_) | ProviderError::Unsupported(_) => 400,
-                        _ => 502,
-                    };
-                    return Err((status, err.to_string()));
+                    return Err(err.into());
                 }
             };
             if let Some(u) = &step.usage {

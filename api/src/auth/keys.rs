@@ -32,12 +32,12 @@ pub enum Scope {
 }
 
 impl std::str::FromStr for Scope {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
+    type Err = KeyError;
+    fn from_str(text: &str) -> Result<Self, KeyError> {
         match text {
             "chat" => Ok(Scope::Chat),
             "admin" => Ok(Scope::Admin),
-            other => Err(format!("{other:?} is not a scope; use \"chat\" or \"admin\"")),
+            other => Err(KeyError::BadScope(other.into())),
         }
     }
 }
@@ -57,6 +57,8 @@ pub struct StoredKey {
 pub enum KeyError {
     #[error("name: must be 1 to 100 characters")]
     BadName,
+    #[error("scope: {0:?} is not a scope; use \"chat\" or \"admin\"")]
+    BadScope(String),
     #[error("no API key {0}")]
     NotFound(String),
     #[error(transparent)]

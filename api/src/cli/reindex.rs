@@ -83,8 +83,10 @@ async fn reindex(config_path: Option<PathBuf>) -> Result<(), String> {
             status.chunks, status.pending
         ),
         Err(err) => eprintln!(
-            "{} memory chunk(s) indexed for full-text search; {} wait for the embedder ({err}) and are embedded when `onyx serve` reaches it",
-            status.chunks, status.pending
+            "{} memory chunk(s) indexed for full-text search; {} wait for the embedder ({}) and are embedded when `onyx serve` reaches it",
+            status.chunks,
+            status.pending,
+            crate::observability::error_chain(&err)
         ),
     }
     Ok(())

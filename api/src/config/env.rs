@@ -8,6 +8,17 @@ use serde_json::Value;
 
 use super::ConfigError;
 
+/// A `${…}` reference that cannot be expanded (the config path is added by the caller).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum EnvError {
+    #[error("unterminated `${{` in {0:?}")]
+    Unterminated(String),
+    #[error("`${{{0}}}` is not a valid environment variable reference")]
+    BadReference(String),
+    #[error("environment variable {0} is not set")]
+    Unset(String),
+}
+
 /// Replaces `${…}` references in every string value, in place.
 pub fn substitute(value: &mut Value, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
     walk(value, String::new(), lookup)
@@ -16,7 +27,10 @@ pub fn substitute(value: &mut Value, lookup: &dyn Fn(&str) -> Option<String>) ->
 fn walk(value: &mut Value, path: String, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
     match value {
         Value::String(text) if text.contains('$') => {
-            *text = expand(text, lookup).map_err(|message| ConfigError::Invalid { path, message })?;
+            *text = expand(text, lookup).map_err(|err| ConfigError::Invalid {
+                path,
+                message: err.to_string(),
+            })?;
         }
         Value::Array(items) => {
             for (index, item) in items.iter_mut().enumerate() {
@@ -38,7 +52,7 @@ fn walk(value: &mut Value, path: String, lookup: &dyn Fn(&str) -> Option<String>
     Ok(())
 }
 
-fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, EnvError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find('$') {
@@ -55,7 +69,7 @@ fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String,
             continue;
         };
         let Some(end) = body_start.find('}') else {
-            return Err(format!("unterminated `${{` in {text:?}"));
+            return Err(EnvError::Unterminated(text.into()));
         };
         let body = &body_start[..end];
         let (name, fallback) = match body.split_once(":-") {
@@ -63,9 +77,7 @@ fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String,
             None => (body, None),
         };
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(format!(
-                "`${{{body}}}` is not a valid environment variable reference"
-            ));
+            return Err(EnvError::BadReference(body.into()));
         }
         match (
             lookup(name).filter(|v| !v.is_empty() || fallback.is_none()),
@@ -73,7 +85,7 @@ fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String,
         ) {
             (Some(value), _) => out.push_str(&value),
             (None, Some(fallback)) => out.push_str(fallback),
-            (None, None) => return Err(format!("environment variable {name} is not set")),
+            (None, None) => return Err(EnvError::Unset(name.into())),
         }
         rest = &body_start[end + 1..];
     }

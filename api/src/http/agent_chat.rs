@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::chat_session::{SESSION_HEADER, source, split_system};
 use super::error::ApiError;
 use super::sse;
-use crate::agents::{Event, Outcome, RunRequest};
+use crate::agents::{AgentError, Event, Outcome, RunRequest};
 use crate::app::App;
 use crate::sessions::recorder;
 
@@ -44,14 +44,13 @@ pub async fn run(
         .agents
         .registry
         .get(agent_id)
-        .await
-        .map_err(ApiError::unavailable)?
+        .await?
         .filter(|a| a.enabled)
         .ok_or_else(|| ApiError::NotFound {
             message: format!("no enabled agent {agent_id:?}; GET /v1/agents lists them"),
             code: "model_not_found",
         })?;
-    app.agents.prepare(&agent).await.map_err(ApiError::unavailable)?;
+    app.agents.prepare(&agent).await?;
     let session = match session_ref.as_deref() {
         Some("new") | None => app.sessions.create(&agent.id, &source(headers)).await?,
         Some(id) => app.sessions.get(id).await?,
@@ -156,14 +155,11 @@ async fn collect(
                 }))
                 .into_response());
             }
-            Event::Failed { message, status } => return Err(ApiError::Agent { message, status }),
+            Event::Failed(err) => return Err(err.into()),
             _ => {}
         }
     }
-    Err(ApiError::Agent {
-        message: "the agent run ended without an answer".into(),
-        status: 500,
-    })
+    Err(AgentError::NoAnswer.into())
 }
 
 fn sse(
@@ -205,8 +201,8 @@ fn sse(
                         yield Ok(chunk(json!([]), Some(("usage", json!(outcome.usage)))));
                     }
                 }
-                Event::Failed { message, .. } => {
-                    let error = json!({"error": {"message": message, "type": "server_error", "param": null, "code": "agent_failed"}});
+                Event::Failed(err) => {
+                    let error = ApiError::from(err).into_stream_event();
                     yield Ok(sse::json(&error));
                 }
                 _ => {}

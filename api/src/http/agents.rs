@@ -36,8 +36,7 @@ async fn find(app: &App, id: &str) -> Result<AgentDef, ApiError> {
     app.agents
         .registry
         .get(id)
-        .await
-        .map_err(ApiError::unavailable)?
+        .await?
         .ok_or_else(|| ApiError::NotFound {
             message: format!("no agent {id:?}"),
             code: "agent_not_found",
@@ -45,7 +44,7 @@ async fn find(app: &App, id: &str) -> Result<AgentDef, ApiError> {
 }
 
 pub async fn list(State(app): State<Arc<App>>) -> Result<Json<Value>, ApiError> {
-    let agents = app.agents.registry.list().await.map_err(ApiError::unavailable)?;
+    let agents = app.agents.registry.list().await?;
     Ok(Json(
         json!({"object": "list", "data": agents.iter().map(describe).collect::<Vec<_>>()}),
     ))
@@ -89,7 +88,7 @@ pub async fn read_file(
 ) -> Result<Json<Value>, ApiError> {
     let agent = find(&app, &id).await?;
     let name = workspace_name(&name)?;
-    app.agents.prepare(&agent).await.map_err(ApiError::unavailable)?;
+    app.agents.prepare(&agent).await?;
     let file = app.memory.read_file(&agent.id, name).await?;
     Ok(Json(json!(file)))
 }
@@ -101,7 +100,7 @@ pub async fn write_file(
 ) -> Result<Json<Value>, ApiError> {
     let agent = find(&app, &id).await?;
     let name = workspace_name(&name)?;
-    app.agents.prepare(&agent).await.map_err(ApiError::unavailable)?;
+    app.agents.prepare(&agent).await?;
     let outcome = app.memory.write_file(&agent.id, name, content, None).await?;
     Ok(Json(json!(outcome)))
 }
@@ -142,14 +141,7 @@ pub async fn create(
             )
         })?;
     let permission_mode = mode(request.permission_mode.as_deref())?;
-    if app
-        .agents
-        .registry
-        .get(&request.id)
-        .await
-        .map_err(ApiError::unavailable)?
-        .is_some()
-    {
+    if app.agents.registry.get(&request.id).await?.is_some() {
         return Err(ApiError::Conflict(format!(
             "an agent {:?} already exists",
             request.id
@@ -163,10 +155,9 @@ pub async fn create(
             request.model.as_deref(),
             permission_mode,
         )
-        .await
-        .map_err(ApiError::unavailable)?;
+        .await?;
     let agent = find(&app, &request.id).await?;
-    app.agents.prepare(&agent).await.map_err(ApiError::unavailable)?;
+    app.agents.prepare(&agent).await?;
     Ok(Json(describe(&agent)))
 }
 
@@ -192,11 +183,7 @@ pub async fn patch(
         permission_mode: mode(request.permission_mode.as_deref())?,
         name: request.name,
     };
-    app.agents
-        .registry
-        .patch(&id, &change)
-        .await
-        .map_err(ApiError::unavailable)?;
+    app.agents.registry.patch(&id, &change).await?;
     Ok(Json(describe(&find(&app, &id).await?)))
 }
 
@@ -215,22 +202,12 @@ pub async fn inbox(
         ));
     }
     let limit = query_number(&params, "limit", 50, 500)?.max(1);
-    let messages = app
-        .agents
-        .inbox
-        .list(agent, status, limit)
-        .await
-        .map_err(ApiError::unavailable)?;
+    let messages = app.agents.inbox.list(agent, status, limit).await?;
     Ok(Json(json!({"object": "list", "data": messages})))
 }
 
 pub async fn approvals(State(app): State<Arc<App>>) -> Result<Json<Value>, ApiError> {
-    let pending = app
-        .agents
-        .approvals
-        .pending()
-        .await
-        .map_err(ApiError::unavailable)?;
+    let pending = app.agents.approvals.pending().await?;
     Ok(Json(json!({"object": "list", "data": pending})))
 }
 
@@ -257,13 +234,7 @@ pub async fn decide(
             ));
         }
     };
-    if !app
-        .agents
-        .approvals
-        .decide(&id, approve)
-        .await
-        .map_err(ApiError::unavailable)?
-    {
+    if !app.agents.approvals.decide(&id, approve).await? {
         return Err(ApiError::NotFound {
             message: format!("no pending approval {id:?} (it may have timed out)"),
             code: "approval_not_found",

@@ -15,7 +15,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::body::{JsonObject, into_map, typed};
 use super::chat_session::{SESSION_HEADER, source, split_system};
@@ -189,8 +189,7 @@ fn sse_response(
                 Err(err) => {
                     // Headers are gone already: the error travels in the stream,
                     // in the shape OpenAI uses for mid-stream errors.
-                    tracing::warn!(error = %err, "upstream stream failed");
-                    let body = json!({"error": {"message": err.to_string(), "type": "server_error", "param": null, "code": "upstream_stream_error"}});
+                    let body = ApiError::from(err).into_stream_event();
                     yield Ok(sse::json(&body));
                     break;
                 }

@@ -1,19 +1,28 @@
 //! The one error type of the HTTP API and its OpenAI-shaped body:
-//! `{"error":{"message","type","param","code"}}`. Every status code is decided
-//! here; internal details are logged, never sent.
+//! `{"error":{"message","type","param","code"}}`. Every domain error converts
+//! into `ApiError` with `#[from]`, and `ApiError::entry` is the one table that
+//! decides each one's status, type, code, param and the message a client
+//! sees. Internal details (database errors, connect errors, hosts, paths)
+//! never reach that message: the whole chain goes to the log instead.
 
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::memory::MemoryError;
+use crate::agents::AgentError;
+use crate::auth::KeyError;
+use crate::memory::paths::PathError;
+use crate::memory::{EmbedError, MemoryError};
+use crate::observability::error_chain;
 use crate::providers::{ProviderError, RouteError};
+use crate::scheduler::TaskError;
 use crate::sessions::SessionError;
-use crate::storage::StoreError;
+use crate::storage::{DbError, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
+    /// The request itself is wrong (decided by the HTTP layer: body, query, headers).
     #[error("{message}")]
     BadRequest {
         message: String,
@@ -30,23 +39,30 @@ pub enum ApiError {
     PayloadTooLarge { limit: usize },
     #[error("method not allowed")]
     MethodNotAllowed,
+    #[error("{0}")]
+    Conflict(String),
     #[error(transparent)]
     Route(#[from] RouteError),
     #[error(transparent)]
-    Session(#[from] crate::sessions::SessionError),
+    Session(#[from] SessionError),
     #[error(transparent)]
     Memory(#[from] MemoryError),
-    /// A dependency (database, object store) failed; details are logged only.
-    #[error("storage unavailable: {0}")]
-    Unavailable(String),
-    #[error("{0}")]
-    Conflict(String),
-    /// An agent run failed with this status.
-    #[error("{message}")]
-    Agent { message: String, status: u16 },
+    #[error(transparent)]
+    Task(#[from] TaskError),
+    #[error(transparent)]
+    Key(#[from] KeyError),
+    #[error(transparent)]
+    Agent(#[from] AgentError),
     /// Boxed: provider errors carry the upstream's whole error object.
     #[error(transparent)]
     Provider(Box<ProviderError>),
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The UI's cookie-session store failed.
+    #[error(transparent)]
+    LoginSession(#[from] tower_sessions::session::Error),
 }
 
 impl From<ProviderError> for ApiError {
@@ -55,12 +71,38 @@ impl From<ProviderError> for ApiError {
     }
 }
 
-impl ApiError {
-    /// A dependency (database, object store) failed: 503 naming what it said.
-    pub fn unavailable(err: impl std::fmt::Display) -> Self {
-        Self::Unavailable(err.to_string())
-    }
+/// One row of the table: everything a client is told about an error.
+#[derive(Debug)]
+struct Entry {
+    status: StatusCode,
+    /// The OpenAI `type`; `None` derives it from the status.
+    kind: Option<String>,
+    code: Option<String>,
+    param: Option<String>,
+    message: String,
+}
 
+fn entry(status: StatusCode, code: Option<&str>, param: Option<&str>, message: impl Into<String>) -> Entry {
+    Entry {
+        status,
+        kind: None,
+        code: code.map(String::from),
+        param: param.map(String::from),
+        message: message.into(),
+    }
+}
+
+/// A dependency failed: 503, `storage_unavailable`, and no detail.
+fn unavailable(what: &str) -> Entry {
+    entry(
+        StatusCode::SERVICE_UNAVAILABLE,
+        Some("storage_unavailable"),
+        None,
+        format!("{what} is unavailable"),
+    )
+}
+
+impl ApiError {
     pub fn bad_request(message: impl Into<String>, param: Option<String>) -> Self {
         Self::BadRequest {
             message: message.into(),
@@ -70,246 +112,250 @@ impl ApiError {
     }
 
     pub fn status(&self) -> StatusCode {
-        match self {
-            Self::BadRequest { .. } => StatusCode::BAD_REQUEST,
-            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            Self::Forbidden(_) => StatusCode::FORBIDDEN,
-            Self::NotFound { .. } | Self::Route(_) => StatusCode::NOT_FOUND,
-            Self::Session(err) => match err {
-                SessionError::NotFound(_) => StatusCode::NOT_FOUND,
-                SessionError::BadId(_) => StatusCode::BAD_REQUEST,
-                SessionError::Db(_) | SessionError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
-            },
-            Self::Memory(err) => match err {
-                MemoryError::Path(_) | MemoryError::Invalid(_) => StatusCode::BAD_REQUEST,
-                MemoryError::Store(StoreError::InvalidKey(_)) => StatusCode::BAD_REQUEST,
-                MemoryError::NotFound { .. } => StatusCode::NOT_FOUND,
-                MemoryError::Conflict { .. } | MemoryError::Store(StoreError::PreconditionFailed) => {
-                    StatusCode::PRECONDITION_FAILED
-                }
-                MemoryError::Store(StoreError::Unavailable(_)) | MemoryError::Db(_) => {
-                    StatusCode::SERVICE_UNAVAILABLE
-                }
-            },
-            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Conflict(_) => StatusCode::CONFLICT,
-            Self::Agent { status, .. } => StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_GATEWAY),
-            Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Self::Provider(err) => match err.as_ref() {
-                ProviderError::Upstream { status, .. } => {
-                    StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_GATEWAY)
-                }
-                ProviderError::Connect { .. } | ProviderError::BadResponse { .. } => StatusCode::BAD_GATEWAY,
-                ProviderError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
-                ProviderError::Unsupported(_) | ProviderError::InvalidRequest(_) => StatusCode::BAD_REQUEST,
-            },
-        }
+        self.entry().status
     }
 
-    /// The OpenAI error object: (message, type, param, code).
-    fn body(&self) -> (String, String, Option<String>, Option<String>) {
-        let status = self.status();
-        let default_type = match status.as_u16() {
-            401 => "authentication_error",
-            429 => "rate_limit_error",
-            500.. => "server_error",
-            _ => "invalid_request_error",
-        };
+    /// The table: status, type, code, param and public message of every error.
+    fn entry(&self) -> Entry {
+        use StatusCode as S;
         match self {
-            Self::BadRequest { message, param, code } => (
-                message.clone(),
-                default_type.into(),
-                param.clone(),
-                code.map(String::from),
-            ),
-            Self::Unauthorized(message) => (
-                message.to_string(),
-                default_type.into(),
-                None,
-                Some("invalid_api_key".into()),
-            ),
-            Self::Forbidden(message) => (
-                message.to_string(),
-                default_type.into(),
-                None,
-                Some("insufficient_scope".into()),
-            ),
-            Self::NotFound { message, code } => {
-                (message.clone(), default_type.into(), None, Some(code.to_string()))
+            Self::BadRequest { message, param, code } => {
+                entry(S::BAD_REQUEST, *code, param.as_deref(), message.clone())
             }
-            Self::Route(err) => (
+            Self::Unauthorized(message) => entry(S::UNAUTHORIZED, Some("invalid_api_key"), None, *message),
+            Self::Forbidden(message) => entry(S::FORBIDDEN, Some("insufficient_scope"), None, *message),
+            Self::NotFound { message, code } => entry(S::NOT_FOUND, Some(code), None, message.clone()),
+            Self::PayloadTooLarge { .. } => entry(
+                S::PAYLOAD_TOO_LARGE,
+                Some("request_too_large"),
+                None,
+                self.to_string(),
+            ),
+            Self::MethodNotAllowed => entry(
+                S::METHOD_NOT_ALLOWED,
+                Some("method_not_allowed"),
+                None,
+                self.to_string(),
+            ),
+            Self::Conflict(message) => entry(S::CONFLICT, Some("conflict"), None, message.clone()),
+            Self::Route(err) => entry(
+                S::NOT_FOUND,
+                Some("model_not_found"),
+                Some("model"),
                 err.to_string(),
-                default_type.into(),
-                Some("model".into()),
-                Some("model_not_found".into()),
-            ),
-            Self::PayloadTooLarge { .. } => (
-                self.to_string(),
-                default_type.into(),
-                None,
-                Some("request_too_large".into()),
-            ),
-            Self::MethodNotAllowed => (
-                self.to_string(),
-                default_type.into(),
-                None,
-                Some("method_not_allowed".into()),
-            ),
-            Self::Provider(err) => provider_body(err, default_type),
-            Self::Memory(err) => memory_body(err, default_type),
-            Self::Unavailable(_) => (
-                "storage is unavailable".into(),
-                default_type.into(),
-                None,
-                Some("storage_unavailable".into()),
-            ),
-            Self::Conflict(message) => (
-                message.clone(),
-                default_type.into(),
-                None,
-                Some("conflict".into()),
-            ),
-            Self::Agent { message, .. } => (
-                message.clone(),
-                default_type.into(),
-                None,
-                Some("agent_failed".into()),
             ),
             Self::Session(err) => match err {
-                SessionError::NotFound(_) => (
+                SessionError::NotFound(_) => {
+                    entry(S::NOT_FOUND, Some("session_not_found"), None, err.to_string())
+                }
+                SessionError::BadId(_) => entry(
+                    S::BAD_REQUEST,
+                    Some("invalid_session_id"),
+                    Some("x-onyx-session-id"),
                     err.to_string(),
-                    default_type.into(),
-                    None,
-                    Some("session_not_found".into()),
                 ),
-                SessionError::BadId(_) => (
+                SessionError::Db(_) | SessionError::Store(_) => unavailable("session storage"),
+            },
+            Self::Memory(err) => memory_entry(err),
+            Self::Task(err) => match err {
+                TaskError::Invalid { message, param } => {
+                    entry(S::BAD_REQUEST, None, Some(param), message.clone())
+                }
+                TaskError::NotFound(_) => entry(S::NOT_FOUND, Some("task_not_found"), None, err.to_string()),
+                TaskError::Conflict(message) => entry(S::CONFLICT, Some("conflict"), None, message.clone()),
+                TaskError::Db(_) => unavailable("storage"),
+            },
+            Self::Key(err) => match err {
+                KeyError::BadName => entry(S::BAD_REQUEST, None, Some("name"), err.to_string()),
+                KeyError::BadScope(_) => entry(S::BAD_REQUEST, None, Some("scope"), err.to_string()),
+                KeyError::NotFound(_) => entry(S::NOT_FOUND, Some("key_not_found"), None, err.to_string()),
+                KeyError::Db(_) => unavailable("storage"),
+            },
+            Self::Agent(err) => match err {
+                AgentError::NoModel { .. } => entry(
+                    S::BAD_REQUEST,
+                    Some("agent_has_no_model"),
+                    Some("model"),
                     err.to_string(),
-                    default_type.into(),
-                    Some("x-onyx-session-id".into()),
-                    Some("invalid_session_id".into()),
                 ),
-                // Internal details are logged, not sent.
-                SessionError::Db(_) | SessionError::Store(_) => (
-                    "session storage is unavailable".into(),
-                    default_type.into(),
+                AgentError::Route { .. } => entry(
+                    S::NOT_FOUND,
+                    Some("model_not_found"),
+                    Some("model"),
+                    err.to_string(),
+                ),
+                AgentError::Provider(err) => provider_entry(err),
+                AgentError::NoAnswer => entry(
+                    S::INTERNAL_SERVER_ERROR,
+                    Some("agent_failed"),
                     None,
-                    Some("storage_unavailable".into()),
+                    err.to_string(),
                 ),
             },
+            Self::Provider(err) => provider_entry(err),
+            Self::Db(_) | Self::LoginSession(_) => unavailable("storage"),
+            Self::Store(err) => store_entry(err, None),
         }
     }
-}
 
-fn memory_body(err: &MemoryError, default_type: &str) -> (String, String, Option<String>, Option<String>) {
-    let (param, code) = match err {
-        MemoryError::Path(crate::memory::paths::PathError::Agent(_)) => (Some("agent"), "invalid_agent"),
-        MemoryError::Path(_) | MemoryError::Store(StoreError::InvalidKey(_)) => {
-            (Some("path"), "invalid_path")
-        }
-        MemoryError::Invalid(message) => (message.split(':').next(), "invalid_request"),
-        MemoryError::NotFound { .. } => (None, "file_not_found"),
-        MemoryError::Conflict { .. } | MemoryError::Store(StoreError::PreconditionFailed) => {
-            (Some("If-Match"), "etag_mismatch")
-        }
-        MemoryError::Store(StoreError::Unavailable(_)) | MemoryError::Db(_) => {
-            // Internal details are logged, not sent.
-            return (
-                "memory storage is unavailable".into(),
-                default_type.into(),
-                None,
-                Some("storage_unavailable".into()),
-            );
-        }
-    };
-    (
-        err.to_string(),
-        default_type.into(),
-        param.map(String::from),
-        Some(code.into()),
-    )
-}
-
-fn provider_body(
-    err: &ProviderError,
-    default_type: &str,
-) -> (String, String, Option<String>, Option<String>) {
-    match err {
-        ProviderError::Upstream {
-            provider,
+    /// The OpenAI error object, as the table says.
+    fn body(&self) -> Value {
+        let Entry {
             status,
-            message,
             kind,
             code,
             param,
+            message,
+        } = self.entry();
+        let kind = kind.unwrap_or_else(|| default_type(status).into());
+        json!({"error": {"message": message, "type": kind, "param": param, "code": code}})
+    }
+
+    /// Logs the whole chain: server errors as warnings, the client's as debug.
+    fn log(&self) {
+        let status = self.status();
+        let chain = error_chain(self);
+        if status.is_server_error() {
+            tracing::warn!(status = status.as_u16(), error = %chain, "request failed");
+        } else {
+            tracing::debug!(status = status.as_u16(), error = %chain, "request rejected");
+        }
+    }
+
+    /// The body of an error that ends a stream whose headers are already sent
+    /// (the shape OpenAI uses for mid-stream errors); logged like a response.
+    pub fn into_stream_event(self) -> Value {
+        self.log();
+        self.body()
+    }
+}
+
+fn default_type(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        401 => "authentication_error",
+        429 => "rate_limit_error",
+        500.. => "server_error",
+        _ => "invalid_request_error",
+    }
+}
+
+/// Object-store errors; `param` names the field a bad key came from.
+fn store_entry(err: &StoreError, param: Option<&str>) -> Entry {
+    match err {
+        StoreError::InvalidKey(_) => entry(
+            StatusCode::BAD_REQUEST,
+            Some("invalid_path"),
+            param,
+            err.to_string(),
+        ),
+        StoreError::PreconditionFailed => entry(
+            StatusCode::PRECONDITION_FAILED,
+            Some("etag_mismatch"),
+            Some("If-Match"),
+            err.to_string(),
+        ),
+        StoreError::Unavailable(_) => unavailable("storage"),
+    }
+}
+
+fn memory_entry(err: &MemoryError) -> Entry {
+    use StatusCode as S;
+    let message = err.to_string();
+    match err {
+        MemoryError::Path(PathError::Agent(_)) => {
+            entry(S::BAD_REQUEST, Some("invalid_agent"), Some("agent"), message)
+        }
+        MemoryError::Path(PathError::Path { .. }) => {
+            entry(S::BAD_REQUEST, Some("invalid_path"), Some("path"), message)
+        }
+        MemoryError::Invalid { param, .. } => {
+            entry(S::BAD_REQUEST, Some("invalid_request"), Some(param), message)
+        }
+        MemoryError::NotFound { .. } => entry(S::NOT_FOUND, Some("file_not_found"), None, message),
+        MemoryError::Conflict { .. } => entry(
+            S::PRECONDITION_FAILED,
+            Some("etag_mismatch"),
+            Some("If-Match"),
+            message,
+        ),
+        MemoryError::EmbedderUnavailable(EmbedError::NotConfigured) => entry(
+            S::SERVICE_UNAVAILABLE,
+            Some("embedder_not_configured"),
+            None,
+            "no embedder is configured (memory.embedder)",
+        ),
+        MemoryError::EmbedderUnavailable(_) => entry(
+            S::SERVICE_UNAVAILABLE,
+            Some("embedder_unavailable"),
+            None,
+            "the embedder is unavailable",
+        ),
+        MemoryError::EmbedderTimeout(_) => entry(
+            S::GATEWAY_TIMEOUT,
+            Some("embedder_timeout"),
+            None,
+            "the embedder did not answer in time",
+        ),
+        MemoryError::Store(StoreError::Unavailable(_)) | MemoryError::Db(_) => unavailable("memory storage"),
+        MemoryError::Store(store) => store_entry(store, Some("path")),
+    }
+}
+
+/// Upstream errors keep their status and public message (the upstream's own
+/// JSON error, which OpenAI clients rely on); Onyx's own failures to reach or
+/// read the upstream say what happened, never the connect or decode detail.
+fn provider_entry(err: &ProviderError) -> Entry {
+    use StatusCode as S;
+    match err {
+        ProviderError::Upstream {
+            status,
+            kind,
+            code,
+            param,
+            ..
         } => {
+            let status = S::from_u16(*status).unwrap_or(S::BAD_GATEWAY);
             let code = code
                 .clone()
-                .or_else(|| (*status == 404).then(|| "model_not_found".to_string()));
-            let kind = match kind.as_deref() {
-                Some("not_found_error") | None => default_type.to_string(),
-                Some(kind) => kind.to_string(),
-            };
-            (format!("{provider}: {message}"), kind, param.clone(), code)
+                .or_else(|| (status == S::NOT_FOUND).then(|| "model_not_found".to_string()));
+            Entry {
+                status,
+                kind: kind.clone().filter(|k| k != "not_found_error"),
+                code,
+                param: param.clone(),
+                message: err.public_message(),
+            }
         }
-        other => {
-            let code = match other {
-                ProviderError::Connect { .. } => Some("upstream_unreachable"),
-                ProviderError::Timeout { .. } => Some("upstream_timeout"),
-                ProviderError::BadResponse { .. } => Some("upstream_bad_response"),
-                _ => None,
-            };
-            (
-                other.to_string(),
-                default_type.into(),
-                None,
-                code.map(String::from),
-            )
+        ProviderError::Connect { .. } => entry(
+            S::BAD_GATEWAY,
+            Some("upstream_unreachable"),
+            None,
+            err.public_message(),
+        ),
+        ProviderError::Timeout { .. } => entry(
+            S::GATEWAY_TIMEOUT,
+            Some("upstream_timeout"),
+            None,
+            err.public_message(),
+        ),
+        ProviderError::BadResponse { .. } => entry(
+            S::BAD_GATEWAY,
+            Some("upstream_bad_response"),
+            None,
+            err.public_message(),
+        ),
+        ProviderError::Unsupported(_) | ProviderError::InvalidRequest(_) => {
+            entry(S::BAD_REQUEST, None, None, err.public_message())
         }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = self.status();
-        if status.is_server_error() {
-            tracing::warn!(status = status.as_u16(), error = %self, "request failed");
-        } else {
-            tracing::debug!(status = status.as_u16(), error = %self, "request rejected");
-        }
-        let (message, kind, param, code) = self.body();
-        let body = json!({"error": {"message": message, "type": kind, "param": param, "code": code}});
-        (status, Json(body)).into_response()
+        self.log();
+        (self.status(), Json(self.body())).into_response()
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn upstream_errors_keep_their_status_and_name_the_provider() {
-        let err = ApiError::from(ProviderError::Upstream {
-            provider: "openai".into(),
-            status: 429,
-            message: "slow down".into(),
-            kind: Some("rate_limit_error".into()),
-            code: None,
-            param: None,
-        });
-        assert_eq!(err.status(), StatusCode::TOO_MANY_REQUESTS);
-        let (message, kind, _, _) = err.body();
-        assert_eq!(message, "openai: slow down");
-        assert_eq!(kind, "rate_limit_error");
-    }
-
-    #[test]
-    fn unreachable_upstreams_are_502_with_a_code() {
-        let err = ApiError::from(ProviderError::Connect {
-            provider: "local".into(),
-            detail: "refused".into(),
-        });
-        assert_eq!(err.status(), StatusCode::BAD_GATEWAY);
-        assert_eq!(err.body().3.as_deref(), Some("upstream_unreachable"));
-    }
-}
+mod tests;

@@ -11,20 +11,7 @@ use serde_json::{Value, json};
 use super::body::{JsonObject, typed};
 use super::error::ApiError;
 use crate::app::App;
-use crate::auth::{KeyError, Scope};
-
-impl From<KeyError> for ApiError {
-    fn from(err: KeyError) -> Self {
-        match err {
-            KeyError::BadName => ApiError::bad_request(err.to_string(), Some("name".into())),
-            KeyError::NotFound(_) => ApiError::NotFound {
-                message: err.to_string(),
-                code: "key_not_found",
-            },
-            KeyError::Db(db) => ApiError::Session(crate::sessions::SessionError::Db(db)),
-        }
-    }
-}
+use crate::auth::Scope;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

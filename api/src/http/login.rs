@@ -45,11 +45,7 @@ pub async fn login(
         ));
     };
     let ip = peer.map_or([127, 0, 0, 1].into(), |Extension(ConnectInfo(addr))| addr.ip());
-    let throttled = app
-        .login_throttle
-        .blocked(ip)
-        .await
-        .map_err(ApiError::unavailable)?;
+    let throttled = app.login_throttle.blocked(ip).await?;
     if let Some(wait) = throttled {
         let body = json!({"error": {
             "message": format!("too many failed logins; try again in {} seconds", wait.as_secs().max(1)),
@@ -68,29 +64,20 @@ pub async fn login(
         .await
         .unwrap_or(false);
     if !ok {
-        app.login_throttle
-            .failed(ip)
-            .await
-            .map_err(ApiError::unavailable)?;
+        app.login_throttle.failed(ip).await?;
         tracing::warn!(%ip, "failed UI login");
         return Err(ApiError::Unauthorized("wrong password"));
     }
-    app.login_throttle
-        .succeeded(ip)
-        .await
-        .map_err(ApiError::unavailable)?;
+    app.login_throttle.succeeded(ip).await?;
     // A new id on sign-in: a session id planted before cannot be ridden.
-    session.cycle_id().await.map_err(ApiError::unavailable)?;
-    session
-        .insert(SIGNED_IN, true)
-        .await
-        .map_err(ApiError::unavailable)?;
+    session.cycle_id().await?;
+    session.insert(SIGNED_IN, true).await?;
     tracing::info!(%ip, "UI login");
     Ok(Json(json!({"ok": true})).into_response())
 }
 
 pub async fn logout(session: Session) -> Result<Json<serde_json::Value>, ApiError> {
-    session.flush().await.map_err(ApiError::unavailable)?;
+    session.flush().await?;
     Ok(Json(json!({"ok": true})))
 }
 

@@ -12,21 +12,7 @@ use serde_json::{Value, json};
 use super::body::{JsonObject, query_number, typed};
 use super::error::ApiError;
 use crate::app::App;
-use crate::tasks::{NewTask, TaskError, TaskPatch, TaskStatus, view, view_run};
-
-impl From<TaskError> for ApiError {
-    fn from(err: TaskError) -> Self {
-        match err {
-            TaskError::Invalid { message, param } => ApiError::bad_request(message, Some(param.into())),
-            TaskError::NotFound(id) => ApiError::NotFound {
-                message: format!("no task {id:?}"),
-                code: "task_not_found",
-            },
-            TaskError::Conflict(message) => ApiError::Conflict(message),
-            TaskError::Db(err) => ApiError::Unavailable(err.to_string()),
-        }
-    }
-}
+use crate::tasks::{NewTask, TaskPatch, TaskStatus, view, view_run};
 
 fn status_filter(params: &HashMap<String, String>) -> Result<Option<TaskStatus>, ApiError> {
     params
@@ -63,12 +49,7 @@ pub async fn create(
     if new.agent.is_empty() {
         new.agent = crate::agents::MAIN.into();
     }
-    let agent = app
-        .agents
-        .registry
-        .get(&new.agent)
-        .await
-        .map_err(ApiError::unavailable)?;
+    let agent = app.agents.registry.get(&new.agent).await?;
     if agent.is_none() {
         return Err(ApiError::bad_request(
             format!(

@@ -26,6 +26,18 @@ pub enum EmbedError {
     Count { sent: usize, got: usize },
     #[error("the embedder answered without a usable vector: {0}")]
     Shape(String),
+    #[error("no embedder is configured")]
+    NotConfigured,
+    #[error("the embedder did not answer within {0:?}")]
+    Timeout(std::time::Duration),
+}
+
+impl EmbedError {
+    /// The embedder (or its provider) did not answer in time.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Self::Timeout(_))
+            || matches!(self, Self::Provider(err) if matches!(**err, ProviderError::Timeout { .. }))
+    }
 }
 
 pub trait Embedder: Send + Sync {

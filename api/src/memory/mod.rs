@@ -165,13 +165,13 @@ impl Memory {
 
     /// Asks the embedder whether it answers now (for `/health`); `None` when
     /// none is configured.
-    pub async fn probe_embedder(&self, within: Duration) -> Option<Result<usize, String>> {
+    pub async fn probe_embedder(&self, within: Duration) -> Option<Result<usize, EmbedError>> {
         self.embedder.as_ref()?;
         let probe = tokio::time::timeout(within, self.embed(&["health probe".to_string()])).await;
         Some(match probe {
             Ok(Ok(vectors)) => Ok(vectors.first().map_or(0, Vec::len)),
-            Ok(Err(err)) => Err(err.to_string()),
-            Err(_) => Err(format!("no answer within {within:?}")),
+            Ok(Err(err)) => Err(err),
+            Err(_) => Err(EmbedError::Timeout(within)),
         })
     }
 

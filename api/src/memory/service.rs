@@ -32,8 +32,14 @@ pub enum MemoryError {
     NotFound { agent: String, path: String },
     #[error("{agent}/{path} changed since it was read (If-Match did not hold)")]
     Conflict { agent: String, path: String },
-    #[error("{0}")]
-    Invalid(String),
+    /// The request is wrong in the field `param`.
+    #[error("{param}: {message}")]
+    Invalid { param: &'static str, message: String },
+    /// The embedder failed or is not configured.
+    #[error("the embedder is unavailable")]
+    EmbedderUnavailable(#[source] EmbedError),
+    #[error("the embedder did not answer in time")]
+    EmbedderTimeout(#[source] EmbedError),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -223,7 +229,7 @@ impl Memory {
         let agent = paths::agent(agent)?;
         let note = note.trim();
         if note.is_empty() {
-            return Err(MemoryError::Invalid("content: the note is empty".into()));
+            return Err(invalid("content", "the note is empty"));
         }
         let now = crate::clock::now();
         let (day, time) = (&crate::clock::day(now), crate::clock::hour_minute(now));
@@ -369,11 +375,11 @@ impl Memory {
     /// Embeds with the configured embedder, recording up/down.
     pub(super) async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let Some(embedder) = &self.embedder else {
-            return Err(EmbedError::Shape("no embedder configured".into()));
+            return Err(EmbedError::NotConfigured);
         };
         let result = match tokio::time::timeout(EMBED_WAIT, embedder.embed(texts)).await {
             Ok(result) => result,
-            Err(_) => Err(EmbedError::Shape(format!("no answer within {EMBED_WAIT:?}"))),
+            Err(_) => Err(EmbedError::Timeout(EMBED_WAIT)),
         };
         match &result {
             Ok(_) => self.state.mark_up(),
@@ -393,7 +399,7 @@ impl Memory {
         let agent = paths::agent(agent)?;
         let query = query.trim();
         if query.is_empty() {
-            return Err(MemoryError::Invalid("q: the query is empty".into()));
+            return Err(invalid("q", "the query is empty"));
         }
         let agents: Vec<&str> = if agent == SHARED {
             vec![SHARED]
@@ -439,6 +445,23 @@ impl Memory {
             note,
             data,
         })
+    }
+}
+
+impl From<EmbedError> for MemoryError {
+    fn from(err: EmbedError) -> Self {
+        if err.is_timeout() {
+            Self::EmbedderTimeout(err)
+        } else {
+            Self::EmbedderUnavailable(err)
+        }
+    }
+}
+
+fn invalid(param: &'static str, message: &str) -> MemoryError {
+    MemoryError::Invalid {
+        param,
+        message: message.into(),
     }
 }
 

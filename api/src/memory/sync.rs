@@ -88,7 +88,7 @@ impl Memory {
                         TICK
                     }
                     Err(err) => {
-                        tracing::debug!(error = %err, "embedder probe failed");
+                        tracing::debug!(error = %crate::observability::error_chain(&err), "embedder probe failed");
                         probe_backoff.failed()
                     }
                 };
@@ -120,10 +120,11 @@ impl Memory {
     }
 
     fn record_error(&self, what: &str, err: &MemoryError) {
-        tracing::warn!(error = %err, "{what} failed; will retry");
+        let chain = crate::observability::error_chain(err);
+        tracing::warn!(error = %chain, "{what} failed; will retry");
         self.progress.update(|p| {
             p.phase = Phase::Idle;
-            p.last_error = Some(format!("{what}: {err}"));
+            p.last_error = Some(format!("{what}: {chain}"));
         });
     }
 
@@ -150,10 +151,7 @@ impl Memory {
         let Some(embedder) = self.embedder.clone() else {
             return Ok(());
         };
-        let probe = self
-            .embed(&["dimension probe".to_string()])
-            .await
-            .map_err(|e| MemoryError::Invalid(format!("embedder: {e}")))?;
+        let probe = self.embed(&["dimension probe".to_string()]).await?;
         let dimensions = probe.first().map_or(0, Vec::len);
         let wanted = format!("{} {} {dimensions}d", embedder.kind(), embedder.model());
         let mut stored: Fingerprint = self.index.fingerprint().await?;
@@ -202,7 +200,7 @@ impl Memory {
                     Ok(vectors) => vectors,
                     Err(err) => {
                         self.progress.set(Phase::Idle, 0, 0);
-                        return Err(MemoryError::Invalid(format!("embedder: {err}")));
+                        return Err(err.into());
                     }
                 }
             };

@@ -13,12 +13,42 @@ use serde_json::json;
 
 use super::chats::Chats;
 use super::routing;
-use crate::agents::{AgentDef, Agents, Event, RunRequest};
+use crate::agents::{AgentDef, AgentError, Agents, Event, RunRequest};
 use crate::config::Binding;
-use crate::sessions::Sessions;
+use crate::sessions::{SessionError, Sessions};
+use crate::storage::{DbError, StoreError};
 
 /// Telegram shows "typing…" for about five seconds per call.
 const TYPING_EVERY: Duration = Duration::from_secs(4);
+
+/// Why a chat message got no answer. The user is told `reply`; the log gets
+/// the whole chain.
+#[derive(Debug, thiserror::Error)]
+enum ConversationError {
+    #[error("the agent {0:?} this chat is bound to does not exist")]
+    UnknownAgent(String),
+    #[error("the agent {0:?} is disabled")]
+    Disabled(String),
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl ConversationError {
+    fn reply(&self) -> String {
+        let what = match self {
+            Self::UnknownAgent(_) | Self::Disabled(_) => self.to_string(),
+            Self::Agent(err) => err.public_message(),
+            Self::Session(_) | Self::Db(_) | Self::Store(_) => "storage is unavailable right now".into(),
+        };
+        format!("Sorry, that did not work: {what}")
+    }
+}
 
 /// Who may talk to a plugin's bot: listed user ids, or everyone with `"*"`.
 #[derive(Debug, Clone, Default)]
@@ -130,25 +160,24 @@ impl Conversations {
         let text = match self.answer(plugin.clone(), &message, &chat).await {
             Ok(text) => text,
             Err(err) => {
-                tracing::warn!(chat = %chat, error = %err, "could not answer a chat message");
-                format!("Sorry, that did not work: {err}")
+                tracing::warn!(chat = %chat, error = %crate::observability::error_chain(&err), "could not answer a chat message");
+                err.reply()
             }
         };
         send_all(plugin.as_ref(), reply(text)).await;
     }
 
-    async fn agent_for(&self, message: &IncomingMessage) -> Result<AgentDef, String> {
+    async fn agent_for(&self, message: &IncomingMessage) -> Result<AgentDef, ConversationError> {
         let registry = &self.agents.registry;
         let agent = match routing::route(&self.bindings, message) {
             Some(id) => registry
                 .get(id)
-                .await
-                .map_err(|e| e.to_string())?
-                .ok_or_else(|| format!("the agent {id:?} this chat is bound to does not exist"))?,
-            None => registry.default_agent().await.map_err(|e| e.to_string())?,
+                .await?
+                .ok_or_else(|| ConversationError::UnknownAgent(id.to_string()))?,
+            None => registry.default_agent().await?,
         };
         if !agent.enabled {
-            return Err(format!("the agent {:?} is disabled", agent.id));
+            return Err(ConversationError::Disabled(agent.id));
         }
         Ok(agent)
     }
@@ -158,23 +187,21 @@ impl Conversations {
         plugin: Arc<dyn Plugin>,
         message: &IncomingMessage,
         chat: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, ConversationError> {
         let agent = self.agent_for(message).await?;
         let platform = message.platform.as_str();
         match command(&message.text) {
             Some(Command::New) => {
                 self.chats
                     .start_new(&self.sessions, chat, &agent.id, platform)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                    .await?;
                 return Ok(format!("Started a new conversation with {}.", agent.name));
             }
             Some(Command::Status) => {
                 let session = self
                     .chats
                     .current(&self.sessions, chat, &agent.id, platform)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                    .await?;
                 return Ok(format!(
                     "Agent: {} ({})\nModel: {}\nSession: {} ({} messages)",
                     agent.name,
@@ -192,12 +219,11 @@ impl Conversations {
             }
             None => {}
         }
-        self.agents.prepare(&agent).await.map_err(|e| e.to_string())?;
+        self.agents.prepare(&agent).await?;
         let session = self
             .chats
             .current(&self.sessions, chat, &agent.id, platform)
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         let history = self.sessions.messages(&session).await.unwrap_or_default();
         let content = if message.direct {
             message.text.clone()
@@ -230,21 +256,20 @@ impl Conversations {
             }
         });
         let mut events = self.agents.run(request);
-        let mut outcome = Err("the agent run ended without an answer".to_string());
+        let mut outcome = Err(AgentError::NoAnswer);
         while let Some(event) = events.next().await {
             match event {
                 Event::Done(done) => outcome = Ok(done.content),
-                Event::Failed { message, .. } => outcome = Err(message),
+                Event::Failed(err) => outcome = Err(err),
                 _ => {}
             }
         }
         typing.abort();
-        outcome.map(|text| {
-            if text.trim().is_empty() {
-                "(no answer)".to_string()
-            } else {
-                text
-            }
+        let text = outcome?;
+        Ok(if text.trim().is_empty() {
+            "(no answer)".to_string()
+        } else {
+            text
         })
     }
 }

@@ -42,7 +42,7 @@ pub struct Enabled {
 
 /// Builds the enabled plugins and their allowlists; a plugin that cannot be
 /// configured (no token) stops startup with a message saying what to set.
-pub fn build(config: &PluginsConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Enabled, String> {
+pub fn build(config: &PluginsConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Enabled, PluginError> {
     let mut plugins: Vec<Arc<dyn Plugin>> = Vec::new();
     let mut allow = HashMap::new();
     for name in &config.enabled {
@@ -52,16 +52,12 @@ pub fn build(config: &PluginsConfig, env: &dyn Fn(&str) -> Option<String>) -> Re
             .cloned()
             .unwrap_or(Value::Object(Default::default()));
         let plugin: Arc<dyn Plugin> = match name.as_str() {
-            "telegram" => Arc::new(
-                onyx_plugin_telegram::Telegram::from_settings(&settings, env).map_err(|e| e.to_string())?,
-            ),
-            "discord" => Arc::new(
-                onyx_plugin_discord::Discord::from_settings(&settings, env).map_err(|e| e.to_string())?,
-            ),
+            "telegram" => Arc::new(onyx_plugin_telegram::Telegram::from_settings(&settings, env)?),
+            "discord" => Arc::new(onyx_plugin_discord::Discord::from_settings(&settings, env)?),
             other => {
-                return Err(format!(
+                return Err(PluginError::Config(format!(
                     "plugins.enabled: there is no plugin {other:?} (available: telegram, discord)"
-                ));
+                )));
             }
         };
         allow.insert(name.clone(), allow_list(&settings, name)?);
@@ -71,7 +67,7 @@ pub fn build(config: &PluginsConfig, env: &dyn Fn(&str) -> Option<String>) -> Re
 }
 
 /// `allowFrom`: user ids as strings or numbers; `"*"` lets anyone in.
-fn allow_list(settings: &Value, name: &str) -> Result<AllowList, String> {
+fn allow_list(settings: &Value, name: &str) -> Result<AllowList, PluginError> {
     let users = match settings.get("allowFrom") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items
@@ -79,13 +75,15 @@ fn allow_list(settings: &Value, name: &str) -> Result<AllowList, String> {
             .map(|item| match item {
                 Value::String(s) => Ok(s.trim().to_string()),
                 Value::Number(n) => Ok(n.to_string()),
-                other => Err(format!("plugins.{name}.allowFrom: {other} is not a user id")),
+                other => Err(PluginError::Config(format!(
+                    "plugins.{name}.allowFrom: {other} is not a user id"
+                ))),
             })
             .collect::<Result<Vec<_>, _>>()?,
         Some(other) => {
-            return Err(format!(
+            return Err(PluginError::Config(format!(
                 "plugins.{name}.allowFrom: expected a list of user ids, got {other}"
-            ));
+            )));
         }
     };
     if users.is_empty() {
@@ -174,7 +172,7 @@ impl PluginContext for Core {
 struct Sender(Arc<dyn Plugin>);
 
 impl ChannelSender for Sender {
-    fn send(&self, chat: String, text: String) -> BoxFuture<'static, Result<(), String>> {
+    fn send(&self, chat: String, text: String) -> BoxFuture<'static, Result<(), PluginError>> {
         let plugin = self.0.clone();
         Box::pin(async move {
             for part in onyx_plugin_sdk::split_message(&text, plugin.max_message_chars()) {
@@ -183,7 +181,7 @@ impl ChannelSender for Sender {
                     text: part,
                     reply_to: None,
                 };
-                plugin.send(message).await.map_err(|e| e.to_string())?;
+                plugin.send(message).await?;
             }
             Ok(())
         })

@@ -39,6 +39,22 @@ impl ProviderError {
         }
     }
 
+    /// What a client may be told: the upstream's own error message, or what
+    /// went wrong reaching it, never the connect or decode detail (logged).
+    pub fn public_message(&self) -> String {
+        match self {
+            Self::Upstream {
+                provider, message, ..
+            } => format!("{provider}: {message}"),
+            Self::Connect { provider, .. } => format!("{provider}: upstream unreachable"),
+            Self::BadResponse { provider, .. } => {
+                format!("{provider}: the upstream sent a response Onyx could not read")
+            }
+            // Onyx's own words: a duration, or what is wrong with the request.
+            Self::Timeout { .. } | Self::Unsupported(_) | Self::InvalidRequest(_) => self.to_string(),
+        }
+    }
+
     pub fn provider_label(&self) -> &str {
         match self {
             Self::Upstream { provider, .. }

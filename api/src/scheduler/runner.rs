@@ -10,12 +10,12 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde_json::json;
 
-use crate::agents::{Agents, Event, RunRequest};
-use crate::channels::Channels;
+use crate::agents::{AgentError, Agents, Event, RunRequest};
+use crate::channels::{ChannelError, Channels};
 use crate::clock::{parse_stamp, stamp};
 use crate::memory::Memory;
-use crate::sessions::{LogMessage, Sessions};
-use crate::storage::DbError;
+use crate::sessions::{LogMessage, SessionError, Sessions};
+use crate::storage::{DbError, StoreError};
 use crate::tasks::schedule::Schedule;
 use crate::tasks::store::{ContextMode, Run, RunStatus, Settle, TaskKind, Tokens, Trigger};
 use crate::tasks::{Task, TaskError, TaskStatus, Tasks};
@@ -35,6 +35,44 @@ pub struct Runner {
     channels: Arc<Channels>,
     /// Who holds a lease: this process, on this host.
     replica: String,
+}
+
+/// Why a run failed or its result was not delivered. The run record keeps
+/// `public_message` (the API shows it); the log gets the whole chain.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("agent {0:?} no longer exists")]
+    AgentGone(String),
+    #[error("agent {0:?} is disabled")]
+    AgentDisabled(String),
+    #[error("timed out after {}s", .0.as_secs())]
+    TimedOut(Duration),
+    #[error("could not open a session")]
+    OpenSession(#[source] SessionError),
+    #[error("could not add the result to the session")]
+    DeliverToSession(#[source] SessionError),
+    #[error(transparent)]
+    Channel(#[from] ChannelError),
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl RunError {
+    pub fn public_message(&self) -> String {
+        match self {
+            Self::Agent(err) => err.public_message(),
+            Self::Db(_) | Self::Store(_) => "storage is unavailable".into(),
+            Self::OpenSession(err) | Self::DeliverToSession(err) => match err {
+                SessionError::Db(_) | SessionError::Store(_) => format!("{self}: storage is unavailable"),
+                SessionError::NotFound(_) | SessionError::BadId(_) => format!("{self}: {err}"),
+            },
+            _ => self.to_string(),
+        }
+    }
 }
 
 /// How a run went, before it is recorded.
@@ -301,7 +339,7 @@ impl Runner {
                 tracing::warn!(task = %task.id, run = %run.id, "lost a run's lease (this replica stalled); another replica recorded it");
                 return;
             }
-            () = tokio::time::sleep(timeout) => Err(format!("timed out after {}s", timeout.as_secs())),
+            () = tokio::time::sleep(timeout) => Err(RunError::TimedOut(timeout)),
         };
         renewer.abort();
         self.finish(&task, run, outcome, due).await;
@@ -312,7 +350,7 @@ impl Runner {
         &self,
         task: &Task,
         mut run: Run,
-        outcome: Result<Performed, String>,
+        outcome: Result<Performed, RunError>,
         due: Option<DateTime<Utc>>,
     ) {
         let now = Utc::now();
@@ -328,9 +366,10 @@ impl Runner {
                 run.status = RunStatus::Skipped;
                 run.result = Some(reason);
             }
-            Err(message) => {
+            Err(err) => {
+                tracing::warn!(task = %task.id, run = %run.id, error = %crate::observability::error_chain(&err), "task run failed");
                 run.status = RunStatus::Failed;
-                run.error = Some(message);
+                run.error = Some(err.public_message());
             }
         }
         let settle = due.map(|due| self.settle_for(task, &run, due, now));
@@ -404,18 +443,17 @@ impl Runner {
     }
 
     /// Runs the agent on the task's prompt, unattended.
-    async fn perform(&self, task: &Task, run: &mut Run) -> Result<Performed, String> {
+    async fn perform(&self, task: &Task, run: &mut Run) -> Result<Performed, RunError> {
         let agent = self
             .agents
             .registry
             .get(&task.agent)
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("agent {:?} no longer exists", task.agent))?;
+            .await?
+            .ok_or_else(|| RunError::AgentGone(task.agent.clone()))?;
         if !agent.enabled {
-            return Err(format!("agent {:?} is disabled", agent.id));
+            return Err(RunError::AgentDisabled(agent.id));
         }
-        self.agents.prepare(&agent).await.map_err(|e| e.to_string())?;
+        self.agents.prepare(&agent).await?;
         let prompt = match task.kind {
             TaskKind::Task => task.prompt.clone(),
             TaskKind::Heartbeat => match self.heartbeat_prompt(&agent.id).await {
@@ -431,7 +469,7 @@ impl Runner {
                     .await
             }
         }
-        .map_err(|e| format!("could not open a session: {e}"))?;
+        .map_err(RunError::OpenSession)?;
         run.session_id = Some(session.id.clone());
         let history = match task.context_mode {
             ContextMode::Main => self.sessions.messages(&session).await.unwrap_or_default(),
@@ -458,11 +496,11 @@ impl Runner {
                         },
                     });
                 }
-                Event::Failed { message, .. } => return Err(message),
+                Event::Failed(err) => return Err(err.into()),
                 _ => {}
             }
         }
-        Err("the agent run ended without an answer".into())
+        Err(AgentError::NoAnswer.into())
     }
 
     /// HEARTBEAT.md as a prompt; `None` when it has nothing to check.
@@ -485,7 +523,7 @@ impl Runner {
         if text.trim() == "HEARTBEAT_OK" {
             return;
         }
-        let result = if let Some(id) = target.strip_prefix("session:") {
+        let result: Result<(), RunError> = if let Some(id) = target.strip_prefix("session:") {
             match self.sessions.get(id).await {
                 Ok(session) => {
                     let line = LogMessage::plain(
@@ -496,18 +534,18 @@ impl Runner {
                         .append(&session, vec![line])
                         .await
                         .map(|_| ())
-                        .map_err(|e| e.to_string())
+                        .map_err(RunError::DeliverToSession)
                 }
-                Err(err) => Err(err.to_string()),
+                Err(err) => Err(RunError::DeliverToSession(err)),
             }
         } else {
-            self.channels.send(target, text).await
+            self.channels.send(target, text).await.map_err(RunError::from)
         };
         match result {
             Ok(()) => run.delivered_to = Some(target.to_string()),
             Err(err) => {
-                tracing::warn!(task = %task.id, target, error = %err, "could not deliver a task's result");
-                run.delivery_error = Some(err);
+                tracing::warn!(task = %task.id, target, error = %crate::observability::error_chain(&err), "could not deliver a task's result");
+                run.delivery_error = Some(err.public_message());
             }
         }
     }

@@ -41,6 +41,12 @@ pub enum TaskError {
     Db(#[from] DbError),
 }
 
+impl From<schedule::ScheduleError> for TaskError {
+    fn from(err: schedule::ScheduleError) -> Self {
+        invalid(err.param(), err.to_string())
+    }
+}
+
 fn invalid(param: &'static str, message: impl Into<String>) -> TaskError {
     TaskError::Invalid {
         message: message.into(),
@@ -207,11 +213,10 @@ impl Tasks {
 
     pub async fn create(&self, new: NewTask, created_by: &str) -> Result<Task, TaskError> {
         let prompt = prompt(&new.prompt)?;
-        let kind = ScheduleType::parse(new.schedule_type.trim()).map_err(|m| invalid("schedule_type", m))?;
+        let kind = ScheduleType::parse(new.schedule_type.trim())?;
         let tz = timezone(new.timezone.as_deref(), self.settings.timezone)?;
         let now = Utc::now();
-        let schedule =
-            Schedule::parse(kind, &new.schedule_value, tz, now).map_err(|m| invalid("schedule_value", m))?;
+        let schedule = Schedule::parse(kind, &new.schedule_value, tz, now)?;
         let next_run = schedule
             .first(now, tz)
             .ok_or_else(|| invalid("schedule_value", "schedule_value: it never fires"))?;
@@ -283,7 +288,7 @@ impl Tasks {
             task.name = name(Some(text), &task.prompt)?;
         }
         if let Some(text) = &patch.schedule_type {
-            task.schedule_type = ScheduleType::parse(text.trim()).map_err(|m| invalid("schedule_type", m))?;
+            task.schedule_type = ScheduleType::parse(text.trim())?;
             new_schedule = true;
         }
         if let Some(text) = &patch.schedule_value {
@@ -323,8 +328,7 @@ impl Tasks {
             let tz = self.timezone_of(&task);
             let now = Utc::now();
             let schedule = if new_schedule {
-                Schedule::parse(task.schedule_type, &task.schedule_value, tz, now)
-                    .map_err(|m| invalid("schedule_value", m))?
+                Schedule::parse(task.schedule_type, &task.schedule_value, tz, now)?
             } else {
                 self.schedule_of(&task).ok_or_else(|| {
                     invalid("schedule_value", "schedule_value: no longer valid; set a new one")

@@ -14,6 +14,25 @@ use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
+/// A schedule Onyx cannot use; the message starts with the field it names.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ScheduleError {
+    #[error("schedule_type: {0:?} is not \"cron\", \"interval\" or \"once\"")]
+    Type(String),
+    #[error("schedule_value: {0}")]
+    Value(String),
+}
+
+impl ScheduleError {
+    /// The request field at fault.
+    pub fn param(&self) -> &'static str {
+        match self {
+            Self::Type(_) => "schedule_type",
+            Self::Value(_) => "schedule_value",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ScheduleType {
@@ -31,14 +50,12 @@ impl ScheduleType {
         }
     }
 
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, ScheduleError> {
         match text {
             "cron" => Ok(Self::Cron),
             "interval" => Ok(Self::Interval),
             "once" => Ok(Self::Once),
-            other => Err(format!(
-                "schedule_type: {other:?} is not \"cron\", \"interval\" or \"once\""
-            )),
+            other => Err(ScheduleError::Type(other.into())),
         }
     }
 }
@@ -55,7 +72,7 @@ pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
 
 impl Schedule {
     /// Parses a schedule; `now` anchors relative `once` values (`+10m`).
-    pub fn parse(kind: ScheduleType, value: &str, tz: Tz, now: DateTime<Utc>) -> Result<Self, String> {
+    pub fn parse(kind: ScheduleType, value: &str, tz: Tz, now: DateTime<Utc>) -> Result<Self, ScheduleError> {
         let value = value.trim();
         match kind {
             ScheduleType::Cron => parse_cron(value).map(|s| Self::Cron(Box::new(s))),
@@ -104,7 +121,14 @@ impl Schedule {
     }
 }
 
-fn parse_cron(value: &str) -> Result<cron::Schedule, String> {
+/// A `ScheduleError::Value` with a formatted message.
+macro_rules! bad {
+    ($($message:tt)*) => {
+        ScheduleError::Value(format!($($message)*))
+    };
+}
+
+fn parse_cron(value: &str) -> Result<cron::Schedule, ScheduleError> {
     const SHAPE: &str = "use 5 fields (minute hour day-of-month month day-of-week), 6 with seconds first, or @hourly/@daily/@weekly/@monthly/@yearly";
     if value.starts_with('@') {
         let known = [
@@ -122,11 +146,9 @@ fn parse_cron(value: &str) -> Result<cron::Schedule, String> {
             other => other,
         };
         if !known.contains(&value) {
-            return Err(format!(
-                "schedule_value: {value:?} is not a known shorthand; {SHAPE}"
-            ));
+            return Err(bad!("{value:?} is not a known shorthand; {SHAPE}"));
         }
-        return cron::Schedule::from_str(normalized).map_err(|e| format!("schedule_value: {value:?}: {e}"));
+        return cron::Schedule::from_str(normalized).map_err(|e| bad!("{value:?}: {e}"));
     }
     let fields: Vec<&str> = value.split_whitespace().collect();
     let with_seconds: Vec<String> = match fields.len() {
@@ -136,19 +158,18 @@ fn parse_cron(value: &str) -> Result<cron::Schedule, String> {
             .collect(),
         6 => fields.iter().map(|f| (*f).to_string()).collect(),
         n => {
-            return Err(format!(
-                "schedule_value: {value:?} has {n} field{}; {SHAPE}",
+            return Err(bad!(
+                "{value:?} has {n} field{}; {SHAPE}",
                 if n == 1 { "" } else { "s" }
             ));
         }
     };
     let mut with_seconds = with_seconds;
-    with_seconds[5] = crontab_weekdays(&with_seconds[5])
-        .map_err(|e| format!("schedule_value: {value:?}: day-of-week {e}"))?;
+    with_seconds[5] = crontab_weekdays(&with_seconds[5]).map_err(|e| bad!("{value:?}: day-of-week {e}"))?;
     let schedule = cron::Schedule::from_str(&with_seconds.join(" "))
-        .map_err(|e| format!("schedule_value: {value:?} is not a valid cron expression ({e}); {SHAPE}"))?;
+        .map_err(|e| bad!("{value:?} is not a valid cron expression ({e}); {SHAPE}"))?;
     if schedule.upcoming(Utc).next().is_none() {
-        return Err(format!("schedule_value: {value:?} never fires"));
+        return Err(bad!("{value:?} never fires"));
     }
     Ok(schedule)
 }
@@ -191,33 +212,31 @@ fn crontab_weekdays(field: &str) -> Result<String, String> {
     Ok(parts.join(","))
 }
 
-fn parse_interval(value: &str) -> Result<Duration, String> {
+fn parse_interval(value: &str) -> Result<Duration, ScheduleError> {
     let every = if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
         value
             .parse::<u64>()
             .map(Duration::from_millis)
-            .map_err(|e| format!("schedule_value: {value:?}: {e}"))?
+            .map_err(|e| bad!("{value:?}: {e}"))?
     } else {
         humantime::parse_duration(value).map_err(|_| {
-            format!("schedule_value: {value:?} is not an interval: give milliseconds (\"3600000\") or a duration (\"30s\", \"15m\", \"2h\")")
+            bad!("{value:?} is not an interval: give milliseconds (\"3600000\") or a duration (\"30s\", \"15m\", \"2h\")")
         })?
     };
     if every < MIN_INTERVAL {
-        return Err(format!(
-            "schedule_value: {value:?} is shorter than the minimum interval of 1s"
-        ));
+        return Err(bad!("{value:?} is shorter than the minimum interval of 1s"));
     }
     Ok(every)
 }
 
-fn parse_once(value: &str, tz: Tz, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
+fn parse_once(value: &str, tz: Tz, now: DateTime<Utc>) -> Result<DateTime<Utc>, ScheduleError> {
     let relative = value.strip_prefix('+').or_else(|| value.strip_prefix("in "));
     if let Some(delay) = relative {
         let delay = humantime::parse_duration(delay.trim())
-            .map_err(|_| format!("schedule_value: {value:?}: expected a delay like \"+10m\""))?;
+            .map_err(|_| bad!("{value:?}: expected a delay like \"+10m\""))?;
         return chrono::Duration::from_std(delay)
             .map(|d| now + d)
-            .map_err(|_| format!("schedule_value: {value:?} is too far away"));
+            .map_err(|_| bad!("{value:?} is too far away"));
     }
     let at = if let Ok(at) = DateTime::parse_from_rfc3339(value) {
         at.with_timezone(&Utc)
@@ -226,18 +245,16 @@ fn parse_once(value: &str, tz: Tz, now: DateTime<Utc>) -> Result<DateTime<Utc>, 
             .iter()
             .find_map(|f| NaiveDateTime::parse_from_str(value, f).ok())
             .ok_or_else(|| {
-                format!("schedule_value: {value:?} is not a time: use ISO 8601 (\"2026-02-03T15:30:00Z\", or without an offset for the task's timezone) or a delay like \"+10m\"")
+                bad!("{value:?} is not a time: use ISO 8601 (\"2026-02-03T15:30:00Z\", or without an offset for the task's timezone) or a delay like \"+10m\"")
             })?;
         tz.from_local_datetime(&naive)
             .earliest()
-            .ok_or_else(|| {
-                format!("schedule_value: {value:?} does not exist in {tz} (a daylight-saving gap)")
-            })?
+            .ok_or_else(|| bad!("{value:?} does not exist in {tz} (a daylight-saving gap)"))?
             .with_timezone(&Utc)
     };
     // A little slack for clocks and slow clients; anything older is a mistake.
     if at < now - chrono::Duration::minutes(1) {
-        return Err(format!("schedule_value: {value:?} is in the past"));
+        return Err(bad!("{value:?} is in the past"));
     }
     Ok(at)
 }
@@ -305,7 +322,11 @@ mod tests {
     #[test]
     fn bad_schedules_say_why() {
         let now = at("2026-11-22T10:00:00Z");
-        let err = |kind, value| Schedule::parse(kind, value, chrono_tz::UTC, now).unwrap_err();
+        let err = |kind, value| {
+            let err = Schedule::parse(kind, value, chrono_tz::UTC, now).unwrap_err();
+            assert_eq!(err.param(), "schedule_value");
+            err.to_string()
+        };
         assert!(err(ScheduleType::Cron, "0 9 * *").contains("4 fields"));
         assert!(err(ScheduleType::Cron, "0 25 * * *").contains("not a valid cron expression"));
         assert!(err(ScheduleType::Cron, "0 9 * * 8").contains("out of range"));

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::{ToolContext, ToolKind, ToolSpec, Wake, text};
+use super::{ToolContext, ToolError, ToolKind, ToolSpec, Wake, fail, text};
 
 pub fn specs() -> Vec<ToolSpec> {
     vec![ToolSpec {
@@ -18,11 +18,11 @@ pub fn specs() -> Vec<ToolSpec> {
     }]
 }
 
-pub async fn call(ctx: &ToolContext, args: &Value) -> Result<String, String> {
+pub async fn call(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
     let to = text(args, "agent")?;
     let message = text(args, "message")?;
     if !ctx.known_agents.iter().any(|a| a == to) {
-        return Err(format!(
+        return Err(fail!(
             "there is no agent {to:?} (known: {})",
             ctx.known_agents.join(", ")
         ));
@@ -30,11 +30,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<String, String> {
     if to == ctx.agent.id {
         return Err("that is you; write to memory instead".into());
     }
-    let sent = ctx
-        .inbox
-        .send(&ctx.agent.id, to, message)
-        .await
-        .map_err(|e| e.to_string())?;
+    let sent = ctx.inbox.send(&ctx.agent.id, to, message).await?;
     let woke = args["wake"].as_bool() == Some(true)
         && ctx
             .wake

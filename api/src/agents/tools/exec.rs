@@ -6,7 +6,7 @@ use std::process::Stdio;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
-use super::{ToolContext, ToolKind, ToolSpec, text};
+use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail, text};
 
 pub fn specs() -> Vec<ToolSpec> {
     vec![ToolSpec {
@@ -19,7 +19,7 @@ pub fn specs() -> Vec<ToolSpec> {
     }]
 }
 
-pub async fn call(ctx: &ToolContext, args: &Value) -> Result<String, String> {
+pub async fn call(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
     let command = text(args, "command")?;
     let dir = &ctx.agent.work_dir;
     tokio::fs::create_dir_all(dir).await.map_err(|e| e.to_string())?;
@@ -49,7 +49,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<String, String> {
     };
     let limit = ctx.settings.exec_timeout;
     let Ok((out, err, status)) = tokio::time::timeout(limit, read).await else {
-        return Err(format!(
+        return Err(fail!(
             "the command did not finish within {} s and was killed",
             limit.as_secs()
         ));

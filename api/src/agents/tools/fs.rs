@@ -6,7 +6,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::{ToolContext, ToolKind, ToolSpec, text};
+use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail, text};
 
 const MAX_READ: usize = 256 * 1024;
 
@@ -41,7 +41,7 @@ pub fn specs() -> Vec<ToolSpec> {
 }
 
 /// Resolves `relative` inside `root`, refusing anything that could escape it.
-pub fn confine(root: &Path, relative: &str) -> Result<PathBuf, String> {
+pub fn confine(root: &Path, relative: &str) -> Result<PathBuf, ToolError> {
     let candidate = Path::new(relative);
     if relative.is_empty() || relative.contains('\0') {
         return Err("the path is empty".into());
@@ -55,17 +55,17 @@ pub fn confine(root: &Path, relative: &str) -> Result<PathBuf, String> {
                 if let Ok(meta) = std::fs::symlink_metadata(&out)
                     && meta.file_type().is_symlink()
                 {
-                    return Err(format!(
+                    return Err(fail!(
                         "{relative:?} goes through a symbolic link, which is not allowed"
                     ));
                 }
             }
             Component::CurDir => {}
             Component::ParentDir => {
-                return Err(format!("{relative:?} contains \"..\", which is not allowed"));
+                return Err(fail!("{relative:?} contains \"..\", which is not allowed"));
             }
             Component::RootDir | Component::Prefix(_) => {
-                return Err(format!(
+                return Err(fail!(
                     "{relative:?} is absolute; use a path relative to your work directory"
                 ));
             }
@@ -74,7 +74,7 @@ pub fn confine(root: &Path, relative: &str) -> Result<PathBuf, String> {
     Ok(out)
 }
 
-pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String, String> {
+pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String, ToolError> {
     let root = &ctx.agent.work_dir;
     tokio::fs::create_dir_all(root)
         .await
@@ -134,14 +134,14 @@ pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String,
                 .await
                 .map_err(|e| e.to_string())?;
             match current.matches(old).count() {
-                0 => Err(format!("old_text was not found in {relative}")),
+                0 => Err(fail!("old_text was not found in {relative}")),
                 1 => {
                     tokio::fs::write(&path, current.replacen(old, new, 1))
                         .await
                         .map_err(|e| e.to_string())?;
                     Ok(format!("edited {relative}"))
                 }
-                n => Err(format!(
+                n => Err(fail!(
                     "old_text occurs {n} times in {relative}; include more context"
                 )),
             }
@@ -166,6 +166,7 @@ mod tests {
         assert!(
             confine(root, "link/passwd")
                 .unwrap_err()
+                .to_string()
                 .contains("symbolic link")
         );
         assert!(confine(root, "link").is_err());

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{ToolContext, ToolKind, ToolSpec, number, text};
+use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail, number, text};
 use crate::memory::{Mode, NoteTarget};
 
 pub fn specs() -> Vec<ToolSpec> {
@@ -40,17 +40,13 @@ pub fn specs() -> Vec<ToolSpec> {
     ]
 }
 
-pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String, String> {
+pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String, ToolError> {
     let agent = ctx.agent.id.as_str();
     match name {
         "memory_search" => {
             let query = text(args, "query")?;
             let limit = number(args, "limit", 5, 20).max(1) as usize;
-            let results = ctx
-                .memory
-                .search(agent, query, limit, Mode::Hybrid)
-                .await
-                .map_err(|e| e.to_string())?;
+            let results = ctx.memory.search(agent, query, limit, Mode::Hybrid).await?;
             if results.data.is_empty() {
                 return Ok(format!("no memory matches {query:?}"));
             }
@@ -77,11 +73,7 @@ pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String,
                 Some(rest) => ("_shared", rest),
                 None => (agent, path),
             };
-            let file = ctx
-                .memory
-                .read_file(owner, path)
-                .await
-                .map_err(|e| e.to_string())?;
+            let file = ctx.memory.read_file(owner, path).await?;
             let lines: Vec<&str> = file.content.lines().collect();
             let start = number(args, "start_line", 1, lines.len().max(1) as u64).max(1) as usize;
             let end = number(args, "end_line", lines.len() as u64, lines.len() as u64) as usize;
@@ -94,15 +86,12 @@ pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String,
     }
 }
 
-async fn write(ctx: &ToolContext, args: &Value) -> Result<String, String> {
+async fn write(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
     let agent = ctx.agent.id.as_str();
     let path = args["path"].as_str();
     if args["delete"].as_bool() == Some(true) {
         let path = path.ok_or("delete needs a path")?;
-        ctx.memory
-            .delete_file(agent, path)
-            .await
-            .map_err(|e| e.to_string())?;
+        ctx.memory.delete_file(agent, path).await?;
         return Ok(format!("deleted {path}"));
     }
     let content = text(args, "content")?;
@@ -131,8 +120,7 @@ async fn write(ctx: &ToolContext, args: &Value) -> Result<String, String> {
                 .write_file(agent, path, format!("{current}{separator}{content}\n"), None)
                 .await
         }
-        (Some(_), other) => return Err(format!("mode {other:?} is not \"append\" or \"replace\"")),
-    }
-    .map_err(|e| e.to_string())?;
+        (Some(_), other) => return Err(fail!("mode {other:?} is not \"append\" or \"replace\"")),
+    }?;
     Ok(format!("wrote {} ({} bytes)", outcome.path, outcome.size))
 }

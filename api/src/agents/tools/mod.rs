@@ -18,8 +18,78 @@ use serde_json::{Value, json};
 use super::registry::AgentDef;
 use crate::config::{PermissionMode, ToolsConfig};
 use crate::inbox::Inbox;
-use crate::memory::Memory;
-use crate::sessions::Sessions;
+use crate::memory::{Memory, MemoryError};
+use crate::scheduler::TaskError;
+use crate::sessions::{SessionError, Sessions};
+use crate::storage::{DbError, StoreError};
+
+/// Why a tool call failed. The model sees `for_model`: its own mistakes and
+/// what a command, file or fetch said, in full; storage failures without
+/// their internals (the log gets the whole chain).
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// What went wrong, in words for the model (bad arguments, a refused
+    /// path, a command that failed).
+    #[error("{0}")]
+    Message(String),
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error(transparent)]
+    Task(#[from] TaskError),
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+impl ToolError {
+    /// A dependency failed (storage, the embedder): not the model's mistake.
+    fn is_internal(&self) -> bool {
+        matches!(
+            self,
+            Self::Memory(
+                MemoryError::Db(_)
+                    | MemoryError::Store(StoreError::Unavailable(_))
+                    | MemoryError::EmbedderUnavailable(_)
+                    | MemoryError::EmbedderTimeout(_),
+            ) | Self::Session(SessionError::Db(_) | SessionError::Store(_))
+                | Self::Task(TaskError::Db(_))
+                | Self::Db(_)
+        )
+    }
+
+    /// What the model is told. (The embedder variants' own text is already
+    /// free of detail; their sources hold it.)
+    pub fn for_model(&self) -> String {
+        match self {
+            Self::Memory(MemoryError::EmbedderUnavailable(_) | MemoryError::EmbedderTimeout(_)) => {
+                self.to_string()
+            }
+            _ if self.is_internal() => "storage is unavailable right now; try again later".into(),
+            _ => self.to_string(),
+        }
+    }
+}
+
+impl From<String> for ToolError {
+    fn from(message: String) -> Self {
+        Self::Message(message)
+    }
+}
+
+impl From<&str> for ToolError {
+    fn from(message: &str) -> Self {
+        Self::Message(message.into())
+    }
+}
+
+/// A `ToolError::Message` with a formatted message.
+macro_rules! fail {
+    ($($message:tt)*) => {
+        $crate::agents::tools::ToolError::Message(format!($($message)*))
+    };
+}
+use fail;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolKind {
@@ -127,19 +197,27 @@ pub async fn call(ctx: &ToolContext, name: &str, arguments: &Value) -> ToolOutpu
         "schedule_task" | "list_tasks" | "pause_task" | "resume_task" | "cancel_task" => {
             tasks::call(ctx, name, arguments).await
         }
-        other => Err(format!("there is no tool named {other:?}")),
+        other => Err(fail!("there is no tool named {other:?}")),
     };
     match result {
         Ok(content) => ToolOutput::ok(content),
-        Err(message) => ToolOutput::error(message),
+        Err(err) => {
+            let chain = crate::observability::error_chain(&err);
+            if err.is_internal() {
+                tracing::warn!(agent = %ctx.agent.id, tool = name, error = %chain, "tool call failed");
+            } else {
+                tracing::debug!(agent = %ctx.agent.id, tool = name, error = %chain, "tool call refused");
+            }
+            ToolOutput::error(err.for_model())
+        }
     }
 }
 
 /// A required string argument.
-pub(super) fn text<'a>(arguments: &'a Value, name: &str) -> Result<&'a str, String> {
+pub(super) fn text<'a>(arguments: &'a Value, name: &str) -> Result<&'a str, ToolError> {
     arguments[name]
         .as_str()
-        .ok_or_else(|| format!("argument {name:?} is required and must be a string"))
+        .ok_or_else(|| fail!("argument {name:?} is required and must be a string"))
 }
 
 pub(super) fn number(arguments: &Value, name: &str, default: u64, max: u64) -> u64 {

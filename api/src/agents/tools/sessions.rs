@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{ToolContext, ToolKind, ToolSpec, number, text};
+use super::{ToolContext, ToolError, ToolKind, ToolSpec, number, text};
 use crate::sessions::{ListFilter, parse_id};
 
 pub fn specs() -> Vec<ToolSpec> {
@@ -28,7 +28,7 @@ pub fn specs() -> Vec<ToolSpec> {
     ]
 }
 
-pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String, String> {
+pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String, ToolError> {
     if name == "sessions_list" {
         let filter = ListFilter {
             agent: Some(ctx.agent.id.clone()),
@@ -36,7 +36,7 @@ pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String,
             limit: number(args, "limit", 10, 50).max(1) as usize,
             ..ListFilter::default()
         };
-        let (sessions, _) = ctx.sessions.list(&filter).await.map_err(|e| e.to_string())?;
+        let (sessions, _) = ctx.sessions.list(&filter).await?;
         if sessions.is_empty() {
             return Ok("no conversations".into());
         }
@@ -51,12 +51,12 @@ pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String,
             .collect::<Vec<_>>()
             .join("\n"));
     }
-    let id = parse_id(text(args, "session_id")?).map_err(|e| e.to_string())?;
-    let meta = ctx.sessions.get(&id).await.map_err(|e| e.to_string())?;
+    let id = parse_id(text(args, "session_id")?)?;
+    let meta = ctx.sessions.get(&id).await?;
     if meta.agent_id != ctx.agent.id {
         return Err("that conversation belongs to another agent".into());
     }
-    let messages = ctx.sessions.messages(&meta).await.map_err(|e| e.to_string())?;
+    let messages = ctx.sessions.messages(&meta).await?;
     let limit = number(args, "limit", 20, 200) as usize;
     let skip = messages.len().saturating_sub(limit);
     Ok(messages[skip..]

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{ToolContext, ToolKind, ToolSpec, text};
+use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail, text};
 use crate::tasks::{NewTask, Task, TaskError, TaskKind, TaskPatch};
 
 pub fn specs() -> Vec<ToolSpec> {
@@ -66,33 +66,23 @@ fn line(task: &Task) -> String {
     )
 }
 
-fn message(err: TaskError) -> String {
-    err.to_string()
-}
-
 /// One of this agent's own tasks (another agent's is "not found").
-async fn own(ctx: &ToolContext, args: &Value) -> Result<Task, String> {
+async fn own(ctx: &ToolContext, args: &Value) -> Result<Task, ToolError> {
     let id = text(args, "task_id")?;
     match ctx.tasks.get(id).await {
         Ok(task) if task.agent == ctx.agent.id => Ok(task),
-        Ok(_) | Err(TaskError::NotFound(_)) => {
-            Err(format!("you have no task {id:?}; list_tasks shows yours"))
-        }
-        Err(err) => Err(message(err)),
+        Ok(_) | Err(TaskError::NotFound(_)) => Err(fail!("you have no task {id:?}; list_tasks shows yours")),
+        Err(err) => Err(err.into()),
     }
 }
 
-pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String, String> {
+pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String, ToolError> {
     match name {
         "schedule_task" => {
             let mut new: NewTask =
                 serde_json::from_value(args.clone()).map_err(|e| format!("bad arguments: {e}"))?;
             new.agent = ctx.agent.id.clone();
-            let task = ctx
-                .tasks
-                .create(new, &format!("agent:{}", ctx.agent.id))
-                .await
-                .map_err(message)?;
+            let task = ctx.tasks.create(new, &format!("agent:{}", ctx.agent.id)).await?;
             Ok(format!(
                 "Task scheduled (ID: {}), next run: {}",
                 task.id,
@@ -100,7 +90,7 @@ pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String,
             ))
         }
         "list_tasks" => {
-            let tasks = ctx.tasks.list(Some(&ctx.agent.id), None).await.map_err(message)?;
+            let tasks = ctx.tasks.list(Some(&ctx.agent.id), None).await?;
             if tasks.is_empty() {
                 return Ok("You have no scheduled tasks.".into());
             }
@@ -113,7 +103,7 @@ pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String,
                 status: Some(status.into()),
                 ..TaskPatch::default()
             };
-            let task = ctx.tasks.update(&task.id, patch).await.map_err(message)?;
+            let task = ctx.tasks.update(&task.id, patch).await?;
             Ok(line(&task))
         }
         "cancel_task" => {
@@ -123,9 +113,9 @@ pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String,
                     "the heartbeat comes from config (agents.list[].heartbeat); pause it instead".into(),
                 );
             }
-            ctx.tasks.cancel(&task.id).await.map_err(message)?;
+            ctx.tasks.cancel(&task.id).await?;
             Ok(format!("Task {} cancelled.", task.id))
         }
-        other => Err(format!("there is no tool named {other:?}")),
+        other => Err(fail!("there is no tool named {other:?}")),
     }
 }

@@ -9,7 +9,7 @@ use std::net::{IpAddr, SocketAddr};
 use serde_json::{Value, json};
 use url::Url;
 
-use super::{ToolContext, ToolKind, ToolSpec, number, text};
+use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail, number, text};
 use crate::config::ToolsConfig;
 
 const MAX_REDIRECTS: usize = 5;
@@ -36,7 +36,7 @@ pub fn specs(search: bool) -> Vec<ToolSpec> {
     out
 }
 
-pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String, String> {
+pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String, ToolError> {
     if name == "web_fetch" {
         return fetch(&ctx.settings, text(args, "url")?).await;
     }
@@ -87,7 +87,7 @@ fn allowlisted(settings: &ToolsConfig, host: &str, ip: IpAddr) -> bool {
 }
 
 /// The one address to connect to, after checking every address the host has.
-async fn checked_address(settings: &ToolsConfig, url: &Url) -> Result<SocketAddr, String> {
+async fn checked_address(settings: &ToolsConfig, url: &Url) -> Result<SocketAddr, ToolError> {
     let host = url.host_str().ok_or("the URL has no host")?;
     let port = url.port_or_known_default().ok_or("the URL has no port")?;
     let bare = host.trim_start_matches('[').trim_end_matches(']');
@@ -99,11 +99,11 @@ async fn checked_address(settings: &ToolsConfig, url: &Url) -> Result<SocketAddr
             .collect(),
     };
     if addresses.is_empty() {
-        return Err(format!("{host} has no address"));
+        return Err(fail!("{host} has no address"));
     }
     for address in &addresses {
         if !is_public(address.ip()) && !allowlisted(settings, bare, address.ip()) {
-            return Err(format!(
+            return Err(fail!(
                 "refused: {host} is at {}, a private, loopback or link-local address (allow it in tools.webFetch.allowPrivate)",
                 address.ip()
             ));
@@ -112,11 +112,11 @@ async fn checked_address(settings: &ToolsConfig, url: &Url) -> Result<SocketAddr
     Ok(addresses[0])
 }
 
-pub async fn fetch(settings: &ToolsConfig, url: &str) -> Result<String, String> {
+pub async fn fetch(settings: &ToolsConfig, url: &str) -> Result<String, ToolError> {
     let mut url = Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
     for _ in 0..=MAX_REDIRECTS {
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!("refused: only http and https URLs, not {}", url.scheme()));
+            return Err(fail!("refused: only http and https URLs, not {}", url.scheme()));
         }
         let address = checked_address(settings, &url).await?;
         let host = url.host_str().unwrap_or_default().to_string();
@@ -166,10 +166,10 @@ pub async fn fetch(settings: &ToolsConfig, url: &str) -> Result<String, String> 
         }
         return Ok(format!("{} {url}\n\n{readable}", status.as_u16()));
     }
-    Err(format!("more than {MAX_REDIRECTS} redirects"))
+    Err(fail!("more than {MAX_REDIRECTS} redirects"))
 }
 
-async fn search(base: &Url, query: &str, limit: usize) -> Result<String, String> {
+async fn search(base: &Url, query: &str, limit: usize) -> Result<String, ToolError> {
     let url = base.join("search").map_err(|e| e.to_string())?;
     let response = reqwest::Client::new()
         .get(url)
@@ -179,7 +179,7 @@ async fn search(base: &Url, query: &str, limit: usize) -> Result<String, String>
         .await
         .map_err(|e| format!("search failed: {e}"))?;
     if !response.status().is_success() {
-        return Err(format!("search failed: SearXNG answered {}", response.status()));
+        return Err(fail!("search failed: SearXNG answered {}", response.status()));
     }
     let body: Value = response.json().await.map_err(|e| format!("search failed: {e}"))?;
     let results: Vec<String> = body["results"]
