@@ -16,7 +16,7 @@ use crate::memory::paths::PathError;
 use crate::memory::{EmbedError, MemoryError};
 use crate::observability::error_chain;
 use crate::providers::{ProviderError, RouteError};
-use crate::scheduler::TaskError;
+use crate::tasks::TaskError;
 use crate::sessions::SessionError;
 use crate::storage::{DbError, StoreError};
 

@@ -19,7 +19,7 @@ use super::registry::AgentDef;
 use crate::config::{PermissionMode, ToolsConfig};
 use crate::inbox::Inbox;
 use crate::memory::{Memory, MemoryError};
-use crate::scheduler::TaskError;
+use crate::tasks::TaskError;
 use crate::sessions::{SessionError, Sessions};
 use crate::storage::{DbError, StoreError};
 
