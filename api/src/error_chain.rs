@@ -13,6 +13,22 @@ pub fn root_cause(err: &(dyn Error + 'static)) -> String {
     current.to_string()
 }
 
+/// An error and each of its sources, `: `-separated, for the log (a source
+/// whose text the previous level already ends with is not repeated).
+pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(next) = source {
+        let part = next.to_string();
+        if !text.ends_with(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = next.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

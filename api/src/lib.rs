@@ -19,8 +19,8 @@
 //! - Storage: `storage` holds the object store and SurrealDB (with its
 //!   migrations, run explicitly by `serve`, `doctor` and `reindex`).
 //! - Leaves, importing nothing from the crate: `model_ref` (`provider/model`),
-//!   `clock` (timestamps and days as stored), `error_chain` (an error's root
-//!   cause), `background` (spawned loops, stopped on shutdown), `backoff`,
+//!   `clock` (timestamps and days as stored), `error_chain` (an error's
+//!   whole chain for logs, and its root cause), `background` (spawned loops, stopped on shutdown), `backoff`,
 //!   `text`.
 
 pub mod agents;

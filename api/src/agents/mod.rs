@@ -109,7 +109,7 @@ impl Agents {
         let mut events = self.run(request);
         while let Some(event) = events.next().await {
             if let Event::Failed(err) = event {
-                tracing::warn!(agent = %agent.id, error = %crate::observability::error_chain(&err), "woken agent run failed");
+                tracing::warn!(agent = %agent.id, error = %crate::error_chain::chain(&err), "woken agent run failed");
             }
         }
     }

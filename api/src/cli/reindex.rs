@@ -86,7 +86,7 @@ async fn reindex(config_path: Option<PathBuf>) -> Result<(), String> {
             "{} memory chunk(s) indexed for full-text search; {} wait for the embedder ({}) and are embedded when `onyx serve` reaches it",
             status.chunks,
             status.pending,
-            crate::observability::error_chain(&err)
+            crate::error_chain::chain(&err)
         ),
     }
     Ok(())

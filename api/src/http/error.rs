@@ -12,13 +12,13 @@ use serde_json::{Value, json};
 
 use crate::agents::AgentError;
 use crate::auth::KeyError;
+use crate::error_chain;
 use crate::memory::paths::PathError;
 use crate::memory::{EmbedError, MemoryError};
-use crate::observability::error_chain;
 use crate::providers::{ProviderError, RouteError};
-use crate::tasks::TaskError;
 use crate::sessions::SessionError;
 use crate::storage::{DbError, StoreError};
+use crate::tasks::TaskError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -214,7 +214,7 @@ impl ApiError {
     /// Logs the whole chain: server errors as warnings, the client's as debug.
     fn log(&self) {
         let status = self.status();
-        let chain = error_chain(self);
+        let chain = error_chain::chain(self);
         if status.is_server_error() {
             tracing::warn!(status = status.as_u16(), error = %chain, "request failed");
         } else {

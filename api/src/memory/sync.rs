@@ -88,7 +88,7 @@ impl Memory {
                         TICK
                     }
                     Err(err) => {
-                        tracing::debug!(error = %crate::observability::error_chain(&err), "embedder probe failed");
+                        tracing::debug!(error = %crate::error_chain::chain(&err), "embedder probe failed");
                         probe_backoff.failed()
                     }
                 };
@@ -120,7 +120,7 @@ impl Memory {
     }
 
     fn record_error(&self, what: &str, err: &MemoryError) {
-        let chain = crate::observability::error_chain(err);
+        let chain = crate::error_chain::chain(err);
         tracing::warn!(error = %chain, "{what} failed; will retry");
         self.progress.update(|p| {
             p.phase = Phase::Idle;

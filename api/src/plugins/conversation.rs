@@ -160,7 +160,7 @@ impl Conversations {
         let text = match self.answer(plugin.clone(), &message, &chat).await {
             Ok(text) => text,
             Err(err) => {
-                tracing::warn!(chat = %chat, error = %crate::observability::error_chain(&err), "could not answer a chat message");
+                tracing::warn!(chat = %chat, error = %crate::error_chain::chain(&err), "could not answer a chat message");
                 err.reply()
             }
         };

@@ -367,7 +367,7 @@ impl Runner {
                 run.result = Some(reason);
             }
             Err(err) => {
-                tracing::warn!(task = %task.id, run = %run.id, error = %crate::observability::error_chain(&err), "task run failed");
+                tracing::warn!(task = %task.id, run = %run.id, error = %crate::error_chain::chain(&err), "task run failed");
                 run.status = RunStatus::Failed;
                 run.error = Some(err.public_message());
             }
@@ -544,7 +544,7 @@ impl Runner {
         match result {
             Ok(()) => run.delivered_to = Some(target.to_string()),
             Err(err) => {
-                tracing::warn!(task = %task.id, target, error = %crate::observability::error_chain(&err), "could not deliver a task's result");
+                tracing::warn!(task = %task.id, target, error = %crate::error_chain::chain(&err), "could not deliver a task's result");
                 run.delivery_error = Some(err.public_message());
             }
         }

@@ -19,9 +19,9 @@ use super::registry::AgentDef;
 use crate::config::{PermissionMode, ToolsConfig};
 use crate::inbox::Inbox;
 use crate::memory::{Memory, MemoryError};
-use crate::tasks::TaskError;
 use crate::sessions::{SessionError, Sessions};
 use crate::storage::{DbError, StoreError};
+use crate::tasks::TaskError;
 
 /// Why a tool call failed. The model sees `for_model`: its own mistakes and
 /// what a command, file or fetch said, in full; storage failures without
@@ -202,7 +202,7 @@ pub async fn call(ctx: &ToolContext, name: &str, arguments: &Value) -> ToolOutpu
     match result {
         Ok(content) => ToolOutput::ok(content),
         Err(err) => {
-            let chain = crate::observability::error_chain(&err);
+            let chain = crate::error_chain::chain(&err);
             if err.is_internal() {
                 tracing::warn!(agent = %ctx.agent.id, tool = name, error = %chain, "tool call failed");
             } else {

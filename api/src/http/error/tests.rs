@@ -283,9 +283,9 @@ fn internal_text_stays_in_the_log() {
         }
     }
     // The log keeps it.
-    let chain = error_chain(&ApiError::from(AgentError::from(connect())));
+    let chain = error_chain::chain(&ApiError::from(AgentError::from(connect())));
     assert!(chain.contains("10.0.0.7:11434"), "{chain}");
-    let chain = error_chain(&embed(EmbedError::from(connect())));
+    let chain = error_chain::chain(&embed(EmbedError::from(connect())));
     assert!(chain.contains("10.0.0.7:11434"), "{chain}");
 }
 
