@@ -49,6 +49,7 @@ impl Memory {
     pub fn background_loops(self: &Arc<Self>) -> impl Future<Output = ()> + Send + 'static {
         let memory = self.clone();
         async move {
+            let _feed = StopsFeed(memory.clone());
             tokio::join!(memory.background(), memory.index.follow_writes());
         }
     }
@@ -317,5 +318,15 @@ impl Memory {
         self.index.set_fingerprint(&fingerprint).await?;
         self.progress.set(Phase::Rebuilding, 0, 0);
         self.sync_files(on_progress).await
+    }
+}
+
+/// When the loops stop (on shutdown), the resident index's live feed, which
+/// they started, stops with them.
+struct StopsFeed(Arc<Memory>);
+
+impl Drop for StopsFeed {
+    fn drop(&mut self) {
+        self.0.index.resident().unload();
     }
 }

@@ -109,14 +109,7 @@ impl Db {
     /// A fresh in-memory database, migrated, for unit tests.
     #[cfg(test)]
     pub async fn scratch() -> Self {
-        let config = crate::config::SurrealConfig {
-            url: "mem://".into(),
-            user: None,
-            pass: None,
-            namespace: "onyx".into(),
-            database: "test".into(),
-        };
-        let db = match Self::connect(&config).await {
+        let db = match Self::connect(&scratch_config()).await {
             Ok(db) => db,
             Err(err) => panic!("in-memory SurrealDB: {err}"),
         };
@@ -124,6 +117,18 @@ impl Db {
             panic!("migrating the in-memory SurrealDB: {err}");
         }
         db
+    }
+}
+
+/// An in-memory database, for unit tests.
+#[cfg(test)]
+fn scratch_config() -> crate::config::SurrealConfig {
+    crate::config::SurrealConfig {
+        url: "mem://".into(),
+        user: None,
+        pass: None,
+        namespace: "onyx".into(),
+        database: "test".into(),
     }
 }
 
@@ -151,14 +156,7 @@ mod tests {
 
     #[tokio::test]
     async fn connecting_does_not_migrate_and_reading_the_version_defines_nothing() {
-        let config = crate::config::SurrealConfig {
-            url: "mem://".into(),
-            user: None,
-            pass: None,
-            namespace: "onyx".into(),
-            database: "test".into(),
-        };
-        let db = Db::connect(&config).await.unwrap();
+        let db = Db::connect(&scratch_config()).await.unwrap();
         assert_eq!(db.schema_version().await.unwrap(), 0);
         assert_eq!(db.schema_version().await.unwrap(), 0, "still not migrated");
         db.migrate().await.unwrap();
