@@ -329,3 +329,6 @@ pub fn overall(metrics: &[ModeMetrics], mode: Mode) -> Option<&ModeMetrics> {
 pub fn of_kind<'a>(metrics: &'a [ModeMetrics], mode: Mode, kind: &str) -> Option<&'a ModeMetrics> {
     metrics.iter().find(|m| m.mode == mode && m.kind == kind)
 }
+
+#[cfg(test)]
+mod tests;

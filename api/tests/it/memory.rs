@@ -3,38 +3,18 @@
 //! back, files edited behind Onyx's back, and rebuilding a lost index. Runs on
 //! the embedded default and on S3 + a SurrealDB server.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
-
-use std::time::Duration;
-
-use common::services::{S3_ACCESS_KEY, S3_SECRET_KEY, Service};
-use common::*;
+use crate::harness::services::Service;
+use crate::harness::*;
 use serde_json::{Value, json};
 
-/// The fake Ollama's topic-aware embeddings, 128 dimensions.
-fn config(fakes: &Fakes, extra_storage: &str, dimensions: u32) -> String {
-    fakes.config().replacen(
-        "providers: {",
-        &format!(
-            r#"memory: {{
-    embedder: {{ type: "ollama", model: "all-minilm", dimensions: {dimensions} }},
-    syncIntervalSeconds: 1,
-  }},
-  storage: {{ {extra_storage} }},
-  providers: {{"#
-        ),
-        1,
-    )
-}
-
-fn s3_storage(s3: &Service, surreal: &Service) -> String {
-    format!(
-        r#"objects: {{ type: "s3", endpoint: "{}", region: "us-east-1", accessKey: "{S3_ACCESS_KEY}", secretKey: "{S3_SECRET_KEY}" }},
-    surrealdb: {{ url: "ws://{}", user: "root", pass: "root" }},"#,
-        s3.url(),
-        surreal.addr
+/// The fake Ollama's topic-aware embeddings, `dimensions` wide, synced every second.
+fn config(fakes: &Fakes, dimensions: u32) -> TestConfig {
+    TestConfig::new(fakes).set(
+        "memory",
+        json!({
+            "embedder": { "type": "ollama", "model": "all-minilm", "dimensions": dimensions },
+            "syncIntervalSeconds": 1,
+        }),
     )
 }
 
@@ -98,12 +78,12 @@ impl Onyx {
 
     /// Polls the index status until `done` says so (the background worker is asynchronous).
     async fn wait_for_status(&self, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-        for _ in 0..400 {
+        let status = poll_until(secs(20), async || {
             let status = self.get_json("/v1/memory/status").await;
-            if done(&status) {
-                return status;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            done(&status).then_some(status)
+        });
+        if let Some(status) = status.await {
+            return status;
         }
         panic!(
             "memory never reached: {what}: {}",
@@ -132,12 +112,12 @@ impl Onyx {
     /// Polls a search until `found` says so (another replica's write arrives
     /// through the live feed, asynchronously).
     async fn search_until(&self, query: &str, mode: &str, found: impl Fn(&Value) -> bool) -> Value {
-        for _ in 0..100 {
+        let hits = poll_until(secs(5), async || {
             let hits = self.search(query, mode).await;
-            if found(&hits) {
-                return hits;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            found(&hits).then_some(hits)
+        });
+        if let Some(hits) = hits.await {
+            return hits;
         }
         panic!(
             "{query} ({mode}) never matched: {}",
@@ -261,7 +241,7 @@ async fn exercise_search(onyx: &Onyx) {
 #[tokio::test]
 async fn hybrid_search_on_the_embedded_default() {
     let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes, "", 128)), &[]).await;
+    let onyx = Onyx::start(Some(&config(&fakes, 128).build()), &[]).await;
     exercise_search(&onyx).await;
 }
 
@@ -269,7 +249,7 @@ async fn hybrid_search_on_the_embedded_default() {
 async fn hybrid_search_on_s3_and_a_surrealdb_server() {
     let fakes = Fakes::start().await;
     let (s3, surreal) = (Service::s3().await, Service::surreal().await);
-    let onyx = Onyx::start(Some(&config(&fakes, &s3_storage(&s3, &surreal), 128)), &[]).await;
+    let onyx = Onyx::start(Some(&config(&fakes, 128).s3(&s3).surreal(&surreal).build()), &[]).await;
     exercise_search(&onyx).await;
     let status = onyx.get_json("/v1/memory/status").await;
     assert_eq!(status["files"], 3, "{status}");
@@ -296,7 +276,7 @@ async fn hybrid_search_on_s3_and_a_surrealdb_server() {
 #[tokio::test]
 async fn files_api_reads_lists_overwrites_and_deletes() {
     let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes, "", 64)), &[]).await;
+    let onyx = Onyx::start(Some(&config(&fakes, 64).build()), &[]).await;
     let first = onyx
         .write("main/USER.md", "# User\n\nName: Ada. Likes espresso.\n")
         .await;
@@ -393,7 +373,7 @@ async fn files_api_reads_lists_overwrites_and_deletes() {
 #[tokio::test]
 async fn notes_append_to_todays_log_and_concurrent_appends_all_land() {
     let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes, "", 64)), &[]).await;
+    let onyx = Onyx::start(Some(&config(&fakes, 64).build()), &[]).await;
     let appends = (0..12).map(|i| {
         let onyx = &onyx;
         async move {
@@ -440,7 +420,7 @@ async fn notes_append_to_todays_log_and_concurrent_appends_all_land() {
 #[tokio::test]
 async fn bad_requests_and_path_tricks_are_refused() {
     let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes, "", 64)), &[]).await;
+    let onyx = Onyx::start(Some(&config(&fakes, 64).build()), &[]).await;
     for (path, param) in [
         ("/v1/memory/files/main/..%2F..%2Fetc%2Fpasswd.md", "path"),
         ("/v1/memory/files/main/%2Fetc%2Fx.md", "path"),
@@ -530,7 +510,7 @@ async fn bad_requests_and_path_tricks_are_refused() {
 #[tokio::test]
 async fn an_embedder_outage_loses_nothing_and_recovers() {
     let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes, "", 128)), &[]).await;
+    let onyx = Onyx::start(Some(&config(&fakes, 128).build()), &[]).await;
     onyx.wait_for_vectors().await;
     let outage = |down: bool| {
         let url = format!("{}/_fake/embed-outage", fakes.ollama.url());
@@ -585,7 +565,7 @@ async fn an_embedder_outage_loses_nothing_and_recovers() {
 #[tokio::test]
 async fn files_changed_behind_onyxs_back_are_picked_up() {
     let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes, "", 64)), &[]).await;
+    let onyx = Onyx::start(Some(&config(&fakes, 64).build()), &[]).await;
     let bucket = onyx.dir.path().join("data/objects/onyx-memory");
     onyx.write("main/MEMORY.md", "# Memory\n\nThe wifi password is hunter2.\n")
         .await;
@@ -619,15 +599,10 @@ async fn files_changed_behind_onyxs_back_are_picked_up() {
 
     // Deleted on disk: the periodic sync (every second here) drops its chunks.
     std::fs::remove_file(bucket.join("main/memory/projects.md")).unwrap();
-    let mut gone = false;
-    for _ in 0..100 {
-        if onyx.search("sailboat", "text").await["data"] == json!([]) {
-            gone = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(gone, "the periodic sync never noticed the deletion");
+    wait_until(secs(10), "the periodic sync notices the deletion", async || {
+        (onyx.search("sailboat", "text").await["data"] == json!([])).then_some(())
+    })
+    .await;
 }
 
 /// Searches whose results must not depend on whether the index was rebuilt.
@@ -647,7 +622,7 @@ async fn snapshot(onyx: &Onyx) -> Vec<Vec<(String, u64, u64)>> {
 #[tokio::test]
 async fn a_lost_database_is_rebuilt_from_the_files_with_the_same_results() {
     let fakes = Fakes::start().await;
-    let config = config(&fakes, "", 128);
+    let config = config(&fakes, 128).build();
     let onyx = Onyx::start(Some(&config), &[]).await;
     onyx.wait_for_vectors().await;
     onyx.write("main/MEMORY.md", CURATED).await;
@@ -702,7 +677,7 @@ async fn a_lost_database_is_rebuilt_from_the_files_with_the_same_results() {
 #[tokio::test]
 async fn a_new_embedder_or_chunking_rebuilds_the_index_with_progress() {
     let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes, "", 64)), &[]).await;
+    let onyx = Onyx::start(Some(&config(&fakes, 64).build()), &[]).await;
     onyx.wait_for_vectors().await;
     onyx.write("main/MEMORY.md", CURATED).await;
     let before = onyx.get_json("/v1/memory/status").await;
@@ -710,11 +685,9 @@ async fn a_new_embedder_or_chunking_rebuilds_the_index_with_progress() {
     let dir = onyx.crash().await;
 
     // Another model size and smaller chunks: everything is re-chunked and re-embedded.
-    let changed = config(&fakes, "", 96).replacen(
-        "syncIntervalSeconds: 1,",
-        "syncIntervalSeconds: 1, chunkTokens: 64, chunkOverlap: 8,",
-        1,
-    );
+    let changed = config(&fakes, 96)
+        .merge(json!({ "memory": { "chunkTokens": 64, "chunkOverlap": 8 } }))
+        .build();
     let onyx = Onyx::start_in(dir, Some(&changed), &[]).await;
     let status = onyx
         .wait_for_status("re-embedded at 96 dimensions", |s| {
@@ -761,7 +734,7 @@ fn embedded_texts(fakes: &Fakes) -> Vec<String> {
 #[tokio::test]
 async fn unchanged_text_is_never_embedded_twice() {
     let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes, "", 64)), &[]).await;
+    let onyx = Onyx::start(Some(&config(&fakes, 64).build()), &[]).await;
     onyx.wait_for_vectors().await;
     onyx.write("main/MEMORY.md", CURATED).await;
     assert_eq!(embedded_texts(&fakes).len(), 5);
@@ -786,7 +759,7 @@ async fn unchanged_text_is_never_embedded_twice() {
 async fn two_replicas_share_memory_files_and_index() {
     let fakes = Fakes::start().await;
     let (s3, surreal) = (Service::s3().await, Service::surreal().await);
-    let config = config(&fakes, &s3_storage(&s3, &surreal), 64);
+    let config = config(&fakes, 64).s3(&s3).surreal(&surreal).build();
     let (a, b) = (
         Onyx::start(Some(&config), &[]).await,
         Onyx::start(Some(&config), &[]).await,
@@ -828,7 +801,7 @@ async fn two_replicas_share_memory_files_and_index() {
 async fn each_replicas_search_index_follows_the_others_writes() {
     let fakes = Fakes::start().await;
     let (s3, surreal) = (Service::s3().await, Service::surreal().await);
-    let config = config(&fakes, &s3_storage(&s3, &surreal), 64);
+    let config = config(&fakes, 64).s3(&s3).surreal(&surreal).build();
     let a = Onyx::start(Some(&config), &[]).await;
     a.wait_for_vectors().await;
     a.write("main/MEMORY.md", CURATED).await;

@@ -2,33 +2,9 @@
 //! metadata in a real SurrealDB server over ws://; and what happens when S3
 //! goes away and comes back.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
-
-use std::time::Duration;
-
-use common::services::{S3_ACCESS_KEY, S3_SECRET_KEY, Service};
-use common::*;
+use crate::harness::services::Service;
+use crate::harness::*;
 use serde_json::{Value, json};
-
-fn config(fakes: &Fakes, s3: &str, surreal: Option<&str>) -> String {
-    let database = match surreal {
-        Some(url) => format!(r#"surrealdb: {{ url: "{url}", user: "root", pass: "root" }},"#),
-        None => String::new(),
-    };
-    fakes.config().replacen(
-        "providers: {",
-        &format!(
-            r#"storage: {{
-    objects: {{ type: "s3", endpoint: "{s3}", region: "us-east-1", accessKey: "{S3_ACCESS_KEY}", secretKey: "{S3_SECRET_KEY}" }},
-    {database}
-  }},
-  providers: {{"#
-        ),
-        1,
-    )
-}
 
 async fn turn(onyx: &Onyx, session: &str, text: &str) -> String {
     let response = onyx
@@ -63,11 +39,7 @@ async fn sessions_on_s3_and_a_surrealdb_server() {
     let s3 = Service::s3().await;
     let surreal = Service::surreal().await;
     let onyx = Onyx::start(
-        Some(&config(
-            &fakes,
-            &s3.url(),
-            Some(&format!("ws://{}", surreal.addr)),
-        )),
+        Some(&TestConfig::new(&fakes).s3(&s3).surreal(&surreal).build()),
         &[],
     )
     .await;
@@ -88,7 +60,7 @@ async fn sessions_on_s3_and_a_surrealdb_server() {
 async fn turns_wait_out_an_s3_outage_and_nothing_is_lost() {
     let fakes = Fakes::start().await;
     let s3 = Service::s3().await;
-    let onyx = Onyx::start(Some(&config(&fakes, &s3.url(), None)), &[]).await;
+    let onyx = Onyx::start(Some(&TestConfig::new(&fakes).s3(&s3).build()), &[]).await;
     let id = turn(&onyx, "new", "before the outage").await;
 
     let (dir, addr) = s3.stop().await;
@@ -103,29 +75,24 @@ async fn turns_wait_out_an_s3_outage_and_nothing_is_lost() {
     assert_eq!(during.headers()["x-onyx-session-history"], "unavailable");
     turn(&onyx, &id, "still down").await;
     // The health cache may hold the last "up" for a few seconds.
-    let mut objects = Value::Null;
-    for _ in 0..300 {
-        objects = dependency(&onyx, "objects").await;
-        if objects["status"] == "down" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let objects = wait_until(secs(15), "health shows the object store down", async || {
+        let objects = dependency(&onyx, "objects").await;
+        (objects["status"] == "down").then_some(objects)
+    })
+    .await;
     assert_eq!(objects["status"], "down", "{objects}");
 
     let _s3 = Service::s3_at(dir, addr).await;
-    let mut body = Value::Null;
-    for _ in 0..300 {
-        body = onyx.get_json(&format!("/v1/sessions/{id}")).await;
-        if body["message_count"] == 6 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    if body["message_count"] != 6 {
+    let written = poll_until(secs(15), async || {
+        let body = onyx.get_json(&format!("/v1/sessions/{id}")).await;
+        (body["message_count"] == 6).then_some(body)
+    })
+    .await;
+    let Some(body) = written else {
+        let body = onyx.get_json(&format!("/v1/sessions/{id}")).await;
         let (_, logs) = onyx.stop_and_logs().await;
         panic!("parked turns were not written: {body}\n{logs}");
-    }
+    };
     let contents: Vec<&str> = body["messages"]
         .as_array()
         .unwrap()

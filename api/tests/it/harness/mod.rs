@@ -1,9 +1,16 @@
 //! Test harness: starts the real `onyx` binary (on port 0, with its own HOME and
 //! data dir, provider variables cleared) against fake upstreams, and waits on
-//! `/health` rather than sleeping.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! `/health` rather than sleeping. `config` builds the config text, `wait`
+//! polls for what happens asynchronously, `inprocess` runs the router without a
+//! process, `services` starts the S3 and SurrealDB servers.
 
+pub mod config;
+pub mod inprocess;
 pub mod services;
+pub mod wait;
+
+pub use config::TestConfig;
+pub use wait::{poll_until, secs, wait_until};
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -37,23 +44,7 @@ impl Fakes {
 
     /// A config with all three providers, aliases and an API key.
     pub fn config(&self) -> String {
-        format!(
-            r#"{{
-  gateway: {{ auth: {{ apiKeys: ["{ONYX_KEY}"] }}, maxBodyBytes: 65536, shutdownGraceSeconds: 30 }},
-  providers: {{
-    openai: {{ type: "openai", baseUrl: "{}/v1", apiKey: "${{FAKE_KEY}}", maxRetries: 2 }},
-    anthropic: {{ type: "anthropic", baseUrl: "{}", apiKey: "${{FAKE_KEY}}" }},
-    ollama: {{ type: "ollama", baseUrl: "{}" }},
-  }},
-  models: {{ aliases: {{
-    resilient: ["openai/fake-500", "anthropic/fake-echo"],
-    fast: "ollama/fake-echo",
-  }} }},
-}}"#,
-            self.openai.url(),
-            self.anthropic.url(),
-            self.ollama.url()
-        )
+        TestConfig::new(self).build()
     }
 }
 
@@ -193,22 +184,20 @@ impl Onyx {
         // Keep draining stdout so the child never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         let client = reqwest::Client::new();
-        for _ in 0..600 {
-            if let Ok(r) = client.get(format!("{url}/health")).send().await
-                && r.status().is_success()
-            {
-                return Ok(Self {
-                    child,
-                    stderr,
-                    stderr_reader,
-                    url,
-                    dir,
-                    client,
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("onyx never became healthy at {url}");
+        let health = format!("{url}/health");
+        wait_until(secs(30), &format!("onyx is healthy at {url}"), async || {
+            let response = client.get(&health).send().await.ok()?;
+            response.status().is_success().then_some(())
+        })
+        .await;
+        Ok(Self {
+            child,
+            stderr,
+            stderr_reader,
+            url,
+            dir,
+            client,
+        })
     }
 
     pub fn post(&self, path: &str) -> reqwest::RequestBuilder {

@@ -4,55 +4,26 @@
 //! replicas on one SurrealDB server running every due run exactly once; and a
 //! run killed mid-way recorded as failed while the task goes on.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
-
 use std::collections::HashSet;
 use std::time::Duration;
 
-use common::services::{S3_ACCESS_KEY, S3_SECRET_KEY, Service};
-use common::*;
+use crate::harness::services::Service;
+use crate::harness::*;
 use serde_json::{Value, json};
 
-/// Agents on the fake upstream; `extra` goes inside the top-level object.
-fn config(fakes: &Fakes, extra: &str) -> String {
-    fakes.config().replacen(
-        "providers: {",
-        &format!(
-            r#"agents: {{
-    defaults: {{ model: "openai/fake-echo", permissionMode: "allow-all", timezone: "Europe/Berlin" }},
-    list: [
-      {{ id: "main", default: true }},
-      {{ id: "scripter", model: "openai/fake-script" }},
-      {{ id: "slow", model: "openai/fake-slow" }},
-    ],
-  }},
-  scheduler: {{ leaseSeconds: 2, failureBackoffSeconds: 0, maxConsecutiveFailures: 3 }},
-  {extra}
-  providers: {{"#
-        ),
-        1,
-    )
-}
-
-fn shared_storage(s3: &Service, surreal: &Service) -> String {
-    format!(
-        r#"storage: {{
-    objects: {{ type: "s3", endpoint: "{}", region: "us-east-1", accessKey: "{S3_ACCESS_KEY}", secretKey: "{S3_SECRET_KEY}" }},
-    surrealdb: {{ url: "ws://{}", user: "root", pass: "root" }},
-  }},"#,
-        s3.url(),
-        surreal.addr
-    )
-}
-
-/// Local files, and a SurrealDB server every replica shares.
-fn server_storage(surreal: &Service) -> String {
-    format!(
-        r#"storage: {{ surrealdb: {{ url: "ws://{}", user: "root", pass: "root" }} }},"#,
-        surreal.addr
-    )
+/// Agents on the fake upstream, a short lease and no failure backoff.
+fn config(fakes: &Fakes) -> TestConfig {
+    TestConfig::new(fakes).merge(json!({
+        "agents": {
+            "defaults": { "model": "openai/fake-echo", "permissionMode": "allow-all", "timezone": "Europe/Berlin" },
+            "list": [
+                { "id": "main", "default": true },
+                { "id": "scripter", "model": "openai/fake-script" },
+                { "id": "slow", "model": "openai/fake-slow" },
+            ],
+        },
+        "scheduler": { "leaseSeconds": 2, "failureBackoffSeconds": 0, "maxConsecutiveFailures": 3 },
+    }))
 }
 
 impl Onyx {
@@ -71,7 +42,7 @@ impl Onyx {
 
     /// Waits until the task's finished runs satisfy `done`; returns them, oldest first.
     async fn wait_for_runs(&self, task: &str, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-        for _ in 0..300 {
+        let runs = poll_until(secs(30), async || {
             let mut runs: Vec<Value> = self
                 .runs(task)
                 .await
@@ -79,10 +50,10 @@ impl Onyx {
                 .filter(|r| r["status"] != "running")
                 .collect();
             runs.reverse();
-            if done(&runs) {
-                return runs;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            done(&runs).then_some(runs)
+        });
+        if let Some(runs) = runs.await {
+            return runs;
         }
         panic!(
             "task {task} never reached: {what}: {:#?}\n{}",
@@ -126,7 +97,7 @@ fn assert_on_time(run: &Value) {
 #[tokio::test]
 async fn once_interval_and_cron_tasks_fire_when_due() {
     let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes, "")), &[]).await;
+    let onyx = Onyx::start(Some(&config(&fakes).build()), &[]).await;
 
     // once, two seconds from now, delivered into an existing session too.
     let (_, chat) = onyx
@@ -263,7 +234,7 @@ async fn once_interval_and_cron_tasks_fire_when_due() {
 #[tokio::test]
 async fn agents_schedule_list_pause_and_cancel_their_own_tasks() {
     let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes, "")), &[]).await;
+    let onyx = Onyx::start(Some(&config(&fakes).build()), &[]).await;
     let say = |text: String| {
         let onyx = &onyx;
         async move {
@@ -330,7 +301,7 @@ async fn agents_schedule_list_pause_and_cancel_their_own_tasks() {
 #[tokio::test]
 async fn bad_schedules_timezones_and_prompts_get_clear_400s() {
     let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes, "")), &[]).await;
+    let onyx = Onyx::start(Some(&config(&fakes).build()), &[]).await;
     let cases = [
         (
             json!({"prompt": "x", "schedule_type": "cron", "schedule_value": "0 9 * *"}),
@@ -461,10 +432,9 @@ async fn bad_schedules_timezones_and_prompts_get_clear_400s() {
 #[tokio::test]
 async fn heartbeats_follow_heartbeat_md_and_never_block_tasks() {
     let fakes = Fakes::start().await;
-    let config = config(&fakes, "").replace(
-        r#"{ id: "main", default: true }"#,
-        r#"{ id: "main", default: true, heartbeat: { every: "1s" } }"#,
-    );
+    let config = config(&fakes)
+        .agent(json!({ "id": "main", "heartbeat": { "every": "1s" } }))
+        .build();
     let onyx = Onyx::start(Some(&config), &[]).await;
     let heartbeat = "heartbeat-main";
     let runs = onyx
@@ -524,10 +494,9 @@ async fn heartbeats_follow_heartbeat_md_and_never_block_tasks() {
 async fn runs_missed_while_down_catch_up_once_or_are_skipped() {
     let fakes = Fakes::start().await;
     let with_catch_up = |mode: &str| {
-        config(&fakes, "").replace(
-            "scheduler: { leaseSeconds: 2,",
-            &format!(r#"scheduler: {{ catchUp: "{mode}", missedAfterSeconds: 1, leaseSeconds: 2,"#),
-        )
+        config(&fakes)
+            .merge(json!({ "scheduler": { "catchUp": mode, "missedAfterSeconds": 1 } }))
+            .build()
     };
     let onyx = Onyx::start(Some(&with_catch_up("once")), &[]).await;
     let task = onyx
@@ -589,7 +558,7 @@ async fn runs_missed_while_down_catch_up_once_or_are_skipped() {
 async fn two_replicas_on_one_database_run_every_due_run_exactly_once() {
     let fakes = Fakes::start().await;
     let (s3, surreal) = (Service::s3().await, Service::surreal().await);
-    let config = config(&fakes, &shared_storage(&s3, &surreal));
+    let config = config(&fakes).s3(&s3).surreal(&surreal).build();
     let (a, b) = (
         Onyx::start(Some(&config), &[]).await,
         Onyx::start(Some(&config), &[]).await,
@@ -656,19 +625,17 @@ async fn two_replicas_on_one_database_run_every_due_run_exactly_once() {
 async fn a_run_killed_mid_way_is_recorded_failed_and_the_task_goes_on() {
     let fakes = Fakes::start().await;
     let surreal = Service::surreal().await;
-    let config = config(&fakes, &server_storage(&surreal));
+    let config = config(&fakes).surreal(&surreal).build();
     let victim = Onyx::start(Some(&config), &[]).await;
     // fake-slow takes 3 s to answer: long enough to die in the middle.
     let task = victim
         .create_task(json!({"agent": "slow", "prompt": "slow work", "schedule_type": "interval", "schedule_value": "4s"}))
         .await;
     let id = task["id"].as_str().unwrap().to_string();
-    for _ in 0..100 {
-        if victim.get_json(&format!("/v1/tasks/{id}")).await["running"] == true {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_until(secs(10), "the slow run is in progress", async || {
+        (victim.get_json(&format!("/v1/tasks/{id}")).await["running"] == true).then_some(())
+    })
+    .await;
     assert_eq!(victim.get_json(&format!("/v1/tasks/{id}")).await["running"], true);
     victim.crash().await;
 
@@ -700,10 +667,9 @@ async fn a_run_killed_mid_way_is_recorded_failed_and_the_task_goes_on() {
 #[tokio::test]
 async fn a_task_failing_again_and_again_is_paused() {
     let fakes = Fakes::start().await;
-    let config = config(&fakes, "").replace(
-        r#"{ id: "slow", model: "openai/fake-slow" },"#,
-        r#"{ id: "slow", model: "openai/fake-slow" }, { id: "broken", model: "openai/fake-500" },"#,
-    );
+    let config = config(&fakes)
+        .agent(json!({ "id": "broken", "model": "openai/fake-500" }))
+        .build();
     let onyx = Onyx::start(Some(&config), &[]).await;
     let task = onyx
         .create_task(
@@ -734,7 +700,7 @@ async fn a_task_failing_again_and_again_is_paused() {
 async fn a_task_made_on_a_replica_that_dies_runs_on_time_on_another() {
     let fakes = Fakes::start().await;
     let surreal = Service::surreal().await;
-    let config = config(&fakes, &server_storage(&surreal));
+    let config = config(&fakes).surreal(&surreal).build();
     let (maker, survivor) = (
         Onyx::start(Some(&config), &[]).await,
         Onyx::start(Some(&config), &[]).await,

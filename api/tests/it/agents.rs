@@ -3,36 +3,32 @@
 //! BOOTSTRAP lifecycle, inbox delivery exactly once, permission modes and
 //! approvals, the agents API, and the tools' security boundaries.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
-
-use std::time::Duration;
-
-use common::*;
+use crate::harness::*;
 use serde_json::{Value, json};
 
 fn config(fakes: &Fakes) -> String {
     let searxng = format!("http://localhost:{}/", fakes.openai.addr.port());
-    fakes.config().replacen(
-        "providers: {",
-        r#"memory: { embedder: { type: "ollama", model: "all-minilm", dimensions: 64 } },
-  agents: {
-    defaults: { model: "openai/fake-script", permissionMode: "allow-all", maxIterations: 6 },
-    list: [
-      { id: "main", default: true },
-      { id: "helper", model: "openai/fake-echo" },
-      { id: "reader", permissionMode: "safe" },
-      { id: "careful", permissionMode: "ask" },
-      { id: "narrow", tools: { allow: ["memory_search", "fs_read", "web_search"], deny: ["fs_read"] } },
-      { id: "slow", model: "openai/fake-slow" },
-    ],
-  },
-  tools: { approvalTimeoutSeconds: 2, webFetch: { allowPrivate: ["localhost"] }, webSearch: { searxngUrl: "SEARXNG" } },
-  providers: {"#,
-        1,
-    )
-    .replace("SEARXNG", &searxng)
+    TestConfig::new(fakes)
+        .merge(json!({
+            "memory": { "embedder": { "type": "ollama", "model": "all-minilm", "dimensions": 64 } },
+            "agents": {
+                "defaults": { "model": "openai/fake-script", "permissionMode": "allow-all", "maxIterations": 6 },
+                "list": [
+                    { "id": "main", "default": true },
+                    { "id": "helper", "model": "openai/fake-echo" },
+                    { "id": "reader", "permissionMode": "safe" },
+                    { "id": "careful", "permissionMode": "ask" },
+                    { "id": "narrow", "tools": { "allow": ["memory_search", "fs_read", "web_search"], "deny": ["fs_read"] } },
+                    { "id": "slow", "model": "openai/fake-slow" },
+                ],
+            },
+            "tools": {
+                "approvalTimeoutSeconds": 2,
+                "webFetch": { "allowPrivate": ["localhost"] },
+                "webSearch": { "searxngUrl": searxng },
+            },
+        }))
+        .build()
 }
 
 async fn agent_chat(onyx: &Onyx, agent: &str, text: &str) -> (Value, String) {
@@ -134,28 +130,24 @@ async fn an_agent_searches_memory_writes_a_file_and_answers() {
 
     // Today's log gets one line about it (written just after the answer).
     let expected = format!("session {}", &session[..8]);
-    let mut log = String::new();
-    for _ in 0..100 {
+    let log = wait_until(secs(5), &format!("today's log mentions {expected}"), async || {
         let files = onyx.get_json("/v1/memory/files?agent=main").await;
-        if let Some(daily) = files["data"]
+        let daily = files["data"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|f| f["path"].as_str().unwrap().starts_with("memory/"))
-        {
-            let file = onyx
-                .get_json(&format!(
-                    "/v1/memory/files/main/{}",
-                    daily["path"].as_str().unwrap()
-                ))
-                .await;
-            log = file["content"].as_str().unwrap().to_string();
-            if log.contains(&expected) {
-                break;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+            .find(|f| f["path"].as_str().unwrap().starts_with("memory/"))?
+            .clone();
+        let file = onyx
+            .get_json(&format!(
+                "/v1/memory/files/main/{}",
+                daily["path"].as_str().unwrap()
+            ))
+            .await;
+        let log = file["content"].as_str().unwrap().to_string();
+        log.contains(&expected).then_some(log)
+    })
+    .await;
     assert!(
         log.contains(&expected) && log.contains("tools: memory_search, fs_write"),
         "{log}"
@@ -371,19 +363,14 @@ async fn inbox_messages_are_delivered_exactly_once() {
     .await;
     assert!(answer(&body).contains("there is no agent \"ghost\""), "{body}");
     agent_chat(&onyx, "main", r#"script: send_to_agent {"agent": "helper", "message": "wake up and stretch", "wake": true} ; answer"#).await;
-    let mut woken = false;
-    for _ in 0..100 {
-        if onyx.get_json("/v1/inbox?agent=helper&status=pending").await["data"] == json!([])
+    wait_until(secs(5), "the woken run read its inbox", async || {
+        let read = onyx.get_json("/v1/inbox?agent=helper&status=pending").await["data"] == json!([])
             && onyx.get_json("/v1/sessions?agent=helper&source=inbox").await["data"]
                 .as_array()
-                .is_some_and(|d| !d.is_empty())
-        {
-            woken = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(woken, "the woken run read its inbox");
+                .is_some_and(|d| !d.is_empty());
+        read.then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -688,16 +675,12 @@ async fn a_client_that_hangs_up_stops_the_run() {
         text.push_str(&String::from_utf8_lossy(&body.next().await.unwrap().unwrap()));
     }
     drop(body);
-    let mut cancelled = false;
-    for _ in 0..100 {
-        if fakes.openai.state.stats()["streamsCancelled"] == 1 {
-            cancelled = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let cancelled = poll_until(secs(5), async || {
+        (fakes.openai.state.stats()["streamsCancelled"] == 1).then_some(())
+    })
+    .await;
     assert!(
-        cancelled,
+        cancelled.is_some(),
         "the upstream stream was not closed: {}",
         fakes.openai.state.stats()
     );

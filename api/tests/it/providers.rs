@@ -1,11 +1,7 @@
 //! Chat, streaming, tools and embeddings through the real binary to each fake
 //! upstream protocol: OpenAI-compatible, Anthropic and Ollama.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
-
-use common::*;
+use crate::harness::*;
 use serde_json::{Value, json};
 
 async fn setup() -> (Fakes, Onyx) {

@@ -6,9 +6,9 @@
 
 use std::path::PathBuf;
 
+use crate::eval::{self, EmbedderSpec};
 use onyx::config::ProviderKind;
 use onyx::memory::Mode;
-use onyx_bench::eval::{self, EmbedderSpec};
 
 #[tokio::test]
 async fn the_shipped_dataset_shows_what_each_leg_answers() {

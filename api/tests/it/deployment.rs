@@ -5,15 +5,11 @@
 //! MinIO, the fake Ollama — with `onyx` configured by
 //! `config/onyx.compose.json5` through the environment the compose file sets.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use common::services::{S3_ACCESS_KEY, S3_SECRET_KEY, Service};
-use common::*;
+use crate::harness::services::{S3_ACCESS_KEY, S3_SECRET_KEY, Service};
+use crate::harness::*;
 use serde_json::{Value, json};
 
 fn repo_file(path: &str) -> String {

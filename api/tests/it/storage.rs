@@ -2,14 +2,10 @@
 //! directory and a real S3 server), and the database against embedded
 //! SurrealDB and a real SurrealDB server over ws://.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
-
 use std::sync::Arc;
 
+use crate::harness::services::{S3_ACCESS_KEY, S3_SECRET_KEY, Service};
 use bytes::Bytes;
-use common::services::{S3_ACCESS_KEY, S3_SECRET_KEY, Service};
 use onyx::config::SurrealConfig;
 use onyx::storage::{
     Bucket, Db, LocalStore, ObjectKey, ObjectStore, PutCondition, S3Settings, S3Store, StoreError,

@@ -2,12 +2,12 @@
 //! signatures and enforces conditional writes) and a SurrealDB server, each
 //! started on a free port from binaries that `tests/run` installs or builds.
 //! Their paths come from `S3S_FS_BIN` and `SURREAL_TEST_SERVER_BIN`.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::process::Stdio;
-use std::time::Duration;
 
 use tokio::process::{Child, Command};
+
+use super::wait::{secs, wait_until};
 
 pub const S3_ACCESS_KEY: &str = "onyx-test-access";
 pub const S3_SECRET_KEY: &str = "onyx-test-secret-key-0123456789";
@@ -30,16 +30,13 @@ fn binary(var: &str) -> String {
 }
 
 async fn wait_for_port(addr: std::net::SocketAddr, child: &mut Child, name: &str) {
-    for _ in 0..600 {
-        if tokio::net::TcpStream::connect(addr).await.is_ok() {
-            return;
-        }
+    wait_until(secs(30), &format!("{name} listens on {addr}"), async || {
         if let Ok(Some(status)) = child.try_wait() {
             panic!("{name} exited early: {status}");
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{name} never listened on {addr}");
+        tokio::net::TcpStream::connect(addr).await.ok().map(drop)
+    })
+    .await;
 }
 
 impl Service {

@@ -2,13 +2,7 @@
 //! aborted turns, the session API, concurrent appends, crash safety and
 //! `onyx reindex`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
-
-use std::time::Duration;
-
-use common::*;
+use crate::harness::*;
 use serde_json::{Value, json};
 
 async fn setup() -> (Fakes, Onyx) {
@@ -151,14 +145,11 @@ async fn an_aborted_stream_keeps_the_partial_answer() {
         seen += chunk.windows(6).filter(|w| w == b"data: ").count();
     }
     drop(response);
-    let mut body = Value::Null;
-    for _ in 0..100 {
-        body = session(&onyx, &id).await;
-        if body["message_count"] == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let body = wait_until(secs(5), "the aborted turn is stored", async || {
+        let body = session(&onyx, &id).await;
+        (body["message_count"] == 2).then_some(body)
+    })
+    .await;
     let assistant = &body["messages"][1];
     assert_eq!(assistant["aborted"], true, "{body}");
     let text = assistant["content"].as_str().unwrap();
@@ -411,9 +402,9 @@ async fn fifty_concurrent_turns_on_one_session_are_all_kept_whole() {
 #[tokio::test]
 async fn record_sessions_stores_plain_requests() {
     let fakes = Fakes::start().await;
-    let config = fakes
-        .config()
-        .replacen("gateway: {", "gateway: { recordSessions: true,", 1);
+    let config = TestConfig::new(&fakes)
+        .set("gateway.recordSessions", json!(true))
+        .build();
     let onyx = Onyx::start(Some(&config), &[]).await;
     let response = onyx
         .post("/v1/chat/completions")

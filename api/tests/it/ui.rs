@@ -3,11 +3,7 @@
 //! the login cookie's attributes. The browser suite (frontend/tests) drives
 //! the UI itself in Chromium.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
-
-use common::*;
+use crate::harness::*;
 use serde_json::{Value, json};
 
 /// A request with the cookie (and headers) given, no API key.

@@ -5,13 +5,9 @@
 //! model seeing them, dropped connections are recovered, and scheduled tasks
 //! deliver into chats.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::harness::*;
 use onyx_test_fakes::discord::FakeDiscord;
 use onyx_test_fakes::telegram::FakeTelegram;
 use serde_json::{Value, json};
@@ -19,32 +15,23 @@ use serde_json::{Value, json};
 const TG_TOKEN: &str = "123456:fake-telegram-token";
 const DISCORD_TOKEN: &str = "fake-discord-token";
 
-fn config(fakes: &Fakes, plugins: &str) -> String {
-    fakes.config().replacen(
-        "providers: {",
-        &format!(
-            r#"agents: {{
-    defaults: {{ model: "openai/fake-echo", permissionMode: "allow-all" }},
-    list: [ {{ id: "main", default: true, name: "Onyx" }}, {{ id: "helper", name: "Helper" }} ],
-  }},
-  bindings: [
-    {{ agentId: "helper", match: {{ channel: "telegram", peer: {{ kind: "user", id: "222" }} }} }},
-  ],
-  plugins: {plugins},
-  providers: {{"#
-        ),
-        1,
-    )
+fn config(fakes: &Fakes, plugins: Value) -> String {
+    TestConfig::new(fakes)
+        .merge(json!({
+            "agents": {
+                "defaults": { "model": "openai/fake-echo", "permissionMode": "allow-all" },
+                "list": [ { "id": "main", "default": true, "name": "Onyx" }, { "id": "helper", "name": "Helper" } ],
+            },
+            "bindings": [
+                { "agentId": "helper", "match": { "channel": "telegram", "peer": { "kind": "user", "id": "222" } } },
+            ],
+            "plugins": plugins,
+        }))
+        .build()
 }
 
-async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
-    for _ in 0..200 {
-        if let Some(value) = check().await {
-            return value;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("never happened: {what}");
+async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
+    wait_until(secs(20), what, check).await
 }
 
 /// The plugin's `/health` entry.
@@ -94,11 +81,10 @@ fn long_text(chars: usize) -> String {
 async fn telegram_conversations_round_trip() {
     let fakes = Fakes::start().await;
     let telegram = FakeTelegram::start(TG_TOKEN).await.unwrap();
-    let plugins = format!(
-        r#"{{ enabled: ["telegram"], telegram: {{ token: "${{TG_TOKEN}}", apiUrl: "{}", allowFrom: ["111", 222], pollTimeoutSeconds: 1 }} }}"#,
-        telegram.url()
-    );
-    let config = config(&fakes, &plugins);
+    let plugins = json!({ "enabled": ["telegram"], "telegram": {
+        "token": "${TG_TOKEN}", "apiUrl": telegram.url(), "allowFrom": ["111", 222], "pollTimeoutSeconds": 1,
+    } });
+    let config = config(&fakes, plugins);
     let env = [("TG_TOKEN", TG_TOKEN)];
     let onyx = Onyx::start(Some(&config), &env).await;
     let health = wait_until_up(&onyx, "telegram").await;
@@ -264,12 +250,10 @@ async fn telegram_conversations_round_trip() {
 async fn discord_direct_messages_and_mentions_round_trip() {
     let fakes = Fakes::start().await;
     let discord = FakeDiscord::start(DISCORD_TOKEN).await.unwrap();
-    let plugins = format!(
-        r#"{{ enabled: ["discord"], discord: {{ apiUrl: "{}", gatewayUrl: "{}", allowFrom: ["42"] }} }}"#,
-        discord.api_url(),
-        discord.gateway_url()
-    );
-    let config = config(&fakes, &plugins);
+    let plugins = json!({ "enabled": ["discord"], "discord": {
+        "apiUrl": discord.api_url(), "gatewayUrl": discord.gateway_url(), "allowFrom": ["42"],
+    } });
+    let config = config(&fakes, plugins);
     let onyx = Onyx::start(Some(&config), &[("DISCORD_BOT_TOKEN", DISCORD_TOKEN)]).await;
     wait_until_up(&onyx, "discord").await;
 
@@ -371,7 +355,7 @@ async fn misconfigured_plugins_stop_startup_with_a_clear_message() {
     let fakes = Fakes::start().await;
     let no_token = config(
         &fakes,
-        r#"{ enabled: ["telegram"], telegram: { allowFrom: ["1"] } }"#,
+        json!({ "enabled": ["telegram"], "telegram": { "allowFrom": ["1"] } }),
     );
     let (code, stderr) = Onyx::try_start(Some(&no_token), &[])
         .await
@@ -379,7 +363,7 @@ async fn misconfigured_plugins_stop_startup_with_a_clear_message() {
         .expect("started without a token");
     assert_ne!(code, Some(0));
     assert!(stderr.contains("TELEGRAM_BOT_TOKEN"), "{stderr}");
-    let unknown = config(&fakes, r#"{ enabled: ["irc"] }"#);
+    let unknown = config(&fakes, json!({ "enabled": ["irc"] }));
     let (_, stderr) = Onyx::try_start(Some(&unknown), &[])
         .await
         .err()

@@ -1,10 +1,6 @@
 //! Request ids, `/health`, `/metrics`, and graceful shutdown under SIGTERM.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
-
-use common::*;
+use crate::harness::*;
 use serde_json::{Value, json};
 
 #[tokio::test]

@@ -1,13 +1,7 @@
 //! API keys in the database: `onyx keys`, `/v1/keys`, scopes, `last_used_at`,
 //! revocation; config keys keep working.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
-
-use std::time::Duration;
-
-use common::*;
+use crate::harness::*;
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -48,14 +42,11 @@ async fn keys_made_over_http_work_until_revoked() {
     assert_eq!(body["error"]["code"], "insufficient_scope");
 
     // The list never shows the key itself; last use is recorded.
-    let mut listed = Value::Null;
-    for _ in 0..100 {
-        listed = onyx.get_json("/v1/keys").await;
-        if listed["data"][0]["last_used_at"].is_string() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let listed = wait_until(secs(5), "the key's last use is recorded", async || {
+        let listed = onyx.get_json("/v1/keys").await;
+        listed["data"][0]["last_used_at"].is_string().then_some(listed)
+    })
+    .await;
     assert_eq!(listed["data"].as_array().unwrap().len(), 1);
     assert_eq!(listed["data"][0]["name"], "laptop");
     assert!(listed["data"][0]["last_used_at"].is_string(), "{listed}");
@@ -99,9 +90,9 @@ async fn keys_made_over_http_work_until_revoked() {
 async fn a_key_from_the_cli_turns_auth_on() {
     let fakes = Fakes::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let config = fakes
-        .config()
-        .replace(&format!(r#"apiKeys: ["{ONYX_KEY}"]"#), "apiKeys: []");
+    let config = TestConfig::new(&fakes)
+        .set("gateway.auth.apiKeys", json!([]))
+        .build();
     let path = dir.path().join("onyx.json5");
     std::fs::write(&path, &config).unwrap();
     let run = |args: Vec<&str>| {

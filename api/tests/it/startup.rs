@@ -2,13 +2,9 @@
 //! providers from the environment, config errors that name the path, the
 //! loopback-only rule without a key, `doctor` and `hash-password`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
-
 use std::process::Stdio;
 
-use common::*;
+use crate::harness::*;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 

@@ -1,0 +1,26 @@
+//! Onyx's integration tests, as one test binary (one link of the gateway and its
+//! SurrealDB and AWS SDK dependencies instead of one per file). Most modules
+//! drive the real `onyx` binary from outside against fake upstreams (see
+//! `harness`); `bad_input` sends requests to the real router in-process
+//! (`harness::inprocess`), for API-shape checks that need no process. Add a module here, not a file beside
+//! `it/`: every file directly in `api/tests/` is a binary of its own.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod harness;
+
+mod agents;
+mod bad_input;
+mod deployment;
+mod keys;
+mod memory;
+mod observability;
+mod plugins;
+mod providers;
+mod routing;
+mod scheduler;
+mod sessions;
+mod startup;
+mod storage;
+mod storage_backends;
+mod ui;
