@@ -17,7 +17,10 @@ mod models;
 mod ops;
 mod sessions;
 mod tasks;
+#[cfg(test)]
+mod ts_types;
 mod ui;
+mod views;
 
 use std::sync::Arc;
 

@@ -57,6 +57,7 @@ pub struct Memory {
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct FileInfo {
     pub agent: String,
     pub path: String,
@@ -66,6 +67,7 @@ pub struct FileInfo {
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct FileContent {
     pub agent: String,
     pub path: String,
@@ -74,6 +76,7 @@ pub struct FileContent {
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct WriteOutcome {
     pub agent: String,
     pub path: String,
@@ -95,12 +98,14 @@ pub enum NoteTarget {
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SearchResults {
     pub object: &'static str,
     /// The mode that actually ran (`text` when the embedder is unavailable).
     pub mode: Mode,
     pub requested_mode: Mode,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub note: Option<String>,
     pub data: Vec<Hit>,
 }

@@ -97,6 +97,8 @@ fn allow_list(settings: &Value, name: &str) -> Result<AllowList, String> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "PluginPhase"))]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     Starting,
@@ -120,6 +122,7 @@ impl Phase {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PluginStatus {
     pub name: String,
     pub state: Phase,

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 /// One message of a session log, as a JSONL line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct LogMessage {
     /// RFC 3339 UTC.
     pub ts: String,
@@ -91,6 +92,8 @@ impl LogMessage {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "SessionStatus"))]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Active,
@@ -99,6 +102,7 @@ pub enum Status {
 
 /// A session's metadata (the `session` table; rebuildable from the log).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionMeta {
     pub id: String,
     pub agent_id: String,

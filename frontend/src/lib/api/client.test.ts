@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ApiError, get, post, streamChat, timeAgo } from './api';
+import { ApiError, get, post } from './client';
+import { streamChat } from './chat';
+import { timeAgo } from '../time';
 
 function respond(status: number, body: string, headers: Record<string, string> = {}) {
 	return vi.fn(async () => new Response(body, { status, headers }));
@@ -21,10 +23,12 @@ describe('request', () => {
 
 	it("throws the server's OpenAI-shaped message with the status", async () => {
 		vi.stubGlobal('fetch', respond(400, '{"error": {"message": "schedule_value: bad", "type": "invalid_request_error"}}'));
-		const error = await get('/v1/tasks').catch((e) => e);
+		const error = await get('/v1/tasks').catch((e: ApiError) => e);
 		expect(error).toBeInstanceOf(ApiError);
 		expect(error.message).toBe('schedule_value: bad');
 		expect(error.status).toBe(400);
+		expect(error.type).toBe('invalid_request_error');
+		expect(error.isConflict).toBe(false);
 	});
 
 	it('says when Onyx cannot be reached, and keeps the status line for non-JSON errors', async () => {
@@ -72,7 +76,7 @@ describe('streamChat', () => {
 	it('rejects with the error a stream carries', async () => {
 		vi.stubGlobal('fetch', vi.fn(async () => sse([JSON.stringify({ error: { message: 'upstream broke' } })])));
 		const handlers = { onText: () => {}, onTool: () => {}, onSession: () => {} };
-		await expect(streamChat({}, {}, handlers, new AbortController().signal)).rejects.toThrow('upstream broke');
+		await expect(streamChat({ model: 'm', messages: [] }, {}, handlers, new AbortController().signal)).rejects.toThrow('upstream broke');
 	});
 });
 
