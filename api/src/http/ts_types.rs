@@ -16,12 +16,20 @@ fn committed_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../frontend/src/lib/api/types")
 }
 
+/// The files under `dir` (recursively), by their path relative to it.
 fn read_dir(dir: &Path) -> BTreeMap<String, String> {
-    let mut files = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        files.insert(name, std::fs::read_to_string(entry.path()).unwrap_or_default());
+    fn walk(dir: &Path, prefix: &str, files: &mut BTreeMap<String, String>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
+            if entry.path().is_dir() {
+                walk(&entry.path(), &format!("{name}/"), files);
+            } else {
+                files.insert(name, std::fs::read_to_string(entry.path()).unwrap_or_default());
+            }
+        }
     }
+    let mut files = BTreeMap::new();
+    walk(dir, "", &mut files);
     files
 }
 
@@ -90,7 +98,11 @@ fn committed_typescript_types_match_the_rust_structs() {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("create the types directory");
         for (name, text) in &generated {
-            std::fs::write(dir.join(name), text).expect("write a type file");
+            let path = dir.join(name);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).expect("create a types folder");
+            }
+            std::fs::write(path, text).expect("write a type file");
         }
     }
     let committed = read_dir(&dir);

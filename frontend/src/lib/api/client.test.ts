@@ -23,7 +23,7 @@ describe('request', () => {
 
 	it("throws the server's OpenAI-shaped message with the status", async () => {
 		vi.stubGlobal('fetch', respond(400, '{"error": {"message": "schedule_value: bad", "type": "invalid_request_error"}}'));
-		const error = await get('/v1/tasks').catch((e: ApiError) => e);
+		const error = (await get('/v1/tasks').catch((e) => e)) as ApiError;
 		expect(error).toBeInstanceOf(ApiError);
 		expect(error.message).toBe('schedule_value: bad');
 		expect(error.status).toBe(400);

@@ -22,7 +22,7 @@ describe('writeFile', () => {
 			error: { message: 'main/MEMORY.md changed since it was read', type: 'invalid_request_error', param: 'If-Match', code: 'etag_mismatch' }
 		};
 		vi.stubGlobal('fetch', vi.fn(async () => new Response(JSON.stringify(body), { status: 412 })));
-		const error = await writeFile('main', 'MEMORY.md', 'mine', 'v1').catch((e: ApiError) => e);
+		const error = (await writeFile('main', 'MEMORY.md', 'mine', 'v1').catch((e) => e)) as ApiError;
 		expect(error).toBeInstanceOf(ApiError);
 		expect(error.status).toBe(412);
 		expect(error.code).toBe('etag_mismatch');
