@@ -47,7 +47,7 @@ pub struct App {
     pub password_hash: Option<String>,
     pub login_throttle: crate::auth::LoginThrottle,
     /// What the UI's config page shows of each provider (keys redacted).
-    pub provider_summaries: Vec<serde_json::Value>,
+    pub provider_summaries: Vec<ProviderSummary>,
     /// Store plain proxy requests (without `x-onyx-session-id`) as sessions.
     pub record_sessions: bool,
 }
@@ -189,7 +189,20 @@ impl App {
 }
 
 /// A provider as the config page shows it: the key only as its last four characters.
-fn provider_summary(provider: &crate::config::ProviderConfig) -> serde_json::Value {
+/// A configured provider as `/v1/providers` shows it (the key's last characters only).
+#[derive(Debug, Clone, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ProviderSummary {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub models: Vec<String>,
+    pub from_environment: bool,
+}
+
+fn provider_summary(provider: &crate::config::ProviderConfig) -> ProviderSummary {
     use secrecy::ExposeSecret;
     let key = provider.api_key.as_ref().map(|k| {
         let k = k.expose_secret();
@@ -207,14 +220,14 @@ fn provider_summary(provider: &crate::config::ProviderConfig) -> serde_json::Val
             "…".to_string()
         }
     });
-    serde_json::json!({
-        "name": provider.name,
-        "type": provider.kind.as_str(),
-        "base_url": provider.base_url.as_str(),
-        "api_key": key,
-        "models": provider.models,
-        "from_environment": provider.detected,
-    })
+    ProviderSummary {
+        name: provider.name.clone(),
+        kind: provider.kind.as_str(),
+        base_url: provider.base_url.as_str().to_string(),
+        api_key: key,
+        models: provider.models.clone(),
+        from_environment: provider.detected,
+    }
 }
 
 /// The object store; when it cannot be reached at startup Onyx still serves

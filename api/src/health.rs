@@ -17,6 +17,8 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 const CACHE_FOR: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "DependencyState"))]
 #[serde(rename_all = "lowercase")]
 pub enum State {
     Up,
@@ -26,6 +28,7 @@ pub enum State {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct DependencyHealth {
     pub name: String,

@@ -325,6 +325,38 @@ test('sessions, memory, agents, tasks, config, logs and status pages work', asyn
 	await context.close();
 });
 
+test('two people editing one memory file: the second save gets a conflict, not an overwrite', async () => {
+	const put = await api('/v1/memory/files/main/MEMORY.md', { method: 'PUT', body: JSON.stringify({ content: '# Memory\n\nShared notes.' }) });
+	assert.equal(put.status, 200);
+	const first = await signedInPage();
+	const second = await signedInPage();
+	for (const { page } of [first, second]) {
+		await page.getByRole('link', { name: 'Memory' }).click();
+		await page.getByRole('button', { name: 'MEMORY.md' }).click();
+		await page.waitForFunction(() => document.querySelector('#content')?.value.includes('Shared notes.'));
+	}
+	await first.page.getByLabel('Content').fill('# Memory\n\nThe first editor wrote this.');
+	await first.page.getByRole('button', { name: 'Save' }).click();
+	await first.page.getByText('Saved and indexed.').waitFor();
+	// The first editor saves again: its own earlier save is no conflict.
+	await first.page.getByLabel('Content').fill('# Memory\n\nThe first editor wrote this, twice.');
+	await first.page.getByRole('button', { name: 'Save' }).click();
+	await first.page.getByText('Saved and indexed.').waitFor();
+
+	await second.page.getByLabel('Content').fill('# Memory\n\nThe second editor would overwrite.');
+	await second.page.getByRole('button', { name: 'Save' }).click();
+	const conflict = second.page.getByTestId('memory-conflict');
+	await conflict.getByText('Someone else changed this file').waitFor();
+	await shot(second.page, 'memory-conflict');
+	const stored = await (await api('/v1/memory/files/main/MEMORY.md')).json();
+	assert.match(stored.content, /first editor wrote this, twice/, 'nothing was overwritten');
+	await conflict.getByRole('button', { name: 'Reload' }).click();
+	await second.page.waitForFunction(() => document.querySelector('#content')?.value.includes('first editor wrote this, twice'));
+	await conflict.waitFor({ state: 'detached' });
+	await first.context.close();
+	await second.context.close();
+});
+
 test('phone width: the menu folds away and opens', async () => {
 	const { context, page } = await signedInPage({ width: 390, height: 800 });
 	const nav = page.locator('nav[aria-label=Main]');

@@ -23,6 +23,8 @@ const TOUCH_EVERY: Duration = Duration::from_secs(60);
 pub const KEY_PREFIX: &str = "onyx_sk_";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "KeyScope"))]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
     /// Model and agent use: chat, embeddings, models, sessions, memory.
@@ -43,6 +45,7 @@ impl std::str::FromStr for Scope {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct StoredKey {
     pub id: String,
     pub name: String,

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use super::chat_session::{SESSION_HEADER, source, split_system};
 use super::error::ApiError;
 use super::sse;
+use super::views::ToolActivity;
 use crate::agents::{AgentError, Event, Outcome, RunRequest};
 use crate::app::App;
 use crate::sessions::recorder;
@@ -104,23 +105,31 @@ fn created() -> u64 {
 
 /// What `x_onyx` says about one event, if it is tool activity.
 fn activity(event: &Event) -> Option<Value> {
-    Some(match event {
-        Event::ToolStarted { id, name, arguments } => {
-            json!({"type": "tool_call_started", "id": id, "name": name, "arguments": arguments})
-        }
+    let activity = match event {
+        Event::ToolStarted { id, name, arguments } => ToolActivity::ToolCallStarted {
+            id: id.clone(),
+            name: name.clone(),
+            arguments: arguments.clone(),
+        },
         Event::ToolFinished {
             id,
             name,
             summary,
             is_error,
-        } => {
-            json!({"type": "tool_call_finished", "id": id, "name": name, "result_summary": summary, "is_error": is_error})
-        }
-        Event::ApprovalRequired { id, tool, arguments } => {
-            json!({"type": "approval_required", "approval_id": id, "name": tool, "arguments": arguments})
-        }
+        } => ToolActivity::ToolCallFinished {
+            id: id.clone(),
+            name: name.clone(),
+            result_summary: summary.clone(),
+            is_error: *is_error,
+        },
+        Event::ApprovalRequired { id, tool, arguments } => ToolActivity::ApprovalRequired {
+            approval_id: id.clone(),
+            name: tool.clone(),
+            arguments: arguments.clone(),
+        },
         _ => return None,
-    })
+    };
+    serde_json::to_value(activity).ok()
 }
 
 async fn collect(

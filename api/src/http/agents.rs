@@ -7,30 +7,17 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use super::body::{JsonObject, TextDocument, query_number, typed};
 use super::error::ApiError;
-use crate::agents::registry::{mode_name, parse_mode};
+use super::views::{AgentDetail, AgentView, ApprovalDecision, List};
+use crate::agents::approvals::Approval;
+use crate::agents::registry::parse_mode;
 use crate::agents::{AgentDef, AgentPatch, workspace};
 use crate::app::App;
 use crate::config::PermissionMode;
-
-fn describe(agent: &AgentDef) -> Value {
-    json!({
-        "id": agent.id,
-        "object": "agent",
-        "name": agent.name,
-        "model": agent.model,
-        "default": agent.default,
-        "enabled": agent.enabled,
-        "permission_mode": mode_name(agent.permission_mode),
-        "tools": {"allow": agent.tools_allow, "deny": agent.tools_deny},
-        "temperature": agent.temperature,
-        "max_tokens": agent.max_tokens,
-        "source": agent.source,
-    })
-}
+use crate::inbox::InboxMessage;
+use crate::memory::{FileContent, WriteOutcome};
 
 async fn find(app: &App, id: &str) -> Result<AgentDef, ApiError> {
     app.agents
@@ -43,25 +30,22 @@ async fn find(app: &App, id: &str) -> Result<AgentDef, ApiError> {
         })
 }
 
-pub async fn list(State(app): State<Arc<App>>) -> Result<Json<Value>, ApiError> {
+pub async fn list(State(app): State<Arc<App>>) -> Result<Json<List<AgentView>>, ApiError> {
     let agents = app.agents.registry.list().await?;
-    Ok(Json(
-        json!({"object": "list", "data": agents.iter().map(describe).collect::<Vec<_>>()}),
-    ))
+    Ok(Json(List::new(agents.iter().map(AgentView::from).collect())))
 }
 
-pub async fn get(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn get(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<AgentDetail>, ApiError> {
     let agent = find(&app, &id).await?;
     let files = app.memory.list_files(&agent.id).await.unwrap_or_default();
-    let mut body = describe(&agent);
-    body["files"] = json!(
-        files
-            .iter()
+    Ok(Json(AgentDetail {
+        agent: AgentView::from(&agent),
+        files: files
+            .into_iter()
             .filter(|f| f.agent == agent.id)
-            .map(|f| &f.path)
-            .collect::<Vec<_>>()
-    );
-    Ok(Json(body))
+            .map(|f| f.path)
+            .collect(),
+    }))
 }
 
 fn workspace_name(name: &str) -> Result<&str, ApiError> {
@@ -85,29 +69,31 @@ fn workspace_name(name: &str) -> Result<&str, ApiError> {
 pub async fn read_file(
     State(app): State<Arc<App>>,
     Path((id, name)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<FileContent>, ApiError> {
     let agent = find(&app, &id).await?;
     let name = workspace_name(&name)?;
     app.agents.prepare(&agent).await?;
     let file = app.memory.read_file(&agent.id, name).await?;
-    Ok(Json(json!(file)))
+    Ok(Json(file))
 }
 
 pub async fn write_file(
     State(app): State<Arc<App>>,
     Path((id, name)): Path<(String, String)>,
     TextDocument(content): TextDocument,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<WriteOutcome>, ApiError> {
     let agent = find(&app, &id).await?;
     let name = workspace_name(&name)?;
     app.agents.prepare(&agent).await?;
     let outcome = app.memory.write_file(&agent.id, name, content, None).await?;
-    Ok(Json(json!(outcome)))
+    Ok(Json(outcome))
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
 #[serde(deny_unknown_fields)]
-struct CreateAgent {
+pub(super) struct CreateAgent {
     id: String,
     name: Option<String>,
     model: Option<String>,
@@ -129,7 +115,7 @@ fn mode(text: Option<&str>) -> Result<Option<PermissionMode>, ApiError> {
 pub async fn create(
     State(app): State<Arc<App>>,
     JsonObject(body): JsonObject,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<AgentView>, ApiError> {
     let request: CreateAgent = typed(&body)?;
     crate::memory::paths::agent(&request.id)
         .ok()
@@ -158,12 +144,14 @@ pub async fn create(
         .await?;
     let agent = find(&app, &request.id).await?;
     app.agents.prepare(&agent).await?;
-    Ok(Json(describe(&agent)))
+    Ok(Json(AgentView::from(&agent)))
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
 #[serde(deny_unknown_fields)]
-struct PatchAgent {
+pub(super) struct PatchAgent {
     enabled: Option<bool>,
     model: Option<String>,
     permission_mode: Option<String>,
@@ -174,7 +162,7 @@ pub async fn patch(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
     JsonObject(body): JsonObject,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<AgentView>, ApiError> {
     find(&app, &id).await?;
     let request: PatchAgent = typed(&body)?;
     let change = AgentPatch {
@@ -183,14 +171,17 @@ pub async fn patch(
         permission_mode: mode(request.permission_mode.as_deref())?,
         name: request.name,
     };
-    app.agents.registry.patch(&id, &change).await?;
-    Ok(Json(describe(&find(&app, &id).await?)))
+    app.agents
+        .registry
+        .patch(&id, &change)
+        .await?;
+    Ok(Json(AgentView::from(&find(&app, &id).await?)))
 }
 
 pub async fn inbox(
     State(app): State<Arc<App>>,
     Query(params): Query<HashMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<List<InboxMessage>>, ApiError> {
     let agent = params.get("agent").map_or(crate::agents::MAIN, String::as_str);
     let status = params.get("status").map(String::as_str);
     if let Some(status) = status
@@ -202,18 +193,29 @@ pub async fn inbox(
         ));
     }
     let limit = query_number(&params, "limit", 50, 500)?.max(1);
-    let messages = app.agents.inbox.list(agent, status, limit).await?;
-    Ok(Json(json!({"object": "list", "data": messages})))
+    let messages = app
+        .agents
+        .inbox
+        .list(agent, status, limit)
+        .await?;
+    Ok(Json(List::new(messages)))
 }
 
-pub async fn approvals(State(app): State<Arc<App>>) -> Result<Json<Value>, ApiError> {
-    let pending = app.agents.approvals.pending().await?;
-    Ok(Json(json!({"object": "list", "data": pending})))
+pub async fn approvals(State(app): State<Arc<App>>) -> Result<Json<List<Approval>>, ApiError> {
+    let pending = app
+        .agents
+        .approvals
+        .pending()
+        .await?;
+    Ok(Json(List::new(pending)))
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
+#[cfg_attr(test, ts(rename = "DecideApproval"))]
 #[serde(deny_unknown_fields)]
-struct Decide {
+pub(super) struct Decide {
     /// `approve` or `deny`.
     decision: String,
 }
@@ -222,7 +224,7 @@ pub async fn decide(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
     JsonObject(body): JsonObject,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ApprovalDecision>, ApiError> {
     let request: Decide = typed(&body)?;
     let approve = match request.decision.as_str() {
         "approve" => true,
@@ -240,5 +242,8 @@ pub async fn decide(
             code: "approval_not_found",
         });
     }
-    Ok(Json(json!({"id": id, "decision": request.decision})))
+    Ok(Json(ApprovalDecision {
+        id,
+        decision: request.decision,
+    }))
 }

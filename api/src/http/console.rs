@@ -10,19 +10,21 @@ use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::error::ApiError;
-use crate::app::App;
+use super::views::{GatewayStatus, List};
+use crate::app::{App, ProviderSummary};
+use crate::health::DependencyHealth;
 use crate::observability::tail::{LogLine, tail};
 
-pub async fn status(State(app): State<Arc<App>>) -> Json<Value> {
-    Json(json!({
-        "version": env!("CARGO_PKG_VERSION"),
-        "uptime_seconds": app.started.elapsed().as_secs(),
-        "counters": app.metrics.counters(),
-        "plugins": app.plugins.statuses(),
-    }))
+pub async fn status(State(app): State<Arc<App>>) -> Json<GatewayStatus> {
+    Json(GatewayStatus {
+        version: env!("CARGO_PKG_VERSION"),
+        uptime_seconds: app.started.elapsed().as_secs(),
+        counters: app.metrics.counters(),
+        plugins: app.plugins.statuses(),
+    })
 }
 
 const LEVELS: &[&str] = &["error", "warn", "info", "debug", "trace"];
@@ -58,7 +60,7 @@ pub async fn logs(Query(params): Query<HashMap<String, String>>) -> Result<Respo
         .collect();
     if params.get("follow").map(String::as_str) != Some("true") {
         let data = recent.iter().rev().take(500).rev().collect::<Vec<_>>();
-        return Ok(Json(json!({"object": "list", "data": data})).into_response());
+        return Ok(Json(List::new(data)).into_response());
     }
     let mut live = tail().follow();
     let stream = async_stream::stream! {
@@ -78,14 +80,14 @@ pub async fn logs(Query(params): Query<HashMap<String, String>>) -> Result<Respo
     Ok(super::sse::response(Body::from_stream(stream)))
 }
 
-pub async fn providers(State(app): State<Arc<App>>) -> Json<Value> {
-    Json(json!({"object": "list", "data": app.provider_summaries}))
+pub async fn providers(State(app): State<Arc<App>>) -> Json<List<ProviderSummary>> {
+    Json(List::new(app.provider_summaries.clone()))
 }
 
 pub async fn test_provider(
     State(app): State<Arc<App>>,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DependencyHealth>, ApiError> {
     let provider = app
         .router
         .providers()
@@ -94,7 +96,5 @@ pub async fn test_provider(
             message: format!("no provider {name:?}"),
             code: "provider_not_found",
         })?;
-    Ok(Json(json!(
-        crate::health::probe_provider(provider.as_ref()).await
-    )))
+    Ok(Json(crate::health::probe_provider(provider.as_ref()).await))
 }

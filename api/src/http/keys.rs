@@ -6,16 +6,19 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use super::body::{JsonObject, typed};
 use super::error::ApiError;
+use super::views::{CreatedKey, KeyRevoked, List};
 use crate::app::App;
-use crate::auth::Scope;
+use crate::auth::{Scope, StoredKey};
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
+#[cfg_attr(test, ts(rename = "CreateKey"))]
 #[serde(deny_unknown_fields)]
-struct Create {
+pub(super) struct Create {
     name: String,
     #[serde(default = "chat")]
     scope: Scope,
@@ -28,19 +31,24 @@ fn chat() -> Scope {
 pub async fn create(
     State(app): State<Arc<App>>,
     JsonObject(body): JsonObject,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<CreatedKey>), ApiError> {
     let request: Create = typed(&body)?;
-    let (stored, secret) = app.auth.create(&request.name, request.scope).await?;
-    let mut body = serde_json::to_value(stored).unwrap_or_default();
-    body["key"] = json!(secret);
-    Ok((StatusCode::CREATED, Json(body)))
+    let (stored, key) = app.auth.create(&request.name, request.scope).await?;
+    Ok((StatusCode::CREATED, Json(CreatedKey { stored, key })))
 }
 
-pub async fn list(State(app): State<Arc<App>>) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({"object": "list", "data": app.auth.list().await?})))
+pub async fn list(State(app): State<Arc<App>>) -> Result<Json<List<StoredKey>>, ApiError> {
+    Ok(Json(List::new(app.auth.list().await?)))
 }
 
-pub async fn revoke(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn revoke(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+) -> Result<Json<KeyRevoked>, ApiError> {
     app.auth.revoke(&id).await?;
-    Ok(Json(json!({"id": id, "object": "key.revoked", "revoked": true})))
+    Ok(Json(KeyRevoked {
+        id,
+        object: "key.revoked",
+        revoked: true,
+    }))
 }

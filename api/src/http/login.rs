@@ -81,13 +81,13 @@ pub async fn logout(session: Session) -> Result<Json<serde_json::Value>, ApiErro
     Ok(Json(json!({"ok": true})))
 }
 
-pub async fn me(State(app): State<Arc<App>>, session: Session) -> Json<serde_json::Value> {
+pub async fn me(State(app): State<Arc<App>>, session: Session) -> Json<super::views::Me> {
     let required = app.auth.required();
-    Json(json!({
-        "authenticated": !required || signed_in(&session).await,
-        "auth_required": required,
-        "password_configured": app.password_hash.is_some(),
-    }))
+    Json(super::views::Me {
+        authenticated: !required || signed_in(&session).await,
+        auth_required: required,
+        password_configured: app.password_hash.is_some(),
+    })
 }
 
 /// Cookie-authenticated requests that change something must come from the

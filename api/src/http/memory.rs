@@ -9,13 +9,13 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use super::body::{JsonObject, TextDocument, query_number, typed};
 use super::error::ApiError;
 use crate::agents::MAIN as DEFAULT_AGENT;
+use super::views::{List, MemoryFileDeleted};
 use crate::app::App;
-use crate::memory::{Mode, NoteTarget};
+use crate::memory::{FileInfo, Mode, NoteTarget, SearchResults, Status, SyncReport, WriteOutcome};
 
 const MAX_RESULTS: usize = 100;
 
@@ -30,9 +30,9 @@ fn agent_param(params: &HashMap<String, String>) -> &str {
 pub async fn list_files(
     State(app): State<Arc<App>>,
     Query(params): Query<HashMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<List<FileInfo>>, ApiError> {
     let files = app.memory.list_files(agent_param(&params)).await?;
-    Ok(Json(json!({"object": "list", "data": files})))
+    Ok(Json(List::new(files)))
 }
 
 /// JSON by default; the raw text when the client asks for `text/markdown` or `text/plain`.
@@ -68,26 +68,32 @@ pub async fn write_file(
     Path((agent, path)): Path<(String, String)>,
     headers: HeaderMap,
     TextDocument(content): TextDocument,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<WriteOutcome>, ApiError> {
     let if_match = headers
         .get(header::IF_MATCH)
         .and_then(|v| v.to_str().ok())
         .map(|v| v.trim().trim_start_matches("W/").trim_matches('"').to_string());
     let outcome = app.memory.write_file(&agent, &path, content, if_match).await?;
-    Ok(Json(json!(outcome)))
+    Ok(Json(outcome))
 }
 
 pub async fn delete_file(
     State(app): State<Arc<App>>,
     Path((agent, path)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<MemoryFileDeleted>, ApiError> {
     app.memory.delete_file(&agent, &path).await?;
-    Ok(Json(json!({"agent": agent, "path": path, "deleted": true})))
+    Ok(Json(MemoryFileDeleted {
+        agent,
+        path,
+        deleted: true,
+    }))
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
 #[serde(deny_unknown_fields)]
-struct NoteRequest {
+pub(super) struct NoteRequest {
     agent: Option<String>,
     content: String,
     /// `daily` (default) or `memory`.
@@ -98,7 +104,7 @@ struct NoteRequest {
 pub async fn append_note(
     State(app): State<Arc<App>>,
     JsonObject(body): JsonObject,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<WriteOutcome>, ApiError> {
     let request: NoteRequest = typed(&body)?;
     let target = match request.target.as_deref() {
         None | Some("daily") => NoteTarget::Daily,
@@ -112,13 +118,13 @@ pub async fn append_note(
     };
     let agent = request.agent.as_deref().unwrap_or(DEFAULT_AGENT);
     let outcome = app.memory.append_note(agent, target, &request.content).await?;
-    Ok(Json(json!(outcome)))
+    Ok(Json(outcome))
 }
 
 pub async fn search(
     State(app): State<Arc<App>>,
     Query(params): Query<HashMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SearchResults>, ApiError> {
     let query = params
         .get("q")
         .filter(|q| !q.trim().is_empty())
@@ -137,15 +143,15 @@ pub async fn search(
         .memory
         .search(agent_param(&params), query, limit, mode)
         .await?;
-    Ok(Json(json!(results)))
+    Ok(Json(results))
 }
 
-pub async fn status(State(app): State<Arc<App>>) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!(app.memory.status().await?)))
+pub async fn status(State(app): State<Arc<App>>) -> Result<Json<Status>, ApiError> {
+    Ok(Json(app.memory.status().await?))
 }
 
 /// Compares the files with the index now instead of at the next interval.
-pub async fn sync(State(app): State<Arc<App>>) -> Result<Json<Value>, ApiError> {
+pub async fn sync(State(app): State<Arc<App>>) -> Result<Json<SyncReport>, ApiError> {
     let report = app.memory.sync_files(&|_, _| {}).await?;
-    Ok(Json(json!(report)))
+    Ok(Json(report))
 }

@@ -19,7 +19,10 @@ mod ops;
 mod sessions;
 mod sse;
 mod tasks;
+#[cfg(test)]
+mod ts_types;
 mod ui;
+mod views;
 
 use std::sync::Arc;
 

@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use serde_json::{Value, json};
 
+use super::views::{List, ModelView};
 use crate::app::App;
 
-pub async fn list_models(State(app): State<Arc<App>>) -> Json<Value> {
-    let mut data: Vec<Value> = app
+pub async fn list_models(State(app): State<Arc<App>>) -> Json<List<ModelView>> {
+    let mut data: Vec<ModelView> = app
         .agents
         .registry
         .list()
@@ -18,14 +18,20 @@ pub async fn list_models(State(app): State<Arc<App>>) -> Json<Value> {
         .unwrap_or_default()
         .into_iter()
         .filter(|a| a.enabled)
-        .map(|a| json!({"id": format!("onyx:{}", a.id), "object": "model", "created": 0, "owned_by": "onyx", "name": a.name}))
+        .map(|a| ModelView {
+            id: format!("onyx:{}", a.id),
+            object: "model",
+            created: 0,
+            owned_by: "onyx".into(),
+            name: Some(a.name),
+        })
         .collect();
     data.extend(
         app.catalog
             .list(&app.router)
             .await
             .into_iter()
-            .filter_map(|m| serde_json::to_value(m).ok()),
+            .map(ModelView::from),
     );
-    Json(json!({"object": "list", "data": data}))
+    Json(List::new(data))
 }

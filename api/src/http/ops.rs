@@ -10,6 +10,7 @@ use axum::response::IntoResponse;
 use serde_json::json;
 
 use super::error::ApiError;
+use super::views::Health;
 use crate::app::App;
 use crate::health::State as DepState;
 
@@ -22,12 +23,12 @@ pub async fn health(State(app): State<Arc<App>>) -> impl IntoResponse {
     let mut dependencies = app.health.dependencies(&app.router, stores, &app.memory).await;
     dependencies.extend(app.plugins.health());
     let degraded = dependencies.iter().any(|d| d.status == DepState::Down);
-    Json(json!({
-        "status": if degraded { "degraded" } else { "ok" },
-        "version": env!("CARGO_PKG_VERSION"),
-        "uptimeSeconds": app.started.elapsed().as_secs(),
-        "dependencies": dependencies,
-    }))
+    Json(Health {
+        status: if degraded { "degraded" } else { "ok" },
+        version: env!("CARGO_PKG_VERSION"),
+        uptime_seconds: app.started.elapsed().as_secs(),
+        dependencies,
+    })
 }
 
 pub async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {

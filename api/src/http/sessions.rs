@@ -10,10 +10,11 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::body::{JsonObject, query_number, typed};
 use super::error::ApiError;
+use super::views::{Deleted, SessionDetail, SessionPage};
 use crate::app::App;
 use crate::sessions::{ListFilter, Status, decode_cursor};
 
@@ -33,7 +34,7 @@ fn status(text: &str) -> Result<Status, ApiError> {
 pub async fn list(
     State(app): State<Arc<App>>,
     Query(params): Query<HashMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SessionPage>, ApiError> {
     let cursor = params.get("cursor").cloned();
     if let Some(cursor) = &cursor
         && decode_cursor(cursor).is_none()
@@ -62,27 +63,31 @@ pub async fn list(
         cursor,
     };
     let (data, next_cursor) = app.sessions.list(&filter).await?;
-    Ok(Json(
-        json!({"object": "list", "data": data, "next_cursor": next_cursor, "has_more": next_cursor.is_some()}),
-    ))
+    Ok(Json(SessionPage {
+        object: "list",
+        data,
+        has_more: next_cursor.is_some(),
+        next_cursor,
+    }))
 }
 
 pub async fn get(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
     Query(params): Query<HashMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SessionDetail>, ApiError> {
     let offset = query_number(&params, "offset", 0, usize::MAX)?;
     let limit = query_number(&params, "limit", 100, 1000)?;
     let session = app.sessions.get(&id).await?;
     let messages = app.sessions.messages(&session).await?;
     let total = messages.len();
     let page: Vec<_> = messages.into_iter().skip(offset).take(limit).collect();
-    let mut body = serde_json::to_value(&session).unwrap_or_default();
-    body["object"] = json!("session");
-    body["messages"] = serde_json::to_value(page).unwrap_or_default();
-    body["total_messages"] = json!(total);
-    Ok(Json(body))
+    Ok(Json(SessionDetail {
+        session,
+        object: "session",
+        messages: page,
+        total_messages: total,
+    }))
 }
 
 pub async fn export(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
@@ -108,8 +113,11 @@ pub async fn export(State(app): State<Arc<App>>, Path(id): Path<String>) -> Resu
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
+#[cfg_attr(test, ts(rename = "SessionPatch"))]
 #[serde(deny_unknown_fields)]
-struct Patch {
+pub(super) struct Patch {
     title: Option<String>,
     status: Option<Status>,
 }
@@ -135,9 +143,7 @@ pub async fn patch(
     Ok(Json(serde_json::to_value(session).unwrap_or_default()))
 }
 
-pub async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<Deleted>, ApiError> {
     app.sessions.delete(&id).await?;
-    Ok(Json(
-        json!({"id": id, "object": "session.deleted", "deleted": true}),
-    ))
+    Ok(Json(Deleted::new(id, "session.deleted")))
 }

@@ -7,12 +7,13 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::body::{JsonObject, query_number, typed};
 use super::error::ApiError;
+use super::views::{Deleted, List, RunView, TaskView};
 use crate::app::App;
-use crate::tasks::{NewTask, TaskPatch, TaskStatus, view, view_run};
+use crate::tasks::{NewTask, TaskPatch, TaskStatus};
 
 fn status_filter(params: &HashMap<String, String>) -> Result<Option<TaskStatus>, ApiError> {
     params
@@ -31,20 +32,18 @@ fn status_filter(params: &HashMap<String, String>) -> Result<Option<TaskStatus>,
 pub async fn list(
     State(app): State<Arc<App>>,
     Query(params): Query<HashMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<List<TaskView>>, ApiError> {
     let tasks = app
         .tasks
         .list(params.get("agent").map(String::as_str), status_filter(&params)?)
         .await?;
-    Ok(Json(
-        json!({"object": "list", "data": tasks.iter().map(view).collect::<Vec<_>>()}),
-    ))
+    Ok(Json(List::new(tasks.iter().map(TaskView::from).collect())))
 }
 
 pub async fn create(
     State(app): State<Arc<App>>,
     JsonObject(body): JsonObject,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<TaskView>), ApiError> {
     let mut new: NewTask = typed(&body)?;
     if new.agent.is_empty() {
         new.agent = crate::agents::MAIN.into();
@@ -60,44 +59,42 @@ pub async fn create(
         ));
     }
     let task = app.tasks.create(new, "api").await?;
-    Ok((StatusCode::CREATED, Json(view(&task))))
+    Ok((StatusCode::CREATED, Json(TaskView::from(&task))))
 }
 
-pub async fn get(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
-    Ok(Json(view(&app.tasks.get(&id).await?)))
+pub async fn get(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<TaskView>, ApiError> {
+    Ok(Json(TaskView::from(&app.tasks.get(&id).await?)))
 }
 
 pub async fn patch(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
     JsonObject(body): JsonObject,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TaskView>, ApiError> {
     let patch: TaskPatch = typed(&body)?;
-    Ok(Json(view(&app.tasks.update(&id, patch).await?)))
+    Ok(Json(TaskView::from(&app.tasks.update(&id, patch).await?)))
 }
 
-pub async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<Deleted>, ApiError> {
     app.tasks.cancel(&id).await?;
-    Ok(Json(json!({"id": id, "object": "task", "deleted": true})))
+    Ok(Json(Deleted::new(id, "task")))
 }
 
 /// Starts a run now; answers at once with the run (poll `/runs` for its end).
 pub async fn run_now(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<RunView>), ApiError> {
     let run = app.scheduler.run_now(&id).await?;
-    Ok((StatusCode::ACCEPTED, Json(view_run(&run))))
+    Ok((StatusCode::ACCEPTED, Json(RunView::from(&run))))
 }
 
 pub async fn runs(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
     Query(params): Query<HashMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<List<RunView>>, ApiError> {
     let limit = query_number(&params, "limit", 50, 500)?;
     let runs = app.tasks.runs(&id, limit).await?;
-    Ok(Json(
-        json!({"object": "list", "data": runs.iter().map(view_run).collect::<Vec<_>>()}),
-    ))
+    Ok(Json(List::new(runs.iter().map(RunView::from).collect())))
 }

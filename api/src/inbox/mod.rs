@@ -9,6 +9,7 @@ use crate::clock::now_stamp;
 use crate::storage::{Db, DbError};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct InboxMessage {
     pub id: String,
     #[serde(rename = "from")]

@@ -83,6 +83,8 @@ impl Settings {
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "MemoryStatus"))]
 pub struct Status {
     pub embedder: EmbedderInfo,
     pub chunks: usize,
@@ -94,10 +96,12 @@ pub struct Status {
 
 /// Where searches run: the resident index once loaded, SurrealDB until then.
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SearchIndexInfo {
     /// `ready` (in process) or `loading` (SurrealDB answers meanwhile).
     pub state: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub chunks: Option<usize>,
     /// Files whose latest writes SurrealDB's own search indexes (what answers
     /// while loading) have not caught up on yet.
@@ -105,6 +109,7 @@ pub struct SearchIndexInfo {
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct EmbedderInfo {
     pub kind: Option<&'static str>,
     pub model: Option<String>,

@@ -24,6 +24,8 @@ const MAX_OVERFETCH: usize = 400;
 const TEXT_FLOOR: f64 = 0.2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "SearchMode"))]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     Hybrid,
@@ -53,6 +55,7 @@ pub struct Ranking {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Hit {
     pub agent: String,
     pub path: String,

@@ -63,6 +63,7 @@ pub struct Memory {
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct FileInfo {
     pub agent: String,
     pub path: String,
@@ -72,6 +73,7 @@ pub struct FileInfo {
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct FileContent {
     pub agent: String,
     pub path: String,
@@ -80,6 +82,7 @@ pub struct FileContent {
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct WriteOutcome {
     pub agent: String,
     pub path: String,
@@ -101,12 +104,14 @@ pub enum NoteTarget {
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SearchResults {
     pub object: &'static str,
     /// The mode that actually ran (`text` when the embedder is unavailable).
     pub mode: Mode,
     pub requested_mode: Mode,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub note: Option<String>,
     pub data: Vec<Hit>,
 }

@@ -8,6 +8,7 @@ use std::sync::{Mutex, RwLock};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Availability {
     /// No embedder configured: search is full-text only.
@@ -32,6 +33,7 @@ pub struct EmbedderState {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct EmbedderSnapshot {
     pub state: Availability,
     pub dimensions: Option<usize>,
@@ -141,6 +143,8 @@ impl EmbedderState {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "MemoryPhase"))]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     Idle,
@@ -153,6 +157,7 @@ pub enum Phase {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ProgressSnapshot {
     pub phase: Phase,
     pub done: usize,

@@ -26,6 +26,7 @@ const LIVENESS_EVERY: Duration = Duration::from_secs(30);
 
 /// What a comparison with the files changed.
 #[derive(Debug, Default, Serialize, PartialEq, Eq)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SyncReport {
     pub files: usize,
     pub reindexed: usize,

@@ -65,6 +65,7 @@ struct Totals {
 
 /// What the status page shows.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Counters {
     pub requests: u64,
     pub errors: u64,

@@ -6,4 +6,4 @@ mod metrics;
 pub mod tail;
 
 pub use logging::init_logging;
-pub use metrics::Metrics;
+pub use metrics::{Counters, Metrics};

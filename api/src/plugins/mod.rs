@@ -96,6 +96,8 @@ fn allow_list(settings: &Value, name: &str) -> Result<AllowList, PluginError> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "PluginPhase"))]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     Starting,
@@ -119,6 +121,7 @@ impl Phase {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PluginStatus {
     pub name: String,
     pub state: Phase,

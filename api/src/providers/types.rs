@@ -200,6 +200,7 @@ pub struct JsonSchemaFormat {
 
 /// Token counts as OpenAI reports them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Usage {
     #[serde(default)]
     pub prompt_tokens: u64,
@@ -257,6 +258,7 @@ pub struct AssistantMessage {
 
 /// `chat.completion.chunk`, as translating providers build it.
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Chunk {
     pub id: String,
     pub object: &'static str,
@@ -264,10 +266,12 @@ pub struct Chunk {
     pub model: String,
     pub choices: Vec<ChunkChoice>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub usage: Option<Usage>,
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ChunkChoice {
     pub index: u32,
     pub delta: Delta,
@@ -276,30 +280,40 @@ pub struct ChunkChoice {
 }
 
 #[derive(Debug, Default, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Delta {
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub role: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub content: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub tool_calls: Option<Vec<ToolCallDelta>>,
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ToolCallDelta {
     pub index: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub id: Option<String>,
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub kind: Option<&'static str>,
     pub function: FunctionDelta,
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct FunctionDelta {
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub arguments: Option<String>,
 }
 

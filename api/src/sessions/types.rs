@@ -7,6 +7,7 @@ use crate::clock::now_stamp;
 
 /// One message of a session log, as a JSONL line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct LogMessage {
     /// RFC 3339 UTC.
     pub ts: String,
@@ -93,6 +94,8 @@ impl LogMessage {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "SessionStatus"))]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Active,
@@ -101,6 +104,7 @@ pub enum Status {
 
 /// A session's metadata (the `session` table; rebuildable from the log).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionMeta {
     pub id: String,
     pub agent_id: String,

@@ -16,7 +16,6 @@ use std::sync::Arc;
 use chrono::Utc;
 use chrono_tz::Tz;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 pub use schedule::{Schedule, ScheduleType};
 pub use store::{ContextMode, Run, Task, TaskKind, TaskStatus};
@@ -56,6 +55,8 @@ fn invalid(param: &'static str, message: impl Into<String>) -> TaskError {
 
 /// What a new task is made from (the API's body, or `schedule_task`'s arguments).
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
 #[serde(deny_unknown_fields)]
 pub struct NewTask {
     #[serde(default)]
@@ -71,6 +72,8 @@ pub struct NewTask {
 
 /// A change to a task; absent fields stay as they are.
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
 #[serde(deny_unknown_fields)]
 pub struct TaskPatch {
     pub name: Option<String>,
@@ -364,52 +367,4 @@ impl Tasks {
             Err(TaskError::NotFound(id.to_string()))
         }
     }
-}
-
-/// A task as the API and the tools show it.
-pub fn view(task: &Task) -> Value {
-    json!({
-        "id": task.id,
-        "object": "task",
-        "agent": task.agent,
-        "name": task.name,
-        "prompt": task.prompt,
-        "kind": task.kind,
-        "schedule_type": task.schedule_type,
-        "schedule_value": task.schedule_value,
-        "timezone": task.timezone,
-        "context_mode": task.context_mode,
-        "deliver_to": task.deliver_to,
-        "status": task.status,
-        "next_run": task.next_run,
-        "last_run": task.last_run,
-        "last_status": task.last_status,
-        "last_error": task.last_error,
-        "consecutive_failures": task.consecutive_failures,
-        "running": task.lease_run.is_some(),
-        "created_at": task.created_at,
-        "updated_at": task.updated_at,
-        "created_by": task.created_by,
-    })
-}
-
-pub fn view_run(run: &Run) -> Value {
-    json!({
-        "id": run.id,
-        "object": "task.run",
-        "task": run.task,
-        "agent": run.agent,
-        "trigger": run.trigger,
-        "scheduled_for": run.scheduled_for,
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
-        "status": run.status,
-        "result": run.result,
-        "error": run.error,
-        "tokens": run.tokens,
-        "session_id": run.session_id,
-        "replica": run.replica,
-        "delivered_to": run.delivered_to,
-        "delivery_error": run.delivery_error,
-    })
 }

@@ -9,6 +9,7 @@ use super::schedule::ScheduleType;
 use crate::storage::{Db, DbError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum ContextMode {
     /// A fresh session per run.
@@ -18,6 +19,7 @@ pub enum ContextMode {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum TaskStatus {
     Active,
@@ -38,6 +40,7 @@ impl TaskStatus {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum TaskKind {
     /// Made through the API or an agent's `schedule_task`.
@@ -89,6 +92,7 @@ const TASK_FIELDS: &str = "key, agent, name, prompt, kind, schedule_type, schedu
     created_by, lease_owner, lease_until, lease_run";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
     Running,
@@ -98,6 +102,7 @@ pub enum RunStatus {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "kebab-case")]
 pub enum Trigger {
     Schedule,
@@ -108,6 +113,7 @@ pub enum Trigger {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Tokens {
     pub prompt: u64,
     pub completion: u64,

@@ -1,0 +1,1 @@
+function e(e){if(!e)return`—`;let t=(Date.now()-new Date(e).getTime())/1e3,n=t<0,r=Math.abs(t),[i,a]=r<60?[r,`s`]:r<3600?[r/60,`m`]:r<86400?[r/3600,`h`]:[r/86400,`d`],o=`${Math.floor(i)}${a}`;return n?`in ${o}`:`${o} ago`}export{e as t};
