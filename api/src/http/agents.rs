@@ -171,10 +171,7 @@ pub async fn patch(
         permission_mode: mode(request.permission_mode.as_deref())?,
         name: request.name,
     };
-    app.agents
-        .registry
-        .patch(&id, &change)
-        .await?;
+    app.agents.registry.patch(&id, &change).await?;
     Ok(Json(AgentView::from(&find(&app, &id).await?)))
 }
 
@@ -193,20 +190,12 @@ pub async fn inbox(
         ));
     }
     let limit = query_number(&params, "limit", 50, 500)?.max(1);
-    let messages = app
-        .agents
-        .inbox
-        .list(agent, status, limit)
-        .await?;
+    let messages = app.agents.inbox.list(agent, status, limit).await?;
     Ok(Json(List::new(messages)))
 }
 
 pub async fn approvals(State(app): State<Arc<App>>) -> Result<Json<List<Approval>>, ApiError> {
-    let pending = app
-        .agents
-        .approvals
-        .pending()
-        .await?;
+    let pending = app.agents.approvals.pending().await?;
     Ok(Json(List::new(pending)))
 }
 

@@ -12,8 +12,8 @@ use serde::Deserialize;
 
 use super::body::{JsonObject, TextDocument, query_number, typed};
 use super::error::ApiError;
-use crate::agents::MAIN as DEFAULT_AGENT;
 use super::views::{List, MemoryFileDeleted};
+use crate::agents::MAIN as DEFAULT_AGENT;
 use crate::app::App;
 use crate::memory::{FileInfo, Mode, NoteTarget, SearchResults, Status, SyncReport, WriteOutcome};
 

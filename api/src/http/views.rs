@@ -12,9 +12,9 @@ use crate::health::DependencyHealth;
 use crate::observability::Counters;
 use crate::plugins::PluginStatus;
 use crate::providers::catalog::ModelEntry;
+use crate::sessions::{LogMessage, SessionMeta};
 use crate::tasks::store::{RunStatus, Tokens, Trigger};
 use crate::tasks::{ContextMode, Run, ScheduleType, Task, TaskKind, TaskStatus};
-use crate::sessions::{LogMessage, SessionMeta};
 
 /// `{"object": "list", "data": [...]}`.
 #[derive(Debug, Serialize)]
