@@ -12,9 +12,10 @@ use crate::config::LogFormat;
 pub const DEFAULT_FILTER: &str = "info,surrealdb=warn,surrealkv=warn";
 
 pub fn init_logging(format: LogFormat) {
-    let filter = std::env::var("ONYX_LOG")
-        .or_else(|_| std::env::var("RUST_LOG"))
-        .unwrap_or_else(|_| DEFAULT_FILTER.into());
+    let set = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
+    let filter = set("ONYX_LOG")
+        .or_else(|| set("RUST_LOG"))
+        .unwrap_or_else(|| DEFAULT_FILTER.into());
     let filter = EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     let format = match std::env::var("ONYX_LOG_FORMAT").as_deref() {
         Ok("json") => LogFormat::Json,

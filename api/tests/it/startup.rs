@@ -49,6 +49,18 @@ async fn serves_with_no_config_file_at_all() {
 }
 
 #[tokio::test]
+async fn the_embedded_database_start_up_chatter_stays_out_of_the_default_log() {
+    // An empty ONYX_LOG means the default filter (the harness sets `info` otherwise).
+    let onyx = Onyx::start(None, &[("ONYX_LOG", ""), ("RUST_LOG", "")]).await;
+    let (_, logs) = onyx.stop_and_logs().await;
+    assert!(logs.contains("onyx listening on"), "{logs}");
+    assert!(logs.contains("applied database migration"), "{logs}");
+    for chatter in ["LSM tree", "WAL recovery", "block cache capacity", "kvs store"] {
+        assert!(!logs.contains(chatter), "{chatter:?} in the default log:\n{logs}");
+    }
+}
+
+#[tokio::test]
 async fn providers_appear_from_the_environment() {
     let fakes = Fakes::start().await;
     let openai = format!("{}/v1", fakes.openai.url());
