@@ -47,7 +47,8 @@ mod tests {
     fn content_is_text_whether_a_string_or_parts() {
         use serde_json::json;
         assert_eq!(content_text(&json!("hi")), "hi");
-        let parts = json!([{"type": "text", "text": "a"}, {"type": "image_url"}, {"type": "text", "text": "b"}]);
+        let parts =
+            json!([{"type": "text", "text": "a"}, {"type": "image_url"}, {"type": "text", "text": "b"}]);
         assert_eq!(content_text(&parts), "a b");
         assert_eq!(content_text(&Value::Null), "");
     }

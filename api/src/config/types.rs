@@ -216,6 +216,8 @@ pub struct AgentsConfig {
     pub default_permission_mode: PermissionMode,
     pub timezone: chrono_tz::Tz,
     pub max_iterations: u32,
+    /// A run whose replica has not renewed it for this long is `interrupted`.
+    pub run_lease: Duration,
     pub list: Vec<AgentConfig>,
 }
 

@@ -18,6 +18,7 @@ mod observability;
 mod plugins;
 mod providers;
 mod routing;
+mod runs;
 mod scheduler;
 mod sessions;
 mod startup;

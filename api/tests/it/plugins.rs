@@ -344,3 +344,50 @@ async fn misconfigured_plugins_stop_startup_with_a_clear_message() {
         .expect("started an unknown plugin");
     assert!(stderr.contains("no plugin \"irc\""), "{stderr}");
 }
+
+#[tokio::test]
+async fn stop_in_a_chat_cancels_the_answer_under_way() {
+    let fakes = Fakes::start().await;
+    let telegram = FakeTelegram::start(TG_TOKEN).await.unwrap();
+    let config = TestConfig::new(&fakes)
+        .merge(json!({
+            "agents": {
+                "defaults": { "model": "openai/fake-slow", "permissionMode": "allow-all" },
+                "list": [ { "id": "main", "default": true, "name": "Onyx" } ],
+            },
+            "plugins": { "enabled": ["telegram"], "telegram": {
+                "token": TG_TOKEN, "apiUrl": telegram.url(), "allowFrom": ["111"], "pollTimeoutSeconds": 1,
+            } },
+        }))
+        .build();
+    let onyx = Onyx::start(Some(&config), &[]).await;
+    wait_until_up(&onyx, "telegram").await;
+
+    telegram.user_says(111, 111, "Ann", "tell me a long story");
+    let run = eventually("the run starts", async || {
+        let runs = onyx.get_json("/v1/runs?status=running").await;
+        ids(&runs).into_iter().next()
+    })
+    .await;
+    telegram.user_says(111, 111, "Ann", "/stop");
+    until_said("the stop is confirmed", "Stopped.", || telegram.messages_to(111)).await;
+    let record = eventually("the run is cancelled", async || {
+        let record = onyx.get_json(&format!("/v1/runs/{run}")).await;
+        (record["status"] == "cancelled").then_some(record)
+    })
+    .await;
+    assert_eq!(record["source"], "telegram");
+    // The slow answer (three seconds) never arrives; the turn is kept, marked aborted.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(telegram.messages_to(111), vec!["Stopped."]);
+    let session = onyx
+        .get_json(&format!("/v1/sessions/{}", record["session"].as_str().unwrap()))
+        .await;
+    assert_eq!(session["messages"][1]["aborted"], true, "{session}");
+
+    telegram.user_says(111, 111, "Ann", "/stop");
+    until_said("nothing to stop", "Nothing is running.", || {
+        telegram.messages_to(111)
+    })
+    .await;
+}

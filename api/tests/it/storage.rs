@@ -211,8 +211,8 @@ fn surreal_config(url: String, credentials: bool) -> SurrealConfig {
 }
 
 async fn database_roundtrip(db: &Db) {
-    assert_eq!(onyx::storage::SCHEMA_VERSION, 7);
-    // Versions 2–7 defined memory, agent, task and chat tables (reading an undefined table is an error).
+    assert_eq!(onyx::storage::SCHEMA_VERSION, 8);
+    // Versions 2–8 defined memory, agent, task, chat and run tables (reading an undefined table is an error).
     for table in [
         "memory_chunk",
         "memory_search",
@@ -226,6 +226,7 @@ async fn database_roundtrip(db: &Db) {
         "task_run",
         "chat_session",
         "approval",
+        "agent_run",
     ] {
         let rows: Vec<serde_json::Value> = db
             .rows(&format!("SELECT * FROM {table}"), json!({}), 0)

@@ -68,7 +68,10 @@ impl Onyx {
     }
 
     pub fn command(dir: &std::path::Path, env: &[(&str, &str)]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_onyx"));
+        // `ONYX_BIN` may name another build (a worktree sharing the target dir
+        // overwrites `target/debug/onyx`).
+        let binary = std::env::var("ONYX_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_onyx").into());
+        let mut cmd = Command::new(binary);
         for var in [
             "OPENAI_API_KEY",
             "ANTHROPIC_API_KEY",
