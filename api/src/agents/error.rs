@@ -3,6 +3,7 @@
 //! message a client sees are decided in `http/error.rs`, not here.
 
 use crate::providers::{ProviderError, RouteError};
+use crate::sessions::SessionError;
 use crate::storage::DbError;
 
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +31,12 @@ pub enum AgentError {
     /// The run could not be recorded, so it was not started.
     #[error(transparent)]
     Storage(#[from] DbError),
+    /// The session's history could not be read.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// The session belongs to an agent that no longer exists.
+    #[error("there is no agent {0:?}")]
+    UnknownAgent(String),
 }
 
 impl AgentError {
@@ -39,7 +46,8 @@ impl AgentError {
         match self {
             Self::Provider(err) => err.public_message(),
             Self::NoModel { .. } | Self::Route { .. } | Self::NoAnswer | Self::Cancelled => self.to_string(),
-            Self::Storage(_) => "storage is unavailable".into(),
+            Self::Storage(_) | Self::Session(_) => "storage is unavailable".into(),
+            Self::UnknownAgent(_) => self.to_string(),
         }
     }
 }

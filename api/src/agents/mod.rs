@@ -10,8 +10,11 @@
 //! - `runs/`: durable runs (records, leases, re-attaching, cancelling)
 //! - `tools/`: the built-in tools, one file per group
 //! - `approvals`: dangerous calls waiting for a person in `ask` mode
+//! - `context`, `compaction`: keeping a conversation within the model's window
 
 pub mod approvals;
+mod compaction;
+pub mod context;
 mod error;
 pub mod prompt;
 pub mod registry;
@@ -24,6 +27,7 @@ pub mod workspace;
 
 use std::sync::Arc;
 
+pub use compaction::Compacted;
 pub use error::AgentError;
 pub use registry::{AgentDef, AgentPatch, MAIN, Registry};
 pub use run_io::{Event, Outcome, RunRequest};
@@ -31,7 +35,7 @@ pub use runs::{LiveRun, Runs};
 pub use runtime::outcome;
 
 use crate::background::Background;
-use crate::config::{Config, ToolsConfig};
+use crate::config::{CompactionConfig, Config, ContextWindows, ToolsConfig};
 use crate::inbox::Inbox;
 use crate::memory::Memory;
 use crate::providers::Router;
@@ -51,6 +55,8 @@ pub struct Agents {
     tools: Arc<ToolsConfig>,
     tasks: Arc<Tasks>,
     max_iterations: u32,
+    context_windows: ContextWindows,
+    compaction: CompactionConfig,
     wake: tokio::sync::mpsc::UnboundedSender<tools::Wake>,
 }
 
@@ -88,6 +94,8 @@ impl Agents {
             tools: Arc::new(config.tools.clone()),
             tasks: parts.tasks,
             max_iterations: config.agents.max_iterations.max(1),
+            context_windows: config.context_windows.clone(),
+            compaction: config.agents.compaction,
             wake,
         });
         let weak = Arc::downgrade(&agents);
@@ -121,7 +129,8 @@ impl Agents {
         let message = serde_json::json!({"role": "user", "content": format!(
             "{} sent you a message (see Inbox). Act on it.", wake.from
         )});
-        let request = RunRequest::unattended(agent.clone(), &[], message, None, session, "inbox");
+        let request =
+            RunRequest::unattended(agent.clone(), Default::default(), message, None, session, "inbox");
         // A failure is logged where the run ends.
         let _ = self.run_to_end(request).await;
     }

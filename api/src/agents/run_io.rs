@@ -9,13 +9,14 @@ use serde_json::{Value, json};
 use super::error::AgentError;
 use super::registry::AgentDef;
 use crate::providers::Usage;
-use crate::sessions::{LogMessage, SessionMeta};
+use crate::sessions::{History, LogMessage, SessionMeta};
 
 /// One run to make: the agent, the conversation, and how it is watched.
 pub struct RunRequest {
     pub agent: AgentDef,
-    /// The conversation so far (session history and the client's messages),
-    /// without system messages.
+    /// The session's history this turn builds on (compacted as it grows).
+    pub history: History,
+    /// The client's new messages, without system messages.
     pub messages: Vec<Value>,
     /// The client's own system messages, kept after the composed prompt.
     pub client_system: Vec<Value>,
@@ -41,7 +42,7 @@ impl RunRequest {
     /// note about the situation. Dangerous tools are not offered in `ask` mode.
     pub fn unattended(
         agent: AgentDef,
-        history: &[LogMessage],
+        history: History,
         message: Value,
         note: Option<String>,
         session: Option<SessionMeta>,
@@ -50,11 +51,8 @@ impl RunRequest {
         Self {
             agent,
             turn: crate::sessions::recorder::client_messages(std::slice::from_ref(&message)),
-            messages: history
-                .iter()
-                .map(LogMessage::to_openai)
-                .chain([message])
-                .collect(),
+            history,
+            messages: vec![message],
             client_system: note
                 .map(|n| json!({"role": "system", "content": n}))
                 .into_iter()
@@ -91,6 +89,13 @@ pub enum Event {
         tool: String,
         arguments: Value,
     },
+    /// The history was compacted to fit the model's window; `notice` tells the user.
+    Compacted {
+        notice: String,
+        before_tokens: usize,
+        after_tokens: usize,
+        fallback: bool,
+    },
     Done(Box<Outcome>),
     /// The run could not finish (or was cancelled). Shared: every client
     /// attached to the run gets the same event.
@@ -108,4 +113,6 @@ pub struct Outcome {
     pub model: String,
     pub iterations: u32,
     pub tools_used: Vec<String>,
+    /// What the user should be told beside the answer (a compaction).
+    pub notices: Vec<String>,
 }

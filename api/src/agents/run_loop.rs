@@ -11,6 +11,8 @@ use serde_json::{Map, Value, json};
 
 use super::Agents;
 use super::approvals::Decision;
+use super::compaction::{self, clip_tool_result};
+use super::context;
 use super::error::AgentError;
 use super::prompt::{self, Inputs};
 use super::run_io::{Event, RunRequest};
@@ -33,6 +35,8 @@ pub struct Progress {
     pub usage: Usage,
     pub tools_used: Vec<String>,
     pub iterations: u32,
+    /// What the user should be told beside the answer (compactions).
+    pub notices: Vec<String>,
 }
 
 /// How the loop ended.
@@ -78,6 +82,8 @@ impl Agents {
         let today = &clock::day(now);
         let yesterday = clock::day_before(now);
         let last_user = last_user_text(&request.messages);
+        let window = context::window(&model, &self.context_windows);
+        let mut history = request.history.clone();
         let composed = prompt::compose(
             &self.memory,
             Inputs {
@@ -89,9 +95,10 @@ impl Agents {
             },
         )
         .await;
-        let mut messages: Vec<Value> = vec![json!({"role": "system", "content": composed.system})];
-        messages.extend(request.client_system.iter().cloned());
-        messages.extend(request.messages.iter().cloned());
+        let mut prefix: Vec<Value> = vec![json!({"role": "system", "content": composed.system})];
+        prefix.extend(request.client_system.iter().cloned());
+        // The client's new messages, then this run's steps.
+        let mut rest: Vec<Value> = request.messages.clone();
         let mut tool_defs: Vec<Value> = offered.iter().map(ToolSpec::function).collect();
         tool_defs.extend(request.client_tools.iter().cloned());
         let client_tool_names: Vec<String> = request
@@ -99,23 +106,36 @@ impl Agents {
             .iter()
             .filter_map(|t| t["function"]["name"].as_str().map(String::from))
             .collect();
-        let context = ToolContext {
-            agent: agent.clone(),
-            memory: self.memory.clone(),
-            sessions: self.sessions.clone(),
-            inbox: self.inbox.clone(),
-            tasks: self.tasks.clone(),
-            settings: self.tools.clone(),
-            known_agents: self
-                .registry
-                .list()
-                .await
-                .map(|l| l.into_iter().map(|a| a.id).collect())
-                .unwrap_or_default(),
-            wake: self.wake.clone(),
-        };
+        let context = self.tool_context(agent).await;
         while progress.iterations < self.max_iterations {
             progress.iterations += 1;
+            let fit = compaction::Request {
+                request,
+                window,
+                targets,
+                prefix: &prefix,
+                rest: &rest,
+                tool_defs: &tool_defs,
+                context: &context,
+            };
+            if let Some(done) = self.compact_if_needed(fit, &mut history, false).await {
+                run.emit(
+                    Event::Compacted {
+                        notice: done.notice(),
+                        before_tokens: done.before_tokens,
+                        after_tokens: done.after_tokens,
+                        fallback: done.fallback,
+                    },
+                    false,
+                );
+                progress.notices.push(done.notice());
+            }
+            let messages: Vec<Value> = prefix
+                .iter()
+                .cloned()
+                .chain(history.to_openai())
+                .chain(rest.iter().cloned())
+                .collect();
             let step = self
                 .step(
                     targets,
@@ -140,7 +160,7 @@ impl Agents {
             progress
                 .turn
                 .extend(LogMessage::from_openai(&assistant, Some(&model)));
-            messages.push(assistant);
+            rest.push(assistant);
             if step.tool_calls.is_empty() {
                 return Ok(Answer {
                     content: step.content,
@@ -177,9 +197,12 @@ impl Agents {
                 if !progress.tools_used.contains(&name) {
                     progress.tools_used.push(name);
                 }
-                let message = json!({"role": "tool", "tool_call_id": call["id"], "content": output.content});
+                let mut message =
+                    json!({"role": "tool", "tool_call_id": call["id"], "content": output.content});
                 progress.turn.extend(LogMessage::from_openai(&message, None));
-                messages.push(message);
+                // The log keeps the whole result; the model gets it clipped.
+                message["content"] = json!(clip_tool_result(&output.content, window));
+                rest.push(message);
             }
         }
         Ok(Answer {
@@ -191,6 +214,25 @@ impl Agents {
             client_tool_calls: None,
             asked: last_user,
         })
+    }
+
+    /// What the agent's tools work with.
+    pub(super) async fn tool_context(&self, agent: &super::AgentDef) -> ToolContext {
+        ToolContext {
+            agent: agent.clone(),
+            memory: self.memory.clone(),
+            sessions: self.sessions.clone(),
+            inbox: self.inbox.clone(),
+            tasks: self.tasks.clone(),
+            settings: self.tools.clone(),
+            known_agents: self
+                .registry
+                .list()
+                .await
+                .map(|l| l.into_iter().map(|a| a.id).collect())
+                .unwrap_or_default(),
+            wake: self.wake.clone(),
+        }
     }
 
     /// Asks the model once; text deltas go out (and into `partial`) as they

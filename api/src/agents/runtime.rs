@@ -129,6 +129,7 @@ impl Agents {
                 model: format!("onyx:{}", agent.id),
                 iterations: progress.iterations,
                 tools_used: progress.tools_used,
+                notices: progress.notices,
             })),
             Err(err) => {
                 if !matches!(err, AgentError::Cancelled) {

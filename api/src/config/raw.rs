@@ -120,6 +120,9 @@ pub struct RawProvider {
     #[serde(default)]
     pub models: Vec<String>,
     pub api_version: Option<String>,
+    /// The context window of this provider's models, where the shipped table
+    /// does not know them.
+    pub context_window: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -127,6 +130,10 @@ pub struct RawProvider {
 pub struct RawModels {
     #[serde(default)]
     pub aliases: BTreeMap<String, OneOrMany>,
+    /// Context windows in tokens by model (`"ollama/llama3.2": 8192`), over
+    /// the shipped table and the provider's `contextWindow`.
+    #[serde(default)]
+    pub context_window: BTreeMap<String, u32>,
 }
 
 /// An alias target: one model reference or an ordered fallback list.
@@ -210,6 +217,18 @@ pub struct RawAgentDefaults {
     pub max_iterations: Option<u32>,
     /// How long a run stays `running` after its replica stops renewing it.
     pub run_lease_seconds: Option<u64>,
+    #[serde(default)]
+    pub compaction: RawCompaction,
+}
+
+/// When a conversation nears the model's context window, older turns become a summary.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawCompaction {
+    pub enabled: Option<bool>,
+    /// The share of the context window a request may fill before compacting.
+    pub threshold: Option<f64>,
+    pub timeout_seconds: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

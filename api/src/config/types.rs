@@ -23,6 +23,7 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderConfig>,
     /// Alias → ordered fallback list of model references.
     pub aliases: BTreeMap<String, Vec<ModelRef>>,
+    pub context_windows: ContextWindows,
     pub storage: StorageConfig,
     pub memory: MemoryConfig,
     pub agents: AgentsConfig,
@@ -30,6 +31,34 @@ pub struct Config {
     pub plugins: PluginsConfig,
     pub tools: ToolsConfig,
     pub scheduler: SchedulerConfig,
+}
+
+/// Context windows the config sets: by model reference (`provider/model`)
+/// and by provider; the shipped table covers the rest.
+#[derive(Debug, Clone, Default)]
+pub struct ContextWindows {
+    pub models: BTreeMap<String, u32>,
+    pub providers: BTreeMap<String, u32>,
+}
+
+/// Compacting a conversation that nears the model's context window.
+#[derive(Debug, Clone, Copy)]
+pub struct CompactionConfig {
+    pub enabled: bool,
+    /// The share of the window a request may fill (0.75: three quarters).
+    pub threshold: f64,
+    /// The memory flush and the summary together; past it, the oldest turns are dropped instead.
+    pub timeout: Duration,
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            threshold: 0.75,
+            timeout: Duration::from_secs(120),
+        }
+    }
 }
 
 /// What happens to occurrences missed while no replica was running.
@@ -141,6 +170,8 @@ pub struct ProviderConfig {
     pub models: Vec<String>,
     /// Anthropic's `anthropic-version` header.
     pub api_version: Option<String>,
+    /// The context window of its models where the shipped table has none.
+    pub context_window: Option<u32>,
     /// Whether this provider was added from the environment rather than the file.
     pub detected: bool,
 }
@@ -218,6 +249,7 @@ pub struct AgentsConfig {
     pub max_iterations: u32,
     /// A run whose replica has not renewed it for this long is `interrupted`.
     pub run_lease: Duration,
+    pub compaction: CompactionConfig,
     pub list: Vec<AgentConfig>,
 }
 

@@ -25,12 +25,14 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
     }
     add_env_providers(&mut providers, env)?;
     let aliases = aliases(raw.models.aliases, &providers)?;
+    let context_windows = context_windows(raw.models.context_window, &providers)?;
     let agents = agents(raw.agents)?;
     Ok(Config {
         source,
         gateway: gateway(raw.gateway, env)?,
         providers,
         aliases,
+        context_windows,
         storage: storage(raw.storage, env)?,
         memory: memory(raw.memory)?,
         scheduler: super::scheduling::scheduler(raw.scheduler, agents.timezone)?,
@@ -41,6 +43,55 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
             settings: raw.plugins.settings,
         },
         tools: tools(raw.tools, env)?,
+    })
+}
+
+/// A window below this cannot hold a system prompt and a turn.
+const MIN_CONTEXT_WINDOW: u32 = 1024;
+
+fn context_windows(
+    models: BTreeMap<String, u32>,
+    providers: &BTreeMap<String, ProviderConfig>,
+) -> Result<ContextWindows, ConfigError> {
+    let check = |tokens: u32, path: String| {
+        if tokens < MIN_CONTEXT_WINDOW {
+            return Err(ConfigError::invalid(
+                path,
+                format!("{tokens} tokens is too small a context window (at least {MIN_CONTEXT_WINDOW})"),
+            ));
+        }
+        Ok(tokens)
+    };
+    let mut windows = ContextWindows::default();
+    for (model, tokens) in models {
+        let tokens = check(tokens, format!("models.contextWindow.{model}"))?;
+        windows.models.insert(model, tokens);
+    }
+    for provider in providers.values() {
+        if let Some(tokens) = provider.context_window {
+            let tokens = check(tokens, format!("providers.{}.contextWindow", provider.name))?;
+            windows.providers.insert(provider.name.clone(), tokens);
+        }
+    }
+    Ok(windows)
+}
+
+fn compaction(raw: raw::RawCompaction) -> Result<CompactionConfig, ConfigError> {
+    let defaults = CompactionConfig::default();
+    let threshold = raw.threshold.unwrap_or(defaults.threshold);
+    if !(0.2..=0.95).contains(&threshold) {
+        return Err(ConfigError::invalid(
+            "agents.defaults.compaction.threshold",
+            format!("{threshold} is not a share of the context window from 0.2 to 0.95"),
+        ));
+    }
+    Ok(CompactionConfig {
+        enabled: raw.enabled.unwrap_or(defaults.enabled),
+        threshold,
+        timeout: raw
+            .timeout_seconds
+            .filter(|s| *s > 0)
+            .map_or(defaults.timeout, Duration::from_secs),
     })
 }
 
@@ -239,6 +290,7 @@ fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<Pr
         max_retries: raw.max_retries.unwrap_or(2).min(10),
         models: raw.models,
         api_version: raw.api_version,
+        context_window: raw.context_window,
         detected: false,
     })
 }
@@ -261,6 +313,7 @@ pub fn detected_provider(
         max_retries: 2,
         models: Vec::new(),
         api_version: None,
+        context_window: None,
         detected: true,
     }
 }
@@ -605,6 +658,7 @@ fn agents(raw: raw::RawAgents) -> Result<AgentsConfig, ConfigError> {
             }
             seconds => Duration::from_secs(seconds),
         },
+        compaction: compaction(defaults.compaction)?,
         list,
     })
 }

@@ -53,11 +53,10 @@ pub async fn run(
         Some("new") | None => app.sessions.create(&agent.id, &source).await?,
         Some(id) => app.sessions.get(id).await?,
     };
-    let history = app.sessions.messages(&session).await.unwrap_or_default();
+    let history = app.sessions.history(&session).await.unwrap_or_default();
     let client: Vec<Value> = body["messages"].as_array().cloned().unwrap_or_default();
     let (client_system, client_rest) = split_system(client);
     let turn = recorder::client_messages(&client_rest);
-    let messages: Vec<Value> = history.iter().map(|m| m.to_openai()).chain(client_rest).collect();
     let stream = body["stream"].as_bool() == Some(true);
     let include_usage = body["stream_options"]["include_usage"].as_bool() == Some(true);
     let include_memory = headers
@@ -66,7 +65,8 @@ pub async fn run(
         .is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes" | "on"));
     let request = RunRequest {
         agent,
-        messages,
+        history,
+        messages: client_rest,
         client_system,
         client_tools: body["tools"].as_array().cloned().unwrap_or_default(),
         turn,

@@ -201,7 +201,10 @@ impl ApiError {
                     err.to_string(),
                 ),
                 AgentError::Cancelled => entry(S::CONFLICT, Some("run_cancelled"), None, err.to_string()),
-                AgentError::Storage(_) => unavailable("storage"),
+                AgentError::Storage(_) | AgentError::Session(_) => unavailable("storage"),
+                AgentError::UnknownAgent(_) => {
+                    entry(S::NOT_FOUND, Some("agent_not_found"), None, err.to_string())
+                }
             },
             Self::Provider(err) => provider_entry(err),
             Self::Db(_) | Self::LoginSession(_) => unavailable("storage"),

@@ -58,6 +58,7 @@ pub fn router(app: Arc<App>) -> Router {
             get(sessions::get).patch(sessions::patch).delete(sessions::delete),
         )
         .route("/v1/sessions/{id}/export", get(sessions::export))
+        .route("/v1/sessions/{id}/compact", post(sessions::compact))
         .route("/v1/memory", post(memory::append_note))
         .route("/v1/memory/files", get(memory::list_files))
         .route(

@@ -32,7 +32,7 @@ fn completion_id(run: &LiveRun) -> String {
     format!("chatcmpl-{}", run.id.replace('-', ""))
 }
 
-/// What `x_onyx` says about one event, if it is tool activity.
+/// What `x_onyx` says about one event, if it is tool activity or a notice.
 fn activity(event: &Event) -> Option<Value> {
     let activity = match event {
         Event::ToolStarted { id, name, arguments } => ToolActivity::ToolCallStarted {
@@ -55,6 +55,17 @@ fn activity(event: &Event) -> Option<Value> {
             approval_id: id.clone(),
             name: tool.clone(),
             arguments: arguments.clone(),
+        },
+        Event::Compacted {
+            notice,
+            before_tokens,
+            after_tokens,
+            fallback,
+        } => ToolActivity::Compacted {
+            notice: notice.clone(),
+            before_tokens: *before_tokens,
+            after_tokens: *after_tokens,
+            fallback: *fallback,
         },
         _ => return None,
     };

@@ -1,6 +1,6 @@
 //! `/v1/sessions`: list (filters, text search, cursor pagination, newest
 //! first), get (metadata + messages with offset/limit), export (JSONL),
-//! rename/archive, delete (log and metadata; idempotent).
+//! rename/archive, delete (log and metadata; idempotent), compact now.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::body::{JsonObject, query_number, typed};
 use super::error::ApiError;
-use super::views::{Deleted, SessionDetail, SessionPage};
+use super::views::{CompactionReport, Deleted, SessionDetail, SessionPage};
 use crate::app::App;
 use crate::sessions::{ListFilter, Status, decode_cursor};
 
@@ -146,4 +146,25 @@ pub async fn patch(
 pub async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<Deleted>, ApiError> {
     app.sessions.delete(&id).await?;
     Ok(Json(Deleted::new(id, "session.deleted")))
+}
+
+/// Compacts the session now: a memory flush, then its older turns become a
+/// summary (the log keeps them). Short sessions are left as they are.
+pub async fn compact(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+) -> Result<Json<CompactionReport>, ApiError> {
+    let session = app.sessions.get(&id).await?;
+    let compacted = app.agents.compact_session(&session).await?;
+    Ok(Json(match compacted {
+        Some(done) => CompactionReport {
+            compacted: true,
+            turns: done.turns,
+            before_tokens: done.before_tokens,
+            after_tokens: done.after_tokens,
+            fallback: done.fallback,
+            notice: Some(done.notice()),
+        },
+        None => CompactionReport::default(),
+    }))
 }

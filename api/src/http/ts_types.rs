@@ -53,6 +53,7 @@ fn generate() -> BTreeMap<String, String> {
     export::<views::List<views::AgentView>>(&cfg);
     export::<views::AgentDetail>(&cfg);
     export::<views::ApprovalDecision>(&cfg);
+    export::<views::CompactionReport>(&cfg);
     export::<views::CreatedKey>(&cfg);
     export::<views::Deleted>(&cfg);
     export::<views::GatewayStatus>(&cfg);

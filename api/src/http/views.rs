@@ -319,6 +319,20 @@ impl From<&Run> for RunView {
     }
 }
 
+/// `POST /v1/sessions/{id}/compact`: what compacting did.
+#[derive(Debug, Default, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct CompactionReport {
+    /// `false`: the session was too short to compact.
+    pub compacted: bool,
+    /// Older turns summarized (or dropped, with `fallback`).
+    pub turns: usize,
+    pub before_tokens: usize,
+    pub after_tokens: usize,
+    pub fallback: bool,
+    pub notice: Option<String>,
+}
+
 /// What `x_onyx` in an agent's streamed chat chunk says about tool activity.
 #[derive(Debug, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -339,5 +353,13 @@ pub enum ToolActivity {
         approval_id: String,
         name: String,
         arguments: serde_json::Value,
+    },
+    /// The conversation was compacted to fit the model's context window.
+    Compacted {
+        notice: String,
+        before_tokens: usize,
+        after_tokens: usize,
+        /// Summarizing failed: the oldest turns were dropped instead.
+        fallback: bool,
     },
 }

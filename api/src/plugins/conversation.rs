@@ -1,5 +1,5 @@
 //! One incoming chat message, start to finish: the sender's access, the
-//! commands (`/new`, `/status`, `/start`, `/stop`), routing to an agent, the
+//! commands (`/new`, `/status`, `/start`, `/stop`, `/compact`), routing to an agent, the
 //! chat's session, typing while the agent works, and the reply split at the
 //! platform's limit. Messages of one chat are answered in order; `/stop`
 //! jumps the queue and cancels the chat's current run.
@@ -86,9 +86,10 @@ enum Command {
     Status,
     Start,
     Stop,
+    Compact,
 }
 
-/// `/new`, `/status`, `/start` and `/stop`, also in Telegram's `/new@botname` form.
+/// `/new`, `/status`, `/start`, `/stop` and `/compact`, also in Telegram's `/new@botname` form.
 fn command(text: &str) -> Option<Command> {
     let word = text.split_whitespace().next()?;
     let word = word.split('@').next().unwrap_or(word);
@@ -97,6 +98,7 @@ fn command(text: &str) -> Option<Command> {
         "/status" => Some(Command::Status),
         "/start" => Some(Command::Start),
         "/stop" => Some(Command::Stop),
+        "/compact" => Some(Command::Compact),
         _ => None,
     }
 }
@@ -254,12 +256,24 @@ impl Conversations {
             }
             Some(Command::Start) => {
                 return Ok(format!(
-                    "Hi, I'm {}. Send me a message. /new starts a fresh conversation, /status shows where we are, /stop stops an answer under way.",
+                    "Hi, I'm {}. Send me a message. /new starts a fresh conversation, /status shows where we are, /stop stops an answer under way, /compact summarizes a long conversation.",
                     agent.name
                 ));
             }
             // Handled before queueing; one that gets here found nothing to stop.
             Some(Command::Stop) => return Ok("Nothing is running.".into()),
+            Some(Command::Compact) => {
+                let session = self
+                    .chats
+                    .current(&self.sessions, chat, &agent.id, platform)
+                    .await?;
+                return Ok(
+                    match self.agents.compact_session(&session).await.map_err(Arc::new)? {
+                        Some(done) => done.notice(),
+                        None => "Nothing to compact yet: the conversation is still short.".into(),
+                    },
+                );
+            }
             None => {}
         }
         self.agents.prepare(&agent).await?;
@@ -267,7 +281,7 @@ impl Conversations {
             .chats
             .current(&self.sessions, chat, &agent.id, platform)
             .await?;
-        let history = self.sessions.messages(&session).await.unwrap_or_default();
+        let history = self.sessions.history(&session).await.unwrap_or_default();
         let content = if message.direct {
             message.text.clone()
         } else {
@@ -286,7 +300,7 @@ impl Conversations {
                 " in a group"
             }
         );
-        let request = RunRequest::unattended(agent, &history, user, Some(note), Some(session), platform);
+        let request = RunRequest::unattended(agent, history, user, Some(note), Some(session), platform);
         let typing = tokio::spawn({
             let chat_id = message.chat_id.clone();
             async move {
@@ -308,7 +322,11 @@ impl Conversations {
             Err(err) => Err(Arc::new(err)),
         };
         typing.abort();
-        let text = outcome?.content;
+        let outcome = outcome?;
+        let mut text = outcome.content;
+        for notice in outcome.notices {
+            text.push_str(&format!("\n\n({notice})"));
+        }
         Ok(if text.trim().is_empty() {
             "(no answer)".to_string()
         } else {

@@ -467,8 +467,8 @@ impl Runner {
         .map_err(RunError::OpenSession)?;
         run.session_id = Some(session.id.clone());
         let history = match task.context_mode {
-            ContextMode::Main => self.sessions.messages(&session).await.unwrap_or_default(),
-            ContextMode::Isolated => Vec::new(),
+            ContextMode::Main => self.sessions.history(&session).await.unwrap_or_default(),
+            ContextMode::Isolated => Default::default(),
         };
         let note = format!(
             "The scheduler started this run (task {:?}, {} {:?}). Nobody is watching it live: do the work, then answer with the result itself.",
@@ -477,7 +477,7 @@ impl Runner {
             task.schedule_value
         );
         let message = json!({"role": "user", "content": prompt});
-        let request = RunRequest::unattended(agent, &history, message, Some(note), Some(session), "task");
+        let request = RunRequest::unattended(agent, history, message, Some(note), Some(session), "task");
         let outcome = self.agents.run_to_end(request).await?;
         Ok(Performed::Answered {
             text: outcome.content,

@@ -120,32 +120,53 @@ impl SessionLog {
 
     /// Every message of a session, in order.
     pub async fn read(&self, agent: &str, session: &str) -> Result<Vec<LogMessage>, StoreError> {
+        Ok(self
+            .read_segments(agent, session, 0)
+            .await?
+            .into_iter()
+            .flat_map(|(_, messages)| messages)
+            .collect())
+    }
+
+    /// The segments from `from_seq` on, in order, each with its messages:
+    /// only those are fetched, so a compacted session reads a bounded tail.
+    pub async fn read_segments(
+        &self,
+        agent: &str,
+        session: &str,
+        from_seq: u64,
+    ) -> Result<Vec<(u64, Vec<LogMessage>)>, StoreError> {
         let mut keys: Vec<(u64, String)> = self
             .store
             .list(Bucket::Sessions, &prefix(agent, session))
             .await?
             .into_iter()
             .filter_map(|o| seq_of(&o.key).map(|seq| (seq, o.key)))
+            .filter(|(seq, _)| *seq >= from_seq)
             .collect();
         keys.sort();
-        let bodies: Vec<Option<Bytes>> = futures::stream::iter(keys)
-            .map(|(_, key)| async move {
+        let bodies: Vec<(u64, Option<Bytes>)> = futures::stream::iter(keys)
+            .map(|(seq, key)| async move {
                 let key = ObjectKey::new(key)?;
-                Ok::<_, StoreError>(self.store.get(Bucket::Sessions, &key).await?.map(|o| o.body))
+                let body = self.store.get(Bucket::Sessions, &key).await?.map(|o| o.body);
+                Ok::<_, StoreError>((seq, body))
             })
             .buffered(16)
             .try_collect()
             .await?;
-        let mut messages = Vec::new();
-        for body in bodies.into_iter().flatten() {
+        let mut segments = Vec::with_capacity(bodies.len());
+        for (seq, body) in bodies {
+            let Some(body) = body else { continue };
+            let mut messages = Vec::new();
             for line in body.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
                 match serde_json::from_slice::<LogMessage>(line) {
                     Ok(message) => messages.push(message),
                     Err(err) => tracing::warn!(session, error = %err, "skipping an unreadable log line"),
                 }
             }
+            segments.push((seq, messages));
         }
-        Ok(messages)
+        Ok(segments)
     }
 
     pub async fn delete(&self, agent: &str, session: &str) -> Result<(), StoreError> {

@@ -64,6 +64,36 @@ pub async fn record_append(
     Ok(())
 }
 
+/// Where a compacted session's history starts: the first kept segment and
+/// the summary of everything before it. `None`: never compacted.
+pub async fn compaction(db: &Db, id: &str) -> Result<Option<(u64, String)>, DbError> {
+    #[derive(serde::Deserialize)]
+    struct Row {
+        history_from: Option<u64>,
+        summary: Option<String>,
+    }
+    let rows: Vec<Row> = db
+        .rows(
+            "SELECT history_from, summary FROM type::record('session', $id)",
+            json!({"id": id}),
+            0,
+        )
+        .await?;
+    Ok(rows
+        .into_iter()
+        .next()
+        .and_then(|r| Some((r.history_from?, r.summary.unwrap_or_default()))))
+}
+
+pub async fn set_compaction(db: &Db, id: &str, history_from: u64, summary: &str) -> Result<(), DbError> {
+    db.execute_retrying(
+        "UPDATE type::record('session', $id) SET history_from = $from, summary = $summary",
+        json!({"id": id, "from": history_from, "summary": summary}),
+    )
+    .await?;
+    Ok(())
+}
+
 pub async fn get(db: &Db, id: &str) -> Result<Option<SessionMeta>, DbError> {
     let sql = format!("SELECT {FIELDS} FROM type::record('session', $id)");
     Ok(db.rows(&sql, json!({"id": id}), 0).await?.into_iter().next())

@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::history::{COMPACTION_ROLE, History};
 use super::log::SessionLog;
 use super::meta;
 use super::types::{ListFilter, LogMessage, SessionMeta, Status};
@@ -137,6 +138,37 @@ impl Sessions {
 
     pub async fn messages(&self, session: &SessionMeta) -> Result<Vec<LogMessage>, SessionError> {
         Ok(self.log.read(&session.agent_id, &session.id).await?)
+    }
+
+    /// What a new turn builds on: from the latest compaction on (the whole
+    /// log for a session never compacted).
+    pub async fn history(&self, session: &SessionMeta) -> Result<History, SessionError> {
+        let compaction = meta::compaction(&self.db, &session.id).await?;
+        let from = compaction.as_ref().map_or(0, |(from, _)| *from);
+        let turns = self
+            .log
+            .read_segments(&session.agent_id, &session.id, from)
+            .await?;
+        Ok(History {
+            summary: compaction.map(|(_, summary)| summary),
+            turns,
+        })
+    }
+
+    /// Records a compaction: the log gains a record of it (the original turns
+    /// stay), and the history starts at `kept_from` with `summary` before it.
+    pub async fn compacted(
+        &self,
+        session: &SessionMeta,
+        summary: &str,
+        kept_from: u64,
+    ) -> Result<(), SessionError> {
+        let record = LogMessage::plain(COMPACTION_ROLE, summary);
+        self.log
+            .append(&session.agent_id, &session.id, std::slice::from_ref(&record))
+            .await?;
+        meta::set_compaction(&self.db, &session.id, kept_from, summary).await?;
+        Ok(())
     }
 
     /// Appends one turn. Returns `false` when the turn was parked for a retry.

@@ -11,6 +11,7 @@ mod harness;
 
 mod agents;
 mod bad_input;
+mod compaction;
 mod deployment;
 mod keys;
 mod memory;

@@ -10,6 +10,10 @@
 //! | `fake-slow` | streams 100 words, one every 30 ms; without streaming (OpenAI fake) answers after 3 s |
 //! | `fake-script` | follows a script in the last user message (see [`script_plan`]) |
 //! | anything else | 404 model not found |
+//!
+//! Every model that answers also takes part in Onyx's context compaction
+//! (see [`compaction_plan`]): it saves a note when asked to before a
+//! compaction, and summarizes a transcript.
 
 use serde_json::{Value, json};
 
@@ -102,6 +106,9 @@ pub fn plan(state: &FakeState, turn: &Turn) -> Plan {
         }
         _ => {}
     }
+    if let Some(plan) = compaction_plan(turn) {
+        return plan;
+    }
     if model == "fake-tools" && turn.last_role == "tool" {
         return Plan::Reply(format!("tool said: {}", turn.last_text));
     }
@@ -119,6 +126,46 @@ pub fn plan(state: &FakeState, turn: &Turn) -> Plan {
         return script_plan(state, turn);
     }
     Plan::Reply(format!("echo: {}", turn.last_text))
+}
+
+/// Onyx's compaction requests, answered as a model would: a transcript to
+/// summarize (`Transcript:` in the last user message) gets `Summary of N
+/// user messages, from "…" to "…".`; the pre-compaction memory flush
+/// (`Before the conversation is compacted`, with `memory_write` offered)
+/// saves the first user message of the history, then answers `DONE`.
+pub fn compaction_plan(turn: &Turn) -> Option<Plan> {
+    if turn.last_role == "user" && turn.last_text.contains("Transcript:\n") {
+        let users: Vec<&str> = turn
+            .last_text
+            .lines()
+            .filter_map(|l| l.strip_prefix("user: "))
+            .collect();
+        return Some(Plan::Reply(format!(
+            "Summary of {} user messages, from {:?} to {:?}.",
+            users.len(),
+            users.first().copied().unwrap_or_default(),
+            users.last().copied().unwrap_or_default()
+        )));
+    }
+    let flush = turn.history.iter().rposition(|(role, text)| {
+        role == "user" && text.starts_with("Before the conversation is compacted")
+    })?;
+    if !turn.tool_names.iter().any(|t| t == "memory_write") {
+        return None;
+    }
+    if turn.history[flush + 1..].iter().any(|(role, _)| role == "tool") {
+        return Some(Plan::Reply("DONE".into()));
+    }
+    let first = turn
+        .history
+        .iter()
+        .find(|(role, _)| role == "user")
+        .map_or("", |(_, text)| text.as_str());
+    Some(Plan::CallTools(vec![ToolCall {
+        id: "call_flush".into(),
+        name: "memory_write".into(),
+        arguments: json!({"content": format!("Before compaction: {}", first.chars().take(80).collect::<String>())}),
+    }]))
 }
 
 /// `fake-script`: the last user message reads

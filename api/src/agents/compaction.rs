@@ -1,0 +1,430 @@
+//! Keeping a conversation within the model's context window. Before a model
+//! call, when the request would fill more than the threshold (75% by
+//! default) of the window, the older turns of the history are compacted:
+//!
+//! 1. a memory flush: one extra model turn, offered only `memory_write`,
+//!    asks the agent to save what must outlive the compaction;
+//! 2. the older turns (and any earlier summary) become one summary; the most
+//!    recent turns, up to a quarter of the window, stay verbatim;
+//! 3. the session records it (`Sessions::compacted`: the log keeps every
+//!    original turn), and the run emits a notice for the user.
+//!
+//! Both model calls share a time limit; if it passes or summarizing fails,
+//! the oldest turns are dropped instead (with a notice saying so). Nothing
+//! here can hang a run or lose the log.
+
+use serde_json::{Map, Value, json};
+
+use super::Agents;
+use super::context;
+use super::error::AgentError;
+use super::run_io::RunRequest;
+use super::tools::{self, ToolContext, ToolSpec};
+use crate::providers::types::ChatRequest;
+use crate::providers::{ChatCall, ModelTarget, ProviderError};
+use crate::sessions::{History, SessionMeta};
+
+/// The share of the window the turns kept verbatim may take.
+const KEEP_SHARE: f64 = 0.25;
+/// The share of the window the transcript to summarize may take.
+const TRANSCRIPT_SHARE: f64 = 0.5;
+/// Room left for the summary when choosing the turns to keep.
+const SUMMARY_ALLOWANCE: usize = 800;
+/// Model steps the memory flush may take (each may call `memory_write`).
+const FLUSH_STEPS: usize = 3;
+
+const FLUSH_PROMPT: &str = "Before the conversation is compacted: the older turns above are about to be replaced \
+by a short summary. If anything in them must be remembered beyond that summary (facts about the user, \
+decisions, commitments, open tasks), save it now with memory_write (a note in today's log, or a line in \
+MEMORY.md for durable facts). When nothing more needs saving, answer DONE.";
+
+const SUMMARY_PROMPT: &str = "Summarize the conversation transcript below for your own future reference: the \
+user's goals and preferences, what was decided and done (with names, numbers and file paths), and what is \
+still open. Write plain prose or short bullets, at most about 400 words. Answer with the summary only.";
+
+/// What compacting did, for the notice and the record.
+pub struct Compacted {
+    pub before_tokens: usize,
+    pub after_tokens: usize,
+    /// Older turns that became the summary (or were dropped).
+    pub turns: usize,
+    /// The summary failed or timed out: the oldest turns were dropped instead.
+    pub fallback: bool,
+}
+
+impl Compacted {
+    pub fn notice(&self) -> String {
+        if self.fallback {
+            format!(
+                "The conversation was getting too long for the model, and summarizing it did not work: the {} oldest turns were left out of what the model sees (the session log keeps them).",
+                self.turns
+            )
+        } else {
+            format!(
+                "The conversation was getting too long for the model: its {} oldest turns were summarized ({} → {} tokens). The session log keeps every turn.",
+                self.turns, self.before_tokens, self.after_tokens
+            )
+        }
+    }
+}
+
+/// Where the compactable history sits in a run's messages.
+pub struct Request<'a> {
+    pub request: &'a RunRequest,
+    /// The model's context window, in tokens.
+    pub window: u32,
+    pub targets: &'a [ModelTarget],
+    /// The composed system prompt(s) and the client's own, before the history.
+    pub prefix: &'a [Value],
+    /// Everything after the history (the client's new messages, this run's steps).
+    pub rest: &'a [Value],
+    pub tool_defs: &'a [Value],
+    pub context: &'a ToolContext,
+}
+
+impl Agents {
+    /// Compacts a session now (`POST /v1/sessions/{id}/compact`, `/compact`
+    /// in a chat), whatever its size. `None`: too short to compact.
+    pub async fn compact_session(&self, session: &SessionMeta) -> Result<Option<Compacted>, AgentError> {
+        let agent = self
+            .registry
+            .get(&session.agent_id)
+            .await?
+            .ok_or_else(|| AgentError::UnknownAgent(session.agent_id.clone()))?;
+        let model = agent.model.clone().ok_or_else(|| AgentError::NoModel {
+            agent: agent.id.clone(),
+        })?;
+        let targets = self.router.resolve(&model).map_err(|source| AgentError::Route {
+            agent: agent.id.clone(),
+            source,
+        })?;
+        let mut history = self.sessions.history(session).await?;
+        let context = self.tool_context(&agent).await;
+        let prefix =
+            [json!({"role": "system", "content": format!("You are the Onyx agent \"{}\".", agent.id)})];
+        let request = RunRequest {
+            agent,
+            history: Default::default(),
+            messages: Vec::new(),
+            client_system: Vec::new(),
+            client_tools: Vec::new(),
+            turn: Vec::new(),
+            session: Some(session.clone()),
+            source: "api".into(),
+            include_memory: false,
+            attended: false,
+            stream: false,
+            temperature: None,
+            max_tokens: None,
+        };
+        let call = Request {
+            request: &request,
+            window: context::window(&model, &self.context_windows),
+            targets: &targets,
+            prefix: &prefix,
+            rest: &[],
+            tool_defs: &[],
+            context: &context,
+        };
+        Ok(self.compact_if_needed(call, &mut history, true).await)
+    }
+
+    /// Compacts `history` if the request would pass the threshold (or always,
+    /// when `force`). `None`: nothing to do.
+    pub(super) async fn compact_if_needed(
+        &self,
+        call: Request<'_>,
+        history: &mut History,
+        force: bool,
+    ) -> Option<Compacted> {
+        let window = call.window as usize;
+        let settings = self.compaction;
+        let before = self.request_tokens(&call, history);
+        let limit = (window as f64 * settings.threshold) as usize;
+        if !force && (!settings.enabled || before <= limit) {
+            return None;
+        }
+        // What compaction cannot shrink: the system prompt, this turn, the tools.
+        let fixed = self.request_tokens(&call, &History::default());
+        // Kept turns get at most half of what is left under the limit (and a
+        // quarter of the window), so the next turns do not compact again at once.
+        let room = limit.saturating_sub(fixed + SUMMARY_ALLOWANCE) / 2;
+        let keep = kept_turns(history, room.min((window as f64 * KEEP_SHARE) as usize));
+        let older = history.turns.len() - keep;
+        if older == 0 && history.summary.is_none() {
+            return None;
+        }
+        let kept_from = history.turns.get(older).map_or_else(
+            || history.turns.last().map_or(0, |(seq, _)| seq + 1),
+            |(seq, _)| *seq,
+        );
+        let summarized = tokio::time::timeout(settings.timeout, async {
+            self.flush_memory(&call, history).await;
+            self.summarize(&call, history, older, window).await
+        })
+        .await;
+        let (summary, fallback) = match summarized {
+            Ok(Ok(summary)) => (summary, false),
+            Ok(Err(err)) => {
+                tracing::warn!(agent = %call.request.agent.id, error = %err, "summarizing for compaction failed; dropping the oldest turns instead");
+                (dropped_summary(history, older), true)
+            }
+            Err(_) => {
+                tracing::warn!(agent = %call.request.agent.id, timeout = ?settings.timeout, "compaction timed out; dropping the oldest turns instead");
+                (dropped_summary(history, older), true)
+            }
+        };
+        if let Some(session) = &call.request.session
+            && let Err(err) = self.sessions.compacted(session, &summary, kept_from).await
+        {
+            tracing::error!(session = %session.id, error = %err, "could not record the compaction; the next turn will compact again");
+        }
+        history.turns.drain(..older);
+        history.summary = Some(summary);
+        Some(Compacted {
+            before_tokens: before,
+            after_tokens: self.request_tokens(&call, history),
+            turns: older,
+            fallback,
+        })
+    }
+
+    fn request_tokens(&self, call: &Request<'_>, history: &History) -> usize {
+        let messages: Vec<Value> = call
+            .prefix
+            .iter()
+            .cloned()
+            .chain(history.to_openai())
+            .chain(call.rest.iter().cloned())
+            .collect();
+        context::count_request(&messages, call.tool_defs)
+    }
+
+    /// One extra turn, with only `memory_write`, to save what must outlive
+    /// the compaction. Its failures only cost the flush.
+    async fn flush_memory(&self, call: &Request<'_>, history: &History) {
+        let Some(write) = tools::all(&self.tools)
+            .into_iter()
+            .find(|t| t.name == "memory_write")
+            .filter(|_| {
+                tools::offered(
+                    &call.request.agent,
+                    call.request.agent.permission_mode,
+                    &self.tools,
+                )
+                .iter()
+                .any(|t| t.name == "memory_write")
+            })
+        else {
+            return;
+        };
+        let tool_defs = [ToolSpec::function(&write)];
+        let mut messages: Vec<Value> = call.prefix.iter().cloned().chain(history.to_openai()).collect();
+        messages.push(json!({"role": "user", "content": FLUSH_PROMPT}));
+        for _ in 0..FLUSH_STEPS {
+            let completion = match self
+                .chat_once(call.request, call.targets, &messages, &tool_defs)
+                .await
+            {
+                Ok(completion) => completion,
+                Err(err) => {
+                    tracing::warn!(agent = %call.request.agent.id, error = %err, "the pre-compaction memory flush failed");
+                    return;
+                }
+            };
+            let message = completion["choices"][0]["message"].clone();
+            let calls = message["tool_calls"].as_array().cloned().unwrap_or_default();
+            messages.push(message);
+            if calls.is_empty() {
+                return;
+            }
+            for tool_call in calls {
+                let name = tool_call["function"]["name"].as_str().unwrap_or_default();
+                let output = if name == "memory_write" {
+                    let arguments =
+                        serde_json::from_str(tool_call["function"]["arguments"].as_str().unwrap_or("{}"))
+                            .unwrap_or(Value::Null);
+                    tools::call(call.context, name, &arguments).await
+                } else {
+                    tools::ToolOutput::error(format!("only memory_write is available now, not {name:?}"))
+                };
+                messages.push(
+                    json!({"role": "tool", "tool_call_id": tool_call["id"], "content": output.content}),
+                );
+            }
+        }
+    }
+
+    /// The older turns (and the earlier summary) as one summary.
+    async fn summarize(
+        &self,
+        call: &Request<'_>,
+        history: &History,
+        older: usize,
+        window: usize,
+    ) -> Result<String, ProviderError> {
+        let transcript = transcript(history, older, (window as f64 * TRANSCRIPT_SHARE) as usize);
+        let messages = [
+            json!({"role": "system", "content": SUMMARY_PROMPT}),
+            json!({"role": "user", "content": transcript}),
+        ];
+        let completion = self.chat_once(call.request, call.targets, &messages, &[]).await?;
+        let summary = completion["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        if summary.is_empty() {
+            return Err(ProviderError::InvalidRequest(
+                "the model returned an empty summary".into(),
+            ));
+        }
+        Ok(summary)
+    }
+
+    /// One non-streaming model call with the run's model and settings.
+    pub(super) async fn chat_once(
+        &self,
+        request: &RunRequest,
+        targets: &[ModelTarget],
+        messages: &[Value],
+        tool_defs: &[Value],
+    ) -> Result<Value, ProviderError> {
+        let mut body = Map::new();
+        body.insert("model".into(), json!(request.agent.model));
+        body.insert("messages".into(), Value::Array(messages.to_vec()));
+        if !tool_defs.is_empty() {
+            body.insert("tools".into(), Value::Array(tool_defs.to_vec()));
+        }
+        let parsed: ChatRequest = serde_json::from_value(Value::Object(body.clone()))
+            .map_err(|e| ProviderError::InvalidRequest(format!("agent request: {e}")))?;
+        let (completion, _) = self
+            .router
+            .chat(
+                targets,
+                &ChatCall {
+                    body,
+                    request: parsed,
+                },
+            )
+            .await?;
+        Ok(completion)
+    }
+}
+
+/// How many of the newest turns fit in `budget` tokens (whole turns only).
+fn kept_turns(history: &History, budget: usize) -> usize {
+    let mut used = 0;
+    let mut kept = 0;
+    for (_, messages) in history.turns.iter().rev() {
+        let tokens: usize = messages
+            .iter()
+            .filter(|m| m.role != crate::sessions::COMPACTION_ROLE)
+            .map(|m| context::count_message(&m.to_openai()))
+            .sum();
+        if used + tokens > budget {
+            break;
+        }
+        used += tokens;
+        kept += 1;
+    }
+    kept
+}
+
+/// The earlier summary and the `older` turns as text, newest kept when it
+/// is longer than `budget` tokens (each message clipped to a paragraph).
+fn transcript(history: &History, older: usize, budget: usize) -> String {
+    let mut lines: Vec<String> = history.turns[..older]
+        .iter()
+        .flat_map(|(_, messages)| messages)
+        .filter(|m| matches!(m.role.as_str(), "user" | "assistant" | "tool"))
+        .map(|m| format!("{}: {}", m.role, crate::text::one_line(&m.text(), 1_500)))
+        .filter(|line| !line.ends_with(": "))
+        .collect();
+    let mut used: usize = lines.iter().map(|l| context::count_text(l)).sum();
+    let mut cut = 0;
+    while used > budget && cut < lines.len() {
+        used -= context::count_text(&lines[cut]);
+        cut += 1;
+    }
+    lines.drain(..cut);
+    let mut text = String::new();
+    if let Some(summary) = &history.summary {
+        text.push_str(&format!("Summary of what came before:\n{summary}\n\n"));
+    }
+    if cut > 0 {
+        text.push_str(&format!("({cut} earlier messages are omitted.)\n"));
+    }
+    text.push_str("Transcript:\n");
+    text.push_str(&lines.join("\n"));
+    text
+}
+
+/// When no summary could be made: the earlier summary (if any), and a note
+/// that turns were dropped.
+fn dropped_summary(history: &History, older: usize) -> String {
+    let note = format!(
+        "({older} older turns were dropped from the context without a summary; the session log keeps them.)"
+    );
+    match &history.summary {
+        Some(summary) => format!("{summary}\n\n{note}"),
+        None => note,
+    }
+}
+
+/// A tool result as the model sees it: clipped to a tenth of the window
+/// (the log keeps it whole).
+pub fn clip_tool_result(content: &str, window: u32) -> String {
+    // About four characters a token.
+    let cap = (window as usize * 4 / 10).max(2_000);
+    super::prompt::truncate(content, cap)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sessions::LogMessage;
+
+    fn turn(seq: u64, words: usize) -> (u64, Vec<LogMessage>) {
+        let text = vec!["word"; words].join(" ");
+        (
+            seq,
+            vec![
+                LogMessage::plain("user", text.clone()),
+                LogMessage::plain("assistant", text),
+            ],
+        )
+    }
+
+    #[test]
+    fn the_newest_whole_turns_within_the_budget_are_kept() {
+        let history = History {
+            summary: None,
+            turns: vec![turn(0, 100), turn(1, 100), turn(2, 100)],
+        };
+        // Each turn is two messages of about 100 tokens and 4 of overhead.
+        assert_eq!(kept_turns(&history, 500), 2);
+        assert_eq!(kept_turns(&history, 100), 0);
+    }
+
+    #[test]
+    fn a_long_transcript_keeps_its_newest_messages_and_says_what_was_left_out() {
+        let history = History {
+            summary: Some("earlier: a trip to Lisbon".into()),
+            turns: (0..50).map(|i| turn(i, 50)).collect(),
+        };
+        let text = transcript(&history, 50, 1_000);
+        assert!(text.starts_with("Summary of what came before:\nearlier: a trip to Lisbon"));
+        assert!(text.contains("earlier messages are omitted"));
+        assert!(context::count_text(&text) < 1_200);
+    }
+
+    #[test]
+    fn big_tool_results_are_clipped_for_the_model() {
+        let big = "x".repeat(100_000);
+        let clipped = clip_tool_result(&big, 8_000);
+        assert!(clipped.len() < 5_000, "{}", clipped.len());
+        assert!(clipped.contains("characters omitted"));
+        assert_eq!(clip_tool_result("small", 8_000), "small");
+    }
+}
