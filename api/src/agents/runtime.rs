@@ -169,24 +169,20 @@ impl Agents {
         };
         let offered = tools::offered(&agent, mode, &self.tools);
         let inbox = self.inbox.claim(&agent.id).await.unwrap_or_default();
-        let now = clock::now();
-        let today = &clock::day(now);
-        let yesterday = clock::day_before(now);
         let last_user = last_user_text(&request.messages);
         let composed = prompt::compose(
             &self.memory,
             Inputs {
                 agent: &agent.id,
-                today,
-                yesterday: &yesterday,
+                now: clock::now(),
+                timezone: agent.timezone,
+                session: request.session.as_ref().map(|s| s.id.as_str()),
                 inbox: &inbox,
                 memory_query: request.include_memory.then_some(last_user.as_str()),
             },
         )
         .await;
-        let mut messages: Vec<Value> = vec![json!({"role": "system", "content": composed.system})];
-        messages.extend(request.client_system.iter().cloned());
-        messages.extend(request.messages.iter().cloned());
+        let mut messages = composed.messages(&request.client_system, &request.messages);
         let mut tool_defs: Vec<Value> = offered.iter().map(ToolSpec::function).collect();
         tool_defs.extend(request.client_tools.iter().cloned());
         let client_tool_names: Vec<String> = request
@@ -227,16 +223,16 @@ impl Agents {
                 }
             };
             if let Some(u) = &step.usage {
-                usage = Usage::new(
-                    usage.prompt_tokens + u.prompt_tokens,
-                    usage.completion_tokens + u.completion_tokens,
-                );
+                usage += *u;
             }
             let mut assistant = json!({"role": "assistant", "content": step.content});
             if !step.tool_calls.is_empty() {
                 assistant["tool_calls"] = Value::Array(step.tool_calls.clone());
             }
-            turn.extend(LogMessage::from_openai(&assistant, Some(&model)));
+            turn.extend(
+                LogMessage::from_openai(&assistant, Some(&model))
+                    .map(|m| m.with_usage(step.usage.map(|u| json!(u)))),
+            );
             messages.push(assistant);
             if step.tool_calls.is_empty() {
                 outcome = Some((step.content, "stop", None));
@@ -319,6 +315,13 @@ impl Agents {
         if let Some(m) = request.max_tokens.or(request.agent.max_tokens) {
             body.insert("max_tokens".into(), json!(m));
         }
+        body.insert(
+            "prompt_cache_key".into(),
+            json!(prompt::cache_key(
+                &request.agent.id,
+                request.session.as_ref().map(|s| s.id.as_str())
+            )),
+        );
         if request.stream {
             body.insert("stream".into(), json!(true));
             body.insert("stream_options".into(), json!({"include_usage": true}));
@@ -469,9 +472,13 @@ impl Agents {
         );
         // Off the turn's critical path: re-indexing the day's log is the
         // costly part of a turn's bookkeeping, and nobody waits for it.
-        let (memory, agent_id) = (self.memory.clone(), agent.id.clone());
+        let (memory, agent_id, daily) = (
+            self.memory.clone(),
+            agent.id.clone(),
+            NoteTarget::Daily(agent.timezone),
+        );
         tokio::spawn(async move {
-            if let Err(err) = memory.append_note(&agent_id, NoteTarget::Daily, &line).await {
+            if let Err(err) = memory.append_note(&agent_id, daily, &line).await {
                 tracing::warn!(agent = %agent_id, error = %err, "could not write the daily log line");
             }
         });

@@ -69,7 +69,7 @@ fn turn(body: &Value) -> Turn {
     Turn {
         model: body["model"].as_str().unwrap_or_default().to_string(),
         last_role: last["role"].as_str().unwrap_or_default().to_string(),
-        last_text: text_of(&last["content"]),
+        last_text: script::without_context(&text_of(&last["content"])),
         tool_names: body["tools"]
             .as_array()
             .map(|t| {
@@ -84,7 +84,7 @@ fn turn(body: &Value) -> Turn {
             .map(|m| {
                 (
                     m["role"].as_str().unwrap_or_default().to_string(),
-                    text_of(&m["content"]),
+                    script::without_context(&text_of(&m["content"])),
                 )
             })
             .collect(),

@@ -33,7 +33,7 @@ pub enum Block {
     Other,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
 pub struct AnthropicUsage {
     #[serde(default)]
     pub input_tokens: u64,
@@ -51,6 +51,16 @@ impl AnthropicUsage {
         self.input_tokens
             + self.cache_creation_input_tokens.unwrap_or(0)
             + self.cache_read_input_tokens.unwrap_or(0)
+    }
+
+    /// In OpenAI's shape: cache reads are `prompt_tokens_details.cached_tokens`,
+    /// cache writes `prompt_tokens_details.cache_write_tokens`.
+    pub fn to_usage(&self) -> Usage {
+        let usage = Usage::new(self.prompt_tokens(), self.output_tokens);
+        match (self.cache_read_input_tokens, self.cache_creation_input_tokens) {
+            (None, None) => usage,
+            (read, written) => usage.with_cache(read.unwrap_or(0), written.unwrap_or(0)),
+        }
     }
 }
 
@@ -80,7 +90,7 @@ pub fn to_completion(message: Message) -> Completion {
             Block::Other => {}
         }
     }
-    let usage = Usage::new(message.usage.prompt_tokens(), message.usage.output_tokens);
+    let usage = message.usage.to_usage();
     Completion {
         id: message.id,
         object: "chat.completion",

@@ -89,8 +89,8 @@ pub struct StreamTranslator {
     provider: String,
     factory: ChunkFactory,
     include_usage: bool,
-    prompt_tokens: u64,
-    completion_tokens: u64,
+    /// `message_start`'s usage, with `message_delta`'s output count.
+    usage: AnthropicUsage,
     tool_indexes: HashMap<u32, u32>,
     pub done: bool,
 }
@@ -101,8 +101,7 @@ impl StreamTranslator {
             provider: provider.into(),
             factory: ChunkFactory::new(crate::providers::completion_id(), model.into()),
             include_usage,
-            prompt_tokens: 0,
-            completion_tokens: 0,
+            usage: AnthropicUsage::default(),
             tool_indexes: HashMap::new(),
             done: false,
         }
@@ -122,8 +121,7 @@ impl StreamTranslator {
             Event::MessageStart { message } => {
                 self.factory.id = message.id;
                 self.factory.model = message.model;
-                self.prompt_tokens = message.usage.prompt_tokens();
-                self.completion_tokens = message.usage.output_tokens;
+                self.usage = message.usage;
                 let delta = Delta {
                     role: Some("assistant"),
                     content: Some(String::new()),
@@ -184,7 +182,7 @@ impl StreamTranslator {
             },
             Event::MessageDelta { delta, usage } => {
                 if let Some(usage) = usage {
-                    self.completion_tokens = usage.output_tokens;
+                    self.usage.output_tokens = usage.output_tokens;
                 }
                 let reason = finish_reason(delta.stop_reason.as_deref());
                 vec![self.factory.delta(Delta::default(), Some(reason))]
@@ -212,7 +210,7 @@ impl StreamTranslator {
     }
 
     pub fn usage(&self) -> Usage {
-        Usage::new(self.prompt_tokens, self.completion_tokens)
+        self.usage.to_usage()
     }
 }
 
