@@ -226,8 +226,9 @@ pub struct Usage {
 pub struct PromptTokensDetails {
     #[serde(default)]
     pub cached_tokens: u64,
+    /// 0 is left out of the JSON.
     #[serde(default, skip_serializing_if = "is_zero")]
-    #[cfg_attr(test, ts(optional))]
+    #[cfg_attr(test, ts(type = "number | undefined"))]
     pub cache_write_tokens: u64,
 }
 

@@ -16,6 +16,7 @@ mod keys;
 mod memory;
 mod observability;
 mod plugins;
+mod prompt_cache;
 mod providers;
 mod routing;
 mod scheduler;

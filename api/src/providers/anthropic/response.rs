@@ -138,7 +138,7 @@ mod tests {
                 {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"city": "Paris"}}
             ],
             "stop_reason": "tool_use",
-            "usage": {"input_tokens": 12, "output_tokens": 7, "cache_read_input_tokens": 3}
+            "usage": {"input_tokens": 12, "output_tokens": 7, "cache_read_input_tokens": 3, "cache_creation_input_tokens": 5}
         }))
         .unwrap();
         let out = serde_json::to_value(to_completion(message)).unwrap();
@@ -149,7 +149,9 @@ mod tests {
         assert_eq!(call["function"]["arguments"], "{\"city\":\"Paris\"}");
         assert_eq!(
             out["usage"],
-            json!({"prompt_tokens": 15, "completion_tokens": 7, "total_tokens": 22})
+            json!({"prompt_tokens": 20, "completion_tokens": 7, "total_tokens": 27,
+                   "prompt_tokens_details": {"cached_tokens": 3, "cache_write_tokens": 5}}),
+            "cache reads and writes are prompt tokens, and reported as such"
         );
     }
 

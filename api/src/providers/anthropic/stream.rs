@@ -228,7 +228,7 @@ mod tests {
         let mut t = StreamTranslator::new("anthropic", "claude", true);
         let start = feed(
             &mut t,
-            json!({"type": "message_start", "message": {"id": "msg_1", "model": "claude-x", "usage": {"input_tokens": 9, "output_tokens": 1}}}),
+            json!({"type": "message_start", "message": {"id": "msg_1", "model": "claude-x", "usage": {"input_tokens": 9, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 0, "output_tokens": 1}}}),
         );
         assert_eq!(start[0]["choices"][0]["delta"]["role"], "assistant");
         assert_eq!(start[0]["id"], "msg_1");
@@ -261,7 +261,7 @@ mod tests {
         let stop = feed(&mut t, json!({"type": "message_stop"}));
         assert_eq!(
             stop[0]["usage"],
-            json!({"prompt_tokens": 9, "completion_tokens": 20, "total_tokens": 29})
+            json!({"prompt_tokens": 109, "completion_tokens": 20, "total_tokens": 129, "prompt_tokens_details": {"cached_tokens": 100}})
         );
         assert_eq!(stop[0]["choices"], json!([]));
         assert!(t.done);
