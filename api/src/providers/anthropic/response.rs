@@ -55,7 +55,7 @@ impl AnthropicUsage {
 
     /// In OpenAI's shape: cache reads are `prompt_tokens_details.cached_tokens`,
     /// cache writes `prompt_tokens_details.cache_write_tokens`.
-    pub fn to_usage(&self) -> Usage {
+    pub fn to_usage(self) -> Usage {
         let usage = Usage::new(self.prompt_tokens(), self.output_tokens);
         match (self.cache_read_input_tokens, self.cache_creation_input_tokens) {
             (None, None) => usage,
