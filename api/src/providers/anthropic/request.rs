@@ -84,13 +84,17 @@ pub fn messages_request(request: &ChatRequest, model: &str, stream: bool) -> Res
         .map(|(role, content)| json!({"role": role, "content": content}))
         .collect();
     body.insert("messages".into(), Value::Array(messages));
-    if cache && !system.is_empty() {
+    if cache {
+        // Anthropic refuses empty text blocks.
         let mut blocks: Vec<Value> = system
             .iter()
+            .filter(|text| !text.is_empty())
             .map(|text| json!({"type": "text", "text": text}))
             .collect();
-        blocks[0]["cache_control"] = ephemeral();
-        body.insert("system".into(), Value::Array(blocks));
+        if let Some(first) = blocks.first_mut() {
+            first["cache_control"] = ephemeral();
+            body.insert("system".into(), Value::Array(blocks));
+        }
     } else if !system.is_empty() {
         body.insert("system".into(), json!(system.join("\n\n")));
     }
