@@ -5,8 +5,8 @@
 //! one. For each turn after the first it reports the share of the prompt's
 //! bytes (tools, system, messages, in the order a provider caches them,
 //! `cache_control` marks left out) that are an identical prefix of the previous
-//! turn's prompt, and, for Anthropic, the share of prompt tokens the fake's
-//! cache simulation read from its cache.
+//! turn's prompt, and the share of prompt tokens the fakes' cache simulations
+//! read from their caches.
 //!
 //! `cargo run --release -p onyx-bench --bin prompt-cache-bench [TURNS]`
 

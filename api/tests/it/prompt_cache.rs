@@ -2,7 +2,7 @@
 //! send the fake Anthropic a byte-identical, `cache_control`-marked system
 //! prefix and get cached tokens back (in the response, the session and
 //! `/metrics`); OpenAI-compatible turns carry one `prompt_cache_key` per
-//! session; and "today" (the daily log a turn writes, the prompt's date) is
+//! session (and report the fake's cached tokens); and "today" (the daily log a turn writes, the prompt's date) is
 //! the day in the agent's timezone, not UTC's.
 
 use crate::harness::*;
@@ -110,7 +110,15 @@ async fn openai_compatible_turns_carry_one_prompt_cache_key_per_session() {
     let fakes = Fakes::start().await;
     let onyx = Onyx::start(Some(&config(&fakes, "UTC")), &[]).await;
     let (_, session) = turn(&onyx, "gpt", None, "hello").await;
-    turn(&onyx, "gpt", Some(&session), "hello again").await;
+    let (again, _) = turn(&onyx, "gpt", Some(&session), "hello again").await;
+    // The fake caches by key and prefix, as OpenAI does: the system prompt and
+    // the first user message come back as cached tokens.
+    let cached = again["usage"]["prompt_tokens_details"]["cached_tokens"]
+        .as_u64()
+        .unwrap();
+    assert!(cached > 100, "{again}");
+    let meta = onyx.get_json(&format!("/v1/sessions/{session}")).await;
+    assert_eq!(meta["cached_tokens"].as_u64(), Some(cached), "{meta}");
     let (_, other) = turn(&onyx, "gpt", None, "a new chat").await;
     let sent = chat_requests(&fakes.openai);
     let keys: Vec<&str> = sent
