@@ -163,7 +163,11 @@ async fn today_is_the_day_in_the_agents_timezone() {
     let fakes = Fakes::start().await;
     let onyx = Onyx::start(Some(&config(&fakes, name)), &[]).await;
     assert_eq!(onyx.get_json("/v1/agents/local").await["timezone"], name);
-    assert_eq!(onyx.get_json("/v1/agents/gpt").await["timezone"], "UTC", "the default");
+    assert_eq!(
+        onyx.get_json("/v1/agents/gpt").await["timezone"],
+        "UTC",
+        "the default"
+    );
     let before = chrono::Utc::now();
     turn(&onyx, "local", None, "what day is it?").await;
     let after = chrono::Utc::now();
