@@ -231,6 +231,65 @@ mod tests {
         }
     }
 
+    /// A run at 23:30 on 22 November in Los Angeles (07:30 on the 23rd in
+    /// UTC) writes and reads the 22nd's log, and says so in the prompt.
+    #[tokio::test]
+    async fn a_run_at_2330_in_los_angeles_lives_in_that_day_not_utcs() {
+        use crate::memory::{NoteTarget, Settings};
+        use crate::storage::{Db, LocalStore, ObjectStore};
+        let dir = tempfile::tempdir().unwrap();
+        let objects: std::sync::Arc<dyn ObjectStore> = std::sync::Arc::new(LocalStore::new(dir.path()));
+        objects.ensure_buckets().await.unwrap();
+        let memory = Memory::new(objects, Db::scratch().await, None, Settings::default());
+        let la: Tz = "America/Los_Angeles".parse().unwrap();
+        let at = clock::parse_stamp("2026-11-23T07:30:00Z").unwrap();
+        let written = memory
+            .append_note_at("main", NoteTarget::Daily(la), "late walk", at)
+            .await
+            .unwrap();
+        assert_eq!(written.path, "memory/2026-11-22.md");
+        let log = memory.read_file("main", &written.path).await.unwrap().content;
+        assert_eq!(log, "# 2026-11-22\n\n- 23:30 late walk\n");
+        memory
+            .append_note_at("main", NoteTarget::Daily(chrono_tz::UTC), "utc note", at)
+            .await
+            .unwrap();
+
+        let inputs = |timezone| Inputs {
+            agent: "main",
+            now: at,
+            timezone,
+            session: None,
+            inbox: &[],
+            memory_query: None,
+        };
+        let composed = compose(&memory, inputs(la)).await;
+        assert!(
+            composed
+                .context
+                .contains("Now: Sunday 2026-11-22 23:30 (America/Los_Angeles, UTC-08:00)."),
+            "{}",
+            composed.context
+        );
+        assert!(
+            composed
+                .context
+                .contains("## memory/2026-11-22.md (today)\n\n# 2026-11-22\n\n- 23:30 late walk")
+        );
+        assert!(!composed.context.contains("utc note"), "{}", composed.context);
+        assert!(
+            !composed.stable.contains("2026-11-2"),
+            "no date in the stable part"
+        );
+        let in_utc = compose(&memory, inputs(chrono_tz::UTC)).await;
+        assert!(in_utc.context.contains("## memory/2026-11-23.md (today)"));
+        assert!(in_utc.context.contains("## memory/2026-11-22.md (yesterday)"));
+        assert_eq!(
+            in_utc.stable, composed.stable,
+            "the stable part does not depend on the time"
+        );
+    }
+
     #[test]
     fn a_sessions_own_daily_log_lines_are_left_out() {
         let log = "# 2026-11-23\n\n- 09:00 session s1: asked “a” → answered “b”\n- 09:05 walked the dog\n";

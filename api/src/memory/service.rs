@@ -232,12 +232,23 @@ impl Memory {
         target: NoteTarget,
         note: &str,
     ) -> Result<WriteOutcome, MemoryError> {
+        self.append_note_at(agent, target, note, crate::clock::now())
+            .await
+    }
+
+    /// [`Self::append_note`] as if it were `now` (the day and time of the line).
+    pub async fn append_note_at(
+        &self,
+        agent: &str,
+        target: NoteTarget,
+        note: &str,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<WriteOutcome, MemoryError> {
         let agent = paths::agent(agent)?;
         let note = note.trim();
         if note.is_empty() {
             return Err(invalid("content", "the note is empty"));
         }
-        let now = crate::clock::now();
         let (path, header, line) = match target {
             NoteTarget::Daily(tz) => (
                 paths::daily_path(&crate::clock::day_in(now, tz)),
