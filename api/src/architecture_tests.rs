@@ -22,6 +22,7 @@ const LEAVES: &[&[&str]] = &[
     &["clock"],
     &["error_chain"],
     &["model_ref"],
+    &["replica"],
     &["text"],
     &["http", "sse"],
 ];

@@ -8,7 +8,8 @@
 //! - Edge and wiring: `cli` is the `onyx` binary (`serve`, `doctor`, `keys`,
 //!   `reindex`); `http` is the axum surface; `app` builds everything from the
 //!   config, runs the database migrations and owns the background loops.
-//! - Domain: `agents` runs assistants (prompt, tool loop, tools) and `inbox`
+//! - Domain: `agents` runs assistants (prompt, tool loop, tools, durable
+//!   runs) and `inbox`
 //!   carries their messages; `tasks` keeps scheduled tasks and `scheduler`
 //!   runs them; `memory` keeps files-first memory and its search index;
 //!   `sessions` records conversations; `providers` routes `provider/model` to
@@ -20,8 +21,9 @@
 //!   migrations, run explicitly by `serve`, `doctor` and `reindex`).
 //! - Leaves, importing nothing from the crate: `model_ref` (`provider/model`),
 //!   `clock` (timestamps and days as stored), `error_chain` (an error's
-//!   whole chain for logs, and its root cause), `background` (spawned loops, stopped on shutdown), `backoff`,
-//!   `text`.
+//!   whole chain for logs, and its root cause), `background` (spawned loops,
+//!   stopped on shutdown), `backoff`, `replica` (this process's name among
+//!   replicas, for leases), `text`.
 
 pub mod agents;
 pub mod app;
@@ -43,6 +45,7 @@ pub mod model_ref;
 pub mod observability;
 pub mod plugins;
 pub mod providers;
+pub mod replica;
 pub mod scheduler;
 pub mod sessions;
 pub mod storage;

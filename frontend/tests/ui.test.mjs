@@ -1,7 +1,8 @@
 // The control UI in a real browser (Debian's Chromium through playwright-core)
 // against the real `onyx` binary and the fake upstream: login (wrong password,
 // throttling, cookie surviving a restart, cross-site refusal), chat with
-// streaming, tool cards, approvals and stop, then every page doing its job,
+// streaming, tool cards, approvals, stop (cancelling the run) and re-attaching
+// to a run after a reload, then every page doing its job,
 // at desktop and phone widths. Needs ONYX_BIN and FAKE_UPSTREAM_BIN (set by
 // tests/run) and /usr/bin/chromium.
 import assert from 'node:assert/strict';
@@ -182,6 +183,20 @@ test('chat streams answers, shows tool cards and approvals, and stops', async ()
 	await page.getByText('Stopped.').waitFor();
 	const text = await page.locator('[data-role=assistant]').last().innerText();
 	assert.ok(!text.includes('w99'), 'the stream was cut off');
+	// Stop cancelled the run on the server, not just this tab's stream.
+	const cancelled = await (await api('/v1/runs?agent=slow&status=cancelled')).json();
+	assert.equal(cancelled.data.length, 1, JSON.stringify(cancelled));
+
+	// A reload mid-answer re-attaches to the run and shows the rest of it.
+	await page.getByRole('button', { name: 'New conversation' }).click();
+	await page.getByLabel('Message').fill('and once more');
+	await page.getByRole('button', { name: 'Send' }).click();
+	await page.locator('[data-role=assistant]').filter({ hasText: 'w3' }).waitFor();
+	await page.waitForURL(/\?session=/);
+	await page.reload();
+	await page.locator('[data-role=assistant]').filter({ hasText: 'w99' }).waitFor();
+	const succeeded = await (await api('/v1/runs?agent=slow&status=succeeded')).json();
+	assert.equal(succeeded.data.length, 1, JSON.stringify(succeeded));
 	await context.close();
 });
 

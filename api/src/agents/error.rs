@@ -3,6 +3,7 @@
 //! message a client sees are decided in `http/error.rs`, not here.
 
 use crate::providers::{ProviderError, RouteError};
+use crate::storage::DbError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
@@ -23,6 +24,12 @@ pub enum AgentError {
     /// The run's event stream ended without `Done` or `Failed`.
     #[error("the agent run ended without an answer")]
     NoAnswer,
+    /// Someone cancelled the run (`POST /v1/runs/{id}/cancel`, Stop, `/stop`).
+    #[error("the run was cancelled")]
+    Cancelled,
+    /// The run could not be recorded, so it was not started.
+    #[error(transparent)]
+    Storage(#[from] DbError),
 }
 
 impl AgentError {
@@ -31,7 +38,8 @@ impl AgentError {
     pub fn public_message(&self) -> String {
         match self {
             Self::Provider(err) => err.public_message(),
-            Self::NoModel { .. } | Self::Route { .. } | Self::NoAnswer => self.to_string(),
+            Self::NoModel { .. } | Self::Route { .. } | Self::NoAnswer | Self::Cancelled => self.to_string(),
+            Self::Storage(_) => "storage is unavailable".into(),
         }
     }
 }

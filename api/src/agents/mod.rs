@@ -4,7 +4,10 @@
 //! - `registry`: which agents exist (config `agents.list` + API changes)
 //! - `workspace`: their files in the object store, seeded from `config/workspace/`
 //! - `prompt`: composing the system prompt from those files, memory and the inbox
-//! - `runtime`: the tool-calling loop, streaming events as it goes
+//! - `run_io`: what goes into a run and the events that come out
+//! - `runtime`: starting a run in its own task and recording how it ended
+//! - `run_loop`: the tool-calling loop, emitting events as it goes
+//! - `runs/`: durable runs (records, leases, re-attaching, cancelling)
 //! - `tools/`: the built-in tools, one file per group
 //! - `approvals`: dangerous calls waiting for a person in `ask` mode
 
@@ -12,17 +15,20 @@ pub mod approvals;
 mod error;
 pub mod prompt;
 pub mod registry;
+mod run_io;
+mod run_loop;
+pub mod runs;
 pub mod runtime;
 pub mod tools;
 pub mod workspace;
 
 use std::sync::Arc;
 
-use futures::StreamExt;
-
 pub use error::AgentError;
 pub use registry::{AgentDef, AgentPatch, MAIN, Registry};
-pub use runtime::{Event, Outcome, RunRequest};
+pub use run_io::{Event, Outcome, RunRequest};
+pub use runs::{LiveRun, Runs};
+pub use runtime::outcome;
 
 use crate::background::Background;
 use crate::config::{Config, ToolsConfig};
@@ -37,6 +43,7 @@ pub struct Agents {
     pub registry: Registry,
     pub approvals: approvals::Approvals,
     pub inbox: Inbox,
+    pub runs: Arc<Runs>,
     router: Arc<Router>,
     memory: Arc<Memory>,
     sessions: Arc<Sessions>,
@@ -61,10 +68,19 @@ impl Agents {
     /// agents woken by messages.
     pub fn start(config: &Config, parts: Parts, background: &Background) -> Arc<Self> {
         let (wake, mut woken) = tokio::sync::mpsc::unbounded_channel();
+        let inbox = Inbox::new(parts.db.clone());
+        let runs = Runs::new(
+            parts.db.clone(),
+            config.agents.run_lease,
+            inbox.clone(),
+            parts.sessions.clone(),
+        );
+        background.spawn("agents: run leases and interrupted runs", runs.upkeep());
         let agents = Arc::new(Self {
             registry: Registry::new(config, parts.db.clone()),
-            approvals: approvals::Approvals::new(parts.db.clone()),
-            inbox: Inbox::new(parts.db),
+            approvals: approvals::Approvals::new(parts.db),
+            inbox,
+            runs,
             router: parts.router,
             memory: parts.memory,
             sessions: parts.sessions,
@@ -105,12 +121,8 @@ impl Agents {
         let message = serde_json::json!({"role": "user", "content": format!(
             "{} sent you a message (see Inbox). Act on it.", wake.from
         )});
-        let request = RunRequest::unattended(agent.clone(), &[], message, None, session);
-        let mut events = self.run(request);
-        while let Some(event) = events.next().await {
-            if let Event::Failed(err) = event {
-                tracing::warn!(agent = %agent.id, error = %crate::error_chain::chain(&err), "woken agent run failed");
-            }
-        }
+        let request = RunRequest::unattended(agent.clone(), &[], message, None, session, "inbox");
+        // A failure is logged where the run ends.
+        let _ = self.run_to_end(request).await;
     }
 }

@@ -208,6 +208,8 @@ pub struct RawAgentDefaults {
     pub permission_mode: Option<String>,
     pub timezone: Option<String>,
     pub max_iterations: Option<u32>,
+    /// How long a run stays `running` after its replica stops renewing it.
+    pub run_lease_seconds: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -218,6 +218,8 @@ pub struct AgentsConfig {
     /// and tasks without their own use it.
     pub timezone: chrono_tz::Tz,
     pub max_iterations: u32,
+    /// A run whose replica has not renewed it for this long is `interrupted`.
+    pub run_lease: Duration,
     pub list: Vec<AgentConfig>,
 }
 

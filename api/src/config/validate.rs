@@ -606,6 +606,15 @@ fn agents(raw: raw::RawAgents) -> Result<AgentsConfig, ConfigError> {
         default_permission_mode,
         timezone,
         max_iterations: defaults.max_iterations.unwrap_or(20),
+        run_lease: match defaults.run_lease_seconds.unwrap_or(30) {
+            0 => {
+                return Err(ConfigError::invalid(
+                    "agents.defaults.runLeaseSeconds",
+                    "must be at least 1",
+                ));
+            }
+            seconds => Duration::from_secs(seconds),
+        },
         list,
     })
 }

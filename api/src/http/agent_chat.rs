@@ -1,23 +1,19 @@
 //! Chat completions answered by an agent (`"model": "onyx:{id}"` or the
-//! `x-onyx-agent-id` header): the run's text streams as ordinary OpenAI
-//! chunks; tool activity rides in an extra `x_onyx` field that OpenAI clients
-//! ignore. Every agent turn is kept in a session (a new one unless
-//! `x-onyx-session-id` names one).
+//! `x-onyx-agent-id` header). The request starts a durable run
+//! (`x-onyx-run-id` names it) and the response follows it (`run_events`):
+//! a client that hangs up leaves the run working. Every agent turn is kept in
+//! a session (a new one unless `x-onyx-session-id` names one).
 
 use std::sync::Arc;
 
-use axum::Json;
-use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue};
-use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
-use serde_json::{Value, json};
+use axum::response::Response;
+use serde_json::Value;
 
 use super::chat_session::{SESSION_HEADER, source, split_system};
 use super::error::ApiError;
-use super::sse;
-use super::views::ToolActivity;
-use crate::agents::{AgentError, Event, Outcome, RunRequest};
+use super::run_events::{self, RUN_HEADER};
+use crate::agents::RunRequest;
 use crate::app::App;
 use crate::sessions::recorder;
 
@@ -52,8 +48,9 @@ pub async fn run(
             code: "model_not_found",
         })?;
     app.agents.prepare(&agent).await?;
+    let source = source(headers);
     let session = match session_ref.as_deref() {
-        Some("new") | None => app.sessions.create(&agent.id, &source(headers)).await?,
+        Some("new") | None => app.sessions.create(&agent.id, &source).await?,
         Some(id) => app.sessions.get(id).await?,
     };
     let history = app.sessions.messages(&session).await.unwrap_or_default();
@@ -74,6 +71,7 @@ pub async fn run(
         client_tools: body["tools"].as_array().cloned().unwrap_or_default(),
         turn,
         session: Some(session.clone()),
+        source,
         include_memory,
         attended: true,
         stream,
@@ -83,141 +81,17 @@ pub async fn run(
             .or_else(|| body["max_completion_tokens"].as_u64())
             .map(|m| m as u32),
     };
-    let events = app.agents.run(request);
-    let id = format!("chatcmpl-{}", uuid::Uuid::now_v7().simple());
-    let model = format!("onyx:{agent_id}");
+    let run = app.agents.start_run(request).await?;
     let mut response = if stream {
-        sse(events, id, model, include_usage)
+        run_events::sse(&run, include_usage)
     } else {
-        collect(events, id, model).await?
+        run_events::collect(&run).await?
     };
-    if let Ok(value) = HeaderValue::from_str(&session.id) {
-        response.headers_mut().insert(SESSION_HEADER, value);
+    let headers = response.headers_mut();
+    for (name, value) in [(SESSION_HEADER, &session.id), (RUN_HEADER, &run.id)] {
+        if let Ok(value) = HeaderValue::from_str(value) {
+            headers.insert(name, value);
+        }
     }
     Ok(response)
-}
-
-fn created() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-/// What `x_onyx` says about one event, if it is tool activity.
-fn activity(event: &Event) -> Option<Value> {
-    let activity = match event {
-        Event::ToolStarted { id, name, arguments } => ToolActivity::ToolCallStarted {
-            id: id.clone(),
-            name: name.clone(),
-            arguments: arguments.clone(),
-        },
-        Event::ToolFinished {
-            id,
-            name,
-            summary,
-            is_error,
-        } => ToolActivity::ToolCallFinished {
-            id: id.clone(),
-            name: name.clone(),
-            result_summary: summary.clone(),
-            is_error: *is_error,
-        },
-        Event::ApprovalRequired { id, tool, arguments } => ToolActivity::ApprovalRequired {
-            approval_id: id.clone(),
-            name: tool.clone(),
-            arguments: arguments.clone(),
-        },
-        _ => return None,
-    };
-    serde_json::to_value(activity).ok()
-}
-
-async fn collect(
-    mut events: futures::stream::BoxStream<'static, Event>,
-    id: String,
-    model: String,
-) -> Result<Response, ApiError> {
-    let mut log = Vec::new();
-    while let Some(event) = events.next().await {
-        if let Some(entry) = activity(&event) {
-            log.push(entry);
-        }
-        match event {
-            Event::Done(outcome) => {
-                let Outcome {
-                    content,
-                    finish_reason,
-                    client_tool_calls,
-                    usage,
-                    iterations,
-                    ..
-                } = *outcome;
-                let mut message = json!({"role": "assistant", "content": content, "refusal": null});
-                if let Some(calls) = client_tool_calls {
-                    message["tool_calls"] = calls;
-                }
-                return Ok(Json(json!({
-                    "id": id, "object": "chat.completion", "created": created(), "model": model,
-                    "choices": [{"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": null}],
-                    "usage": usage,
-                    "x_onyx": {"events": log, "iterations": iterations},
-                }))
-                .into_response());
-            }
-            Event::Failed(err) => return Err(err.into()),
-            _ => {}
-        }
-    }
-    Err(AgentError::NoAnswer.into())
-}
-
-fn sse(
-    events: futures::stream::BoxStream<'static, Event>,
-    id: String,
-    model: String,
-    include_usage: bool,
-) -> Response {
-    let chunk = move |choices: Value, extra: Option<(&str, Value)>| {
-        let mut chunk = json!({"id": id, "object": "chat.completion.chunk", "created": created(), "model": model, "choices": choices});
-        if let Some((key, value)) = extra {
-            chunk[key] = value;
-        }
-        sse::json(&chunk)
-    };
-    let body = async_stream::stream! {
-        let mut events = events;
-        yield Ok::<_, std::convert::Infallible>(chunk(json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]), None));
-        while let Some(event) = events.next().await {
-            if let Some(entry) = activity(&event) {
-                yield Ok(chunk(json!([]), Some(("x_onyx", entry))));
-                continue;
-            }
-            match event {
-                Event::Text(text) => {
-                    yield Ok(chunk(json!([{"index": 0, "delta": {"content": text}, "finish_reason": null}]), None));
-                }
-                Event::Done(outcome) => {
-                    if let Some(calls) = &outcome.client_tool_calls {
-                        let indexed: Vec<Value> = calls.as_array().map(|c| c.as_slice()).unwrap_or_default().iter().enumerate().map(|(i, c)| {
-                            let mut c = c.clone();
-                            c["index"] = json!(i);
-                            c
-                        }).collect();
-                        yield Ok(chunk(json!([{"index": 0, "delta": {"tool_calls": indexed}, "finish_reason": null}]), None));
-                    }
-                    yield Ok(chunk(json!([{"index": 0, "delta": {}, "finish_reason": outcome.finish_reason}]), Some(("x_onyx", json!({"type": "run_finished", "iterations": outcome.iterations, "tools_used": outcome.tools_used})))));
-                    if include_usage {
-                        yield Ok(chunk(json!([]), Some(("usage", json!(outcome.usage)))));
-                    }
-                }
-                Event::Failed(err) => {
-                    let error = ApiError::from(err).into_stream_event();
-                    yield Ok(sse::json(&error));
-                }
-                _ => {}
-            }
-        }
-        yield Ok(sse::done());
-    };
-    sse::response(Body::from_stream(body))
 }

@@ -182,10 +182,10 @@ pub async fn inbox(
     let agent = params.get("agent").map_or(crate::agents::MAIN, String::as_str);
     let status = params.get("status").map(String::as_str);
     if let Some(status) = status
-        && !matches!(status, "pending" | "read")
+        && !matches!(status, "pending" | "claimed" | "read")
     {
         return Err(ApiError::bad_request(
-            "status: must be \"pending\" or \"read\"",
+            "status: must be \"pending\", \"claimed\" or \"read\"",
             Some("status".into()),
         ));
     }

@@ -5,6 +5,8 @@
 //! sees. Internal details (database errors, connect errors, hosts, paths)
 //! never reach that message: the whole chain goes to the log instead.
 
+use std::sync::Arc;
+
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -51,8 +53,9 @@ pub enum ApiError {
     Task(#[from] TaskError),
     #[error(transparent)]
     Key(#[from] KeyError),
+    /// Shared: a run's failure goes to every client attached to it.
     #[error(transparent)]
-    Agent(#[from] AgentError),
+    Agent(#[from] Arc<AgentError>),
     /// Boxed: provider errors carry the upstream's whole error object.
     #[error(transparent)]
     Provider(Box<ProviderError>),
@@ -68,6 +71,12 @@ pub enum ApiError {
 impl From<ProviderError> for ApiError {
     fn from(err: ProviderError) -> Self {
         Self::Provider(Box::new(err))
+    }
+}
+
+impl From<AgentError> for ApiError {
+    fn from(err: AgentError) -> Self {
+        Self::Agent(Arc::new(err))
     }
 }
 
@@ -171,7 +180,7 @@ impl ApiError {
                 KeyError::NotFound(_) => entry(S::NOT_FOUND, Some("key_not_found"), None, err.to_string()),
                 KeyError::Db(_) => unavailable("storage"),
             },
-            Self::Agent(err) => match err {
+            Self::Agent(err) => match err.as_ref() {
                 AgentError::NoModel { .. } => entry(
                     S::BAD_REQUEST,
                     Some("agent_has_no_model"),
@@ -191,6 +200,8 @@ impl ApiError {
                     None,
                     err.to_string(),
                 ),
+                AgentError::Cancelled => entry(S::CONFLICT, Some("run_cancelled"), None, err.to_string()),
+                AgentError::Storage(_) => unavailable("storage"),
             },
             Self::Provider(err) => provider_entry(err),
             Self::Db(_) | Self::LoginSession(_) => unavailable("storage"),

@@ -16,6 +16,8 @@ mod memory;
 mod middleware;
 mod models;
 mod ops;
+mod run_events;
+mod runs;
 mod sessions;
 mod sse;
 mod tasks;
@@ -83,6 +85,10 @@ pub fn router(app: Arc<App>) -> Router {
         )
         .route("/v1/tasks/{id}/run", post(tasks::run_now))
         .route("/v1/tasks/{id}/runs", get(tasks::runs))
+        .route("/v1/runs", get(runs::list))
+        .route("/v1/runs/{id}", get(runs::get))
+        .route("/v1/runs/{id}/cancel", post(runs::cancel))
+        .route("/v1/runs/{id}/events", get(runs::events))
         .route("/v1/status", get(console::status))
         .route("/metrics", get(ops::metrics))
         .method_not_allowed_fallback(ops::method_not_allowed)

@@ -67,6 +67,7 @@ fn generate() -> BTreeMap<String, String> {
     export::<views::TaskView>(&cfg);
     export::<views::ToolActivity>(&cfg);
     export::<agents::approvals::Approval>(&cfg);
+    export::<agents::runs::AgentRun>(&cfg);
     export::<app::ProviderSummary>(&cfg);
     export::<auth::StoredKey>(&cfg);
     export::<inbox::InboxMessage>(&cfg);

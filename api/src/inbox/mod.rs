@@ -1,6 +1,7 @@
 //! Agent-to-agent messages. `send_to_agent` stores one; the recipient's next
 //! run claims every pending message for its prompt (atomically, so two runs
-//! never both deliver one), and a run that fails hands them back.
+//! never both deliver one); the claim is committed when the run answers and
+//! released when it fails, is cancelled or its replica dies.
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -18,7 +19,8 @@ pub struct InboxMessage {
     pub recipient: String,
     pub body: String,
     pub created_at: String,
-    /// `pending` until a run of the recipient has seen it, then `read`.
+    /// `pending` until a run of the recipient takes it, `claimed` while that
+    /// run works, then `read` (or `pending` again if the run did not finish).
     pub status: String,
     #[serde(default)]
     pub read_at: Option<String>,
@@ -82,14 +84,17 @@ impl Inbox {
         Ok(row.into())
     }
 
-    /// Marks every pending message for `agent` read and returns them, oldest first.
-    pub async fn claim(&self, agent: &str) -> Result<Vec<InboxMessage>, DbError> {
+    /// Claims every pending message for `agent` for the run `run` and returns
+    /// them, oldest first. They stay `claimed` until the run ends:
+    /// [`commit`](Self::commit) marks them read, [`release`](Self::release)
+    /// hands them back.
+    pub async fn claim(&self, agent: &str, run: &str) -> Result<Vec<InboxMessage>, DbError> {
         let mut response = self
             .db
             .execute_retrying(
-                "UPDATE inbox_message SET status = 'read', read_at = $now
+                "UPDATE inbox_message SET status = 'claimed', claimed_by = $run, read_at = $now
                  WHERE recipient = $agent AND status = 'pending' RETURN AFTER",
-                json!({"agent": agent, "now": now_stamp()}),
+                json!({"agent": agent, "run": run, "now": now_stamp()}),
             )
             .await?;
         let value: surrealdb::types::Value = response.take(0)?;
@@ -102,15 +107,26 @@ impl Inbox {
         Ok(rows.into_iter().map(InboxMessage::from).collect())
     }
 
-    /// Puts claimed messages back (the run that claimed them failed).
-    pub async fn release(&self, ids: &[String]) -> Result<(), DbError> {
-        if ids.is_empty() {
-            return Ok(());
-        }
+    /// The run that claimed messages answered: they are read.
+    pub async fn commit(&self, run: &str) -> Result<(), DbError> {
         self.db
             .execute_retrying(
-                "UPDATE inbox_message SET status = 'pending', read_at = NONE WHERE key IN $ids",
-                json!({ "ids": ids }),
+                "UPDATE inbox_message SET status = 'read', claimed_by = NONE
+                 WHERE claimed_by = $run AND status = 'claimed'",
+                json!({ "run": run }),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// The run that claimed messages failed, was cancelled or interrupted:
+    /// they are pending again, for the agent's next run.
+    pub async fn release(&self, run: &str) -> Result<(), DbError> {
+        self.db
+            .execute_retrying(
+                "UPDATE inbox_message SET status = 'pending', claimed_by = NONE, read_at = NONE
+                 WHERE claimed_by = $run AND status = 'claimed'",
+                json!({ "run": run }),
             )
             .await?;
         Ok(())

@@ -1,19 +1,19 @@
 //! One incoming chat message, start to finish: the sender's access, the
-//! commands (`/new`, `/status`, `/start`), routing to an agent, the chat's
-//! session, typing while the agent works, and the reply split at the
-//! platform's limit. Messages of one chat are answered in order.
+//! commands (`/new`, `/status`, `/start`, `/stop`), routing to an agent, the
+//! chat's session, typing while the agent works, and the reply split at the
+//! platform's limit. Messages of one chat are answered in order; `/stop`
+//! jumps the queue and cancels the chat's current run.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use onyx_plugin_sdk::{IncomingMessage, OutgoingMessage, Plugin, split_message};
 use serde_json::json;
 
 use super::chats::Chats;
 use super::routing;
-use crate::agents::{AgentDef, AgentError, Agents, Event, RunRequest};
+use crate::agents::{AgentDef, AgentError, Agents, LiveRun, RunRequest};
 use crate::config::Binding;
 use crate::sessions::{SessionError, Sessions};
 use crate::storage::{DbError, StoreError};
@@ -30,7 +30,7 @@ enum ConversationError {
     #[error("the agent {0:?} is disabled")]
     Disabled(String),
     #[error(transparent)]
-    Agent(#[from] AgentError),
+    Agent(#[from] Arc<AgentError>),
     #[error(transparent)]
     Session(#[from] SessionError),
     #[error(transparent)]
@@ -75,6 +75,8 @@ pub struct Conversations {
     /// One queue per chat, worked through by one task: a chat's messages are
     /// answered one at a time, in the order they arrived.
     chat_queues: Mutex<HashMap<String, Queue>>,
+    /// The run answering each chat now, for `/stop`.
+    current_runs: Mutex<HashMap<String, Arc<LiveRun>>>,
 }
 
 type Queue = tokio::sync::mpsc::UnboundedSender<(Arc<dyn Plugin>, IncomingMessage)>;
@@ -83,9 +85,10 @@ enum Command {
     New,
     Status,
     Start,
+    Stop,
 }
 
-/// `/new`, `/status` and `/start`, also in Telegram's `/new@botname` form.
+/// `/new`, `/status`, `/start` and `/stop`, also in Telegram's `/new@botname` form.
 fn command(text: &str) -> Option<Command> {
     let word = text.split_whitespace().next()?;
     let word = word.split('@').next().unwrap_or(word);
@@ -93,6 +96,7 @@ fn command(text: &str) -> Option<Command> {
         "/new" | "/reset" => Some(Command::New),
         "/status" => Some(Command::Status),
         "/start" => Some(Command::Start),
+        "/stop" => Some(Command::Stop),
         _ => None,
     }
 }
@@ -112,12 +116,25 @@ impl Conversations {
             bindings,
             allow,
             chat_queues: Mutex::new(HashMap::new()),
+            current_runs: Mutex::new(HashMap::new()),
         }
     }
 
+    fn current_runs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<LiveRun>>> {
+        self.current_runs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Queues a message behind the earlier ones of its chat; returns at once.
+    /// `/stop` is not queued: it cancels what the queue is working on.
     pub fn enqueue(self: &Arc<Self>, plugin: Arc<dyn Plugin>, message: IncomingMessage) {
         let chat = format!("{}:{}", message.platform, message.chat_id);
+        if matches!(command(&message.text), Some(Command::Stop)) {
+            let conversations = self.clone();
+            tokio::spawn(async move { conversations.stop(plugin, message, &chat).await });
+            return;
+        }
         let mut queues = self
             .chat_queues
             .lock()
@@ -135,17 +152,12 @@ impl Conversations {
         let _ = queue.send((plugin, message));
     }
 
-    /// Answers one message; every failure ends as a message to the user.
-    async fn handle(&self, plugin: Arc<dyn Plugin>, message: IncomingMessage) {
-        let platform = message.platform.clone();
-        let reply = |text: String| OutgoingMessage {
-            chat_id: message.chat_id.clone(),
-            text,
-            reply_to: (!message.direct).then(|| message.message_id.clone()),
-        };
+    /// Whether the sender may talk to the bot; a stranger is told how to get on the list.
+    async fn admit(&self, plugin: &dyn Plugin, message: &IncomingMessage) -> bool {
+        let platform = &message.platform;
         let allowed = self
             .allow
-            .get(&platform)
+            .get(platform)
             .is_some_and(|a| a.allows(&message.user_id));
         if !allowed {
             tracing::info!(platform = %platform, user = %message.user_id, "refused a message from a user not on the allowlist");
@@ -153,18 +165,47 @@ impl Conversations {
                 "Sorry, I only talk to people on my allowlist. Your {platform} user id is {}: ask my owner to add it to plugins.{platform}.allowFrom.",
                 message.user_id
             );
-            send_all(plugin.as_ref(), reply(text)).await;
+            send_all(plugin, reply_to(message, text)).await;
+        }
+        allowed
+    }
+
+    /// `/stop`: cancels the run answering this chat, if one is.
+    async fn stop(&self, plugin: Arc<dyn Plugin>, message: IncomingMessage, chat: &str) {
+        if !self.admit(plugin.as_ref(), &message).await {
             return;
         }
-        let chat = format!("{platform}:{}", message.chat_id);
+        let running = self
+            .current_runs()
+            .get(chat)
+            .filter(|run| !run.is_finished())
+            .cloned();
+        let text = match running {
+            Some(run) => {
+                run.cancel();
+                "Stopped.".to_string()
+            }
+            None => "Nothing is running.".to_string(),
+        };
+        send_all(plugin.as_ref(), reply_to(&message, text)).await;
+    }
+
+    /// Answers one message; every failure ends as a message to the user (a
+    /// run stopped with `/stop` says nothing more).
+    async fn handle(&self, plugin: Arc<dyn Plugin>, message: IncomingMessage) {
+        if !self.admit(plugin.as_ref(), &message).await {
+            return;
+        }
+        let chat = format!("{}:{}", message.platform, message.chat_id);
         let text = match self.answer(plugin.clone(), &message, &chat).await {
             Ok(text) => text,
+            Err(ConversationError::Agent(err)) if matches!(*err, AgentError::Cancelled) => return,
             Err(err) => {
                 tracing::warn!(chat = %chat, error = %crate::error_chain::chain(&err), "could not answer a chat message");
                 err.reply()
             }
         };
-        send_all(plugin.as_ref(), reply(text)).await;
+        send_all(plugin.as_ref(), reply_to(&message, text)).await;
     }
 
     async fn agent_for(&self, message: &IncomingMessage) -> Result<AgentDef, ConversationError> {
@@ -213,10 +254,12 @@ impl Conversations {
             }
             Some(Command::Start) => {
                 return Ok(format!(
-                    "Hi, I'm {}. Send me a message. /new starts a fresh conversation, /status shows where we are.",
+                    "Hi, I'm {}. Send me a message. /new starts a fresh conversation, /status shows where we are, /stop stops an answer under way.",
                     agent.name
                 ));
             }
+            // Handled before queueing; one that gets here found nothing to stop.
+            Some(Command::Stop) => return Ok("Nothing is running.".into()),
             None => {}
         }
         self.agents.prepare(&agent).await?;
@@ -243,7 +286,7 @@ impl Conversations {
                 " in a group"
             }
         );
-        let request = RunRequest::unattended(agent, &history, user, Some(note), Some(session));
+        let request = RunRequest::unattended(agent, &history, user, Some(note), Some(session), platform);
         let typing = tokio::spawn({
             let chat_id = message.chat_id.clone();
             async move {
@@ -255,22 +298,31 @@ impl Conversations {
                 }
             }
         });
-        let mut events = self.agents.run(request);
-        let mut outcome = Err(AgentError::NoAnswer);
-        while let Some(event) = events.next().await {
-            match event {
-                Event::Done(done) => outcome = Ok(done.content),
-                Event::Failed(err) => outcome = Err(err),
-                _ => {}
+        let outcome = match self.agents.start_run(request).await {
+            Ok(run) => {
+                self.current_runs().insert(chat.to_string(), run.clone());
+                let outcome = crate::agents::outcome(&run).await;
+                self.current_runs().remove(chat);
+                outcome
             }
-        }
+            Err(err) => Err(Arc::new(err)),
+        };
         typing.abort();
-        let text = outcome?;
+        let text = outcome?.content;
         Ok(if text.trim().is_empty() {
             "(no answer)".to_string()
         } else {
             text
         })
+    }
+}
+
+/// A reply in the message's chat (threaded to it in groups).
+fn reply_to(message: &IncomingMessage, text: String) -> OutgoingMessage {
+    OutgoingMessage {
+        chat_id: message.chat_id.clone(),
+        text,
+        reply_to: (!message.direct).then(|| message.message_id.clone()),
     }
 }
 
@@ -312,6 +364,7 @@ mod tests {
         assert!(matches!(command("/new"), Some(Command::New)));
         assert!(matches!(command("/new@onyx_bot"), Some(Command::New)));
         assert!(matches!(command(" /status "), Some(Command::Status)));
+        assert!(matches!(command("/stop@onyx_bot"), Some(Command::Stop)));
         assert!(command("tell me about /new things").is_none());
         assert!(command("/news").is_none());
     }

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde_json::json;
 
-use crate::agents::{AgentError, Agents, Event, RunRequest};
+use crate::agents::{AgentError, Agents, RunRequest};
 use crate::channels::{ChannelError, Channels};
 use crate::clock::{parse_stamp, stamp};
 use crate::memory::Memory;
@@ -54,7 +54,7 @@ pub enum RunError {
     #[error(transparent)]
     Channel(#[from] ChannelError),
     #[error(transparent)]
-    Agent(#[from] AgentError),
+    Agent(#[from] Arc<AgentError>),
     #[error(transparent)]
     Db(#[from] DbError),
     #[error(transparent)]
@@ -89,12 +89,7 @@ impl Runner {
         memory: Arc<Memory>,
         channels: Arc<Channels>,
     ) -> Arc<Self> {
-        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "onyx".into());
-        let replica = format!(
-            "{host}-{}-{}",
-            std::process::id(),
-            &uuid::Uuid::new_v4().simple().to_string()[..6]
-        );
+        let replica = crate::replica::id().to_string();
         Arc::new(Self {
             tasks,
             agents,
@@ -482,25 +477,16 @@ impl Runner {
             task.schedule_value
         );
         let message = json!({"role": "user", "content": prompt});
-        let request = RunRequest::unattended(agent, &history, message, Some(note), Some(session));
-        let mut events = self.agents.run(request);
-        while let Some(event) = events.next().await {
-            match event {
-                Event::Done(outcome) => {
-                    return Ok(Performed::Answered {
-                        text: outcome.content,
-                        tokens: Tokens {
-                            prompt: outcome.usage.prompt_tokens,
-                            completion: outcome.usage.completion_tokens,
-                            total: outcome.usage.total_tokens,
-                        },
-                    });
-                }
-                Event::Failed(err) => return Err(err.into()),
-                _ => {}
-            }
-        }
-        Err(AgentError::NoAnswer.into())
+        let request = RunRequest::unattended(agent, &history, message, Some(note), Some(session), "task");
+        let outcome = self.agents.run_to_end(request).await?;
+        Ok(Performed::Answered {
+            text: outcome.content,
+            tokens: Tokens {
+                prompt: outcome.usage.prompt_tokens,
+                completion: outcome.usage.completion_tokens,
+                total: outcome.usage.total_tokens,
+            },
+        })
     }
 
     /// HEARTBEAT.md as a prompt; `None` when it has nothing to check.

@@ -45,7 +45,9 @@ pub async fn record_append(
         "preview": truncate(&last.text(), PREVIEW_CHARS),
         "text": truncate(&text.to_lowercase(), SEARCH_TEXT_CHARS),
     });
-    db.execute(
+    // Concurrent turns of one session update the same row: SurrealDB reports a
+    // conflict instead of serializing them, and the one statement is safe to rerun.
+    db.execute_retrying(
         "UPSERT type::record('session', $id) SET
             agent_id = $agent,
             source = source ?? $source,

@@ -59,15 +59,7 @@ impl LogMessage {
 
     /// The text of the content (string content, or the text parts joined).
     pub fn text(&self) -> String {
-        match &self.content {
-            Value::String(s) => s.clone(),
-            Value::Array(parts) => parts
-                .iter()
-                .filter_map(|p| p["text"].as_str())
-                .collect::<Vec<_>>()
-                .join(" "),
-            _ => String::new(),
-        }
+        crate::text::content_text(&self.content)
     }
 
     /// The message as an OpenAI chat message, for replaying history upstream.

@@ -64,6 +64,13 @@ const MIGRATIONS: &[&str] = &[
     "DEFINE TABLE IF NOT EXISTS login_failure SCHEMALESS;
      DEFINE INDEX IF NOT EXISTS login_failure_ip ON login_failure FIELDS ip, at;
      DEFINE INDEX IF NOT EXISTS login_failure_at ON login_failure FIELDS at;",
+    // 8: every agent run, held by its replica with a lease (`agents::runs`),
+    // and inbox messages claimed by a run until it ends.
+    "DEFINE TABLE IF NOT EXISTS agent_run SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS agent_run_key ON agent_run FIELDS key UNIQUE;
+     DEFINE INDEX IF NOT EXISTS agent_run_status ON agent_run FIELDS status, lease_until;
+     DEFINE INDEX IF NOT EXISTS agent_run_started ON agent_run FIELDS started_at;
+     DEFINE INDEX IF NOT EXISTS inbox_claimed_by ON inbox_message FIELDS claimed_by;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

@@ -31,6 +31,12 @@ fn config(fakes: &Fakes) -> String {
         .build()
 }
 
+async fn setup() -> (Fakes, Onyx) {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    (fakes, onyx)
+}
+
 async fn agent_chat(onyx: &Onyx, agent: &str, text: &str) -> (Value, String) {
     let response = onyx
         .post("/v1/chat/completions")
@@ -72,23 +78,19 @@ fn last_user_message(fakes: &Fakes) -> String {
 }
 
 async fn put_memory(onyx: &Onyx, path: &str, content: &str) {
-    let response = onyx
-        .client
-        .put(format!("{}/v1/memory/files/{path}", onyx.url))
-        .bearer_auth(ONYX_KEY)
-        .body(content.to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
+    let (status, body) = reply(
+        onyx.put(&format!("/v1/memory/files/{path}"))
+            .body(content.to_string()),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
 }
 
 const SEARCH_THEN_WRITE: &str = r#"script: memory_search {"query": "rabies vaccination"} ; fs_write {"path": "notes/rex.md", "content": "Rex: rabies shot in April"} ; answer"#;
 
 #[tokio::test]
 async fn an_agent_searches_memory_writes_a_file_and_answers() {
-    let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    let (_fakes, onyx) = setup().await;
     put_memory(
         &onyx,
         "main/MEMORY.md",
@@ -114,12 +116,7 @@ async fn an_agent_searches_memory_writes_a_file_and_answers() {
 
     // The session holds the whole exchange, tool calls included.
     let stored = onyx.get_json(&format!("/v1/sessions/{session}")).await;
-    let roles: Vec<&str> = stored["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
+    let roles = pluck(&stored["messages"], "/role");
     assert_eq!(
         roles,
         ["user", "assistant", "tool", "assistant", "tool", "assistant"],
@@ -165,8 +162,7 @@ async fn an_agent_searches_memory_writes_a_file_and_answers() {
 
 #[tokio::test]
 async fn streaming_runs_send_text_and_tool_activity_as_they_happen() {
-    let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    let (_fakes, onyx) = setup().await;
     put_memory(
         &onyx,
         "main/MEMORY.md",
@@ -200,7 +196,8 @@ async fn streaming_runs_send_text_and_tool_activity_as_they_happen() {
     assert_eq!(
         activity,
         [
-            ("tool_call_started".to_string(), "memory_search".to_string()),
+            ("run_started".to_string(), String::new()),
+            ("tool_call_started".into(), "memory_search".into()),
             ("tool_call_finished".into(), "memory_search".into()),
             ("tool_call_started".into(), "fs_write".into()),
             ("tool_call_finished".into(), "fs_write".into()),
@@ -228,8 +225,7 @@ async fn streaming_runs_send_text_and_tool_activity_as_they_happen() {
 
 #[tokio::test]
 async fn parallel_tool_calls_all_run() {
-    let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    let (_fakes, onyx) = setup().await;
     let (body, _) = agent_chat(
         &onyx,
         "main",
@@ -244,8 +240,7 @@ async fn parallel_tool_calls_all_run() {
 
 #[tokio::test]
 async fn the_prompt_is_composed_in_order_truncated_and_bootstrap_ends() {
-    let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    let (fakes, onyx) = setup().await;
     // Reading a workspace file seeds the agent from the templates.
     let agents_md = onyx.get_json("/v1/agents/main/files/AGENTS.md").await;
     assert!(agents_md["content"].as_str().unwrap().contains("how you work"));
@@ -258,16 +253,13 @@ async fn the_prompt_is_composed_in_order_truncated_and_bootstrap_ends() {
         .await
         .unwrap();
 
-    let response = onyx
-        .post("/v1/chat/completions")
-        .json(&json!({"model": "onyx:main", "messages": [
+    let (status, body) = onyx
+        .chat(json!({"model": "onyx:main", "messages": [
             {"role": "system", "content": "CLIENT SYSTEM PROMPT"},
             {"role": "user", "content": "hello"}
         ]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
+        .await;
+    assert_eq!(status, 200, "{body}");
     let sent = fakes.openai.state.last_request().unwrap();
     let system = sent["messages"][0]["content"].as_str().unwrap();
     assert_eq!(
@@ -317,22 +309,16 @@ async fn the_prompt_is_composed_in_order_truncated_and_bootstrap_ends() {
     .await;
     agent_chat(&onyx, "main", "hello again").await;
     assert!(!last_system_prompt(&fakes).contains("## BOOTSTRAP.md"));
-    let missing = onyx
-        .get("/v1/agents/main/files/BOOTSTRAP.md")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(missing.status(), 404);
+    assert_eq!(reply(onyx.get("/v1/agents/main/files/BOOTSTRAP.md")).await.0, 404);
 
     // Relevant memory is added on request.
-    let response = onyx
-        .post("/v1/chat/completions")
-        .header("x-onyx-include-memory", "true")
-        .json(&json!({"model": "onyx:main", "messages": [{"role": "user", "content": "what do I like to drink? tea"}]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
+    let (status, body) = reply(
+        onyx.post("/v1/chat/completions")
+            .header("x-onyx-include-memory", "true")
+            .json(&json!({"model": "onyx:main", "messages": [{"role": "user", "content": "what do I like to drink? tea"}]})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
     let context = last_user_message(&fakes);
     assert!(
         context.contains("## Relevant memory") && context.contains("main/MEMORY.md:"),
@@ -342,8 +328,7 @@ async fn the_prompt_is_composed_in_order_truncated_and_bootstrap_ends() {
 
 #[tokio::test]
 async fn inbox_messages_are_delivered_exactly_once() {
-    let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    let (fakes, onyx) = setup().await;
     let (body, _) = agent_chat(
         &onyx,
         "main",
@@ -395,8 +380,7 @@ async fn inbox_messages_are_delivered_exactly_once() {
 
 #[tokio::test]
 async fn file_tools_stay_in_the_work_dir_and_safe_mode_cannot_exec() {
-    let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    let (fakes, onyx) = setup().await;
     let work = onyx.dir.path().join("data/workspaces/main");
     std::fs::create_dir_all(&work).unwrap();
     std::os::unix::fs::symlink("/etc", work.join("link")).unwrap();
@@ -436,19 +420,13 @@ async fn file_tools_stay_in_the_work_dir_and_safe_mode_cannot_exec() {
     )
     .await;
     assert!(answer(&body).contains("not available to you"), "{body}");
-    let offered: Vec<String> = fakes
-        .openai
-        .state
-        .requests()
+    let requests = fakes.openai.state.requests();
+    let last_script = requests
         .iter()
         .rev()
         .find(|r| r["model"] == "fake-script")
-        .unwrap()["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
-        .collect();
+        .unwrap();
+    let offered = pluck(&last_script["tools"], "/function/name");
     assert!(offered.contains(&"memory_search".to_string()) && offered.contains(&"fs_read".to_string()));
     for write in ["exec", "fs_write", "fs_edit", "memory_write", "send_to_agent"] {
         assert!(
@@ -460,8 +438,7 @@ async fn file_tools_stay_in_the_work_dir_and_safe_mode_cannot_exec() {
 
 #[tokio::test]
 async fn web_fetch_refuses_private_addresses_and_redirects_into_them() {
-    let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    let (fakes, onyx) = setup().await;
     let port = fakes.openai.addr.port();
     let fetch = |url: String| format!(r#"script: web_fetch {{"url": "{url}"}} ; answer"#);
     // Allowlisted by name: fetched and turned into text.
@@ -496,8 +473,7 @@ async fn web_fetch_refuses_private_addresses_and_redirects_into_them() {
 
 #[tokio::test]
 async fn ask_mode_waits_for_approval_and_times_out_to_deny() {
-    let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    let (_fakes, onyx) = setup().await;
     let response = onyx
         .post("/v1/chat/completions")
         .json(&json!({"model": "onyx:careful", "stream": true,
@@ -505,6 +481,12 @@ async fn ask_mode_waits_for_approval_and_times_out_to_deny() {
         .send()
         .await
         .unwrap();
+    let decide = |id: &str, decision: &str| {
+        reply(
+            onyx.post(&format!("/v1/approvals/{id}"))
+                .json(&json!({"decision": decision})),
+        )
+    };
     let mut body = response.bytes_stream();
     let mut seen = String::new();
     let mut approved = false;
@@ -515,13 +497,7 @@ async fn ask_mode_waits_for_approval_and_times_out_to_deny() {
             let id: String = seen[at + 15..].chars().take_while(|c| *c != '"').collect();
             let pending = onyx.get_json("/v1/approvals").await;
             assert_eq!(pending["data"][0]["tool"], "exec", "{pending}");
-            let decided = onyx
-                .post(&format!("/v1/approvals/{id}"))
-                .json(&json!({"decision": "approve"}))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(decided.status(), 200);
+            assert_eq!(decide(&id, "approve").await.0, 200);
             approved = true;
         }
     }
@@ -540,99 +516,65 @@ async fn ask_mode_waits_for_approval_and_times_out_to_deny() {
     .await;
     assert!(answer(&body).contains("nobody approved"), "{body}");
     assert!(!onyx.dir.path().join("data/workspaces/careful/never.txt").exists());
-    let stale = onyx
-        .post("/v1/approvals/not-a-real-id")
-        .json(&json!({"decision": "approve"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(stale.status(), 404);
-    let bad = onyx
-        .post("/v1/approvals/x")
-        .json(&json!({"decision": "maybe"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(bad.status(), 400);
+    assert_eq!(decide("not-a-real-id", "approve").await.0, 404, "stale");
+    assert_eq!(decide("x", "maybe").await.0, 400, "bad decision");
 }
 
 #[tokio::test]
 async fn agents_api_lists_creates_patches_and_routes() {
-    let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    let (_fakes, onyx) = setup().await;
     let models = onyx.get_json("/v1/models").await;
-    let ids: Vec<&str> = models["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap())
-        .collect();
+    let ids = ids(&models);
     assert!(
-        ids.contains(&"onyx:main") && ids.contains(&"onyx:helper") && ids.contains(&"openai/fake-echo"),
+        ["onyx:main", "onyx:helper", "openai/fake-echo"]
+            .iter()
+            .all(|id| ids.iter().any(|listed| listed == id)),
         "{ids:?}"
     );
 
-    let created = onyx
-        .post("/v1/agents")
-        .json(&json!({"id": "scout", "name": "Scout", "model": "openai/fake-echo"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(created.status(), 200);
+    let (status, created) = reply(
+        onyx.post("/v1/agents")
+            .json(&json!({"id": "scout", "name": "Scout", "model": "openai/fake-echo"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{created}");
     let soul = onyx.get_json("/v1/agents/scout/files/SOUL.md").await;
     assert!(
         soul["content"].as_str().unwrap().contains("who you are"),
         "seeded from the templates: {soul}"
     );
-    let again = onyx
-        .post("/v1/agents")
-        .json(&json!({"id": "scout"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(again.status(), 409);
-    let bad = onyx
-        .post("/v1/agents")
-        .json(&json!({"id": "../x"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(bad.status(), 400);
+    let create = |body: Value| reply(onyx.post("/v1/agents").json(&body));
+    assert_eq!(create(json!({"id": "scout"})).await.0, 409);
+    assert_eq!(create(json!({"id": "../x"})).await.0, 400);
 
     // The x-onyx-agent-id header routes too.
-    let response = onyx
-        .post("/v1/chat/completions")
-        .header("x-onyx-agent-id", "scout")
-        .json(&json!({"model": "anything", "messages": [{"role": "user", "content": "hi scout"}]}))
-        .send()
-        .await
-        .unwrap();
-    let body: Value = response.json().await.unwrap();
+    let (_, body) = reply(
+        onyx.post("/v1/chat/completions")
+            .header("x-onyx-agent-id", "scout")
+            .json(&json!({"model": "anything", "messages": [{"role": "user", "content": "hi scout"}]})),
+    )
+    .await;
     assert_eq!(
         body["choices"][0]["message"]["content"], "echo: hi scout",
         "{body}"
     );
 
-    let patched = onyx
-        .client
-        .patch(format!("{}/v1/agents/scout", onyx.url))
-        .bearer_auth(ONYX_KEY)
-        .json(&json!({"enabled": false, "permission_mode": "safe"}))
-        .send()
-        .await
-        .unwrap();
-    let patched: Value = patched.json().await.unwrap();
+    let (_, patched) = reply(
+        onyx.patch("/v1/agents/scout")
+            .json(&json!({"enabled": false, "permission_mode": "safe"})),
+    )
+    .await;
     assert_eq!(
         (patched["enabled"].as_bool(), patched["permission_mode"].as_str()),
         (Some(false), Some("safe"))
     );
-    let disabled = onyx
-        .post("/v1/chat/completions")
-        .json(&json!({"model": "onyx:scout", "messages": [{"role": "user", "content": "x"}]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(disabled.status(), 404);
+    let to = |model: &str| {
+        reply(
+            onyx.post("/v1/chat/completions")
+                .json(&json!({"model": model, "messages": [{"role": "user", "content": "x"}]})),
+        )
+    };
+    assert_eq!(to("onyx:scout").await.0, 404, "disabled");
     let list = onyx.get_json("/v1/agents").await;
     assert!(
         list["data"]
@@ -641,27 +583,15 @@ async fn agents_api_lists_creates_patches_and_routes() {
             .iter()
             .any(|a| a["id"] == "scout" && a["source"] == "api")
     );
-    let unknown = onyx
-        .post("/v1/chat/completions")
-        .json(&json!({"model": "onyx:nobody", "messages": [{"role": "user", "content": "x"}]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(unknown.status(), 404);
-    let body: Value = unknown.json().await.unwrap();
+    let (status, body) = to("onyx:nobody").await;
+    assert_eq!(status, 404);
     assert_eq!(body["error"]["code"], "model_not_found");
-    let not_a_file = onyx
-        .get("/v1/agents/main/files/secrets.txt")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(not_a_file.status(), 400);
+    assert_eq!(reply(onyx.get("/v1/agents/main/files/secrets.txt")).await.0, 400);
 }
 
 #[tokio::test]
 async fn allow_and_deny_lists_decide_the_tools_offered_and_web_search_works() {
-    let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
+    let (fakes, onyx) = setup().await;
     let (body, _) = agent_chat(
         &onyx,
         "narrow",
@@ -669,39 +599,9 @@ async fn allow_and_deny_lists_decide_the_tools_offered_and_web_search_works() {
     )
     .await;
     assert!(answer(&body).contains("First result for rust gateways"), "{body}");
-    let offered: Vec<String> = fakes.openai.state.last_request().unwrap()["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(offered, ["memory_search", "web_search"]);
-}
-
-#[tokio::test]
-async fn a_client_that_hangs_up_stops_the_run() {
-    let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes)), &[]).await;
-    let response = onyx
-        .post("/v1/chat/completions")
-        .json(&json!({"model": "onyx:slow", "stream": true, "messages": [{"role": "user", "content": "tell me a long story"}]}))
-        .send()
-        .await
-        .unwrap();
-    let mut body = response.bytes_stream();
-    use futures::StreamExt;
-    let mut text = String::new();
-    while !text.contains("w3") {
-        text.push_str(&String::from_utf8_lossy(&body.next().await.unwrap().unwrap()));
-    }
-    drop(body);
-    let cancelled = poll_until(secs(5), async || {
-        (fakes.openai.state.stats()["streamsCancelled"] == 1).then_some(())
-    })
-    .await;
-    assert!(
-        cancelled.is_some(),
-        "the upstream stream was not closed: {}",
-        fakes.openai.state.stats()
+    let offered = pluck(
+        &fakes.openai.state.last_request().unwrap()["tools"],
+        "/function/name",
     );
+    assert_eq!(offered, ["memory_search", "web_search"]);
 }

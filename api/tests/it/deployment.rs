@@ -276,17 +276,12 @@ async fn the_compose_topology_serves_chat_sessions_and_memory_from_installed_bin
     let onyx = Onyx::start(None, &env).await;
     let health = onyx.health().await;
     assert_eq!(health["status"], "ok", "{health}");
-    let kinds: Vec<&str> = health["dependencies"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["kind"].as_str().unwrap())
-        .collect();
+    let kinds = pluck(&health["dependencies"], "/kind");
     assert!(
         kinds.iter().any(|k| k.contains("surrealdb")) && kinds.iter().any(|k| k.contains("s3")),
         "{health}"
     );
-    assert!(kinds.contains(&"embedder:ollama"), "{health}");
+    assert!(kinds.iter().any(|k| k == "embedder:ollama"), "{health}");
 
     // Chat through the default agent on Ollama; the session is kept.
     let response = onyx
@@ -301,13 +296,9 @@ async fn the_compose_topology_serves_chat_sessions_and_memory_from_installed_bin
     assert_eq!(body["choices"][0]["message"]["content"], "echo: hello compose");
 
     // Memory: a note written through the API is found by hybrid search.
-    let response = onyx
-        .post("/v1/memory")
-        .json(&json!({"content": "The compose stack keeps its backups on the NAS in the garage.", "target": "memory"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    let note = json!({"content": "The compose stack keeps its backups on the NAS in the garage.", "target": "memory"});
+    let (status, body) = reply(onyx.post("/v1/memory").json(&note)).await;
+    assert_eq!(status, 200, "{body}");
     let hits = onyx
         .get_json("/v1/memory/search?q=where%20are%20the%20backups&mode=hybrid")
         .await;

@@ -2,43 +2,28 @@
 //! revocation; config keys keep working.
 
 use crate::harness::*;
-use serde_json::{Value, json};
+use serde_json::json;
 
 #[tokio::test]
 async fn keys_made_over_http_work_until_revoked() {
     let fakes = Fakes::start().await;
     let onyx = Onyx::start(Some(&fakes.config()), &[]).await;
-    let created = onyx
-        .post("/v1/keys")
-        .json(&json!({"name": "laptop", "scope": "chat"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(created.status(), 201);
-    let created: Value = created.json().await.unwrap();
+    let created = onyx.create_key("laptop", "chat").await;
     let key = created["key"].as_str().unwrap().to_string();
     assert!(key.starts_with("onyx_sk_") && key.len() >= 40, "{key}");
     assert_eq!(created["scope"], "chat");
     assert!(key.starts_with(created["prefix"].as_str().unwrap()));
 
-    let chat = |key: String| {
-        onyx.client
-            .post(format!("{}/v1/chat/completions", onyx.url))
-            .bearer_auth(key)
-            .json(&json!({"model": "openai/fake-echo", "messages": [{"role": "user", "content": "hi"}]}))
-            .send()
+    let chat = |key: &str| {
+        reply(
+            onyx.with_key("POST", "/v1/chat/completions", key)
+                .json(&json!({"model": "openai/fake-echo", "messages": [{"role": "user", "content": "hi"}]})),
+        )
     };
-    assert_eq!(chat(key.clone()).await.unwrap().status(), 200);
+    assert_eq!(chat(&key).await.0, 200);
     // A chat key cannot manage keys.
-    let forbidden = onyx
-        .client
-        .get(format!("{}/v1/keys", onyx.url))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(forbidden.status(), 403);
-    let body: Value = forbidden.json().await.unwrap();
+    let (status, body) = reply(onyx.with_key("GET", "/v1/keys", &key)).await;
+    assert_eq!(status, 403);
     assert_eq!(body["error"]["code"], "insufficient_scope");
 
     // The list never shows the key itself; last use is recorded.
@@ -53,27 +38,10 @@ async fn keys_made_over_http_work_until_revoked() {
     assert!(!listed.to_string().contains(&key), "the secret is never listed");
 
     let id = created["id"].as_str().unwrap();
-    let revoked = onyx
-        .client
-        .delete(format!("{}/v1/keys/{id}", onyx.url))
-        .bearer_auth(ONYX_KEY)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(revoked.status(), 200);
-    assert_eq!(
-        chat(key).await.unwrap().status(),
-        401,
-        "revoked keys stop working at once"
-    );
-    let again = onyx
-        .client
-        .delete(format!("{}/v1/keys/{id}", onyx.url))
-        .bearer_auth(ONYX_KEY)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(again.status(), 404);
+    let revoke = || reply(onyx.delete(&format!("/v1/keys/{id}")));
+    assert_eq!(revoke().await.0, 200);
+    assert_eq!(chat(&key).await.0, 401, "revoked keys stop working at once");
+    assert_eq!(revoke().await.0, 404, "already revoked");
 
     for bad in [
         json!({"name": ""}),
@@ -81,8 +49,8 @@ async fn keys_made_over_http_work_until_revoked() {
         json!({"scope": "chat"}),
         json!({"name": "x", "extra": 1}),
     ] {
-        let response = onyx.post("/v1/keys").json(&bad).send().await.unwrap();
-        assert_eq!(response.status(), 400, "{bad}");
+        let (status, _) = reply(onyx.post("/v1/keys").json(&bad)).await;
+        assert_eq!(status, 400, "{bad}");
     }
 }
 
@@ -93,16 +61,12 @@ async fn a_key_from_the_cli_turns_auth_on() {
     let config = TestConfig::new(&fakes)
         .set("gateway.auth.apiKeys", json!([]))
         .build();
-    let path = dir.path().join("onyx.json5");
-    std::fs::write(&path, &config).unwrap();
-    let run = |args: Vec<&str>| {
-        let mut cmd = Onyx::command(dir.path(), &[]);
-        cmd.arg("keys").args(args).arg("--config").arg(&path);
-        cmd.output()
-    };
-    let output = run(vec!["create", "--name", "ci", "--scope", "admin"])
-        .await
-        .unwrap();
+    std::fs::write(dir.path().join("onyx.json5"), &config).unwrap();
+    let output = Onyx::cli(
+        dir.path(),
+        &["keys", "create", "--name", "ci", "--scope", "admin"],
+    )
+    .await;
     assert!(
         output.status.success(),
         "{}",
@@ -110,34 +74,20 @@ async fn a_key_from_the_cli_turns_auth_on() {
     );
     let key = String::from_utf8(output.stdout).unwrap().trim().to_string();
     assert!(key.starts_with("onyx_sk_"));
-    let listed = String::from_utf8(run(vec!["list"]).await.unwrap().stdout).unwrap();
+    let listed = String::from_utf8(Onyx::cli(dir.path(), &["keys", "list"]).await.stdout).unwrap();
     assert!(
         listed
             .lines()
             .any(|l| l.contains(" ci ") && l.contains("admin") && l.contains("never")),
         "{listed}"
     );
-    let bad = run(vec!["create", "--name", "x", "--scope", "root"])
-        .await
-        .unwrap();
+    let bad = Onyx::cli(dir.path(), &["keys", "create", "--name", "x", "--scope", "root"]).await;
     assert!(!bad.status.success());
 
     let onyx = Onyx::start_in(dir, Some(&config), &[]).await;
-    let anonymous = onyx
-        .client
-        .get(format!("{}/v1/models", onyx.url))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(anonymous.status(), 401, "a key exists, so requests need one");
-    let with_key = onyx
-        .client
-        .get(format!("{}/v1/keys", onyx.url))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(with_key.status(), 200);
-    let body: Value = with_key.json().await.unwrap();
+    let (anonymous, _) = reply(onyx.anonymous("GET", "/v1/models")).await;
+    assert_eq!(anonymous, 401, "a key exists, so requests need one");
+    let (status, body) = reply(onyx.with_key("GET", "/v1/keys", &key)).await;
+    assert_eq!(status, 200);
     assert_eq!(body["data"][0]["name"], "ci");
 }

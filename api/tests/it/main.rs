@@ -19,6 +19,7 @@ mod plugins;
 mod prompt_cache;
 mod providers;
 mod routing;
+mod runs;
 mod scheduler;
 mod sessions;
 mod startup;

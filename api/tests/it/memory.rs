@@ -39,27 +39,15 @@ Book flights through the company airline portal and keep hotel receipts.
 ";
 
 impl Onyx {
-    fn put(&self, path: &str) -> reqwest::RequestBuilder {
-        self.client
-            .put(format!("{}{path}", self.url))
-            .bearer_auth(ONYX_KEY)
-    }
-
-    fn delete(&self, path: &str) -> reqwest::RequestBuilder {
-        self.client
-            .delete(format!("{}{path}", self.url))
-            .bearer_auth(ONYX_KEY)
-    }
-
     async fn search(&self, query: &str, mode: &str) -> Value {
-        let response = self
-            .get("/v1/memory/search")
-            .query(&[("q", query), ("mode", mode), ("agent", "main")])
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200);
-        response.json().await.unwrap()
+        let (status, hits) =
+            reply(
+                self.get("/v1/memory/search")
+                    .query(&[("q", query), ("mode", mode), ("agent", "main")]),
+            )
+            .await;
+        assert_eq!(status, 200, "{hits}");
+        hits
     }
 
     async fn write(&self, path: &str, content: &str) -> Value {
@@ -93,13 +81,7 @@ impl Onyx {
 
     /// Asks for a comparison of the files with the index now; its report.
     async fn sync_memory(&self) -> Value {
-        self.post("/v1/memory/sync")
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
+        reply(self.post("/v1/memory/sync")).await.1
     }
 
     async fn wait_for_resident_index(&self) -> Value {
@@ -297,23 +279,19 @@ async fn files_api_reads_lists_overwrites_and_deletes() {
     );
 
     // JSON bodies work too; If-Match protects against lost updates.
-    let updated = onyx
-        .put("/v1/memory/files/main/USER.md")
-        .header("if-match", format!("\"{etag}\""))
-        .json(&json!({"content": "# User\n\nName: Ada. Likes green tea now.\n"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(updated.status(), 200);
+    let (status, _) = reply(
+        onyx.put("/v1/memory/files/main/USER.md")
+            .header("if-match", format!("\"{etag}\""))
+            .json(&json!({"content": "# User\n\nName: Ada. Likes green tea now.\n"})),
+    )
+    .await;
+    assert_eq!(status, 200);
     let stale = onyx
         .put("/v1/memory/files/main/USER.md")
         .header("if-match", format!("\"{etag}\""))
-        .body("lost update")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(stale.status(), 412);
-    let body: Value = stale.json().await.unwrap();
+        .body("lost update");
+    let (status, body) = reply(stale).await;
+    assert_eq!(status, 412);
     assert_eq!(body["error"]["code"], "etag_mismatch");
     assert!(
         onyx.get_json("/v1/memory/files/main/USER.md").await["content"]
@@ -360,12 +338,9 @@ async fn files_api_reads_lists_overwrites_and_deletes() {
     let deleted = onyx.delete("/v1/memory/files/main/USER.md").send().await.unwrap();
     assert_eq!(deleted.status(), 200);
     assert_eq!(onyx.search("green tea", "text").await["data"], json!([]));
-    let missing = onyx.get("/v1/memory/files/main/USER.md").send().await.unwrap();
-    assert_eq!(missing.status(), 404);
-    assert_eq!(
-        missing.json::<Value>().await.unwrap()["error"]["code"],
-        "file_not_found"
-    );
+    let (status, missing) = reply(onyx.get("/v1/memory/files/main/USER.md")).await;
+    assert_eq!(status, 404);
+    assert_eq!(missing["error"]["code"], "file_not_found");
     let again = onyx.delete("/v1/memory/files/main/USER.md").send().await.unwrap();
     assert_eq!(again.status(), 404);
 }
@@ -402,13 +377,12 @@ async fn notes_append_to_todays_log_and_concurrent_appends_all_land() {
     }
     assert!(content.starts_with("# 20"), "{content}");
 
-    let curated = onyx
-        .post("/v1/memory")
-        .json(&json!({"agent": "main", "content": "Prefers metric units", "target": "memory"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(curated.json::<Value>().await.unwrap()["path"], "MEMORY.md");
+    let (_, curated) = reply(
+        onyx.post("/v1/memory")
+            .json(&json!({"agent": "main", "content": "Prefers metric units", "target": "memory"})),
+    )
+    .await;
+    assert_eq!(curated["path"], "MEMORY.md");
     let hits = onyx.search("metric units", "text").await;
     assert_eq!(hits["data"][0]["path"], "MEMORY.md");
     assert_eq!(
@@ -430,9 +404,8 @@ async fn bad_requests_and_path_tricks_are_refused() {
         ("/v1/memory/files/Main/MEMORY.md", "agent"),
         ("/v1/memory/files/..%2Fsessions/MEMORY.md", "agent"),
     ] {
-        let response = onyx.put(path).body("x").send().await.unwrap();
-        assert_eq!(response.status(), 400, "{path}");
-        let body: Value = response.json().await.unwrap();
+        let (status, body) = reply(onyx.put(path).body("x")).await;
+        assert_eq!(status, 400, "{path}");
         assert_eq!(body["error"]["param"], param, "{path}: {body}");
         let read = onyx.get(path).send().await.unwrap();
         assert_eq!(read.status(), 400, "{path}");
@@ -482,9 +455,8 @@ async fn bad_requests_and_path_tricks_are_refused() {
         ),
     ];
     for (request, status, param) in cases {
-        let response = request.send().await.unwrap();
-        assert_eq!(response.status(), status);
-        let body: Value = response.json().await.unwrap();
+        let (actual, body) = reply(request).await;
+        assert_eq!(actual, status);
         assert!(
             body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()),
             "{body}"
@@ -493,13 +465,8 @@ async fn bad_requests_and_path_tricks_are_refused() {
             assert_eq!(body["error"]["param"], param, "{body}");
         }
     }
-    let unauthorized = onyx
-        .client
-        .get(format!("{}/v1/memory/files", onyx.url))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(unauthorized.status(), 401);
+    let (unauthorized, _) = reply(onyx.anonymous("GET", "/v1/memory/files")).await;
+    assert_eq!(unauthorized, 401);
     // Nothing half-written survived the refusals.
     assert_eq!(
         onyx.get_json("/v1/memory/files?agent=main").await["data"],
@@ -537,13 +504,7 @@ async fn an_embedder_outage_loses_nothing_and_recovers() {
     );
     assert!(results["data"][0]["snippet"].as_str().unwrap().contains("rabies"));
     let health: Value = onyx.health().await;
-    let embedder = health["dependencies"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["name"] == "embedder")
-        .unwrap()
-        .clone();
+    let embedder = dependency(&health, "embedder");
     assert_eq!(embedder["status"], "down", "{health}");
     assert!(
         embedder["detail"].as_str().unwrap().contains("waiting"),
@@ -648,13 +609,7 @@ async fn a_lost_database_is_rebuilt_from_the_files_with_the_same_results() {
     // And so does `onyx reindex`, run while the gateway is down.
     let dir = onyx.crash().await;
     std::fs::remove_dir_all(dir.path().join("data/db")).unwrap();
-    let output = Onyx::command(dir.path(), &[])
-        .arg("reindex")
-        .arg("--config")
-        .arg(dir.path().join("onyx.json5"))
-        .output()
-        .await
-        .unwrap();
+    let output = Onyx::cli(dir.path(), &["reindex"]).await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(stderr.contains("reindexed 3 memory file(s)"), "{stderr}");
@@ -770,14 +725,12 @@ async fn two_replicas_share_memory_files_and_index() {
     let mut path = String::new();
     for i in 0..8 {
         let replica = if i % 2 == 0 { &a } else { &b };
-        let response = replica
-            .post("/v1/memory")
-            .json(&json!({"content": format!("replica note {i:02}")}))
-            .send()
-            .await
-            .unwrap();
-        let status = response.status();
-        let body: Value = response.json().await.unwrap();
+        let (status, body) = reply(
+            replica
+                .post("/v1/memory")
+                .json(&json!({"content": format!("replica note {i:02}")})),
+        )
+        .await;
         assert_eq!(status, 200, "{body}");
         path = body["path"].as_str().unwrap().to_string();
     }
@@ -836,12 +789,8 @@ async fn each_replicas_search_index_follows_the_others_writes() {
         .search_until("sailboat anchorage payment", "vector", has("mooring"))
         .await;
     assert_eq!(vector["mode"], "vector", "{vector}");
-    let removed = a
-        .delete("/v1/memory/files/main/memory/boat.md")
-        .send()
-        .await
-        .unwrap();
-    assert!(removed.status().is_success(), "{}", removed.status());
+    let (removed, _) = reply(a.delete("/v1/memory/files/main/memory/boat.md")).await;
+    assert!((200..300).contains(&removed), "{removed}");
     b.search_until("mooring", "text", |hits| hits["data"] == json!([]))
         .await;
 

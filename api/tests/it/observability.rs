@@ -7,22 +7,13 @@ use serde_json::{Value, json};
 async fn request_ids_are_echoed_or_generated() {
     let fakes = Fakes::start().await;
     let onyx = Onyx::start(Some(&fakes.config()), &[]).await;
-    let response = onyx
-        .get("/v1/models")
-        .header("x-request-id", "trace-abc-123")
-        .send()
-        .await
-        .unwrap();
+    let traced = |path: &str, id: &str| onyx.get(path).header("x-request-id", id).send();
+    let response = traced("/v1/models", "trace-abc-123").await.unwrap();
     assert_eq!(response.headers()["x-request-id"], "trace-abc-123");
     let response = onyx.get("/v1/models").send().await.unwrap();
     let generated = response.headers()["x-request-id"].to_str().unwrap().to_string();
     assert_eq!(uuid::Uuid::parse_str(&generated).unwrap().get_version_num(), 7);
-    let response = onyx
-        .get("/v1/nope")
-        .header("x-request-id", "bad id with spaces")
-        .send()
-        .await
-        .unwrap();
+    let response = traced("/v1/nope", "bad id with spaces").await.unwrap();
     assert_ne!(response.headers()["x-request-id"], "bad id with spaces");
 }
 
@@ -32,12 +23,12 @@ async fn health_lists_each_dependency() {
     let onyx = Onyx::start(Some(&fakes.config()), &[]).await;
     let body: Value = onyx.health().await;
     assert_eq!(body["status"], "ok", "{body}");
-    let deps = body["dependencies"].as_array().unwrap();
-    let names: Vec<&str> = deps.iter().map(|d| d["name"].as_str().unwrap()).collect();
+    let names = pluck(&body["dependencies"], "/name");
     assert_eq!(
         names,
         ["database", "objects", "anthropic", "ollama", "openai", "embedder"]
     );
+    let deps = body["dependencies"].as_array().unwrap();
     assert!(deps.iter().all(|d| d["status"] == "up"), "{body}");
     assert_eq!(deps[0]["kind"], "surrealdb");
     assert_eq!(deps[1]["kind"], "objects:local");
@@ -132,13 +123,7 @@ async fn sigterm_lets_an_in_flight_stream_finish() {
         .unwrap();
     assert!(exit.success(), "{exit:?}");
     // New connections are refused once it stopped.
-    assert!(
-        onyx.client
-            .get(format!("{}/health", onyx.url))
-            .send()
-            .await
-            .is_err()
-    );
+    assert!(onyx.anonymous("GET", "/health").send().await.is_err());
 }
 
 #[tokio::test]

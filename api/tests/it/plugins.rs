@@ -36,14 +36,7 @@ async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
 
 /// The plugin's `/health` entry.
 async fn plugin_health(onyx: &Onyx, name: &str) -> Value {
-    let health = onyx.health().await;
-    health["dependencies"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["name"] == name)
-        .cloned()
-        .unwrap_or_else(|| panic!("no {name} in {health}"))
+    dependency(&onyx.health().await, name)
 }
 
 async fn wait_until_up(onyx: &Onyx, name: &str) -> Value {
@@ -53,6 +46,19 @@ async fn wait_until_up(onyx: &Onyx, name: &str) -> Value {
         (entry["status"] == "up").then_some(entry)
     })
     .await
+}
+
+/// Waits until `messages()` (a chat's, on the fake platform) holds `text`.
+async fn until_said(what: &str, text: &str, messages: impl Fn() -> Vec<String>) {
+    eventually(what, async || messages().iter().any(|m| m == text).then_some(())).await
+}
+
+/// Schedules `prompt` to run once in a second, its result delivered to `deliver_to`.
+async fn deliver_soon(onyx: &Onyx, prompt: &str, deliver_to: &str) {
+    let task =
+        json!({"prompt": prompt, "schedule_type": "once", "schedule_value": "+1s", "deliver_to": deliver_to});
+    let (status, body) = reply(onyx.post("/v1/tasks").json(&task)).await;
+    assert_eq!(status, 201, "{body}");
 }
 
 fn chat_requests(fakes: &Fakes) -> usize {
@@ -202,12 +208,8 @@ async fn telegram_conversations_round_trip() {
     .await;
     wait_until_up(&onyx, "telegram").await;
     telegram.user_says(111, 111, "Ann", "still there?");
-    eventually("an answer after reconnecting", async || {
-        telegram
-            .messages_to(111)
-            .iter()
-            .any(|m| m == "echo: still there?")
-            .then_some(())
+    until_said("an answer after reconnecting", "echo: still there?", || {
+        telegram.messages_to(111)
     })
     .await;
 
@@ -216,12 +218,8 @@ async fn telegram_conversations_round_trip() {
     let onyx = Onyx::start_in(dir, Some(&config), &env).await;
     wait_until_up(&onyx, "telegram").await;
     telegram.user_says(111, 111, "Ann", "after the restart");
-    eventually("an answer after the restart", async || {
-        telegram
-            .messages_to(111)
-            .iter()
-            .any(|m| m == "echo: after the restart")
-            .then_some(())
+    until_said("an answer after the restart", "echo: after the restart", || {
+        telegram.messages_to(111)
     })
     .await;
     let sessions = onyx.get_json("/v1/sessions?agent=main").await;
@@ -229,19 +227,9 @@ async fn telegram_conversations_round_trip() {
     assert_eq!(sessions["data"].as_array().unwrap().len(), 2);
 
     // A scheduled task delivers its result into the chat.
-    let response = onyx
-        .post("/v1/tasks")
-        .json(&json!({"prompt": "daily digest", "schedule_type": "once", "schedule_value": "+1s", "deliver_to": "telegram:111"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 201);
-    eventually("the delivered digest", async || {
-        telegram
-            .messages_to(111)
-            .iter()
-            .any(|m| m == "echo: daily digest")
-            .then_some(())
+    deliver_soon(&onyx, "daily digest", "telegram:111").await;
+    until_said("the delivered digest", "echo: daily digest", || {
+        telegram.messages_to(111)
     })
     .await;
 }
@@ -314,29 +302,15 @@ async fn discord_direct_messages_and_mentions_round_trip() {
     })
     .await;
     discord.user_says(None, "500", "42", "back again", false);
-    eventually("an answer after reconnecting", async || {
-        discord
-            .contents_in("500")
-            .iter()
-            .any(|m| m == "echo: back again")
-            .then_some(())
+    until_said("an answer after reconnecting", "echo: back again", || {
+        discord.contents_in("500")
     })
     .await;
 
     // A scheduled task delivers into a channel.
-    let response = onyx
-        .post("/v1/tasks")
-        .json(&json!({"prompt": "weekly report", "schedule_type": "once", "schedule_value": "+1s", "deliver_to": "discord:500"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 201);
-    eventually("the delivered report", async || {
-        discord
-            .contents_in("500")
-            .iter()
-            .any(|m| m == "echo: weekly report")
-            .then_some(())
+    deliver_soon(&onyx, "weekly report", "discord:500").await;
+    until_said("the delivered report", "echo: weekly report", || {
+        discord.contents_in("500")
     })
     .await;
     let sessions = onyx.get_json("/v1/sessions?agent=main").await;
@@ -369,4 +343,51 @@ async fn misconfigured_plugins_stop_startup_with_a_clear_message() {
         .err()
         .expect("started an unknown plugin");
     assert!(stderr.contains("no plugin \"irc\""), "{stderr}");
+}
+
+#[tokio::test]
+async fn stop_in_a_chat_cancels_the_answer_under_way() {
+    let fakes = Fakes::start().await;
+    let telegram = FakeTelegram::start(TG_TOKEN).await.unwrap();
+    let config = TestConfig::new(&fakes)
+        .merge(json!({
+            "agents": {
+                "defaults": { "model": "openai/fake-slow", "permissionMode": "allow-all" },
+                "list": [ { "id": "main", "default": true, "name": "Onyx" } ],
+            },
+            "plugins": { "enabled": ["telegram"], "telegram": {
+                "token": TG_TOKEN, "apiUrl": telegram.url(), "allowFrom": ["111"], "pollTimeoutSeconds": 1,
+            } },
+        }))
+        .build();
+    let onyx = Onyx::start(Some(&config), &[]).await;
+    wait_until_up(&onyx, "telegram").await;
+
+    telegram.user_says(111, 111, "Ann", "tell me a long story");
+    let run = eventually("the run starts", async || {
+        let runs = onyx.get_json("/v1/runs?status=running").await;
+        ids(&runs).into_iter().next()
+    })
+    .await;
+    telegram.user_says(111, 111, "Ann", "/stop");
+    until_said("the stop is confirmed", "Stopped.", || telegram.messages_to(111)).await;
+    let record = eventually("the run is cancelled", async || {
+        let record = onyx.get_json(&format!("/v1/runs/{run}")).await;
+        (record["status"] == "cancelled").then_some(record)
+    })
+    .await;
+    assert_eq!(record["source"], "telegram");
+    // The slow answer (three seconds) never arrives; the turn is kept, marked aborted.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(telegram.messages_to(111), vec!["Stopped."]);
+    let session = onyx
+        .get_json(&format!("/v1/sessions/{}", record["session"].as_str().unwrap()))
+        .await;
+    assert_eq!(session["messages"][1]["aborted"], true, "{session}");
+
+    telegram.user_says(111, 111, "Ann", "/stop");
+    until_said("nothing to stop", "Nothing is running.", || {
+        telegram.messages_to(111)
+    })
+    .await;
 }

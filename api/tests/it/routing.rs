@@ -78,22 +78,20 @@ async fn unreachable_upstream_is_a_502_not_a_hang() {
         .unwrap()
         .local_addr()
         .unwrap();
-    let config = format!(
-        r#"{{ gateway: {{ auth: {{ apiKeys: ["{ONYX_KEY}"] }} }},
-             providers: {{ dead: {{ type: "openai", baseUrl: "http://{dead}/v1", maxRetries: 1 }} }} }}"#
-    );
+    let config = TestConfig::empty()
+        .set("gateway.auth.apiKeys", json!([ONYX_KEY]))
+        .set(
+            "providers.dead",
+            json!({ "type": "openai", "baseUrl": format!("http://{dead}/v1"), "maxRetries": 1 }),
+        )
+        .build();
     let onyx = Onyx::start(Some(&config), &[]).await;
     let (status, body) = onyx.chat(json!({"model": "dead/m", "messages": user("x")})).await;
     assert_eq!(status, 502, "{body}");
     assert_eq!(body["error"]["code"], "upstream_unreachable");
     let health: Value = onyx.health().await;
     assert_eq!(health["status"], "degraded");
-    let dead = health["dependencies"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["name"] == "dead")
-        .unwrap();
+    let dead = dependency(&health, "dead");
     assert_eq!(dead["status"], "down", "{health}");
 }
 
@@ -144,11 +142,14 @@ async fn a_client_disconnect_cancels_the_upstream_stream() {
 #[tokio::test]
 async fn a_provider_timeout_is_a_504() {
     let fakes = Fakes::start().await;
-    let config = format!(
-        r#"{{ gateway: {{ auth: {{ apiKeys: ["{ONYX_KEY}"] }} }},
-             providers: {{ hasty: {{ type: "openai", baseUrl: "{}/v1", apiKey: "${{FAKE_KEY}}", timeoutSeconds: 1, maxRetries: 0 }} }} }}"#,
-        fakes.openai.url()
-    );
+    let config = TestConfig::empty()
+        .set("gateway.auth.apiKeys", json!([ONYX_KEY]))
+        .set(
+            "providers.hasty",
+            json!({ "type": "openai", "baseUrl": format!("{}/v1", fakes.openai.url()), "apiKey": "${FAKE_KEY}",
+                    "timeoutSeconds": 1, "maxRetries": 0 }),
+        )
+        .build();
     let onyx = Onyx::start(Some(&config), &[]).await;
     let started = std::time::Instant::now();
     let (status, body) = onyx

@@ -28,9 +28,7 @@ fn config(fakes: &Fakes) -> TestConfig {
 
 impl Onyx {
     async fn create_task(&self, body: Value) -> Value {
-        let response = self.post("/v1/tasks").json(&body).send().await.unwrap();
-        let status = response.status();
-        let task: Value = response.json().await.unwrap();
+        let (status, task) = reply(self.post("/v1/tasks").json(&body)).await;
         assert_eq!(status, 201, "{task}");
         task
     }
@@ -63,15 +61,7 @@ impl Onyx {
     }
 
     async fn patch_task(&self, task: &str, body: Value) -> (u16, Value) {
-        let response = self
-            .client
-            .patch(format!("{}/v1/tasks/{task}", self.url))
-            .bearer_auth(ONYX_KEY)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        (response.status().as_u16(), response.json().await.unwrap())
+        reply(self.patch(&format!("/v1/tasks/{task}")).json(&body)).await
     }
 }
 
@@ -178,16 +168,8 @@ async fn once_interval_and_cron_tasks_fire_when_due() {
     assert_eq!(status, 200, "{resumed}");
     onyx.wait_for_runs(tick_id, "runs after resuming", |r| r.len() > settled)
         .await;
-    let response = onyx
-        .client
-        .delete(format!("{}/v1/tasks/{tick_id}", onyx.url))
-        .bearer_auth(ONYX_KEY)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let response = onyx.get(&format!("/v1/tasks/{tick_id}")).send().await.unwrap();
-    assert_eq!(response.status(), 404);
+    assert_eq!(reply(onyx.delete(&format!("/v1/tasks/{tick_id}"))).await.0, 200);
+    assert_eq!(reply(onyx.get(&format!("/v1/tasks/{tick_id}"))).await.0, 404);
 
     // cron with seconds: every other second, on even seconds.
     let cron = onyx
@@ -214,13 +196,8 @@ async fn once_interval_and_cron_tasks_fire_when_due() {
     assert_eq!(next.format("%H:%M:%S").to_string(), "09:00:00", "{daily}");
     // Run now: one manual run; the schedule stays where it was.
     let daily_id = daily["id"].as_str().unwrap();
-    let response = onyx
-        .post(&format!("/v1/tasks/{daily_id}/run"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 202);
-    let run: Value = response.json().await.unwrap();
+    let (status, run) = reply(onyx.post(&format!("/v1/tasks/{daily_id}/run"))).await;
+    assert_eq!(status, 202, "{run}");
     assert_eq!(run["trigger"], "manual");
     let runs = onyx
         .wait_for_runs(daily_id, "the manual run", |r| !r.is_empty())
@@ -294,85 +271,54 @@ async fn agents_schedule_list_pause_and_cancel_their_own_tasks() {
     assert!(refused.contains("you have no task"), "{refused}");
     let cancelled = say(format!("script: cancel_task {} ; answer", json!({"task_id": id}))).await;
     assert!(cancelled.contains("cancelled"), "{cancelled}");
-    let response = onyx.get(&format!("/v1/tasks/{id}")).send().await.unwrap();
-    assert_eq!(response.status(), 404);
+    assert_eq!(reply(onyx.get(&format!("/v1/tasks/{id}"))).await.0, 404);
 }
 
 #[tokio::test]
 async fn bad_schedules_timezones_and_prompts_get_clear_400s() {
     let fakes = Fakes::start().await;
     let onyx = Onyx::start(Some(&config(&fakes).build()), &[]).await;
+    // A task with prompt "x" on this schedule; a daily one with `extra` fields on top.
+    let task =
+        |kind: &str, value: &str| json!({"prompt": "x", "schedule_type": kind, "schedule_value": value});
+    let daily = |extra: Value| {
+        let mut body = task("cron", "@daily");
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        body
+    };
     let cases = [
+        (task("cron", "0 9 * *"), "schedule_value", "4 fields"),
+        (task("cron", "0 25 * * *"), "schedule_value", "not a valid cron"),
+        (task("cron", "0 0 30 2 *"), "schedule_value", "never fires"),
+        (task("interval", "sometimes"), "schedule_value", "not an interval"),
         (
-            json!({"prompt": "x", "schedule_type": "cron", "schedule_value": "0 9 * *"}),
-            "schedule_value",
-            "4 fields",
-        ),
-        (
-            json!({"prompt": "x", "schedule_type": "cron", "schedule_value": "0 25 * * *"}),
-            "schedule_value",
-            "not a valid cron",
-        ),
-        (
-            json!({"prompt": "x", "schedule_type": "cron", "schedule_value": "0 0 30 2 *"}),
-            "schedule_value",
-            "never fires",
-        ),
-        (
-            json!({"prompt": "x", "schedule_type": "interval", "schedule_value": "sometimes"}),
-            "schedule_value",
-            "not an interval",
-        ),
-        (
-            json!({"prompt": "x", "schedule_type": "once", "schedule_value": "2001-01-01T00:00:00Z"}),
+            task("once", "2001-01-01T00:00:00Z"),
             "schedule_value",
             "in the past",
         ),
+        (task("weekly", "1"), "schedule_type", "not \"cron\""),
+        (daily(json!({"timezone": "Mars/Olympus"})), "timezone", "IANA"),
         (
-            json!({"prompt": "x", "schedule_type": "weekly", "schedule_value": "1"}),
-            "schedule_type",
-            "not \"cron\"",
-        ),
-        (
-            json!({"prompt": "x", "schedule_type": "cron", "schedule_value": "@daily", "timezone": "Mars/Olympus"}),
-            "timezone",
-            "IANA",
-        ),
-        (
-            json!({"prompt": "x".repeat(16_001), "schedule_type": "cron", "schedule_value": "@daily"}),
+            daily(json!({"prompt": "x".repeat(16_001)})),
             "prompt",
             "over the limit of 16000",
         ),
+        (daily(json!({"prompt": "  "})), "prompt", "must say"),
+        (daily(json!({"agent": "nobody"})), "agent", "no agent"),
         (
-            json!({"prompt": "  ", "schedule_type": "cron", "schedule_value": "@daily"}),
-            "prompt",
-            "must say",
-        ),
-        (
-            json!({"prompt": "x", "schedule_type": "cron", "schedule_value": "@daily", "agent": "nobody"}),
-            "agent",
-            "no agent",
-        ),
-        (
-            json!({"prompt": "x", "schedule_type": "cron", "schedule_value": "@daily", "context_mode": "shared"}),
+            daily(json!({"context_mode": "shared"})),
             "context_mode",
             "isolated",
         ),
         (
-            json!({"prompt": "x", "schedule_type": "cron", "schedule_value": "@daily", "deliver_to": "slack:1"}),
+            daily(json!({"deliver_to": "slack:1"})),
             "deliver_to",
             "not a chat platform",
         ),
-        (
-            json!({"prompt": 5, "schedule_type": "cron", "schedule_value": "@daily"}),
-            "prompt",
-            "string",
-        ),
-        (
-            json!({"prompt": "x", "schedule_type": "cron", "schedule_value": "@daily", "colour": "red"}),
-            "colour",
-            "unknown field",
-        ),
+        (daily(json!({"prompt": 5})), "prompt", "string"),
+        (daily(json!({"colour": "red"})), "colour", "unknown field"),
         (
             json!({"schedule_type": "cron", "schedule_value": "@daily"}),
             "prompt",
@@ -380,22 +326,19 @@ async fn bad_schedules_timezones_and_prompts_get_clear_400s() {
         ),
     ];
     for (body, param, words) in cases {
-        let response = onyx.post("/v1/tasks").json(&body).send().await.unwrap();
-        let status = response.status().as_u16();
-        let error: Value = response.json().await.unwrap();
+        let (status, error) = reply(onyx.post("/v1/tasks").json(&body)).await;
         assert_eq!(status, 400, "{body}: {error}");
         assert_eq!(error["error"]["param"], param, "{error}");
         let message = error["error"]["message"].as_str().unwrap();
         assert!(message.contains(words), "{message:?} should say {words:?}");
     }
-    let response = onyx
-        .post("/v1/tasks")
-        .header("content-type", "application/json")
-        .body("{not json")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 400);
+    let (status, _) = reply(
+        onyx.post("/v1/tasks")
+            .header("content-type", "application/json")
+            .body("{not json"),
+    )
+    .await;
+    assert_eq!(status, 400);
     // Nothing half-made was kept.
     assert_eq!(onyx.get_json("/v1/tasks").await["data"], json!([]));
 
@@ -416,14 +359,8 @@ async fn bad_schedules_timezones_and_prompts_get_clear_400s() {
         ("POST", "/v1/tasks/nope/run"),
         ("GET", "/v1/tasks/nope/runs"),
     ] {
-        let response = onyx
-            .client
-            .request(method.parse().unwrap(), format!("{}{path}", onyx.url))
-            .bearer_auth(ONYX_KEY)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 404, "{method} {path}");
+        let (status, _) = reply(onyx.with_key(method, path, ONYX_KEY)).await;
+        assert_eq!(status, 404, "{method} {path}");
     }
     let response = onyx.get("/v1/tasks?status=sleeping").send().await.unwrap();
     assert_eq!(response.status(), 400);
@@ -451,27 +388,17 @@ async fn heartbeats_follow_heartbeat_md_and_never_block_tasks() {
         (Some("heartbeat"), Some("1s"))
     );
     // It comes from config: it can be paused, not deleted or rescheduled.
-    let response = onyx
-        .client
-        .delete(format!("{}/v1/tasks/{heartbeat}", onyx.url))
-        .bearer_auth(ONYX_KEY)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 409);
+    assert_eq!(reply(onyx.delete(&format!("/v1/tasks/{heartbeat}"))).await.0, 409);
     let (status, _) = onyx.patch_task(heartbeat, json!({"schedule_value": "5s"})).await;
     assert_eq!(status, 409);
 
     // An empty checklist skips the heartbeat; a task of the same agent still runs.
-    let response = onyx
-        .client
-        .put(format!("{}/v1/agents/main/files/HEARTBEAT.md", onyx.url))
-        .bearer_auth(ONYX_KEY)
-        .body("# HEARTBEAT.md\n\n<!-- nothing to check -->\n")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
+    let (status, body) = reply(
+        onyx.put("/v1/agents/main/files/HEARTBEAT.md")
+            .body("# HEARTBEAT.md\n\n<!-- nothing to check -->\n"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
     let task = onyx
         .create_task(json!({"prompt": "still here", "schedule_type": "interval", "schedule_value": "1s"}))
         .await;

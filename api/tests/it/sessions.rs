@@ -25,9 +25,9 @@ async fn chat_in(onyx: &Onyx, session: &str, model: &str, text: &str) -> (String
 }
 
 async fn session(onyx: &Onyx, id: &str) -> Value {
-    let response = onyx.get(&format!("/v1/sessions/{id}")).send().await.unwrap();
-    assert_eq!(response.status(), 200);
-    response.json().await.unwrap()
+    let (status, body) = reply(onyx.get(&format!("/v1/sessions/{id}"))).await;
+    assert_eq!(status, 200, "{body}");
+    body
 }
 
 #[tokio::test]
@@ -58,12 +58,7 @@ async fn a_session_continues_with_its_history() {
     assert_eq!(body["total_messages"], 4);
     assert_eq!(body["source"], "api");
     assert_eq!(body["status"], "active");
-    let roles: Vec<&str> = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
+    let roles = pluck(&body["messages"], "/role");
     assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
     assert_eq!(body["messages"][1]["model"], "openai/fake-echo");
     assert!(body["messages"][1]["usage"]["total_tokens"].as_u64().unwrap() > 0);
@@ -162,25 +157,18 @@ async fn bad_and_unknown_session_ids() {
     let (_fakes, onyx) = setup().await;
     let request = json!({"model": "openai/fake-echo", "messages": [{"role": "user", "content": "x"}]});
     let unknown = uuid::Uuid::now_v7().to_string();
-    let response = onyx
-        .post("/v1/chat/completions")
-        .header("x-onyx-session-id", &unknown)
-        .json(&request)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 404);
-    let body: Value = response.json().await.unwrap();
+    let in_session = |id: &str| {
+        reply(
+            onyx.post("/v1/chat/completions")
+                .header("x-onyx-session-id", id)
+                .json(&request),
+        )
+    };
+    let (status, body) = in_session(&unknown).await;
+    assert_eq!(status, 404);
     assert_eq!(body["error"]["code"], "session_not_found");
-    let response = onyx
-        .post("/v1/chat/completions")
-        .header("x-onyx-session-id", "../../etc")
-        .json(&request)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 400);
-    let body: Value = response.json().await.unwrap();
+    let (status, body) = in_session("../../etc").await;
+    assert_eq!(status, 400);
     assert_eq!(body["error"]["param"], "x-onyx-session-id");
     for path in [
         format!("/v1/sessions/{unknown}"),
@@ -200,24 +188,17 @@ async fn bad_and_unknown_session_ids() {
         "updated_since=yesterday",
     ] {
         assert_eq!(
-            onyx.get(&format!("/v1/sessions?{query}"))
-                .send()
-                .await
-                .unwrap()
-                .status(),
+            reply(onyx.get(&format!("/v1/sessions?{query}"))).await.0,
             400,
             "{query}"
         );
     }
-    let response = onyx
-        .client
-        .patch(format!("{}/v1/sessions/{unknown}", onyx.url))
-        .bearer_auth(ONYX_KEY)
-        .json(&json!({"status": "deleted"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 400, "bad status value");
+    let (status, _) = reply(
+        onyx.patch(&format!("/v1/sessions/{unknown}"))
+            .json(&json!({"status": "deleted"})),
+    )
+    .await;
+    assert_eq!(status, 400, "bad status value");
 }
 
 #[tokio::test]
@@ -244,12 +225,7 @@ async fn list_filter_search_paginate_rename_archive_export_delete() {
     let ui_id = session_id(&ui);
 
     let list: Value = onyx.get_json("/v1/sessions").await;
-    let titles: Vec<&str> = list["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["title"].as_str().unwrap())
-        .collect();
+    let titles = pluck(&list["data"], "/title");
     assert_eq!(
         titles,
         [
@@ -293,13 +269,7 @@ async fn list_filter_search_paginate_rename_archive_export_delete() {
             None => "/v1/sessions?limit=2".to_string(),
         };
         let page: Value = onyx.get_json(&path).await;
-        seen.extend(
-            page["data"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|s| s["id"].as_str().unwrap().to_string()),
-        );
+        seen.extend(crate::harness::ids(&page));
         match page["next_cursor"].as_str() {
             Some(next) => cursor = Some(next.to_string()),
             None => break,
@@ -309,21 +279,10 @@ async fn list_filter_search_paginate_rename_archive_export_delete() {
     seen.dedup();
     assert_eq!(seen.len(), 6);
 
-    let patch = |id: &str, body: Value| {
-        onyx.client
-            .patch(format!("{}/v1/sessions/{id}", onyx.url))
-            .bearer_auth(ONYX_KEY)
-            .json(&body)
-            .send()
-    };
-    let renamed: Value = patch(&ids[0], json!({"title": "Garden"}))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let patch = |id: &str, body: Value| reply(onyx.patch(&format!("/v1/sessions/{id}")).json(&body));
+    let (_, renamed) = patch(&ids[0], json!({"title": "Garden"})).await;
     assert_eq!(renamed["title"], "Garden");
-    patch(&ids[1], json!({"status": "archived"})).await.unwrap();
+    patch(&ids[1], json!({"status": "archived"})).await;
     let archived: Value = onyx.get_json("/v1/sessions?status=archived").await;
     assert_eq!(archived["data"].as_array().unwrap().len(), 1);
     assert_eq!(archived["data"][0]["id"], ids[1].as_str());
@@ -346,23 +305,10 @@ async fn list_filter_search_paginate_rename_archive_export_delete() {
     assert!(lines[0]["ts"].as_str().unwrap().ends_with('Z'));
 
     for _ in 0..2 {
-        let response = onyx
-            .client
-            .delete(format!("{}/v1/sessions/{}", onyx.url, ids[3]))
-            .bearer_auth(ONYX_KEY)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200, "delete is idempotent");
+        let (status, _) = reply(onyx.delete(&format!("/v1/sessions/{}", ids[3]))).await;
+        assert_eq!(status, 200, "delete is idempotent");
     }
-    assert_eq!(
-        onyx.get(&format!("/v1/sessions/{}", ids[3]))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        404
-    );
+    assert_eq!(reply(onyx.get(&format!("/v1/sessions/{}", ids[3]))).await.0, 404);
     let objects = std::fs::read_dir(onyx.dir.path().join("data/objects/onyx-sessions/main"))
         .unwrap()
         .count();
@@ -433,15 +379,12 @@ async fn kill_9_mid_stream_loses_nothing_accepted_and_reindex_agrees() {
     let (id, _) = chat_in(&onyx, "new", "openai/fake-echo", "first").await;
     chat_in(&onyx, &id, "openai/fake-echo", "second").await;
     let (other, _) = chat_in(&onyx, "new", "ollama/fake-echo", "another one").await;
-    let patched = onyx
-        .client
-        .patch(format!("{}/v1/sessions/{other}", onyx.url))
-        .bearer_auth(ONYX_KEY)
-        .json(&json!({"title": "Renamed", "status": "archived"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(patched.status(), 200);
+    let (status, _) = reply(
+        onyx.patch(&format!("/v1/sessions/{other}"))
+            .json(&json!({"title": "Renamed", "status": "archived"})),
+    )
+    .await;
+    assert_eq!(status, 200);
     let before: Value = onyx.get_json("/v1/sessions").await;
 
     let mut response = onyx
@@ -477,20 +420,10 @@ async fn kill_9_mid_stream_loses_nothing_accepted_and_reindex_agrees() {
         ]
     );
 
-    let config_path = dir.path().join("onyx.json5");
-    let output = Onyx::command(dir.path(), &[])
-        .arg("reindex")
-        .arg("--config")
-        .arg(&config_path)
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(String::from_utf8_lossy(&output.stderr).contains("reindexed 2 session(s)"));
+    let output = Onyx::cli(dir.path(), &["reindex"]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("reindexed 2 session(s)"), "{stderr}");
 
     let onyx = Onyx::start_in(dir, Some(&config), &[]).await;
     let after: Value = onyx.get_json("/v1/sessions").await;

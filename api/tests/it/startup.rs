@@ -14,31 +14,16 @@ async fn serves_with_no_config_file_at_all() {
     let body: Value = onyx.health().await;
     assert_eq!(body["status"], "ok");
     // No key configured: loopback requests need none.
-    let response = onyx
-        .client
-        .get(format!("{}/v1/models", onyx.url))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.unwrap();
+    let (status, body) = reply(onyx.anonymous("GET", "/v1/models")).await;
+    assert_eq!(status, 200);
     // No providers, so no provider models; the main agent always exists.
-    let ids: Vec<&str> = body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, ["onyx:main"]);
-    let response = onyx
-        .client
-        .post(format!("{}/v1/chat/completions", onyx.url))
-        .json(&json!({"model": "openai/gpt-4o-mini", "messages": [{"role": "user", "content": "x"}]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 404);
-    let body: Value = response.json().await.unwrap();
+    assert_eq!(ids(&body), ["onyx:main"]);
+    let (status, body) = reply(
+        onyx.anonymous("POST", "/v1/chat/completions")
+            .json(&json!({"model": "openai/gpt-4o-mini", "messages": [{"role": "user", "content": "x"}]})),
+    )
+    .await;
+    assert_eq!(status, 404);
     assert!(
         body["error"]["message"]
             .as_str()
@@ -81,13 +66,8 @@ async fn providers_appear_from_the_environment() {
             .await;
         assert_eq!(status, 200, "{model}: {body}");
     }
-    let response = onyx
-        .client
-        .get(format!("{}/v1/models", onyx.url))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 401, "ONYX_API_KEY turns auth on");
+    let (status, _) = reply(onyx.anonymous("GET", "/v1/models")).await;
+    assert_eq!(status, 401, "ONYX_API_KEY turns auth on");
 }
 
 #[tokio::test]
@@ -145,23 +125,13 @@ async fn refuses_a_public_address_without_a_key() {
     );
 }
 
-async fn doctor(home: &std::path::Path, config: &std::path::Path) -> std::process::Output {
-    Onyx::command(home, &[])
-        .arg("doctor")
-        .arg("--config")
-        .arg(config)
-        .output()
-        .await
-        .unwrap()
-}
-
 #[tokio::test]
 async fn doctor_prints_a_table_and_fails_on_unreachable_dependencies() {
     let fakes = Fakes::start().await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("onyx.json5");
     std::fs::write(&path, fakes.config()).unwrap();
-    let output = doctor(dir.path(), &path).await;
+    let output = Onyx::cli(dir.path(), &["doctor"]).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
     assert!(stdout.starts_with("CHECK"), "{stdout}");
@@ -184,12 +154,12 @@ async fn doctor_prints_a_table_and_fails_on_unreachable_dependencies() {
         .unwrap()
         .local_addr()
         .unwrap();
-    std::fs::write(
-        &path,
-        format!(r#"{{ providers: {{ dead: {{ type: "ollama", baseUrl: "http://{dead}" }} }} }}"#),
-    )
-    .unwrap();
-    let output = doctor(dir.path(), &path).await;
+    let only_dead = TestConfig::empty().set(
+        "providers.dead",
+        json!({ "type": "ollama", "baseUrl": format!("http://{dead}") }),
+    );
+    std::fs::write(&path, only_dead.build()).unwrap();
+    let output = Onyx::cli(dir.path(), &["doctor"]).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(1), "{stdout}");
     assert!(
@@ -200,7 +170,7 @@ async fn doctor_prints_a_table_and_fails_on_unreachable_dependencies() {
     );
 
     std::fs::write(&path, "{ bogus: 1 }").unwrap();
-    let output = doctor(dir.path(), &path).await;
+    let output = Onyx::cli(dir.path(), &["doctor"]).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(1));
     assert!(stdout.contains("unknown field `bogus`"), "{stdout}");
@@ -228,7 +198,9 @@ async fn hash_password_makes_an_argon2id_hash_the_config_accepts() {
     let hash = String::from_utf8(output.stdout).unwrap().trim().to_string();
     assert!(hash.starts_with("$argon2id$"), "{hash}");
     assert!(onyx::auth::verify_password("hunter2 is long", &hash));
-    let config = format!(r#"{{ gateway: {{ auth: {{ passwordHash: "{hash}" }} }} }}"#);
+    let config = TestConfig::empty()
+        .set("gateway.auth.passwordHash", json!(hash))
+        .build();
     let onyx = Onyx::start(Some(&config), &[]).await;
     assert!(onyx.url.starts_with("http://127.0.0.1:"));
 }

@@ -164,20 +164,25 @@ async fn local_store_conforms() {
     conformance(Arc::new(LocalStore::new(dir.path())), true).await;
 }
 
-#[tokio::test]
-async fn s3_store_conforms_against_a_real_s3_server() {
-    let s3 = Service::s3().await;
+/// A store on the S3 server `s3`, signing with the test access key and `secret`.
+async fn s3_store(s3: &Service, secret: &str, bucket_prefix: &str) -> S3Store {
     let url = s3.url();
     let access = SecretString::from(S3_ACCESS_KEY);
-    let secret = SecretString::from(S3_SECRET_KEY);
-    let store = S3Store::new(S3Settings {
+    let secret = SecretString::from(secret);
+    S3Store::new(S3Settings {
         endpoint: Some(&url),
         region: "us-east-1",
         access_key: Some(&access),
         secret_key: Some(&secret),
-        bucket_prefix: "test-",
+        bucket_prefix,
     })
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn s3_store_conforms_against_a_real_s3_server() {
+    let s3 = Service::s3().await;
+    let store = s3_store(&s3, S3_SECRET_KEY, "test-").await;
     conformance(Arc::new(store), false).await;
     assert!(
         s3.dir.path().join("test-onyx-memory").is_dir(),
@@ -188,17 +193,7 @@ async fn s3_store_conforms_against_a_real_s3_server() {
 #[tokio::test]
 async fn s3_with_wrong_credentials_is_unavailable_not_silent() {
     let s3 = Service::s3().await;
-    let url = s3.url();
-    let access = SecretString::from(S3_ACCESS_KEY);
-    let wrong = SecretString::from("not-the-secret");
-    let store = S3Store::new(S3Settings {
-        endpoint: Some(&url),
-        region: "us-east-1",
-        access_key: Some(&access),
-        secret_key: Some(&wrong),
-        bucket_prefix: "",
-    })
-    .await;
+    let store = s3_store(&s3, "not-the-secret", "").await;
     assert!(matches!(
         store.ensure_buckets().await,
         Err(StoreError::Unavailable(_))
@@ -216,8 +211,8 @@ fn surreal_config(url: String, credentials: bool) -> SurrealConfig {
 }
 
 async fn database_roundtrip(db: &Db) {
-    assert_eq!(onyx::storage::SCHEMA_VERSION, 7);
-    // Versions 2–7 defined memory, agent, task and chat tables (reading an undefined table is an error).
+    assert_eq!(onyx::storage::SCHEMA_VERSION, 8);
+    // Versions 2–8 defined memory, agent, task, chat and run tables (reading an undefined table is an error).
     for table in [
         "memory_chunk",
         "memory_search",
@@ -231,6 +226,7 @@ async fn database_roundtrip(db: &Db) {
         "task_run",
         "chat_session",
         "approval",
+        "agent_run",
     ] {
         let rows: Vec<serde_json::Value> = db
             .rows(&format!("SELECT * FROM {table}"), json!({}), 0)

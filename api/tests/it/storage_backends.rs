@@ -22,17 +22,6 @@ async fn turn(onyx: &Onyx, session: &str, text: &str) -> String {
     session_id(&response)
 }
 
-async fn dependency(onyx: &Onyx, name: &str) -> Value {
-    let health: Value = onyx.health().await;
-    health["dependencies"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["name"] == name)
-        .unwrap()
-        .clone()
-}
-
 #[tokio::test]
 async fn sessions_on_s3_and_a_surrealdb_server() {
     let fakes = Fakes::start().await;
@@ -52,8 +41,8 @@ async fn sessions_on_s3_and_a_surrealdb_server() {
         .unwrap()
         .count();
     assert_eq!(segments, 2, "one object per turn in the bucket");
-    assert_eq!(dependency(&onyx, "objects").await["kind"], "objects:s3");
-    assert_eq!(dependency(&onyx, "database").await["status"], "up");
+    assert_eq!(dependency(&onyx.health().await, "objects")["kind"], "objects:s3");
+    assert_eq!(dependency(&onyx.health().await, "database")["status"], "up");
 }
 
 #[tokio::test]
@@ -76,7 +65,7 @@ async fn turns_wait_out_an_s3_outage_and_nothing_is_lost() {
     turn(&onyx, &id, "still down").await;
     // The health cache may hold the last "up" for a few seconds.
     let objects = wait_until(secs(15), "health shows the object store down", async || {
-        let objects = dependency(&onyx, "objects").await;
+        let objects = dependency(&onyx.health().await, "objects");
         (objects["status"] == "down").then_some(objects)
     })
     .await;
@@ -93,12 +82,7 @@ async fn turns_wait_out_an_s3_outage_and_nothing_is_lost() {
         let (_, logs) = onyx.stop_and_logs().await;
         panic!("parked turns were not written: {body}\n{logs}");
     };
-    let contents: Vec<&str> = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"].as_str().unwrap())
-        .collect();
+    let contents = pluck(&body["messages"], "/content");
     assert_eq!(
         contents,
         [

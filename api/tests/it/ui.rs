@@ -9,8 +9,7 @@ use serde_json::{Value, json};
 /// A request with the cookie (and headers) given, no API key.
 async fn send(onyx: &Onyx, method: &str, path: &str, cookie: &str, body: Option<Value>) -> reqwest::Response {
     let mut request = onyx
-        .client
-        .request(method.parse().unwrap(), format!("{}{path}", onyx.url))
+        .anonymous(method, path)
         .header("cookie", cookie)
         .header("origin", &onyx.url);
     if let Some(body) = body {
@@ -27,12 +26,7 @@ fn hash(password: &str) -> String {
 async fn the_ui_is_served_at_the_root_and_api_paths_stay_json() {
     let onyx = Onyx::start(None, &[]).await;
     for path in ["/", "/sessions", "/tasks?x=1"] {
-        let response = onyx
-            .client
-            .get(format!("{}{path}", onyx.url))
-            .send()
-            .await
-            .unwrap();
+        let response = onyx.anonymous("GET", path).send().await.unwrap();
         assert_eq!(response.status(), 200, "{path}");
         assert!(
             response.headers()["content-type"]
@@ -45,26 +39,15 @@ async fn the_ui_is_served_at_the_root_and_api_paths_stay_json() {
             "{path}"
         );
     }
-    let favicon = onyx
-        .client
-        .get(format!("{}/favicon.svg", onyx.url))
-        .send()
-        .await
-        .unwrap();
+    let favicon = onyx.anonymous("GET", "/favicon.svg").send().await.unwrap();
     assert_eq!(favicon.headers()["content-type"], "image/svg+xml");
     for (method, path) in [
         ("GET", "/v1/nope"),
         ("POST", "/somewhere"),
         ("GET", "/auth/nothing"),
     ] {
-        let response = onyx
-            .client
-            .request(method.parse().unwrap(), format!("{}{path}", onyx.url))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 404, "{method} {path}");
-        let body: Value = response.json().await.unwrap();
+        let (status, body) = reply(onyx.anonymous(method, path)).await;
+        assert_eq!(status, 404, "{method} {path}");
         assert_eq!(body["error"]["code"], "unknown_route", "{body}");
     }
     // Without any key (loopback), the UI needs no login.
@@ -77,15 +60,16 @@ async fn the_ui_is_served_at_the_root_and_api_paths_stay_json() {
 
 #[tokio::test]
 async fn the_login_cookie_is_http_only_strict_and_secure_behind_https() {
-    let config = format!(
-        r#"{{ gateway: {{ auth: {{ apiKeys: ["{ONYX_KEY}"], passwordHash: "{}" }} }} }}"#,
-        hash("s3cret pass")
-    );
+    let config = TestConfig::empty()
+        .set(
+            "gateway.auth",
+            json!({ "apiKeys": [ONYX_KEY], "passwordHash": hash("s3cret pass") }),
+        )
+        .build();
     let onyx = Onyx::start(Some(&config), &[]).await;
     let login = |proto: Option<&'static str>| {
         let mut request = onyx
-            .client
-            .post(format!("{}/auth/login", onyx.url))
+            .anonymous("POST", "/auth/login")
             .json(&json!({"password": "s3cret pass"}));
         if let Some(proto) = proto {
             request = request.header("x-forwarded-proto", proto);
@@ -133,20 +117,19 @@ async fn the_login_cookie_is_http_only_strict_and_secure_behind_https() {
 
 #[tokio::test]
 async fn without_a_password_login_says_how_to_set_one() {
-    let config = format!(r#"{{ gateway: {{ auth: {{ apiKeys: ["{ONYX_KEY}"] }} }} }}"#);
+    let config = TestConfig::empty()
+        .set("gateway.auth.apiKeys", json!([ONYX_KEY]))
+        .build();
     let onyx = Onyx::start(Some(&config), &[]).await;
     let me = onyx.get_json("/auth/me").await;
     assert_eq!(me["authenticated"], false);
     assert_eq!(me["password_configured"], false);
-    let response = onyx
-        .client
-        .post(format!("{}/auth/login", onyx.url))
-        .json(&json!({"password": "anything"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 409);
-    let body: Value = response.json().await.unwrap();
+    let (status, body) = reply(
+        onyx.anonymous("POST", "/auth/login")
+            .json(&json!({"password": "anything"})),
+    )
+    .await;
+    assert_eq!(status, 409);
     assert!(
         body["error"]["message"]
             .as_str()
@@ -160,26 +143,12 @@ async fn without_a_password_login_says_how_to_set_one() {
 async fn provider_details_and_logs_need_the_admin_scope() {
     let fakes = Fakes::start().await;
     let onyx = Onyx::start(Some(&fakes.config()), &[]).await;
-    let created: Value = onyx
-        .post("/v1/keys")
-        .json(&json!({"name": "phone", "scope": "chat"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created = onyx.create_key("phone", "chat").await;
     let chat_key = created["key"].as_str().unwrap().to_string();
     for path in ["/v1/providers", "/v1/logs"] {
-        let as_chat = onyx
-            .client
-            .get(format!("{}{path}", onyx.url))
-            .bearer_auth(&chat_key)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(as_chat.status(), 403, "{path}");
-        assert_eq!(onyx.get(path).send().await.unwrap().status(), 200, "{path}");
+        let (as_chat, _) = reply(onyx.with_key("GET", path, &chat_key)).await;
+        assert_eq!(as_chat, 403, "{path}");
+        assert_eq!(reply(onyx.get(path)).await.0, 200, "{path}");
     }
     // Keys are shown only as their last characters.
     let providers = onyx.get_json("/v1/providers").await;
@@ -191,14 +160,7 @@ async fn provider_details_and_logs_need_the_admin_scope() {
         .unwrap();
     assert_eq!(openai["api_key"], "…0001", "{openai}");
     assert!(!providers.to_string().contains(onyx_test_fakes::DEFAULT_KEY));
-    let probe: Value = onyx
-        .post("/v1/providers/openai/test")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, probe) = reply(onyx.post("/v1/providers/openai/test")).await;
     assert_eq!(probe["status"], "up", "{probe}");
     let logs = onyx.get_json("/v1/logs?level=info&q=listening").await;
     assert!(logs["data"].to_string().contains("onyx listening"), "{logs}");

@@ -1,7 +1,8 @@
 //! `TestConfig`: the gateway config a test starts with, as a JSON tree built
 //! from typed pieces instead of text edits. `Fakes::config()` is its base: all
-//! three fake providers, two aliases and the test key; a test adds or
-//! overrides sections and `build()`s the text (JSON, which is JSON5).
+//! three fake providers, two aliases and the test key (`TestConfig::empty()`
+//! has none of them); a test adds or overrides sections and `build()`s the
+//! text (JSON, which is JSON5).
 
 use serde_json::{Value, json};
 
@@ -26,6 +27,11 @@ impl TestConfig {
                 "fast": "ollama/fake-echo",
             } },
         }))
+    }
+
+    /// Nothing set: the built-in defaults, with no providers and no key.
+    pub fn empty() -> Self {
+        Self(json!({}))
     }
 
     /// Deep-merges `patch`: objects merge key by key, anything else replaces.

@@ -68,7 +68,10 @@ impl Onyx {
     }
 
     pub fn command(dir: &std::path::Path, env: &[(&str, &str)]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_onyx"));
+        // `ONYX_BIN` may name another build (a worktree sharing the target dir
+        // overwrites `target/debug/onyx`).
+        let binary = std::env::var("ONYX_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_onyx").into());
+        let mut cmd = Command::new(binary);
         for var in [
             "OPENAI_API_KEY",
             "ANTHROPIC_API_KEY",
@@ -88,6 +91,17 @@ impl Onyx {
             cmd.env(k, v);
         }
         cmd
+    }
+
+    /// Runs `onyx <args> --config <dir>/onyx.json5` to the end, with `dir` as its home.
+    pub async fn cli(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+        Self::command(dir, &[])
+            .args(args)
+            .arg("--config")
+            .arg(dir.join("onyx.json5"))
+            .output()
+            .await
+            .unwrap()
     }
 
     /// Like [`start`], but returns the exit status and stderr when it fails to start.
@@ -200,16 +214,48 @@ impl Onyx {
         })
     }
 
-    pub fn post(&self, path: &str) -> reqwest::RequestBuilder {
+    /// `method path` with no key.
+    pub fn anonymous(&self, method: &str, path: &str) -> reqwest::RequestBuilder {
         self.client
-            .post(format!("{}{path}", self.url))
-            .bearer_auth(ONYX_KEY)
+            .request(method.parse().unwrap(), format!("{}{path}", self.url))
     }
 
+    /// `method path` with `key` as the bearer token.
+    pub fn with_key(&self, method: &str, path: &str, key: &str) -> reqwest::RequestBuilder {
+        self.anonymous(method, path).bearer_auth(key)
+    }
+
+    /// `GET path` with the test key.
     pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
-        self.client
-            .get(format!("{}{path}", self.url))
-            .bearer_auth(ONYX_KEY)
+        self.with_key("GET", path, ONYX_KEY)
+    }
+
+    /// `POST path` with the test key.
+    pub fn post(&self, path: &str) -> reqwest::RequestBuilder {
+        self.with_key("POST", path, ONYX_KEY)
+    }
+
+    /// `PUT path` with the test key.
+    pub fn put(&self, path: &str) -> reqwest::RequestBuilder {
+        self.with_key("PUT", path, ONYX_KEY)
+    }
+
+    /// `PATCH path` with the test key.
+    pub fn patch(&self, path: &str) -> reqwest::RequestBuilder {
+        self.with_key("PATCH", path, ONYX_KEY)
+    }
+
+    /// `DELETE path` with the test key.
+    pub fn delete(&self, path: &str) -> reqwest::RequestBuilder {
+        self.with_key("DELETE", path, ONYX_KEY)
+    }
+
+    /// Makes an API key over HTTP (`POST /v1/keys`, which answers 201); the created key.
+    pub async fn create_key(&self, name: &str, scope: &str) -> Value {
+        let body = serde_json::json!({ "name": name, "scope": scope });
+        let (status, created) = reply(self.post("/v1/keys").json(&body)).await;
+        assert_eq!(status, 201, "{created}");
+        created
     }
 
     /// GET with the test key; the body as JSON.
@@ -219,14 +265,7 @@ impl Onyx {
 
     /// `GET /health` (open: no key) as JSON.
     pub async fn health(&self) -> Value {
-        self.client
-            .get(format!("{}/health", self.url))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
+        reply(self.anonymous("GET", "/health")).await.1
     }
 
     pub async fn chat(&self, body: Value) -> (u16, Value) {
@@ -243,6 +282,42 @@ impl Onyx {
     pub fn pid(&self) -> u32 {
         self.child.id().unwrap()
     }
+}
+
+/// Sends `request`: the status and the body (JSON, or `Null` when it is not JSON).
+pub async fn reply(request: reqwest::RequestBuilder) -> (u16, Value) {
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let bytes = response.bytes().await.unwrap();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+/// The string at `pointer` (`"/role"`, `"/function/name"`) in each element of the array `items`.
+pub fn pluck(items: &Value, pointer: &str) -> Vec<String> {
+    let items = items
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {items}"));
+    items
+        .iter()
+        .map(|item| match item.pointer(pointer).and_then(Value::as_str) {
+            Some(text) => text.to_string(),
+            None => panic!("no string at {pointer} in {item}"),
+        })
+        .collect()
+}
+
+/// The `id`s in an OpenAI list body's `data`, in order.
+pub fn ids(list: &Value) -> Vec<String> {
+    pluck(&list["data"], "/id")
+}
+
+/// The entry for the dependency `name` in a `/health` body.
+pub fn dependency(health: &Value, name: &str) -> Value {
+    health["dependencies"]
+        .as_array()
+        .and_then(|deps| deps.iter().find(|d| d["name"] == name))
+        .cloned()
+        .unwrap_or_else(|| panic!("no {name} in {health}"))
 }
 
 /// The `x-onyx-session-id` a chat response carries.

@@ -29,17 +29,30 @@ fn binary(var: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| panic!("{var} is not set: run the suite through ./tests/run"))
 }
 
-async fn wait_for_port(addr: std::net::SocketAddr, child: &mut Child, name: &str) {
-    wait_until(secs(30), &format!("{name} listens on {addr}"), async || {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("{name} exited early: {status}");
-        }
-        tokio::net::TcpStream::connect(addr).await.ok().map(drop)
-    })
-    .await;
-}
-
 impl Service {
+    /// Starts `command` (output discarded) and waits until `name` listens on `addr`.
+    async fn spawn(
+        mut command: Command,
+        name: &str,
+        addr: std::net::SocketAddr,
+        dir: tempfile::TempDir,
+    ) -> Self {
+        let mut child = command
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        wait_until(secs(30), &format!("{name} listens on {addr}"), async || {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("{name} exited early: {status}");
+            }
+            tokio::net::TcpStream::connect(addr).await.ok().map(drop)
+        })
+        .await;
+        Self { child, addr, dir }
+    }
+
     pub async fn s3() -> Self {
         Self::s3_at(tempfile::tempdir().unwrap(), free_addr()).await
     }
@@ -52,23 +65,19 @@ impl Service {
     }
 
     pub async fn s3_at(dir: tempfile::TempDir, addr: std::net::SocketAddr) -> Self {
-        let mut child = Command::new(binary("S3S_FS_BIN"))
+        let mut command = Command::new(binary("S3S_FS_BIN"));
+        command
             .args(["--host", "127.0.0.1", "--port", &addr.port().to_string()])
             .args(["--access-key", S3_ACCESS_KEY, "--secret-key", S3_SECRET_KEY])
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        wait_for_port(addr, &mut child, "s3s-fs").await;
-        Self { child, addr, dir }
+            .arg(dir.path());
+        Self::spawn(command, "s3s-fs", addr, dir).await
     }
 
     pub async fn surreal() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let addr = free_addr();
-        let mut child = Command::new(binary("SURREAL_TEST_SERVER_BIN"))
+        let mut command = Command::new(binary("SURREAL_TEST_SERVER_BIN"));
+        command
             .args([
                 "start",
                 "--bind",
@@ -79,14 +88,8 @@ impl Service {
                 "root",
                 "memory",
             ])
-            .env("SURREAL_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        wait_for_port(addr, &mut child, "surreal").await;
-        Self { child, addr, dir }
+            .env("SURREAL_LOG", "warn");
+        Self::spawn(command, "surreal", addr, dir).await
     }
 
     pub fn url(&self) -> String {

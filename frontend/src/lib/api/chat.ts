@@ -1,10 +1,15 @@
 // POST /v1/chat/completions with `stream: true`: text deltas, Onyx's tool
-// activity (`x_onyx`) and the session id, as the SSE stream arrives.
+// activity (`x_onyx`), the session and the run, as the SSE stream arrives.
+// `followRun` reads a run's events the same way (GET /v1/runs/{id}/events:
+// the answer so far, then the rest), after a reload.
 import { ApiError, errorOf, type ErrorBody } from './client';
 import type { Chunk, ToolActivity } from './types';
 
 /** One `data:` event: an OpenAI chunk, perhaps with Onyx's extra or an error. */
-export type StreamEvent = Partial<Chunk> & { x_onyx?: ToolActivity | { type: 'run_finished' }; error?: ErrorBody['error'] };
+export type StreamEvent = Partial<Chunk> & {
+	x_onyx?: ToolActivity | { type: 'run_started'; run_id: string } | { type: 'run_finished' };
+	error?: ErrorBody['error'];
+};
 
 export type ChatMessage = { role: 'system' | 'user' | 'assistant'; content: string };
 
@@ -12,6 +17,8 @@ export type StreamHandlers = {
 	onText: (delta: string) => void;
 	onTool: (event: ToolActivity) => void;
 	onSession: (id: string) => void;
+	/** The server-side run answering; Stop cancels it. */
+	onRun?: (id: string) => void;
 };
 
 const isToolActivity = (extra: StreamEvent['x_onyx']): extra is ToolActivity =>
@@ -31,9 +38,19 @@ export async function streamChat(
 		body: JSON.stringify({ ...body, stream: true }),
 		signal
 	});
-	if (!response.ok || !response.body) throw await errorOf(response);
 	const session = response.headers.get('x-onyx-session-id');
-	if (session) handlers.onSession(session);
+	if (session && response.ok) handlers.onSession(session);
+	await readEvents(response, handlers);
+}
+
+/** Follows a run that is already under way, from its first event. */
+export async function followRun(id: string, handlers: StreamHandlers, signal: AbortSignal): Promise<void> {
+	const response = await fetch(`/v1/runs/${encodeURIComponent(id)}/events`, { credentials: 'same-origin', signal });
+	await readEvents(response, handlers);
+}
+
+async function readEvents(response: Response, handlers: StreamHandlers): Promise<void> {
+	if (!response.ok || !response.body) throw await errorOf(response);
 	const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
 	let buffer = '';
 	for (;;) {
@@ -53,6 +70,7 @@ export async function streamChat(
 					const { message, type, code, param } = chunk.error;
 					throw new ApiError(message ?? 'the stream failed', 502, type ?? null, code ?? null, param ?? null);
 				}
+				if (chunk.x_onyx?.type === 'run_started') handlers.onRun?.(chunk.x_onyx.run_id);
 				if (isToolActivity(chunk.x_onyx)) handlers.onTool(chunk.x_onyx);
 				const delta = chunk.choices?.[0]?.delta?.content;
 				if (delta) handlers.onText(delta);

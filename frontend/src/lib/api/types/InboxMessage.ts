@@ -2,6 +2,7 @@
 
 export type InboxMessage = { id: string, from: string, to: string, body: string, created_at: string, 
 /**
- * `pending` until a run of the recipient has seen it, then `read`.
+ * `pending` until a run of the recipient takes it, `claimed` while that
+ * run works, then `read` (or `pending` again if the run did not finish).
  */
 status: string, read_at: string | null, };

@@ -1,0 +1,111 @@
+//! What goes into an agent run (`RunRequest`) and what comes out of it
+//! (`Event`s, ending with `Done(Outcome)` or `Failed`): the vocabulary
+//! `runtime`, `run_loop` and `runs` share.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::error::AgentError;
+use super::registry::AgentDef;
+use crate::providers::Usage;
+use crate::sessions::{LogMessage, SessionMeta};
+
+/// One run to make: the agent, the conversation, and how it is watched.
+pub struct RunRequest {
+    pub agent: AgentDef,
+    /// The conversation so far (session history and the client's messages),
+    /// without system messages.
+    pub messages: Vec<Value>,
+    /// The client's own system messages, kept after the composed prompt.
+    pub client_system: Vec<Value>,
+    /// Tools the client defined; a call to one ends the run and goes back to it.
+    pub client_tools: Vec<Value>,
+    /// The messages of this turn to record (the client's new ones).
+    pub turn: Vec<LogMessage>,
+    pub session: Option<SessionMeta>,
+    /// Where the run was started (`api`, `ui`, `telegram:…`, `task`, `inbox`).
+    pub source: String,
+    pub include_memory: bool,
+    /// Whether a person can approve tool calls (not for cron or wake-ups).
+    pub attended: bool,
+    /// Stream from the upstream too (text deltas arrive as they are made).
+    pub stream: bool,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+}
+
+impl RunRequest {
+    /// A run nobody watches live (a schedule, a chat platform, a wake-up): the
+    /// session's history, then one new user message, with an optional system
+    /// note about the situation. Dangerous tools are not offered in `ask` mode.
+    pub fn unattended(
+        agent: AgentDef,
+        history: &[LogMessage],
+        message: Value,
+        note: Option<String>,
+        session: Option<SessionMeta>,
+        source: &str,
+    ) -> Self {
+        Self {
+            agent,
+            turn: crate::sessions::recorder::client_messages(std::slice::from_ref(&message)),
+            messages: history
+                .iter()
+                .map(LogMessage::to_openai)
+                .chain([message])
+                .collect(),
+            client_system: note
+                .map(|n| json!({"role": "system", "content": n}))
+                .into_iter()
+                .collect(),
+            client_tools: Vec::new(),
+            session,
+            source: source.into(),
+            include_memory: false,
+            attended: false,
+            stream: false,
+            temperature: None,
+            max_tokens: None,
+        }
+    }
+}
+
+/// What a run emits, in order; the last is `Done` or `Failed`.
+#[derive(Debug)]
+pub enum Event {
+    Text(String),
+    ToolStarted {
+        id: String,
+        name: String,
+        arguments: Value,
+    },
+    ToolFinished {
+        id: String,
+        name: String,
+        summary: String,
+        is_error: bool,
+    },
+    ApprovalRequired {
+        id: String,
+        tool: String,
+        arguments: Value,
+    },
+    Done(Box<Outcome>),
+    /// The run could not finish (or was cancelled). Shared: every client
+    /// attached to the run gets the same event.
+    Failed(Arc<AgentError>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub content: String,
+    /// `stop`, `tool_calls` (the client's tools) or `length` (iteration limit).
+    pub finish_reason: &'static str,
+    /// Calls to the client's own tools, when the model made any.
+    pub client_tool_calls: Option<Value>,
+    pub usage: Usage,
+    pub model: String,
+    pub iterations: u32,
+    pub tools_used: Vec<String>,
+}

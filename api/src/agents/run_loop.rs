@@ -1,0 +1,401 @@
+//! The tool-calling loop of one run: compose the system prompt, call the
+//! model with the agent's tools, run the tool calls it makes (in parallel,
+//! with permission checks and approvals), feed the results back, and repeat
+//! until it answers or the iteration limit. Events (text deltas, tool
+//! activity, approval requests) go to the live run as they happen; what has
+//! been done so far is kept in `Progress`, so a cancelled run can still
+//! record it.
+
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+
+use super::Agents;
+use super::approvals::Decision;
+use super::error::AgentError;
+use super::prompt::{self, Inputs};
+use super::run_io::{Event, RunRequest};
+use super::runs::LiveRun;
+use super::tools::{self, ToolContext, ToolKind, ToolOutput, ToolSpec};
+use crate::clock;
+use crate::config::PermissionMode;
+use crate::providers::types::ChatRequest;
+use crate::providers::{ChatCall, ModelTarget, ProviderError, Usage};
+use crate::sessions::{LogMessage, SessionMeta};
+
+/// What a run has done so far.
+#[derive(Default)]
+pub struct Progress {
+    /// The turn to record: the client's messages, then each model answer and
+    /// tool result as they come.
+    pub turn: Vec<LogMessage>,
+    /// Text of the model answer streaming now (not yet in `turn`).
+    pub partial: String,
+    pub usage: Usage,
+    pub tools_used: Vec<String>,
+    pub iterations: u32,
+}
+
+/// How the loop ended.
+pub struct Answer {
+    pub content: String,
+    /// `stop`, `tool_calls` (the client's tools) or `length` (iteration limit).
+    pub finish_reason: &'static str,
+    pub client_tool_calls: Option<Value>,
+    /// The user's last message, for the daily log.
+    pub asked: String,
+}
+
+/// One model answer, assembled.
+struct Step {
+    content: String,
+    tool_calls: Vec<Value>,
+    usage: Option<Usage>,
+}
+
+impl Agents {
+    pub(super) async fn drive(
+        &self,
+        request: &RunRequest,
+        targets: &[ModelTarget],
+        run: &LiveRun,
+        progress: &mut Progress,
+    ) -> Result<Answer, AgentError> {
+        let agent = &request.agent;
+        let model = agent.model.clone().unwrap_or_default();
+        let mode = match (agent.permission_mode, request.attended) {
+            (PermissionMode::Ask, false) => PermissionMode::Safe,
+            (mode, _) => mode,
+        };
+        let offered = tools::offered(agent, mode, &self.tools);
+        let inbox = match self.inbox.claim(&agent.id, &run.id).await {
+            Ok(inbox) => inbox,
+            Err(err) => {
+                tracing::warn!(agent = %agent.id, error = %err, "could not read the agent's inbox");
+                Vec::new()
+            }
+        };
+        let last_user = last_user_text(&request.messages);
+        let composed = prompt::compose(
+            &self.memory,
+            Inputs {
+                agent: &agent.id,
+                now: clock::now(),
+                timezone: agent.timezone,
+                session: request.session.as_ref().map(|s| s.id.as_str()),
+                inbox: &inbox,
+                memory_query: request.include_memory.then_some(last_user.as_str()),
+            },
+        )
+        .await;
+        let mut messages = composed.messages(&request.client_system, &request.messages);
+        let mut tool_defs: Vec<Value> = offered.iter().map(ToolSpec::function).collect();
+        tool_defs.extend(request.client_tools.iter().cloned());
+        let client_tool_names: Vec<String> = request
+            .client_tools
+            .iter()
+            .filter_map(|t| t["function"]["name"].as_str().map(String::from))
+            .collect();
+        let context = ToolContext {
+            agent: agent.clone(),
+            memory: self.memory.clone(),
+            sessions: self.sessions.clone(),
+            inbox: self.inbox.clone(),
+            tasks: self.tasks.clone(),
+            settings: self.tools.clone(),
+            known_agents: self
+                .registry
+                .list()
+                .await
+                .map(|l| l.into_iter().map(|a| a.id).collect())
+                .unwrap_or_default(),
+            wake: self.wake.clone(),
+        };
+        while progress.iterations < self.max_iterations {
+            progress.iterations += 1;
+            let step = self
+                .step(
+                    targets,
+                    request,
+                    &messages,
+                    &tool_defs,
+                    run,
+                    &mut progress.partial,
+                )
+                .await?;
+            if let Some(u) = &step.usage {
+                progress.usage += *u;
+            }
+            let mut assistant = json!({"role": "assistant", "content": step.content});
+            if !step.tool_calls.is_empty() {
+                assistant["tool_calls"] = Value::Array(step.tool_calls.clone());
+            }
+            progress.partial.clear();
+            progress.turn.extend(
+                LogMessage::from_openai(&assistant, Some(&model))
+                    .map(|m| m.with_usage(step.usage.map(|u| json!(u)))),
+            );
+            messages.push(assistant);
+            if step.tool_calls.is_empty() {
+                return Ok(Answer {
+                    content: step.content,
+                    finish_reason: "stop",
+                    client_tool_calls: None,
+                    asked: last_user,
+                });
+            }
+            let to_client: Vec<Value> = step
+                .tool_calls
+                .iter()
+                .filter(|c| {
+                    client_tool_names
+                        .iter()
+                        .any(|n| c["function"]["name"] == n.as_str())
+                })
+                .cloned()
+                .collect();
+            if !to_client.is_empty() {
+                return Ok(Answer {
+                    content: step.content,
+                    finish_reason: "tool_calls",
+                    client_tool_calls: Some(Value::Array(to_client)),
+                    asked: last_user,
+                });
+            }
+            let results =
+                futures::future::join_all(step.tool_calls.iter().map(|call| {
+                    self.run_tool(&context, &offered, mode, request.session.as_ref(), call, run)
+                }))
+                .await;
+            for (call, output) in step.tool_calls.iter().zip(results) {
+                let name = call["function"]["name"].as_str().unwrap_or_default().to_string();
+                if !progress.tools_used.contains(&name) {
+                    progress.tools_used.push(name);
+                }
+                let message = json!({"role": "tool", "tool_call_id": call["id"], "content": output.content});
+                progress.turn.extend(LogMessage::from_openai(&message, None));
+                messages.push(message);
+            }
+        }
+        Ok(Answer {
+            content: format!(
+                "(stopped after {} steps without a final answer: the iteration limit)",
+                progress.iterations
+            ),
+            finish_reason: "length",
+            client_tool_calls: None,
+            asked: last_user,
+        })
+    }
+
+    /// Asks the model once; text deltas go out (and into `partial`) as they
+    /// arrive when streaming.
+    async fn step(
+        &self,
+        targets: &[ModelTarget],
+        request: &RunRequest,
+        messages: &[Value],
+        tool_defs: &[Value],
+        run: &LiveRun,
+        partial: &mut String,
+    ) -> Result<Step, ProviderError> {
+        let mut body = Map::new();
+        body.insert("model".into(), json!(request.agent.model));
+        body.insert("messages".into(), Value::Array(messages.to_vec()));
+        if !tool_defs.is_empty() {
+            body.insert("tools".into(), Value::Array(tool_defs.to_vec()));
+        }
+        if let Some(t) = request.temperature.or(request.agent.temperature) {
+            body.insert("temperature".into(), json!(t));
+        }
+        if let Some(m) = request.max_tokens.or(request.agent.max_tokens) {
+            body.insert("max_tokens".into(), json!(m));
+        }
+        body.insert(
+            "prompt_cache_key".into(),
+            json!(prompt::cache_key(
+                &request.agent.id,
+                request.session.as_ref().map(|s| s.id.as_str())
+            )),
+        );
+        if request.stream {
+            body.insert("stream".into(), json!(true));
+            body.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+        let parsed: ChatRequest = serde_json::from_value(Value::Object(body.clone()))
+            .map_err(|e| ProviderError::InvalidRequest(format!("agent request: {e}")))?;
+        let call = ChatCall {
+            body,
+            request: parsed,
+        };
+        if !request.stream {
+            let (completion, _) = self.router.chat(targets, &call).await?;
+            let message = &completion["choices"][0]["message"];
+            return Ok(Step {
+                content: message["content"].as_str().unwrap_or_default().to_string(),
+                tool_calls: message["tool_calls"].as_array().cloned().unwrap_or_default(),
+                usage: Usage::from_response(&completion),
+            });
+        }
+        let (mut stream, _) = self.router.chat_stream(targets, &call).await?;
+        let mut calls: Vec<Value> = Vec::new();
+        let mut usage = None;
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk?;
+            if let Some(u) = Usage::from_response(&chunk) {
+                usage = Some(u);
+            }
+            let delta = &chunk["choices"][0]["delta"];
+            if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+                partial.push_str(text);
+                run.emit(Event::Text(text.to_string()), false);
+            }
+            for part in delta["tool_calls"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+            {
+                merge_tool_delta(&mut calls, part);
+            }
+        }
+        Ok(Step {
+            content: partial.clone(),
+            tool_calls: calls,
+            usage,
+        })
+    }
+
+    async fn run_tool(
+        &self,
+        context: &ToolContext,
+        offered: &[ToolSpec],
+        mode: PermissionMode,
+        session: Option<&SessionMeta>,
+        call: &Value,
+        run: &LiveRun,
+    ) -> ToolOutput {
+        let id = call["id"].as_str().unwrap_or_default().to_string();
+        let name = call["function"]["name"].as_str().unwrap_or_default().to_string();
+        let raw = call["function"]["arguments"].as_str().unwrap_or("{}");
+        let arguments: Value =
+            serde_json::from_str(if raw.trim().is_empty() { "{}" } else { raw }).unwrap_or(Value::Null);
+        run.emit(
+            Event::ToolStarted {
+                id: id.clone(),
+                name: name.clone(),
+                arguments: arguments.clone(),
+            },
+            false,
+        );
+        let output = match offered.iter().find(|t| t.name == name) {
+            None => ToolOutput::error(format!("the tool {name:?} is not available to you")),
+            Some(_) if !arguments.is_object() => {
+                ToolOutput::error(format!("the arguments for {name} are not a JSON object"))
+            }
+            Some(spec) if spec.kind == ToolKind::Dangerous && mode == PermissionMode::Ask => {
+                self.with_approval(context, session, &name, &arguments, run).await
+            }
+            Some(_) => tools::call(context, &name, &arguments).await,
+        };
+        run.emit(
+            Event::ToolFinished {
+                id,
+                name,
+                summary: output.summary(),
+                is_error: output.is_error,
+            },
+            false,
+        );
+        output
+    }
+
+    async fn with_approval(
+        &self,
+        context: &ToolContext,
+        session: Option<&SessionMeta>,
+        name: &str,
+        arguments: &Value,
+        run: &LiveRun,
+    ) -> ToolOutput {
+        let approval = match self
+            .approvals
+            .request(&context.agent.id, session.map(|s| s.id.as_str()), name, arguments)
+            .await
+        {
+            Ok(approval) => approval,
+            Err(err) => return ToolOutput::error(format!("could not ask for approval: {err}")),
+        };
+        run.emit(
+            Event::ApprovalRequired {
+                id: approval.id.clone(),
+                tool: name.into(),
+                arguments: arguments.clone(),
+            },
+            false,
+        );
+        match self
+            .approvals
+            .wait(&approval.id, self.tools.approval_timeout)
+            .await
+        {
+            Decision::Approved => tools::call(context, name, arguments).await,
+            Decision::Denied => ToolOutput::error(format!("the user denied this {name} call")),
+            Decision::TimedOut => ToolOutput::error(format!(
+                "nobody approved this {name} call within {} s, so it was not run",
+                self.tools.approval_timeout.as_secs()
+            )),
+        }
+    }
+}
+
+/// Folds one streamed tool-call delta into the calls assembled so far.
+fn merge_tool_delta(calls: &mut Vec<Value>, part: &Value) {
+    let index = part["index"].as_u64().unwrap_or(calls.len() as u64) as usize;
+    while calls.len() <= index {
+        calls.push(json!({"id": "", "type": "function", "function": {"name": "", "arguments": ""}}));
+    }
+    let call = &mut calls[index];
+    if let Some(id) = part["id"].as_str() {
+        call["id"] = json!(id);
+    }
+    if let Some(name) = part["function"]["name"].as_str() {
+        let joined = format!("{}{name}", call["function"]["name"].as_str().unwrap_or_default());
+        call["function"]["name"] = json!(joined);
+    }
+    if let Some(args) = part["function"]["arguments"].as_str() {
+        let joined = format!(
+            "{}{args}",
+            call["function"]["arguments"].as_str().unwrap_or_default()
+        );
+        call["function"]["arguments"] = json!(joined);
+    }
+}
+
+pub(super) fn last_user_text(messages: &[Value]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .map(|m| crate::text::content_text(&m["content"]))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streamed_tool_calls_are_assembled() {
+        let mut calls = Vec::new();
+        for part in [
+            json!({"index": 0, "id": "a", "function": {"name": "fs_", "arguments": ""}}),
+            json!({"index": 1, "id": "b", "function": {"name": "exec", "arguments": "{\"com"}}),
+            json!({"index": 0, "function": {"name": "read", "arguments": "{}"}}),
+            json!({"index": 1, "function": {"arguments": "mand\":\"ls\"}"}}),
+        ] {
+            merge_tool_delta(&mut calls, &part);
+        }
+        assert_eq!(calls[0]["function"]["name"], "fs_read");
+        assert_eq!(calls[1]["function"]["arguments"], "{\"command\":\"ls\"}");
+        assert_eq!(calls[1]["id"], "b");
+    }
+}

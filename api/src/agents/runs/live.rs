@@ -1,0 +1,134 @@
+//! A run in progress on this replica: every event it has emitted, kept so a
+//! client that attaches late (a reloaded tab, a second device) gets all of
+//! them, then the rest as they come; and the switch that cancels it. The run
+//! works in its own task, so nobody watching does not stop it.
+
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use tokio::sync::watch;
+
+use crate::agents::run_io::Event;
+
+pub struct LiveRun {
+    pub id: String,
+    pub agent: String,
+    pub session: Option<String>,
+    events: Mutex<Vec<Arc<Event>>>,
+    /// How many events there are, and whether the last one has come.
+    progress: watch::Sender<(usize, bool)>,
+    cancel: watch::Sender<bool>,
+}
+
+impl LiveRun {
+    pub fn new(id: String, agent: String, session: Option<String>) -> Arc<Self> {
+        Arc::new(Self {
+            id,
+            agent,
+            session,
+            events: Mutex::new(Vec::new()),
+            progress: watch::Sender::new((0, false)),
+            cancel: watch::Sender::new(false),
+        })
+    }
+
+    fn events(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Event>>> {
+        self.events
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Adds an event; `last` ends the run's stream.
+    pub fn emit(&self, event: Event, last: bool) {
+        let count = {
+            let mut events = self.events();
+            events.push(Arc::new(event));
+            events.len()
+        };
+        self.progress.send_replace((count, last));
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.progress.borrow().1
+    }
+
+    /// Asks the run to stop; it records what was done and ends `Cancelled`.
+    pub fn cancel(&self) {
+        self.cancel.send_replace(true);
+    }
+
+    /// Resolves once the run is asked to stop.
+    pub fn cancelled(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut cancel = self.cancel.subscribe();
+        async move {
+            let _ = cancel.wait_for(|cancelled| *cancelled).await;
+        }
+    }
+
+    /// Every event from the first, then each new one until the last.
+    pub fn subscribe(self: &Arc<Self>) -> BoxStream<'static, Arc<Event>> {
+        let run = self.clone();
+        let mut progress = self.progress.subscribe();
+        async_stream::stream! {
+            let mut next = 0;
+            loop {
+                let (count, finished) = *progress.borrow_and_update();
+                let batch: Vec<Arc<Event>> = run.events()[next..count].to_vec();
+                next = count;
+                for event in batch {
+                    yield event;
+                }
+                if finished || progress.changed().await.is_err() {
+                    break;
+                }
+            }
+        }
+        .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(event: &Event) -> &str {
+        match event {
+            Event::Text(text) => text,
+            _ => "",
+        }
+    }
+
+    #[tokio::test]
+    async fn a_late_subscriber_gets_every_event_then_the_rest() {
+        let run = LiveRun::new("r".into(), "main".into(), None);
+        run.emit(Event::Text("a".into()), false);
+        run.emit(Event::Text("b".into()), false);
+        let mut late = run.subscribe();
+        assert_eq!(text(&late.next().await.unwrap()), "a");
+        assert_eq!(text(&late.next().await.unwrap()), "b");
+        let writer = run.clone();
+        tokio::spawn(async move {
+            tokio::task::yield_now().await;
+            writer.emit(Event::Text("c".into()), true);
+        });
+        assert_eq!(text(&late.next().await.unwrap()), "c");
+        assert!(
+            late.next().await.is_none(),
+            "the stream ends after the last event"
+        );
+        assert!(run.is_finished());
+        let again: Vec<_> = run.subscribe().collect().await;
+        assert_eq!(again.len(), 3);
+    }
+
+    #[tokio::test]
+    async fn cancelling_wakes_the_run() {
+        let run = LiveRun::new("r".into(), "main".into(), None);
+        let cancelled = run.cancelled();
+        run.cancel();
+        tokio::time::timeout(std::time::Duration::from_secs(1), cancelled)
+            .await
+            .expect("the cancel signal arrives");
+    }
+}

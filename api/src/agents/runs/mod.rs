@@ -1,0 +1,195 @@
+//! Durable agent runs. Every run (API, UI, chat bots, tasks, wake-ups) has an
+//! id and a row in SurrealDB, and works in its own task: a client that hangs
+//! up does not stop it, it finishes and records its turn. Clients re-attach
+//! to its events while it runs (and a few minutes after), cancel it from any
+//! replica, and list past runs.
+//!
+//! - `store`: the `agent_run` rows, leases and the interrupted sweep
+//! - `live`: this replica's runs in progress (event replay, cancel switch)
+//!
+//! `upkeep` keeps this replica's leases fresh (and hears cancels asked on
+//! other replicas when it renews), and marks runs whose replica died as
+//! `interrupted`, releasing their inbox claims and noting it in the session.
+
+mod live;
+mod store;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub use live::LiveRun;
+pub use store::{AgentRun, Ending, RunFilter, RunStatus, RunStore};
+
+use crate::clock::{now, stamp};
+use crate::inbox::Inbox;
+use crate::sessions::{LogMessage, Sessions};
+use crate::storage::{Db, DbError};
+
+/// How long a finished run's events stay here for late re-attaching.
+const KEEP_FINISHED: Duration = Duration::from_secs(300);
+/// How often leases are renewed (and remote cancels heard).
+const RENEW_EVERY: Duration = Duration::from_secs(1);
+
+pub struct Runs {
+    store: RunStore,
+    live: Mutex<HashMap<String, Arc<LiveRun>>>,
+    lease: Duration,
+    inbox: Inbox,
+    sessions: Arc<Sessions>,
+}
+
+impl Runs {
+    pub fn new(db: Db, lease: Duration, inbox: Inbox, sessions: Arc<Sessions>) -> Arc<Self> {
+        Arc::new(Self {
+            store: RunStore::new(db),
+            live: Mutex::new(HashMap::new()),
+            lease,
+            inbox,
+            sessions,
+        })
+    }
+
+    pub fn store(&self) -> &RunStore {
+        &self.store
+    }
+
+    fn live_runs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<LiveRun>>> {
+        self.live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn lease_until(&self) -> String {
+        stamp(now() + self.lease)
+    }
+
+    /// Records the run as started on this replica and makes it live here.
+    pub async fn begin(&self, record: &AgentRun, turn: &[LogMessage]) -> Result<Arc<LiveRun>, DbError> {
+        self.store.start(record, turn, &self.lease_until()).await?;
+        let run = LiveRun::new(record.id.clone(), record.agent.clone(), record.session.clone());
+        self.live_runs().insert(record.id.clone(), run.clone());
+        Ok(run)
+    }
+
+    /// Records how the run ended; its events stay for late re-attaching a while.
+    pub async fn end(self: &Arc<Self>, run: &Arc<LiveRun>, ending: &Ending<'_>) {
+        match self.store.finish(&run.id, ending).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(run = %run.id, "the run ended after another replica marked it interrupted")
+            }
+            Err(err) => tracing::error!(run = %run.id, error = %err, "could not record how the run ended"),
+        }
+        let runs = Arc::downgrade(self);
+        let id = run.id.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(KEEP_FINISHED).await;
+            if let Some(runs) = runs.upgrade() {
+                runs.live_runs().remove(&id);
+            }
+        });
+    }
+
+    /// A run in progress (or recently ended) on this replica.
+    pub fn live(&self, id: &str) -> Option<Arc<LiveRun>> {
+        self.live_runs().get(id).cloned()
+    }
+
+    /// The run in progress on this replica for `session`, if any.
+    pub fn running_in(&self, session: &str) -> Option<Arc<LiveRun>> {
+        self.live_runs()
+            .values()
+            .find(|run| run.session.as_deref() == Some(session) && !run.is_finished())
+            .cloned()
+    }
+
+    /// Cancels a running run here, or asks the replica running it (it hears
+    /// within a second). `None`: no such run.
+    pub async fn cancel(&self, id: &str) -> Result<Option<AgentRun>, DbError> {
+        match self.live(id) {
+            Some(run) if !run.is_finished() => run.cancel(),
+            _ => {
+                self.store.request_cancel(id).await?;
+            }
+        }
+        self.store.get(id).await
+    }
+
+    /// Renews this replica's leases every second and sweeps expired ones
+    /// (a loop for the app's `Background`; it ends when `Runs` is dropped).
+    pub fn upkeep(self: &Arc<Self>) -> impl Future<Output = ()> + Send + 'static {
+        let runs = Arc::downgrade(self);
+        let sweep_every = (self.lease / 3).max(RENEW_EVERY);
+        async move {
+            let mut last_sweep: Option<tokio::time::Instant> = None;
+            loop {
+                tokio::time::sleep(RENEW_EVERY).await;
+                let Some(runs) = runs.upgrade() else { return };
+                runs.renew().await;
+                if last_sweep.is_none_or(|at| at.elapsed() >= sweep_every) {
+                    last_sweep = Some(tokio::time::Instant::now());
+                    runs.sweep().await;
+                }
+            }
+        }
+    }
+
+    async fn renew(&self) {
+        let ids: Vec<String> = self
+            .live_runs()
+            .values()
+            .filter(|run| !run.is_finished())
+            .map(|run| run.id.clone())
+            .collect();
+        if ids.is_empty() {
+            return;
+        }
+        match self
+            .store
+            .renew(&ids, crate::replica::id(), &self.lease_until())
+            .await
+        {
+            Ok(cancel) => {
+                for id in cancel {
+                    if let Some(run) = self.live(&id) {
+                        run.cancel();
+                    }
+                }
+            }
+            Err(err) => tracing::warn!(error = %err, "could not renew the leases of running agent runs"),
+        }
+    }
+
+    /// Runs whose replica died: interrupted, their inbox claims handed back,
+    /// and their sessions told.
+    async fn sweep(&self) {
+        let orphans = match self.store.interrupt_expired(now()).await {
+            Ok(orphans) => orphans,
+            Err(err) => {
+                tracing::debug!(error = %err, "could not look for interrupted runs");
+                return;
+            }
+        };
+        for orphan in orphans {
+            tracing::warn!(run = %orphan.id, agent = %orphan.agent, "an agent run's replica stopped mid-run; marked interrupted");
+            if let Err(err) = self.inbox.release(&orphan.id).await {
+                tracing::warn!(run = %orphan.id, error = %err, "could not hand back an interrupted run's inbox messages");
+            }
+            let Some(session) = &orphan.session else { continue };
+            let Ok(session) = self.sessions.get(session).await else {
+                continue;
+            };
+            let mut turn = orphan.turn;
+            let mut note = LogMessage::plain(
+                "assistant",
+                "(interrupted: the server working on this answer stopped before it finished)".to_string(),
+            );
+            note.aborted = true;
+            turn.push(note);
+            if let Err(err) = self.sessions.append(&session, turn).await {
+                tracing::warn!(run = %orphan.id, error = %err, "could not note the interrupted run in its session");
+            }
+        }
+    }
+}

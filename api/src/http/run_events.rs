@@ -1,0 +1,152 @@
+//! An agent run's events as an OpenAI chat completion: a `chat.completion`
+//! once it ends, or `chat.completion.chunk` server-sent events as it goes.
+//! Tool activity rides in an extra `x_onyx` field that OpenAI clients
+//! ignore. The same stream serves the chat request that started the run and
+//! every client that re-attaches later (`GET /v1/runs/{id}/events`), which
+//! gets the whole answer so far, then the rest.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use super::error::ApiError;
+use super::sse;
+use super::views::ToolActivity;
+use crate::agents::{AgentError, Event, LiveRun, Outcome};
+
+/// Names the run a streaming (or any) agent response belongs to.
+pub const RUN_HEADER: &str = "x-onyx-run-id";
+
+fn created() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The completion id of a run: the same for every client that follows it.
+fn completion_id(run: &LiveRun) -> String {
+    format!("chatcmpl-{}", run.id.replace('-', ""))
+}
+
+/// What `x_onyx` says about one event, if it is tool activity.
+fn activity(event: &Event) -> Option<Value> {
+    let activity = match event {
+        Event::ToolStarted { id, name, arguments } => ToolActivity::ToolCallStarted {
+            id: id.clone(),
+            name: name.clone(),
+            arguments: arguments.clone(),
+        },
+        Event::ToolFinished {
+            id,
+            name,
+            summary,
+            is_error,
+        } => ToolActivity::ToolCallFinished {
+            id: id.clone(),
+            name: name.clone(),
+            result_summary: summary.clone(),
+            is_error: *is_error,
+        },
+        Event::ApprovalRequired { id, tool, arguments } => ToolActivity::ApprovalRequired {
+            approval_id: id.clone(),
+            name: tool.clone(),
+            arguments: arguments.clone(),
+        },
+        _ => return None,
+    };
+    serde_json::to_value(activity).ok()
+}
+
+/// Waits for the run to end; its answer as one `chat.completion`.
+pub async fn collect(run: &Arc<LiveRun>) -> Result<Response, ApiError> {
+    let mut events = run.subscribe();
+    let mut log = Vec::new();
+    while let Some(event) = events.next().await {
+        if let Some(entry) = activity(&event) {
+            log.push(entry);
+        }
+        match event.as_ref() {
+            Event::Done(outcome) => {
+                let Outcome {
+                    content,
+                    finish_reason,
+                    client_tool_calls,
+                    usage,
+                    iterations,
+                    model,
+                    ..
+                } = outcome.as_ref();
+                let mut message = json!({"role": "assistant", "content": content, "refusal": null});
+                if let Some(calls) = client_tool_calls {
+                    message["tool_calls"] = calls.clone();
+                }
+                return Ok(Json(json!({
+                    "id": completion_id(run), "object": "chat.completion", "created": created(), "model": model,
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": null}],
+                    "usage": usage,
+                    "x_onyx": {"events": log, "iterations": iterations, "run_id": run.id},
+                }))
+                .into_response());
+            }
+            Event::Failed(err) => return Err(ApiError::Agent(err.clone())),
+            _ => {}
+        }
+    }
+    Err(AgentError::NoAnswer.into())
+}
+
+/// The run as `chat.completion.chunk` events, from its first event to its last.
+pub fn sse(run: &Arc<LiveRun>, include_usage: bool) -> Response {
+    let (id, model) = (completion_id(run), format!("onyx:{}", run.agent));
+    let chunk = move |choices: Value, extra: Option<(&str, Value)>| {
+        let mut chunk = json!({"id": id, "object": "chat.completion.chunk", "created": created(), "model": model, "choices": choices});
+        if let Some((key, value)) = extra {
+            chunk[key] = value;
+        }
+        sse::json(&chunk)
+    };
+    let run_id = run.id.clone();
+    let mut events = run.subscribe();
+    let body = async_stream::stream! {
+        yield Ok::<_, std::convert::Infallible>(chunk(
+            json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]),
+            Some(("x_onyx", json!({"type": "run_started", "run_id": run_id}))),
+        ));
+        while let Some(event) = events.next().await {
+            if let Some(entry) = activity(&event) {
+                yield Ok(chunk(json!([]), Some(("x_onyx", entry))));
+                continue;
+            }
+            match event.as_ref() {
+                Event::Text(text) => {
+                    yield Ok(chunk(json!([{"index": 0, "delta": {"content": text}, "finish_reason": null}]), None));
+                }
+                Event::Done(outcome) => {
+                    if let Some(calls) = &outcome.client_tool_calls {
+                        let indexed: Vec<Value> = calls.as_array().map(|c| c.as_slice()).unwrap_or_default().iter().enumerate().map(|(i, c)| {
+                            let mut c = c.clone();
+                            c["index"] = json!(i);
+                            c
+                        }).collect();
+                        yield Ok(chunk(json!([{"index": 0, "delta": {"tool_calls": indexed}, "finish_reason": null}]), None));
+                    }
+                    yield Ok(chunk(json!([{"index": 0, "delta": {}, "finish_reason": outcome.finish_reason}]), Some(("x_onyx", json!({"type": "run_finished", "iterations": outcome.iterations, "tools_used": outcome.tools_used})))));
+                    if include_usage {
+                        yield Ok(chunk(json!([]), Some(("usage", json!(outcome.usage)))));
+                    }
+                }
+                Event::Failed(err) => {
+                    let error = ApiError::Agent(err.clone()).into_stream_event();
+                    yield Ok(sse::json(&error));
+                }
+                _ => {}
+            }
+        }
+        yield Ok(sse::done());
+    };
+    sse::response(Body::from_stream(body))
+}
