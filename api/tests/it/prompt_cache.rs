@@ -24,6 +24,12 @@ fn config(fakes: &Fakes, local_zone: &str) -> String {
         .build()
 }
 
+async fn start(local_zone: &str) -> (Fakes, Onyx) {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&config(&fakes, local_zone)), &[]).await;
+    (fakes, onyx)
+}
+
 /// One user message to `agent`, in `session` when given; the body and the session id.
 async fn turn(onyx: &Onyx, agent: &str, session: Option<&str>, text: &str) -> (Value, String) {
     let mut request = onyx
@@ -49,8 +55,7 @@ fn chat_requests(fake: &onyx_test_fakes::FakeServer) -> Vec<Value> {
 
 #[tokio::test]
 async fn consecutive_anthropic_turns_share_a_cached_system_prefix() {
-    let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes, "UTC")), &[]).await;
+    let (fakes, onyx) = start("UTC").await;
     let (first, session) = turn(&onyx, "main", None, "plan my week").await;
     let (second, _) = turn(&onyx, "main", Some(&session), "and the weekend?").await;
     assert_eq!(
@@ -107,8 +112,7 @@ async fn consecutive_anthropic_turns_share_a_cached_system_prefix() {
 
 #[tokio::test]
 async fn openai_compatible_turns_carry_one_prompt_cache_key_per_session() {
-    let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes, "UTC")), &[]).await;
+    let (fakes, onyx) = start("UTC").await;
     let (_, session) = turn(&onyx, "gpt", None, "hello").await;
     let (again, _) = turn(&onyx, "gpt", Some(&session), "hello again").await;
     // The fake caches by key and prefix, as OpenAI does: the system prompt and
@@ -160,8 +164,7 @@ fn zone_off_utc_date() -> (&'static str, chrono_tz::Tz) {
 #[tokio::test]
 async fn today_is_the_day_in_the_agents_timezone() {
     let (name, zone) = zone_off_utc_date();
-    let fakes = Fakes::start().await;
-    let onyx = Onyx::start(Some(&config(&fakes, name)), &[]).await;
+    let (fakes, onyx) = start(name).await;
     assert_eq!(onyx.get_json("/v1/agents/local").await["timezone"], name);
     assert_eq!(
         onyx.get_json("/v1/agents/gpt").await["timezone"],
