@@ -3,9 +3,12 @@
 //!
 //! Every stored timestamp (SurrealDB rows, session logs, the API) is RFC 3339
 //! UTC with microseconds and a `Z` (`2026-11-22T10:04:00.000000Z`), so text
-//! order is time order; days are `YYYY-MM-DD` in UTC.
+//! order is time order; stored days are `YYYY-MM-DD` in UTC. What a person
+//! calls "today" (daily-log names, the date in a prompt) is the day in their
+//! timezone: the `*_in` helpers.
 
 use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
+use chrono_tz::Tz;
 
 /// The current time.
 pub fn now() -> DateTime<Utc> {
@@ -43,6 +46,72 @@ pub fn day_before(at: DateTime<Utc>) -> String {
 pub fn hour_minute(at: DateTime<Utc>) -> String {
     at.format("%H:%M").to_string()
 }
+
+/// The day of `at` in `tz`, `YYYY-MM-DD`.
+pub fn day_in(at: DateTime<Utc>, tz: Tz) -> String {
+    at.with_timezone(&tz).format("%Y-%m-%d").to_string()
+}
+
+/// The day before `at`'s day in `tz`, `YYYY-MM-DD` (a calendar day, so a
+/// 23- or 25-hour day at a DST change does not skip or repeat one).
+pub fn day_before_in(at: DateTime<Utc>, tz: Tz) -> String {
+    let today = at.with_timezone(&tz).date_naive();
+    today.pred_opt().unwrap_or(today).format("%Y-%m-%d").to_string()
+}
+
+/// The time of day of `at` in `tz`, `HH:MM`.
+pub fn hour_minute_in(at: DateTime<Utc>, tz: Tz) -> String {
+    at.with_timezone(&tz).format("%H:%M").to_string()
+}
+
+/// The date and time of `at` in `tz` for a person (and a model) to read:
+/// `Monday 2026-11-23 14:39 (America/Los_Angeles, UTC-08:00)`.
+pub fn local_time_line(at: DateTime<Utc>, tz: Tz) -> String {
+    let local = at.with_timezone(&tz);
+    format!(
+        "{} ({}, UTC{})",
+        local.format("%A %Y-%m-%d %H:%M"),
+        tz.name(),
+        local.format("%:z")
+    )
+}
+
+/// The host's timezone: `TZ` when it names an IANA zone, else the system's
+/// (`/etc/localtime`), else UTC. Aliases of UTC (`Etc/UTC`, `Zulu`…) are UTC.
+pub fn host_timezone() -> Tz {
+    let from_env = std::env::var("TZ")
+        .ok()
+        .and_then(|name| name.trim_start_matches(':').parse::<Tz>().ok());
+    let zone = from_env
+        .or_else(|| iana_time_zone::get_timezone().ok()?.parse::<Tz>().ok())
+        .unwrap_or(chrono_tz::UTC);
+    if UTC_ALIASES.contains(&zone.name()) {
+        chrono_tz::UTC
+    } else {
+        zone
+    }
+}
+
+const UTC_ALIASES: [&str; 18] = [
+    "UTC",
+    "Etc/UTC",
+    "UCT",
+    "Etc/UCT",
+    "Universal",
+    "Etc/Universal",
+    "Zulu",
+    "Etc/Zulu",
+    "GMT",
+    "Etc/GMT",
+    "GMT0",
+    "Etc/GMT0",
+    "GMT+0",
+    "Etc/GMT+0",
+    "GMT-0",
+    "Etc/GMT-0",
+    "Greenwich",
+    "Etc/Greenwich",
+];
 
 /// Days since 1970-01-01 of the `YYYY-MM-DD` that `text` starts with
 /// (`2026-11-22`, `2026-11-22T10:00:00Z`); `None` if it is not a date.
@@ -83,6 +152,34 @@ mod tests {
         assert_eq!(day_before(at("2024-03-01T23:59:59Z")), "2024-02-29");
         assert_eq!(day_before(at("2027-01-01T00:00:00Z")), "2026-12-31");
         assert_eq!(day_before(at("2026-11-22T12:00:00Z")), "2026-11-21");
+    }
+
+    #[test]
+    fn days_in_a_timezone() {
+        let la: Tz = "America/Los_Angeles".parse().unwrap();
+        // 23:30 on the 22nd in Los Angeles is already the 23rd in UTC.
+        let late = at("2026-11-23T07:30:00Z");
+        assert_eq!(day(late), "2026-11-23");
+        assert_eq!(day_in(late, la), "2026-11-22");
+        assert_eq!(day_before_in(late, la), "2026-11-21");
+        assert_eq!(hour_minute_in(late, la), "23:30");
+        assert_eq!(
+            local_time_line(late, la),
+            "Sunday 2026-11-22 23:30 (America/Los_Angeles, UTC-08:00)"
+        );
+        let kiritimati: Tz = "Pacific/Kiritimati".parse().unwrap();
+        assert_eq!(day_in(at("2026-11-22T10:00:00Z"), kiritimati), "2026-11-23");
+        assert_eq!(day_in(late, chrono_tz::UTC), day(late));
+        // The calendar day before, after the spring-forward night (24 hours
+        // back from 00:30 on the 9th is 23:30 on the 7th).
+        assert_eq!(day_before_in(at("2026-03-09T07:30:00Z"), la), "2026-03-08");
+    }
+
+    #[test]
+    fn the_host_timezone_is_an_iana_zone_and_utc_aliases_are_utc() {
+        let zone = host_timezone();
+        assert!(zone.name().parse::<Tz>().is_ok(), "{}", zone.name());
+        assert!(!UTC_ALIASES[1..].contains(&zone.name()), "{}", zone.name());
     }
 
     #[test]

@@ -77,7 +77,7 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
         memory
             .append_note(
                 "main",
-                NoteTarget::Daily,
+                NoteTarget::Daily(chrono_tz::UTC),
                 &format!("earlier note {i} about project{}", i % 7),
             )
             .await
@@ -87,7 +87,6 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
         .create("main", "bench")
         .await
         .map_err(|e| e.to_string())?;
-    let today = &clock::day(clock::now());
     let mut compose_times = Vec::with_capacity(turns);
     let mut totals = Vec::with_capacity(turns);
     let mut log_lines = Vec::with_capacity(turns);
@@ -98,8 +97,9 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
             &memory,
             Inputs {
                 agent: "main",
-                today,
-                yesterday: "2000-01-01",
+                now: clock::now(),
+                timezone: chrono_tz::UTC,
+                session: None,
                 inbox: &[],
                 memory_query: Some(&question),
             },
@@ -122,7 +122,7 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
         memory
             .append_note(
                 "main",
-                NoteTarget::Daily,
+                NoteTarget::Daily(chrono_tz::UTC),
                 &format!("session bench: asked “{question}” → answered"),
             )
             .await

@@ -1,12 +1,26 @@
-//! The system prompt of an agent run, composed fresh each turn from its files:
-//! IDENTITY, SOUL, USER, AGENTS, TOOLS, then memory (MEMORY.md and the daily
-//! logs of yesterday and today), relevant memory hits when asked for, pending
-//! inbox messages, and BOOTSTRAP.md while it exists. Each file is capped at
-//! 20,000 characters (70% head + 20% tail, with a visible marker); missing
-//! files are skipped.
+//! The prompt of an agent run, composed fresh each turn from its files, in
+//! two parts so that provider prompt caches hit:
+//!
+//! - the stable part, the system message: a header, IDENTITY, SOUL, USER,
+//!   AGENTS, TOOLS, MEMORY.md and BOOTSTRAP.md while it exists. It changes only
+//!   when those files do, so it is a byte-identical prefix across turns;
+//! - the volatile context: the current date and time in the agent's timezone,
+//!   the daily logs of yesterday and today, relevant memory hits when asked
+//!   for, pending inbox messages. It goes in an `<onyx-context>` block at the
+//!   start of the newest user message, after the history, so the history stays
+//!   part of the cached prefix too (a volatile system message before the history
+//!   would end the shared prefix there on every turn). The session log keeps
+//!   the user's message without it.
+//!
+//! Each file is capped at 20,000 characters (70% head + 20% tail, with a
+//! visible marker); missing files are skipped.
 
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
 use futures::future::join_all;
+use serde_json::{Value, json};
 
+use crate::clock;
 use crate::inbox::InboxMessage;
 use crate::memory::{Memory, Mode, paths};
 
@@ -31,15 +45,63 @@ pub fn truncate(text: &str, cap: usize) -> String {
 /// What went into a prompt, for the UI and tests.
 #[derive(Debug, Clone)]
 pub struct Composed {
-    pub system: String,
-    /// The files and sections included, in order.
+    /// The system message: the same bytes every turn while the files are unchanged.
+    pub stable: String,
+    /// The `<onyx-context>` block that starts the newest user message.
+    pub context: String,
+    /// The files and sections included, stable ones first, in order.
     pub sections: Vec<String>,
+}
+
+pub const CONTEXT_OPEN: &str = "<onyx-context>";
+pub const CONTEXT_CLOSE: &str = "</onyx-context>";
+
+impl Composed {
+    /// The messages to send: the stable system message, the client's own
+    /// system messages, then the conversation with the context put at the
+    /// start of its newest user message (or, with none, as a user message of
+    /// its own at the end).
+    pub fn messages(&self, client_system: &[Value], conversation: &[Value]) -> Vec<Value> {
+        let mut messages = vec![json!({"role": "system", "content": self.stable})];
+        messages.extend(client_system.iter().cloned());
+        let start = messages.len();
+        messages.extend(conversation.iter().cloned());
+        match messages[start..].iter().rposition(|m| m["role"] == "user") {
+            Some(i) => with_context(&mut messages[start + i], &self.context),
+            None => messages.push(json!({"role": "user", "content": self.context})),
+        }
+        messages
+    }
+}
+
+/// Puts `context` before a user message's text (a string stays a string, so
+/// servers that take only string content still work).
+fn with_context(message: &mut Value, context: &str) {
+    match &mut message["content"] {
+        Value::Array(parts) => parts.insert(0, json!({"type": "text", "text": context})),
+        Value::String(text) => *text = format!("{context}\n\n{text}"),
+        other => *other = Value::String(context.to_string()),
+    }
+}
+
+/// The `prompt_cache_key` of an agent's requests: one per session, so a
+/// provider routes a conversation's turns to the cache that holds its prefix.
+pub fn cache_key(agent: &str, session: Option<&str>) -> String {
+    match session {
+        Some(session) => format!("onyx-{session}"),
+        None => format!("onyx-agent-{agent}"),
+    }
 }
 
 pub struct Inputs<'a> {
     pub agent: &'a str,
-    pub today: &'a str,
-    pub yesterday: &'a str,
+    /// Now, and the agent's timezone: they decide "today" and "yesterday".
+    pub now: DateTime<Utc>,
+    pub timezone: Tz,
+    /// The session of the run: its own lines in the daily logs are left out
+    /// (the conversation already holds them, and they would grow the
+    /// uncached part of every turn).
+    pub session: Option<&'a str>,
     pub inbox: &'a [InboxMessage],
     /// The user's message, when relevant memory should be searched and added.
     pub memory_query: Option<&'a str>,
@@ -54,43 +116,52 @@ async fn read(memory: &Memory, agent: &str, path: &str) -> Option<String> {
         .filter(|c| !c.trim().is_empty())
 }
 
+/// A daily log without the lines the runtime wrote for `session`'s turns;
+/// `None` when nothing but headings is left.
+fn without_session(log: &str, session: Option<&str>) -> Option<String> {
+    let Some(session) = session else {
+        return Some(log.to_string());
+    };
+    let own = format!(" session {session}: ");
+    let kept: Vec<&str> = log.lines().filter(|line| !line.contains(&own)).collect();
+    kept.iter()
+        .any(|line| !line.trim().is_empty() && !line.starts_with('#'))
+        .then(|| kept.join("\n"))
+}
+
 pub async fn compose(memory: &Memory, inputs: Inputs<'_>) -> Composed {
     let agent = inputs.agent;
-    let yesterday_log = paths::daily_path(inputs.yesterday);
-    let today_log = paths::daily_path(inputs.today);
+    let yesterday_log = paths::daily_path(&clock::day_before_in(inputs.now, inputs.timezone));
+    let today_log = paths::daily_path(&clock::day_in(inputs.now, inputs.timezone));
     let wanted: Vec<&str> = PERSONA
         .iter()
         .copied()
         .chain([
             paths::CURATED,
+            "BOOTSTRAP.md",
             yesterday_log.as_str(),
             today_log.as_str(),
-            "BOOTSTRAP.md",
         ])
         .collect();
-    let contents = join_all(wanted.iter().map(|path| read(memory, agent, path))).await;
-    let mut parts: Vec<String> = Vec::new();
-    let mut sections = Vec::new();
-    let mut add = |title: String, body: String, parts: &mut Vec<String>| {
+    let mut contents = join_all(wanted.iter().map(|path| read(memory, agent, path))).await;
+    let (mut stable, mut volatile, mut sections) = (Vec::new(), Vec::new(), Vec::new());
+    let mut add = |title: String, body: &str, parts: &mut Vec<String>| {
         parts.push(format!("## {title}\n\n{}", truncate(body.trim(), FILE_CAP)));
         sections.push(title);
     };
-    for (path, content) in wanted.iter().zip(&contents).take(PERSONA.len() + 1) {
+    let today = contents.pop().flatten();
+    let yesterday = contents.pop().flatten();
+    for (path, content) in wanted.iter().zip(&contents) {
         if let Some(content) = content {
-            add((*path).to_string(), content.clone(), &mut parts);
+            add((*path).to_string(), content, &mut stable);
         }
     }
-    for (label, content) in [
-        ("yesterday", &contents[PERSONA.len() + 1]),
-        ("today", &contents[PERSONA.len() + 2]),
+    for (path, label, content) in [
+        (&yesterday_log, "yesterday", yesterday),
+        (&today_log, "today", today),
     ] {
-        if let Some(content) = content {
-            let path = if label == "today" {
-                &today_log
-            } else {
-                &yesterday_log
-            };
-            add(format!("{path} ({label})"), content.clone(), &mut parts);
+        if let Some(content) = content.and_then(|c| without_session(&c, inputs.session)) {
+            add(format!("{path} ({label})"), &content, &mut volatile);
         }
     }
     if let Some(query) = inputs.memory_query
@@ -111,7 +182,7 @@ pub async fn compose(memory: &Memory, inputs: Inputs<'_>) -> Composed {
                 )
             })
             .collect();
-        add("Relevant memory".into(), hits.join("\n"), &mut parts);
+        add("Relevant memory".into(), &hits.join("\n"), &mut volatile);
     }
     if !inputs.inbox.is_empty() {
         let lines: Vec<String> = inputs
@@ -119,26 +190,29 @@ pub async fn compose(memory: &Memory, inputs: Inputs<'_>) -> Composed {
             .iter()
             .map(|m| format!("- From {} at {}: {}", m.sender, m.created_at, m.body))
             .collect();
-        add(
-            "Inbox".into(),
-            format!(
-                "You have {} new message(s) from other agents:\n{}",
-                lines.len(),
-                lines.join("\n")
-            ),
-            &mut parts,
+        let body = format!(
+            "You have {} new message(s) from other agents:\n{}",
+            lines.len(),
+            lines.join("\n")
         );
-    }
-    if let Some(bootstrap) = &contents[PERSONA.len() + 3] {
-        add("BOOTSTRAP.md".into(), bootstrap.clone(), &mut parts);
+        add("Inbox".into(), &body, &mut volatile);
     }
     let header = format!(
-        "You are the Onyx agent \"{agent}\". Today is {} (UTC). The sections below are your workspace files and memory.",
-        inputs.today
+        "You are the Onyx agent \"{agent}\". The sections below are your workspace files and memory. \
+         Onyx starts the newest user message with an {CONTEXT_OPEN} block (the user did not write it): \
+         the current date and time in your timezone, your daily logs of yesterday and today, and, when \
+         there are any, relevant memory and new messages from other agents."
     );
+    let now = format!("Now: {}.", clock::local_time_line(inputs.now, inputs.timezone));
     Composed {
-        system: std::iter::once(header)
-            .chain(parts)
+        stable: std::iter::once(header)
+            .chain(stable)
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        context: std::iter::once(CONTEXT_OPEN.to_string())
+            .chain([now])
+            .chain(volatile)
+            .chain([CONTEXT_CLOSE.to_string()])
             .collect::<Vec<_>>()
             .join("\n\n"),
         sections,
@@ -148,6 +222,117 @@ pub async fn compose(memory: &Memory, inputs: Inputs<'_>) -> Composed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn composed() -> Composed {
+        Composed {
+            stable: "STABLE".into(),
+            context: "<onyx-context>\n\nNow\n\n</onyx-context>".into(),
+            sections: Vec::new(),
+        }
+    }
+
+    /// A run at 23:30 on 22 November in Los Angeles (07:30 on the 23rd in
+    /// UTC) writes and reads the 22nd's log, and says so in the prompt.
+    #[tokio::test]
+    async fn a_run_at_2330_in_los_angeles_lives_in_that_day_not_utcs() {
+        use crate::memory::{NoteTarget, Settings};
+        use crate::storage::{Db, LocalStore, ObjectStore};
+        let dir = tempfile::tempdir().unwrap();
+        let objects: std::sync::Arc<dyn ObjectStore> = std::sync::Arc::new(LocalStore::new(dir.path()));
+        objects.ensure_buckets().await.unwrap();
+        let memory = Memory::new(objects, Db::scratch().await, None, Settings::default());
+        let la: Tz = "America/Los_Angeles".parse().unwrap();
+        let at = clock::parse_stamp("2026-11-23T07:30:00Z").unwrap();
+        let written = memory
+            .append_note_at("main", NoteTarget::Daily(la), "late walk", at)
+            .await
+            .unwrap();
+        assert_eq!(written.path, "memory/2026-11-22.md");
+        let log = memory.read_file("main", &written.path).await.unwrap().content;
+        assert_eq!(log, "# 2026-11-22\n\n- 23:30 late walk\n");
+        memory
+            .append_note_at("main", NoteTarget::Daily(chrono_tz::UTC), "utc note", at)
+            .await
+            .unwrap();
+
+        let inputs = |timezone| Inputs {
+            agent: "main",
+            now: at,
+            timezone,
+            session: None,
+            inbox: &[],
+            memory_query: None,
+        };
+        let composed = compose(&memory, inputs(la)).await;
+        assert!(
+            composed
+                .context
+                .contains("Now: Sunday 2026-11-22 23:30 (America/Los_Angeles, UTC-08:00)."),
+            "{}",
+            composed.context
+        );
+        assert!(
+            composed
+                .context
+                .contains("## memory/2026-11-22.md (today)\n\n# 2026-11-22\n\n- 23:30 late walk")
+        );
+        assert!(!composed.context.contains("utc note"), "{}", composed.context);
+        assert!(
+            !composed.stable.contains("2026-11-2"),
+            "no date in the stable part"
+        );
+        let in_utc = compose(&memory, inputs(chrono_tz::UTC)).await;
+        assert!(in_utc.context.contains("## memory/2026-11-23.md (today)"));
+        assert!(in_utc.context.contains("## memory/2026-11-22.md (yesterday)"));
+        assert_eq!(
+            in_utc.stable, composed.stable,
+            "the stable part does not depend on the time"
+        );
+    }
+
+    #[test]
+    fn a_sessions_own_daily_log_lines_are_left_out() {
+        let log = "# 2026-11-23\n\n- 09:00 session s1: asked “a” → answered “b”\n- 09:05 walked the dog\n";
+        assert_eq!(
+            without_session(log, Some("s1")).unwrap(),
+            "# 2026-11-23\n\n- 09:05 walked the dog"
+        );
+        assert_eq!(without_session(log, None).unwrap(), log);
+        assert_eq!(without_session(log, Some("s2")).unwrap().lines().count(), 4);
+        let only_own = "# 2026-11-23\n\n- 09:00 session s1: asked “a” → answered “b”\n";
+        assert_eq!(without_session(only_own, Some("s1")), None);
+    }
+
+    #[test]
+    fn the_context_starts_the_newest_user_message_after_a_stable_prefix() {
+        let client = [json!({"role": "system", "content": "CLIENT"})];
+        let history = [
+            json!({"role": "user", "content": "first"}),
+            json!({"role": "assistant", "content": "one"}),
+            json!({"role": "user", "content": "second"}),
+        ];
+        let messages = composed().messages(&client, &history);
+        assert_eq!(messages[0], json!({"role": "system", "content": "STABLE"}));
+        assert_eq!(messages[1]["content"], "CLIENT");
+        assert_eq!(messages[2]["content"], "first", "older turns are untouched");
+        assert_eq!(
+            messages[4]["content"],
+            "<onyx-context>\n\nNow\n\n</onyx-context>\n\nsecond"
+        );
+
+        // Parts stay parts; a conversation ending in tool results keeps its end.
+        let parts = [
+            json!({"role": "user", "content": [{"type": "text", "text": "look"}]}),
+            json!({"role": "assistant", "tool_calls": []}),
+            json!({"role": "tool", "tool_call_id": "c", "content": "r"}),
+        ];
+        let messages = composed().messages(&[], &parts);
+        assert_eq!(messages[1]["content"][0]["text"], composed().context);
+        assert_eq!(messages[1]["content"][1]["text"], "look");
+        assert_eq!(messages[3]["role"], "tool");
+        let alone = composed().messages(&[], &[]);
+        assert_eq!(alone[1], json!({"role": "user", "content": composed().context}));
+    }
 
     #[test]
     fn truncation_keeps_head_and_tail_with_a_marker() {

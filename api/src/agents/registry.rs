@@ -31,6 +31,8 @@ pub struct AgentDef {
     pub max_tokens: Option<u32>,
     /// Local directory for the file tools and `exec`.
     pub work_dir: PathBuf,
+    /// Decides the agent's "today": daily-log names, the prompt's date and time.
+    pub timezone: chrono_tz::Tz,
     /// `config` or `api`.
     pub source: &'static str,
 }
@@ -67,6 +69,7 @@ pub struct Registry {
     configured: Vec<AgentDef>,
     default_model: Option<String>,
     default_mode: PermissionMode,
+    default_timezone: chrono_tz::Tz,
     workspaces: PathBuf,
     db: Db,
 }
@@ -95,6 +98,7 @@ impl Registry {
                     .as_deref()
                     .map(expand_home)
                     .unwrap_or_else(|| workspaces.join(&a.id)),
+                timezone: a.timezone,
                 source: "config",
             })
             .collect();
@@ -114,6 +118,7 @@ impl Registry {
                     temperature: None,
                     max_tokens: None,
                     work_dir: workspaces.join(MAIN),
+                    timezone: agents.timezone,
                     source: "config",
                 },
             );
@@ -122,6 +127,7 @@ impl Registry {
             configured,
             default_model,
             default_mode: agents.default_permission_mode,
+            default_timezone: agents.timezone,
             workspaces,
             db,
         }
@@ -158,6 +164,7 @@ impl Registry {
                         temperature: None,
                         max_tokens: None,
                         work_dir: self.workspaces.join(&row.id),
+                        timezone: self.default_timezone,
                         source: "api",
                     };
                     apply(&mut agent, &row);
@@ -171,6 +178,14 @@ impl Registry {
 
     pub async fn get(&self, id: &str) -> Result<Option<AgentDef>, DbError> {
         Ok(self.list().await?.into_iter().find(|a| a.id == id))
+    }
+
+    /// The timezone of agent `id` (the default one for an unknown agent).
+    pub async fn timezone_of(&self, id: &str) -> chrono_tz::Tz {
+        match self.get(id).await {
+            Ok(Some(agent)) => agent.timezone,
+            _ => self.default_timezone,
+        }
     }
 
     /// The agent that answers when none is named.

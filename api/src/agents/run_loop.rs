@@ -78,9 +78,6 @@ impl Agents {
                 Vec::new()
             }
         };
-        let now = clock::now();
-        let today = &clock::day(now);
-        let yesterday = clock::day_before(now);
         let last_user = last_user_text(&request.messages);
         let window = context::window(&model, &self.context_windows);
         let mut history = request.history.clone();
@@ -88,17 +85,19 @@ impl Agents {
             &self.memory,
             Inputs {
                 agent: &agent.id,
-                today,
-                yesterday: &yesterday,
+                now: clock::now(),
+                timezone: agent.timezone,
+                session: request.session.as_ref().map(|s| s.id.as_str()),
                 inbox: &inbox,
                 memory_query: request.include_memory.then_some(last_user.as_str()),
             },
         )
         .await;
-        let mut prefix: Vec<Value> = vec![json!({"role": "system", "content": composed.system})];
-        prefix.extend(request.client_system.iter().cloned());
-        // The client's new messages, then this run's steps.
-        let mut rest: Vec<Value> = request.messages.clone();
+        // The stable system prompt and the client's own system messages, then
+        // (after the history) the client's new messages with the volatile
+        // context, then this run's steps.
+        let mut rest = composed.messages(&request.client_system, &request.messages);
+        let prefix: Vec<Value> = rest.drain(..1 + request.client_system.len()).collect();
         let mut tool_defs: Vec<Value> = offered.iter().map(ToolSpec::function).collect();
         tool_defs.extend(request.client_tools.iter().cloned());
         let client_tool_names: Vec<String> = request
@@ -147,19 +146,17 @@ impl Agents {
                 )
                 .await?;
             if let Some(u) = &step.usage {
-                progress.usage = Usage::new(
-                    progress.usage.prompt_tokens + u.prompt_tokens,
-                    progress.usage.completion_tokens + u.completion_tokens,
-                );
+                progress.usage += *u;
             }
             let mut assistant = json!({"role": "assistant", "content": step.content});
             if !step.tool_calls.is_empty() {
                 assistant["tool_calls"] = Value::Array(step.tool_calls.clone());
             }
             progress.partial.clear();
-            progress
-                .turn
-                .extend(LogMessage::from_openai(&assistant, Some(&model)));
+            progress.turn.extend(
+                LogMessage::from_openai(&assistant, Some(&model))
+                    .map(|m| m.with_usage(step.usage.map(|u| json!(u)))),
+            );
             rest.push(assistant);
             if step.tool_calls.is_empty() {
                 return Ok(Answer {
@@ -258,6 +255,13 @@ impl Agents {
         if let Some(m) = request.max_tokens.or(request.agent.max_tokens) {
             body.insert("max_tokens".into(), json!(m));
         }
+        body.insert(
+            "prompt_cache_key".into(),
+            json!(prompt::cache_key(
+                &request.agent.id,
+                request.session.as_ref().map(|s| s.id.as_str())
+            )),
+        );
         if request.stream {
             body.insert("stream".into(), json!(true));
             body.insert("stream_options".into(), json!({"include_usage": true}));

@@ -162,9 +162,13 @@ impl Agents {
             short(&answer.asked),
             short(&answer.content)
         );
-        let (memory, agent_id) = (self.memory.clone(), agent.id.clone());
+        let (memory, agent_id, daily) = (
+            self.memory.clone(),
+            agent.id.clone(),
+            NoteTarget::Daily(agent.timezone),
+        );
         tokio::spawn(async move {
-            if let Err(err) = memory.append_note(&agent_id, NoteTarget::Daily, &line).await {
+            if let Err(err) = memory.append_note(&agent_id, daily, &line).await {
                 tracing::warn!(agent = %agent_id, error = %err, "could not write the daily log line");
             }
         });

@@ -245,6 +245,8 @@ pub struct RawAgent {
     pub max_tokens: Option<u32>,
     pub permission_mode: Option<String>,
     pub heartbeat: Option<Value>,
+    /// IANA name; default `agents.defaults.timezone`.
+    pub timezone: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -9,10 +9,14 @@ use super::ConfigError;
 use super::raw::RawScheduler;
 use super::types::{CatchUp, SchedulerConfig};
 
-/// An IANA timezone name (`Europe/Berlin`, `UTC`).
-pub fn timezone(name: Option<&str>, path: &str) -> Result<chrono_tz::Tz, ConfigError> {
+/// An IANA timezone name (`Europe/Berlin`, `UTC`); `default` when unset.
+pub fn timezone(
+    name: Option<&str>,
+    path: &str,
+    default: impl FnOnce() -> chrono_tz::Tz,
+) -> Result<chrono_tz::Tz, ConfigError> {
     match name {
-        None => Ok(chrono_tz::UTC),
+        None => Ok(default()),
         Some(name) => name.parse().map_err(|_| {
             ConfigError::invalid(
                 path,

@@ -110,6 +110,19 @@ fn providers_come_from_the_environment_unless_configured() {
 }
 
 #[test]
+fn agents_take_the_default_timezone_unless_they_name_their_own() {
+    let text = r#"{ agents: { defaults: { timezone: "Asia/Tokyo" },
+        list: [{ id: "a" }, { id: "b", timezone: "America/Los_Angeles" }] } }"#;
+    let config = parse(Some(text), None, &env(&[])).unwrap();
+    let zones: Vec<&str> = config.agents.list.iter().map(|a| a.timezone.name()).collect();
+    assert_eq!(zones, ["Asia/Tokyo", "America/Los_Angeles"]);
+    assert_eq!(config.scheduler.timezone.name(), "Asia/Tokyo");
+    let unset = parse(Some("{ agents: { list: [{ id: \"a\" }] } }"), None, &env(&[])).unwrap();
+    assert_eq!(unset.agents.timezone, crate::clock::host_timezone());
+    assert_eq!(unset.agents.list[0].timezone, unset.agents.timezone);
+}
+
+#[test]
 fn bad_values_name_their_path() {
     let cases = [
         (r#"{ gateway: { listen: "localhost" } }"#, "gateway.listen:"),
@@ -149,6 +162,14 @@ fn bad_values_name_their_path() {
         (
             r#"{ models: { aliases: { "a/b": "x/y" } } }"#,
             "models.aliases.a/b:",
+        ),
+        (
+            r#"{ agents: { list: [{ id: "a", timezone: "Mars/Olympus" }] } }"#,
+            "agents.list[0].timezone:",
+        ),
+        (
+            r#"{ agents: { defaults: { timezone: "PST8PDT-ish" } } }"#,
+            "agents.defaults.timezone:",
         ),
         (r#"[1]"#, "<root>:"),
     ];

@@ -245,6 +245,8 @@ pub enum PermissionMode {
 pub struct AgentsConfig {
     pub default_model: Option<String>,
     pub default_permission_mode: PermissionMode,
+    /// `agents.defaults.timezone`, else the host's: agents without their own
+    /// and tasks without their own use it.
     pub timezone: chrono_tz::Tz,
     pub max_iterations: u32,
     /// A run whose replica has not renewed it for this long is `interrupted`.
@@ -269,6 +271,8 @@ pub struct AgentConfig {
     pub permission_mode: Option<PermissionMode>,
     /// How often the agent wakes for its HEARTBEAT.md checklist (off when `None`).
     pub heartbeat: Option<Duration>,
+    /// Decides the agent's "today" (daily-log names, the prompt's date and time).
+    pub timezone: chrono_tz::Tz,
 }
 
 #[derive(Debug, Clone)]

@@ -603,6 +603,11 @@ fn permission_mode(text: &str, path: &str) -> Result<PermissionMode, ConfigError
 
 fn agents(raw: raw::RawAgents) -> Result<AgentsConfig, ConfigError> {
     let defaults = raw.defaults.unwrap_or_default();
+    let timezone = super::scheduling::timezone(
+        defaults.timezone.as_deref(),
+        "agents.defaults.timezone",
+        crate::clock::host_timezone,
+    )?;
     let default_permission_mode = match &defaults.permission_mode {
         Some(mode) => permission_mode(mode, "agents.defaults.permissionMode")?,
         None => PermissionMode::Ask,
@@ -636,6 +641,11 @@ fn agents(raw: raw::RawAgents) -> Result<AgentsConfig, ConfigError> {
             max_tokens: agent.max_tokens,
             permission_mode,
             heartbeat: super::scheduling::heartbeat(agent.heartbeat.as_ref(), &format!("{path}.heartbeat"))?,
+            timezone: super::scheduling::timezone(
+                agent.timezone.as_deref(),
+                &format!("{path}.timezone"),
+                || timezone,
+            )?,
         });
     }
     if list.iter().filter(|a| a.default).count() > 1 {
@@ -647,7 +657,7 @@ fn agents(raw: raw::RawAgents) -> Result<AgentsConfig, ConfigError> {
     Ok(AgentsConfig {
         default_model: defaults.model,
         default_permission_mode,
-        timezone: super::scheduling::timezone(defaults.timezone.as_deref(), "agents.defaults.timezone")?,
+        timezone,
         max_iterations: defaults.max_iterations.unwrap_or(20),
         run_lease: match defaults.run_lease_seconds.unwrap_or(30) {
             0 => {

@@ -23,9 +23,8 @@ use super::error::ApiError;
 use super::sse;
 use crate::agents::MAIN as DEFAULT_AGENT;
 use crate::app::App;
-use crate::observability::Metrics;
 use crate::providers::types::ChatRequest;
-use crate::providers::{ChatCall, ChunkStream, ModelRef, Usage};
+use crate::providers::{ChatCall, ChunkStream};
 use crate::sessions::recorder::{self, StreamRecorder};
 use crate::sessions::{SessionMeta, Sessions};
 
@@ -86,17 +85,9 @@ pub async fn chat_completions(
         let recorder = session
             .clone()
             .map(|s| StreamRecorder::new(app.sessions.clone(), s, turn, served_by.to_string()));
-        sse_response(stream, served_by, app.metrics.clone(), recorder)
+        sse_response(stream, recorder)
     } else {
         let (completion, served_by) = app.router.chat(&targets, &call).await?;
-        if let Some(usage) = Usage::from_response(&completion) {
-            app.metrics.record_usage(
-                &served_by.provider,
-                &served_by.model,
-                usage.prompt_tokens,
-                usage.completion_tokens,
-            );
-        }
         if let Some(session) = &session {
             let mut turn = turn;
             turn.push(recorder::assistant_from_completion(
@@ -167,20 +158,12 @@ async fn record(sessions: Arc<Sessions>, session: SessionMeta, turn: Vec<crate::
     let _ = tokio::spawn(recorder::store(sessions, session, turn)).await;
 }
 
-fn sse_response(
-    stream: ChunkStream,
-    served_by: ModelRef,
-    metrics: Arc<Metrics>,
-    mut recorder: Option<StreamRecorder>,
-) -> Response {
+fn sse_response(stream: ChunkStream, mut recorder: Option<StreamRecorder>) -> Response {
     let events = async_stream::stream! {
         let mut stream = stream;
         while let Some(item) = stream.next().await {
             match item {
                 Ok(chunk) => {
-                    if let Some(usage) = Usage::from_response(&chunk) {
-                        metrics.record_usage(&served_by.provider, &served_by.model, usage.prompt_tokens, usage.completion_tokens);
-                    }
                     if let Some(recorder) = recorder.as_mut() {
                         recorder.observe(&chunk);
                     }

@@ -106,8 +106,9 @@ pub async fn append_note(
     JsonObject(body): JsonObject,
 ) -> Result<Json<WriteOutcome>, ApiError> {
     let request: NoteRequest = typed(&body)?;
+    let agent = request.agent.as_deref().unwrap_or(DEFAULT_AGENT);
     let target = match request.target.as_deref() {
-        None | Some("daily") => NoteTarget::Daily,
+        None | Some("daily") => NoteTarget::Daily(app.agents.registry.timezone_of(agent).await),
         Some("memory") => NoteTarget::Curated,
         Some(_) => {
             return Err(ApiError::bad_request(
@@ -116,7 +117,6 @@ pub async fn append_note(
             ));
         }
     };
-    let agent = request.agent.as_deref().unwrap_or(DEFAULT_AGENT);
     let outcome = app.memory.append_note(agent, target, &request.content).await?;
     Ok(Json(outcome))
 }

@@ -119,6 +119,8 @@ pub struct AgentView {
     pub tools: ToolLists,
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
+    /// IANA name: the timezone of the agent's "today".
+    pub timezone: &'static str,
     /// `config` or `api`.
     pub source: &'static str,
 }
@@ -139,6 +141,7 @@ impl From<&AgentDef> for AgentView {
             },
             temperature: agent.temperature,
             max_tokens: agent.max_tokens,
+            timezone: agent.timezone.name(),
             source: agent.source,
         }
     }

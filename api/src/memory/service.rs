@@ -97,8 +97,9 @@ pub struct WriteOutcome {
 /// Where `POST /v1/memory` puts a note.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoteTarget {
-    /// Today's `memory/YYYY-MM-DD.md`.
-    Daily,
+    /// Today's `memory/YYYY-MM-DD.md`, today and the time of day in this
+    /// timezone (the agent's).
+    Daily(chrono_tz::Tz),
     /// `MEMORY.md`.
     Curated,
 }
@@ -231,18 +232,28 @@ impl Memory {
         target: NoteTarget,
         note: &str,
     ) -> Result<WriteOutcome, MemoryError> {
+        self.append_note_at(agent, target, note, crate::clock::now())
+            .await
+    }
+
+    /// [`Self::append_note`] as if it were `now` (the day and time of the line).
+    pub async fn append_note_at(
+        &self,
+        agent: &str,
+        target: NoteTarget,
+        note: &str,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<WriteOutcome, MemoryError> {
         let agent = paths::agent(agent)?;
         let note = note.trim();
         if note.is_empty() {
             return Err(invalid("content", "the note is empty"));
         }
-        let now = crate::clock::now();
-        let (day, time) = (&crate::clock::day(now), crate::clock::hour_minute(now));
         let (path, header, line) = match target {
-            NoteTarget::Daily => (
-                paths::daily_path(day),
-                format!("# {day}\n\n"),
-                format!("- {time} {note}\n"),
+            NoteTarget::Daily(tz) => (
+                paths::daily_path(&crate::clock::day_in(now, tz)),
+                format!("# {}\n\n", crate::clock::day_in(now, tz)),
+                format!("- {} {note}\n", crate::clock::hour_minute_in(now, tz)),
             ),
             NoteTarget::Curated => (
                 paths::CURATED.to_string(),
@@ -509,7 +520,7 @@ mod tests {
             let replica = if i % 2 == 0 { a.clone() } else { b.clone() };
             tokio::spawn(async move {
                 replica
-                    .append_note("main", NoteTarget::Daily, &format!("note {i:02}"))
+                    .append_note("main", NoteTarget::Daily(chrono_tz::UTC), &format!("note {i:02}"))
                     .await
             })
         });

@@ -1,5 +1,6 @@
 //! Prometheus metrics: requests by route and status, latency histograms,
-//! upstream latency and errors by provider, tokens by provider and model.
+//! upstream latency and errors by provider, tokens by provider and model
+//! (and of the prompt tokens, those read from a provider's prompt cache).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -37,6 +38,12 @@ struct TokenLabels {
     kind: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelLabels {
+    provider: String,
+    model: String,
+}
+
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
 fn latency_histogram() -> Histogram {
@@ -51,6 +58,7 @@ pub struct Metrics {
     upstream_seconds: HistogramFamily<ProviderLabels>,
     upstream_errors: Family<ErrorLabels, Counter>,
     tokens: Family<TokenLabels, Counter>,
+    cached_tokens: Family<ModelLabels, Counter>,
     totals: Totals,
 }
 
@@ -61,6 +69,7 @@ struct Totals {
     errors: std::sync::atomic::AtomicU64,
     prompt_tokens: std::sync::atomic::AtomicU64,
     completion_tokens: std::sync::atomic::AtomicU64,
+    cached_tokens: std::sync::atomic::AtomicU64,
 }
 
 /// What the status page shows.
@@ -71,6 +80,8 @@ pub struct Counters {
     pub errors: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of the prompt tokens, those read from providers' prompt caches.
+    pub cached_tokens: u64,
 }
 
 impl Default for Metrics {
@@ -88,6 +99,7 @@ impl Metrics {
             Family::new_with_constructor(latency_histogram);
         let upstream_errors = Family::<ErrorLabels, Counter>::default();
         let tokens = Family::<TokenLabels, Counter>::default();
+        let cached_tokens = Family::<ModelLabels, Counter>::default();
         registry.register(
             "http_requests",
             "HTTP requests by route, method and status",
@@ -113,6 +125,11 @@ impl Metrics {
             "Tokens by provider, model and kind (prompt/completion)",
             tokens.clone(),
         );
+        registry.register(
+            "prompt_cached_tokens",
+            "Prompt tokens read from the provider's prompt cache, by provider and model (also counted in tokens)",
+            cached_tokens.clone(),
+        );
         Self {
             registry,
             requests,
@@ -120,6 +137,7 @@ impl Metrics {
             upstream_seconds,
             upstream_errors,
             tokens,
+            cached_tokens,
             totals: Totals::default(),
         }
     }
@@ -131,6 +149,7 @@ impl Metrics {
             errors: self.totals.errors.load(Relaxed),
             prompt_tokens: self.totals.prompt_tokens.load(Relaxed),
             completion_tokens: self.totals.completion_tokens.load(Relaxed),
+            cached_tokens: self.totals.cached_tokens.load(Relaxed),
         }
     }
 
@@ -187,6 +206,21 @@ impl Metrics {
                 self.tokens.get_or_create(&labels).inc_by(count);
             }
         }
+    }
+
+    /// Prompt tokens an upstream read from its prompt cache for one request.
+    pub fn record_cached(&self, provider: &str, model: &str, cached_tokens: u64) {
+        if cached_tokens == 0 {
+            return;
+        }
+        self.totals
+            .cached_tokens
+            .fetch_add(cached_tokens, std::sync::atomic::Ordering::Relaxed);
+        let labels = ModelLabels {
+            provider: provider.into(),
+            model: model.into(),
+        };
+        self.cached_tokens.get_or_create(&labels).inc_by(cached_tokens);
     }
 
     /// The Prometheus text exposition of every metric.

@@ -3,15 +3,18 @@
 //! retried on the same target with exponential backoff, then the next target of
 //! an alias's fallback list is tried. Streams are retried only until the
 //! upstream starts answering; after the first chunk a failure ends the stream.
+//! The tokens each answer reports (prompt, completion, read from the prompt
+//! cache) are counted here, for every caller: plain calls and agent runs alike.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::{ChatCall, ChunkStream, EmbeddingsCall, ModelRef, Provider, ProviderError};
+use super::{ChatCall, ChunkStream, EmbeddingsCall, ModelRef, Provider, ProviderError, Usage};
 use crate::observability::Metrics;
 
 const BACKOFF_BASE: Duration = Duration::from_millis(100);
@@ -114,7 +117,11 @@ impl Router {
         targets: &[ModelTarget],
         call: &ChatCall,
     ) -> Result<(Value, ModelRef), ProviderError> {
-        self.run(targets, |t| t.provider.chat(&t.model, call)).await
+        let (completion, served_by) = self.run(targets, |t| t.provider.chat(&t.model, call)).await?;
+        if let Some(usage) = Usage::from_response(&completion) {
+            record_usage(&self.metrics, &served_by, &usage);
+        }
+        Ok((completion, served_by))
     }
 
     pub async fn chat_stream(
@@ -122,8 +129,16 @@ impl Router {
         targets: &[ModelTarget],
         call: &ChatCall,
     ) -> Result<(ChunkStream, ModelRef), ProviderError> {
-        self.run(targets, |t| t.provider.chat_stream(&t.model, call))
-            .await
+        let (stream, served_by) = self
+            .run(targets, |t| t.provider.chat_stream(&t.model, call))
+            .await?;
+        let (metrics, model) = (self.metrics.clone(), served_by.clone());
+        let stream = stream.inspect(move |chunk| {
+            if let Some(usage) = chunk.as_ref().ok().and_then(Usage::from_response) {
+                record_usage(&metrics, &model, &usage);
+            }
+        });
+        Ok((stream.boxed(), served_by))
     }
 
     pub async fn embeddings(
@@ -168,6 +183,16 @@ impl Router {
         }
         Err(last_error.unwrap_or_else(|| ProviderError::InvalidRequest("no model to call".into())))
     }
+}
+
+fn record_usage(metrics: &Metrics, served_by: &ModelRef, usage: &Usage) {
+    metrics.record_usage(
+        &served_by.provider,
+        &served_by.model,
+        usage.prompt_tokens,
+        usage.completion_tokens,
+    );
+    metrics.record_cached(&served_by.provider, &served_by.model, usage.cached_tokens());
 }
 
 /// A bad request fails the same way on every fallback, so it ends the walk.

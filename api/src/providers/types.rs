@@ -39,6 +39,9 @@ pub struct ChatRequest {
     pub presence_penalty: Option<f64>,
     pub frequency_penalty: Option<f64>,
     pub user: Option<String>,
+    /// OpenAI's prompt-cache routing key; for Anthropic models it asks for
+    /// `cache_control` breakpoints.
+    pub prompt_cache_key: Option<String>,
 }
 
 impl ChatRequest {
@@ -208,6 +211,29 @@ pub struct Usage {
     pub completion_tokens: u64,
     #[serde(default)]
     pub total_tokens: u64,
+    /// Present when the provider reported prompt caching.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+/// OpenAI's `usage.prompt_tokens_details`: of the prompt tokens (which count
+/// them all), how many the provider read from its prompt cache, and, as
+/// OpenRouter reports it, how many it wrote to the cache (Anthropic's
+/// `cache_creation_input_tokens`; OpenAI caches without a write count).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct PromptTokensDetails {
+    #[serde(default)]
+    pub cached_tokens: u64,
+    /// 0 is left out of the JSON.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[cfg_attr(test, ts(type = "number | undefined"))]
+    pub cache_write_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -216,7 +242,22 @@ impl Usage {
             prompt_tokens,
             completion_tokens,
             total_tokens: prompt_tokens + completion_tokens,
+            prompt_tokens_details: None,
         }
+    }
+
+    /// With cache reads and writes (both already counted in `prompt_tokens`).
+    pub fn with_cache(mut self, read: u64, written: u64) -> Self {
+        self.prompt_tokens_details = Some(PromptTokensDetails {
+            cached_tokens: read,
+            cache_write_tokens: written,
+        });
+        self
+    }
+
+    /// Prompt tokens read from the provider's cache.
+    pub fn cached_tokens(&self) -> u64 {
+        self.prompt_tokens_details.map_or(0, |d| d.cached_tokens)
     }
 
     /// The `usage` object of a completion or chunk, if it has one.
@@ -225,6 +266,22 @@ impl Usage {
             .get("usage")
             .filter(|u| u.is_object())
             .and_then(|u| Usage::deserialize(u).ok())
+    }
+}
+
+/// Sums the calls of one run.
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Self) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.total_tokens = self.prompt_tokens + self.completion_tokens;
+        self.prompt_tokens_details = match (self.prompt_tokens_details, other.prompt_tokens_details) {
+            (Some(a), Some(b)) => Some(PromptTokensDetails {
+                cached_tokens: a.cached_tokens + b.cached_tokens,
+                cache_write_tokens: a.cache_write_tokens + b.cache_write_tokens,
+            }),
+            (a, b) => a.or(b),
+        };
     }
 }
 

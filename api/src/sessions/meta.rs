@@ -9,7 +9,7 @@ use super::types::{ListFilter, LogMessage, SessionMeta, Status};
 use crate::storage::{Db, DbError};
 
 const FIELDS: &str = "record::id(id) AS id, agent_id, title, created_at, updated_at, message_count, \
-                      token_count, last_message_preview, status, source";
+                      token_count, cached_tokens ?? 0 AS cached_tokens, last_message_preview, status, source";
 const PREVIEW_CHARS: usize = 160;
 const SEARCH_TEXT_CHARS: usize = 65_536;
 
@@ -41,6 +41,7 @@ pub async fn record_append(
     let vars = json!({
         "id": id, "agent": agent, "source": source, "ts": last.ts, "first": first.ts, "title": title,
         "n": messages.len(), "tokens": messages.iter().map(LogMessage::tokens).sum::<u64>(),
+        "cached": messages.iter().map(LogMessage::cached_tokens).sum::<u64>(),
         "preview": truncate(&last.text(), PREVIEW_CHARS),
         "text": truncate(&text.to_lowercase(), SEARCH_TEXT_CHARS),
     });
@@ -56,6 +57,7 @@ pub async fn record_append(
             title = IF title THEN title ELSE $title END,
             message_count = (message_count ?? 0) + $n,
             token_count = (token_count ?? 0) + $tokens,
+            cached_tokens = (cached_tokens ?? 0) + $cached,
             last_message_preview = $preview,
             search_text = string::slice((search_text ?? '') + ' ' + $text, 0, 65536);",
         vars,

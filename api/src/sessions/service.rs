@@ -122,7 +122,7 @@ impl Sessions {
         self.db
             .execute(
                 "CREATE type::record('session', $id) SET agent_id = $agent, source = $source, status = 'active',
-                 created_at = $now, updated_at = $now, title = '', message_count = 0, token_count = 0,
+                 created_at = $now, updated_at = $now, title = '', message_count = 0, token_count = 0, cached_tokens = 0,
                  last_message_preview = '', search_text = ''",
                 json!({"id": id, "agent": agent, "source": source, "now": now}),
             )

@@ -77,10 +77,25 @@ impl LogMessage {
         message
     }
 
+    /// The message with the usage (OpenAI's shape) of the model call that made it.
+    pub fn with_usage(mut self, usage: Option<Value>) -> Self {
+        self.usage = usage;
+        self
+    }
+
     pub fn tokens(&self) -> u64 {
         self.usage
             .as_ref()
             .and_then(|u| u["total_tokens"].as_u64())
+            .unwrap_or(0)
+    }
+
+    /// Prompt tokens the provider read from its prompt cache
+    /// (`usage.prompt_tokens_details.cached_tokens`).
+    pub fn cached_tokens(&self) -> u64 {
+        self.usage
+            .as_ref()
+            .and_then(|u| u["prompt_tokens_details"]["cached_tokens"].as_u64())
             .unwrap_or(0)
     }
 }
@@ -105,6 +120,9 @@ pub struct SessionMeta {
     pub updated_at: String,
     pub message_count: u64,
     pub token_count: u64,
+    /// Of the prompt tokens, those read from the provider's prompt cache.
+    #[serde(default)]
+    pub cached_tokens: u64,
     pub last_message_preview: String,
     pub status: Status,
     pub source: String,

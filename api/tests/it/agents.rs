@@ -68,6 +68,15 @@ fn last_system_prompt(fakes: &Fakes) -> String {
     request["messages"][0]["content"].as_str().unwrap().to_string()
 }
 
+/// The newest user message the fake model last received (the volatile
+/// context, date and daily logs, starts it).
+fn last_user_message(fakes: &Fakes) -> String {
+    let request = fakes.openai.state.last_request().unwrap();
+    let messages = request["messages"].as_array().unwrap();
+    let user = messages.iter().rev().find(|m| m["role"] == "user").unwrap();
+    user["content"].as_str().unwrap().to_string()
+}
+
 async fn put_memory(onyx: &Onyx, path: &str, content: &str) {
     let (status, body) = reply(
         onyx.put(&format!("/v1/memory/files/{path}"))
@@ -264,7 +273,6 @@ async fn the_prompt_is_composed_in_order_truncated_and_bootstrap_ends() {
         "## AGENTS.md",
         "## TOOLS.md",
         "## MEMORY.md",
-        "(today)",
         "## BOOTSTRAP.md",
     ];
     let positions: Vec<usize> = order
@@ -277,7 +285,19 @@ async fn the_prompt_is_composed_in_order_truncated_and_bootstrap_ends() {
         "head and tail kept"
     );
     assert!(system.contains("characters omitted"), "a visible marker");
-    assert!(system.contains("walked the dog") && system.contains("Likes tea."));
+    assert!(system.contains("Likes tea."));
+    assert!(
+        !system.contains("walked the dog") && !system.contains("(today)"),
+        "the daily log is volatile: not in the stable system prompt"
+    );
+    let user = last_user_message(&fakes);
+    assert!(
+        user.starts_with("<onyx-context>")
+            && user.contains("(today)")
+            && user.contains("walked the dog")
+            && user.ends_with("</onyx-context>\n\nhello"),
+        "{user}"
+    );
     assert!(system.len() < huge_soul.len(), "the big file was cut");
 
     // The first-run ritual ends when the agent deletes BOOTSTRAP.md; it stays gone.
@@ -299,10 +319,10 @@ async fn the_prompt_is_composed_in_order_truncated_and_bootstrap_ends() {
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    let system = last_system_prompt(&fakes);
+    let context = last_user_message(&fakes);
     assert!(
-        system.contains("## Relevant memory") && system.contains("main/MEMORY.md:"),
-        "{system}"
+        context.contains("## Relevant memory") && context.contains("main/MEMORY.md:"),
+        "{context}"
     );
 }
 
@@ -322,12 +342,12 @@ async fn inbox_messages_are_delivered_exactly_once() {
 
     agent_chat(&onyx, "helper", "anything new?").await;
     assert!(
-        last_system_prompt(&fakes).contains("From main")
-            && last_system_prompt(&fakes).contains("please water the plants")
+        last_user_message(&fakes).contains("From main")
+            && last_user_message(&fakes).contains("please water the plants")
     );
     agent_chat(&onyx, "helper", "and now?").await;
     assert!(
-        !last_system_prompt(&fakes).contains("please water the plants"),
+        !last_user_message(&fakes).contains("please water the plants"),
         "delivered once"
     );
     assert_eq!(

@@ -17,6 +17,7 @@ mod keys;
 mod memory;
 mod observability;
 mod plugins;
+mod prompt_cache;
 mod providers;
 mod routing;
 mod runs;

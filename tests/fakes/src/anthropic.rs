@@ -2,6 +2,11 @@
 //! stream with `tool_use`, `input_json_delta`, `message_delta` usage), Anthropic
 //! error bodies, `GET /v1/models`. It checks `x-api-key`, `anthropic-version`,
 //! `max_tokens` and that roles alternate starting with `user`, as the real API does.
+//! Prompt caching is simulated: a request with `cache_control` breakpoints
+//! reads from the cache the longest prefix (tools, system, messages, block by
+//! block) that an earlier request marked, looking back up to 20 blocks from each
+//! breakpoint, and writes the rest up to its last breakpoint; the usage reports
+//! `cache_read_input_tokens` and `cache_creation_input_tokens` (one word is a token).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -105,7 +110,7 @@ async fn messages(State(state): State<Arc<FakeState>>, headers: HeaderMap, body:
         } else {
             last["role"].as_str().unwrap_or_default().to_string()
         },
-        last_text,
+        last_text: script::without_context(&last_text),
         tool_names: body["tools"]
             .as_array()
             .map(|t| {
@@ -118,7 +123,7 @@ async fn messages(State(state): State<Arc<FakeState>>, headers: HeaderMap, body:
             .iter()
             .map(|m| script::words(&text_of(&m["content"]).0))
             .sum::<u64>()
-            + script::words(body["system"].as_str().unwrap_or_default()),
+            + script::words(&text_of(&body["system"]).0),
         history: messages
             .iter()
             .map(|m| {
@@ -128,7 +133,7 @@ async fn messages(State(state): State<Arc<FakeState>>, headers: HeaderMap, body:
                 } else {
                     m["role"].as_str().unwrap_or_default()
                 };
-                (role.to_string(), text)
+                (role.to_string(), script::without_context(&text))
             })
             .collect(),
     };
@@ -148,7 +153,12 @@ async fn messages(State(state): State<Arc<FakeState>>, headers: HeaderMap, body:
             "tool_use",
         ),
     };
-    let usage = json!({"input_tokens": turn.prompt_words, "output_tokens": plan.completion_words()});
+    let mut usage = json!({"input_tokens": turn.prompt_words, "output_tokens": plan.completion_words()});
+    if let Some((read, written)) = prompt_cache(&state, &body) {
+        usage["input_tokens"] = json!(turn.prompt_words.saturating_sub(read + written));
+        usage["cache_read_input_tokens"] = json!(read);
+        usage["cache_creation_input_tokens"] = json!(written);
+    }
     if body["stream"].as_bool() == Some(true) {
         return stream(state, turn.model, content, stop_reason, usage);
     }
@@ -157,6 +167,63 @@ async fn messages(State(state): State<Arc<FakeState>>, headers: HeaderMap, body:
         "content": content, "stop_reason": stop_reason, "stop_sequence": null, "usage": usage,
     }))
     .into_response()
+}
+
+/// How far back from a breakpoint a cache lookup goes, in blocks.
+const CACHE_LOOKBACK: usize = 20;
+
+/// `(read, written)` cache tokens of a request; `None` without breakpoints.
+fn prompt_cache(state: &FakeState, body: &Value) -> Option<(u64, u64)> {
+    use std::hash::{DefaultHasher, Hasher};
+    let as_blocks = |content: &Value| match content {
+        Value::String(text) => vec![json!({"type": "text", "text": text})],
+        Value::Array(blocks) => blocks.clone(),
+        _ => Vec::new(),
+    };
+    let mut blocks: Vec<(String, Value)> = Vec::new();
+    for tool in body["tools"].as_array().into_iter().flatten() {
+        blocks.push(("tool".into(), tool.clone()));
+    }
+    for block in as_blocks(&body["system"]) {
+        blocks.push(("system".into(), block));
+    }
+    for message in body["messages"].as_array().into_iter().flatten() {
+        let role = message["role"].as_str().unwrap_or_default();
+        for block in as_blocks(&message["content"]) {
+            blocks.push((role.into(), block));
+        }
+    }
+    let (mut hashes, mut words, mut marks) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut hash, mut total) = (0u64, 0u64);
+    for (i, (role, mut block)) in blocks.into_iter().enumerate() {
+        if let Some(object) = block.as_object_mut()
+            && object.remove("cache_control").is_some()
+        {
+            marks.push(i);
+        }
+        if role != "tool" {
+            total += script::words(&text_of(&Value::Array(vec![block.clone()])).0);
+        }
+        let mut hasher = DefaultHasher::new();
+        hasher.write_u64(hash);
+        hasher.write(role.as_bytes());
+        hasher.write(block.to_string().as_bytes());
+        hash = hasher.finish();
+        hashes.push(hash);
+        words.push(total);
+    }
+    let last = *marks.last()?;
+    let mut cache = state.prompt_cache.lock().ok()?;
+    let hit = marks
+        .iter()
+        .flat_map(|&m| m.saturating_sub(CACHE_LOOKBACK - 1)..=m)
+        .filter(|&j| cache.contains(&hashes[j]))
+        .max();
+    let read = hit.map_or(0, |j| words[j]);
+    for &m in &marks {
+        cache.insert(hashes[m]);
+    }
+    Some((read, words[last] - read))
 }
 
 fn event(name: &str, data: Value) -> Bytes {
@@ -173,7 +240,7 @@ fn stream(
     let slow = script::is_slow(&model);
     let mut events = vec![event(
         "message_start",
-        json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 1}}}),
+        json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "usage": {"input_tokens": usage["input_tokens"], "cache_read_input_tokens": usage["cache_read_input_tokens"], "cache_creation_input_tokens": usage["cache_creation_input_tokens"], "output_tokens": 1}}}),
     )];
     events.push(event("ping", json!({"type": "ping"})));
     for (index, block) in content.iter().enumerate() {

@@ -39,6 +39,9 @@ pub struct FakeState {
     /// While set, embedding endpoints answer 503 (an outage, switched by
     /// `POST /_fake/embed-outage` with `{"down": true|false}`).
     pub embed_down: AtomicBool,
+    /// Prompt prefixes cached by the fake Anthropic (hashes of the blocks up
+    /// to each `cache_control` breakpoint it was sent).
+    pub prompt_cache: Mutex<std::collections::HashSet<u64>>,
 }
 
 impl FakeState {

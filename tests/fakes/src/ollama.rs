@@ -46,7 +46,7 @@ async fn chat(State(state): State<Arc<FakeState>>, body: Bytes) -> Response {
     let turn = Turn {
         model: base_name(&model),
         last_role: last["role"].as_str().unwrap_or_default().to_string(),
-        last_text: last["content"].as_str().unwrap_or_default().to_string(),
+        last_text: script::without_context(last["content"].as_str().unwrap_or_default()),
         tool_names: body["tools"]
             .as_array()
             .map(|t| {
@@ -64,7 +64,7 @@ async fn chat(State(state): State<Arc<FakeState>>, body: Bytes) -> Response {
             .map(|m| {
                 (
                     m["role"].as_str().unwrap_or_default().to_string(),
-                    m["content"].as_str().unwrap_or_default().to_string(),
+                    script::without_context(m["content"].as_str().unwrap_or_default()),
                 )
             })
             .collect(),

@@ -1,5 +1,6 @@
 //! A fake OpenAI API: `POST /v1/chat/completions` (JSON and SSE, tool calls,
-//! `stream_options.include_usage`, OpenAI error bodies), `GET /v1/models`,
+//! `stream_options.include_usage`, OpenAI error bodies; prompt caching
+//! simulated per `prompt_cache_key`), `GET /v1/models`,
 //! `POST /v1/embeddings` (float and base64).
 
 use std::sync::Arc;
@@ -69,7 +70,7 @@ fn turn(body: &Value) -> Turn {
     Turn {
         model: body["model"].as_str().unwrap_or_default().to_string(),
         last_role: last["role"].as_str().unwrap_or_default().to_string(),
-        last_text: text_of(&last["content"]),
+        last_text: script::without_context(&text_of(&last["content"])),
         tool_names: body["tools"]
             .as_array()
             .map(|t| {
@@ -84,7 +85,7 @@ fn turn(body: &Value) -> Turn {
             .map(|m| {
                 (
                     m["role"].as_str().unwrap_or_default().to_string(),
-                    text_of(&m["content"]),
+                    script::without_context(&text_of(&m["content"])),
                 )
             })
             .collect(),
@@ -133,11 +134,14 @@ async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Byt
         }
         _ => {}
     }
-    let usage = json!({
+    let mut usage = json!({
         "prompt_tokens": turn.prompt_words,
         "completion_tokens": plan.completion_words(),
         "total_tokens": turn.prompt_words + plan.completion_words(),
     });
+    if let Some(cached) = cached_words(&state, &body) {
+        usage["prompt_tokens_details"] = json!({"cached_tokens": cached});
+    }
     let id = "chatcmpl-fake";
     if body["stream"].as_bool() == Some(true) {
         let include_usage = body["stream_options"]["include_usage"].as_bool() == Some(true);
@@ -170,6 +174,38 @@ async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Byt
         "usage": usage, "system_fingerprint": "fp_fake",
     }))
     .into_response()
+}
+
+/// OpenAI's automatic prompt caching, simulated for requests with a
+/// `prompt_cache_key`: the longest run of leading messages (after the tools)
+/// that an earlier request with the same key also began with is read from the
+/// cache; its words (a word is a token) are the cached tokens.
+fn cached_words(state: &FakeState, body: &Value) -> Option<u64> {
+    use std::hash::{DefaultHasher, Hasher};
+    let key = body["prompt_cache_key"].as_str()?;
+    let mut hash = {
+        let mut hasher = DefaultHasher::new();
+        hasher.write(key.as_bytes());
+        hasher.write(body["tools"].to_string().as_bytes());
+        hasher.finish()
+    };
+    let (mut prefixes, mut total) = (Vec::new(), 0);
+    for message in body["messages"].as_array().into_iter().flatten() {
+        let mut hasher = DefaultHasher::new();
+        hasher.write_u64(hash);
+        hasher.write(message.to_string().as_bytes());
+        hash = hasher.finish();
+        total += script::words(&text_of(&message["content"]));
+        prefixes.push((hash, total));
+    }
+    let mut cache = state.prompt_cache.lock().ok()?;
+    let read = prefixes
+        .iter()
+        .rev()
+        .find(|(hash, _)| cache.contains(hash))
+        .map_or(0, |(_, words)| *words);
+    cache.extend(prefixes.iter().map(|(hash, _)| *hash));
+    Some(read)
 }
 
 fn chunk(model: &str, delta: Value, finish: Option<&str>) -> Value {

@@ -68,6 +68,20 @@ impl Plan {
     }
 }
 
+/// What the fake model reads as the user's words: Onyx starts the newest user
+/// message with an `<onyx-context>` block (date, daily logs…), which is not
+/// part of the script or of what an echo repeats.
+pub fn without_context(text: &str) -> String {
+    match text.trim_start().strip_prefix("<onyx-context>") {
+        Some(rest) => rest
+            .split_once("</onyx-context>")
+            .map_or("", |(_, after)| after)
+            .trim_start()
+            .to_string(),
+        None => text.to_string(),
+    }
+}
+
 pub fn words(text: &str) -> u64 {
     text.split_whitespace().count() as u64
 }

@@ -97,7 +97,11 @@ async fn write(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
     let content = text(args, "content")?;
     let mode = args["mode"].as_str().unwrap_or("append");
     let outcome = match (path, mode) {
-        (None, _) => ctx.memory.append_note(agent, NoteTarget::Daily, content).await,
+        (None, _) => {
+            ctx.memory
+                .append_note(agent, NoteTarget::Daily(ctx.agent.timezone), content)
+                .await
+        }
         (Some("MEMORY.md"), "append") => ctx.memory.append_note(agent, NoteTarget::Curated, content).await,
         (Some(path), "replace") => {
             ctx.memory

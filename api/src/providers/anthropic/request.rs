@@ -4,6 +4,12 @@
 //! `tool_result` blocks in a user turn; assistant tool calls become `tool_use`
 //! blocks; consecutive turns of one role are merged, as the Messages API wants
 //! strictly alternating roles; `data:` image URLs become base64 image sources.
+//!
+//! A request with OpenAI's `prompt_cache_key` (agent runs send one) gets
+//! prompt-cache breakpoints: each system message becomes a `system` block and
+//! the first one (Onyx's stable prompt) is marked `cache_control: ephemeral`,
+//! as are the ends of the last two turns (the history so far; the previous
+//! turn's mark is what the next request's cache lookup finds).
 
 use serde_json::{Map, Value, json};
 
@@ -11,6 +17,13 @@ use crate::providers::ProviderError;
 use crate::providers::types::{ChatRequest, Content, ContentPart, Message, Role, ToolChoice};
 
 const DEFAULT_MAX_TOKENS: u32 = 4096;
+/// Turns from the end whose last block gets a breakpoint (with the system
+/// block: 3 of the 4 Anthropic allows).
+const HISTORY_BREAKPOINTS: usize = 2;
+
+fn ephemeral() -> Value {
+    json!({"type": "ephemeral"})
+}
 
 pub fn messages_request(request: &ChatRequest, model: &str, stream: bool) -> Result<Value, ProviderError> {
     if request.n.is_some_and(|n| n > 1) {
@@ -57,12 +70,32 @@ pub fn messages_request(request: &ChatRequest, model: &str, stream: bool) -> Res
         "max_tokens".into(),
         json!(request.max_output_tokens().unwrap_or(DEFAULT_MAX_TOKENS)),
     );
+    let cache = request.prompt_cache_key.is_some();
+    if cache {
+        let marked = turns.len().saturating_sub(HISTORY_BREAKPOINTS);
+        for (_, blocks) in &mut turns[marked..] {
+            if let Some(last) = blocks.last_mut() {
+                last["cache_control"] = ephemeral();
+            }
+        }
+    }
     let messages: Vec<Value> = turns
         .into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
         .collect();
     body.insert("messages".into(), Value::Array(messages));
-    if !system.is_empty() {
+    if cache {
+        // Anthropic refuses empty text blocks.
+        let mut blocks: Vec<Value> = system
+            .iter()
+            .filter(|text| !text.is_empty())
+            .map(|text| json!({"type": "text", "text": text}))
+            .collect();
+        if let Some(first) = blocks.first_mut() {
+            first["cache_control"] = ephemeral();
+            body.insert("system".into(), Value::Array(blocks));
+        }
+    } else if !system.is_empty() {
         body.insert("system".into(), json!(system.join("\n\n")));
     }
     if let Some(temperature) = request.temperature {
@@ -236,6 +269,41 @@ mod tests {
         assert_eq!(messages[2]["role"], "user");
         assert_eq!(messages[2]["content"][0]["tool_use_id"], "c1");
         assert_eq!(messages[2]["content"][1]["content"], "rain");
+    }
+
+    #[test]
+    fn a_prompt_cache_key_marks_the_stable_system_block_and_the_history_end() {
+        let messages = json!([
+            {"role": "system", "content": "STABLE"},
+            {"role": "system", "content": "client"},
+            {"role": "user", "content": "one"},
+            {"role": "assistant", "content": "two"},
+            {"role": "user", "content": "three"}
+        ]);
+        let plain =
+            messages_request(&request(json!({"model": "m", "messages": messages})), "m", false).unwrap();
+        assert_eq!(plain["system"], "STABLE\n\nclient");
+        assert!(!plain.to_string().contains("cache_control"));
+
+        let cached = request(json!({"model": "m", "messages": messages, "prompt_cache_key": "onyx-s1"}));
+        let out = messages_request(&cached, "m", false).unwrap();
+        assert_eq!(
+            out["system"],
+            json!([
+                {"type": "text", "text": "STABLE", "cache_control": {"type": "ephemeral"}},
+                {"type": "text", "text": "client"}
+            ])
+        );
+        let turns = out["messages"].as_array().unwrap();
+        assert!(turns[0]["content"][0].get("cache_control").is_none());
+        assert_eq!(turns[1]["content"][0]["cache_control"], ephemeral());
+        assert_eq!(turns[2]["content"][0]["cache_control"], ephemeral());
+        assert_eq!(
+            out.to_string().matches("cache_control").count(),
+            3,
+            "at most 4 allowed"
+        );
+        assert!(out.get("prompt_cache_key").is_none(), "not an Anthropic field");
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub enum Block {
     Other,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
 pub struct AnthropicUsage {
     #[serde(default)]
     pub input_tokens: u64,
@@ -51,6 +51,16 @@ impl AnthropicUsage {
         self.input_tokens
             + self.cache_creation_input_tokens.unwrap_or(0)
             + self.cache_read_input_tokens.unwrap_or(0)
+    }
+
+    /// In OpenAI's shape: cache reads are `prompt_tokens_details.cached_tokens`,
+    /// cache writes `prompt_tokens_details.cache_write_tokens`.
+    pub fn to_usage(self) -> Usage {
+        let usage = Usage::new(self.prompt_tokens(), self.output_tokens);
+        match (self.cache_read_input_tokens, self.cache_creation_input_tokens) {
+            (None, None) => usage,
+            (read, written) => usage.with_cache(read.unwrap_or(0), written.unwrap_or(0)),
+        }
     }
 }
 
@@ -80,7 +90,7 @@ pub fn to_completion(message: Message) -> Completion {
             Block::Other => {}
         }
     }
-    let usage = Usage::new(message.usage.prompt_tokens(), message.usage.output_tokens);
+    let usage = message.usage.to_usage();
     Completion {
         id: message.id,
         object: "chat.completion",
@@ -128,7 +138,7 @@ mod tests {
                 {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"city": "Paris"}}
             ],
             "stop_reason": "tool_use",
-            "usage": {"input_tokens": 12, "output_tokens": 7, "cache_read_input_tokens": 3}
+            "usage": {"input_tokens": 12, "output_tokens": 7, "cache_read_input_tokens": 3, "cache_creation_input_tokens": 5}
         }))
         .unwrap();
         let out = serde_json::to_value(to_completion(message)).unwrap();
@@ -139,7 +149,9 @@ mod tests {
         assert_eq!(call["function"]["arguments"], "{\"city\":\"Paris\"}");
         assert_eq!(
             out["usage"],
-            json!({"prompt_tokens": 15, "completion_tokens": 7, "total_tokens": 22})
+            json!({"prompt_tokens": 20, "completion_tokens": 7, "total_tokens": 27,
+                   "prompt_tokens_details": {"cached_tokens": 3, "cache_write_tokens": 5}}),
+            "cache reads and writes are prompt tokens, and reported as such"
         );
     }
 

@@ -89,8 +89,8 @@ pub struct StreamTranslator {
     provider: String,
     factory: ChunkFactory,
     include_usage: bool,
-    prompt_tokens: u64,
-    completion_tokens: u64,
+    /// `message_start`'s usage, with `message_delta`'s output count.
+    usage: AnthropicUsage,
     tool_indexes: HashMap<u32, u32>,
     pub done: bool,
 }
@@ -101,8 +101,7 @@ impl StreamTranslator {
             provider: provider.into(),
             factory: ChunkFactory::new(crate::providers::completion_id(), model.into()),
             include_usage,
-            prompt_tokens: 0,
-            completion_tokens: 0,
+            usage: AnthropicUsage::default(),
             tool_indexes: HashMap::new(),
             done: false,
         }
@@ -122,8 +121,7 @@ impl StreamTranslator {
             Event::MessageStart { message } => {
                 self.factory.id = message.id;
                 self.factory.model = message.model;
-                self.prompt_tokens = message.usage.prompt_tokens();
-                self.completion_tokens = message.usage.output_tokens;
+                self.usage = message.usage;
                 let delta = Delta {
                     role: Some("assistant"),
                     content: Some(String::new()),
@@ -184,7 +182,7 @@ impl StreamTranslator {
             },
             Event::MessageDelta { delta, usage } => {
                 if let Some(usage) = usage {
-                    self.completion_tokens = usage.output_tokens;
+                    self.usage.output_tokens = usage.output_tokens;
                 }
                 let reason = finish_reason(delta.stop_reason.as_deref());
                 vec![self.factory.delta(Delta::default(), Some(reason))]
@@ -212,7 +210,7 @@ impl StreamTranslator {
     }
 
     pub fn usage(&self) -> Usage {
-        Usage::new(self.prompt_tokens, self.completion_tokens)
+        self.usage.to_usage()
     }
 }
 
@@ -230,7 +228,7 @@ mod tests {
         let mut t = StreamTranslator::new("anthropic", "claude", true);
         let start = feed(
             &mut t,
-            json!({"type": "message_start", "message": {"id": "msg_1", "model": "claude-x", "usage": {"input_tokens": 9, "output_tokens": 1}}}),
+            json!({"type": "message_start", "message": {"id": "msg_1", "model": "claude-x", "usage": {"input_tokens": 9, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 0, "output_tokens": 1}}}),
         );
         assert_eq!(start[0]["choices"][0]["delta"]["role"], "assistant");
         assert_eq!(start[0]["id"], "msg_1");
@@ -263,7 +261,7 @@ mod tests {
         let stop = feed(&mut t, json!({"type": "message_stop"}));
         assert_eq!(
             stop[0]["usage"],
-            json!({"prompt_tokens": 9, "completion_tokens": 20, "total_tokens": 29})
+            json!({"prompt_tokens": 109, "completion_tokens": 20, "total_tokens": 129, "prompt_tokens_details": {"cached_tokens": 100}})
         );
         assert_eq!(stop[0]["choices"], json!([]));
         assert!(t.done);

@@ -10,6 +10,10 @@ export type AgentDetail = { files: Array<string>, id: string, object: string, na
  */
 permission_mode: string, tools: ToolLists, temperature: number | null, max_tokens: number | null, 
 /**
+ * IANA name: the timezone of the agent's "today".
+ */
+timezone: string, 
+/**
  * `config` or `api`.
  */
 source: string, };

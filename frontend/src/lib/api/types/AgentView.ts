@@ -10,6 +10,10 @@ export type AgentView = { id: string, object: string, name: string, model: strin
  */
 permission_mode: string, tools: ToolLists, temperature: number | null, max_tokens: number | null, 
 /**
+ * IANA name: the timezone of the agent's "today".
+ */
+timezone: string, 
+/**
  * `config` or `api`.
  */
 source: string, };

@@ -3,4 +3,8 @@
 /**
  * What the status page shows.
  */
-export type Counters = { requests: number, errors: number, prompt_tokens: number, completion_tokens: number, };
+export type Counters = { requests: number, errors: number, prompt_tokens: number, completion_tokens: number, 
+/**
+ * Of the prompt tokens, those read from providers' prompt caches.
+ */
+cached_tokens: number, };

@@ -5,4 +5,8 @@ import type { SessionStatus } from "./SessionStatus";
 /**
  * `GET /v1/sessions/{id}`: the metadata and a page of its messages.
  */
-export type SessionDetail = { object: string, messages: Array<LogMessage>, total_messages: number, id: string, agent_id: string, title: string, created_at: string, updated_at: string, message_count: number, token_count: number, last_message_preview: string, status: SessionStatus, source: string, };
+export type SessionDetail = { object: string, messages: Array<LogMessage>, total_messages: number, id: string, agent_id: string, title: string, created_at: string, updated_at: string, message_count: number, token_count: number, 
+/**
+ * Of the prompt tokens, those read from the provider's prompt cache.
+ */
+cached_tokens: number, last_message_preview: string, status: SessionStatus, source: string, };

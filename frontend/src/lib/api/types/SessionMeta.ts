@@ -4,4 +4,8 @@ import type { SessionStatus } from "./SessionStatus";
 /**
  * A session's metadata (the `session` table; rebuildable from the log).
  */
-export type SessionMeta = { id: string, agent_id: string, title: string, created_at: string, updated_at: string, message_count: number, token_count: number, last_message_preview: string, status: SessionStatus, source: string, };
+export type SessionMeta = { id: string, agent_id: string, title: string, created_at: string, updated_at: string, message_count: number, token_count: number, 
+/**
+ * Of the prompt tokens, those read from the provider's prompt cache.
+ */
+cached_tokens: number, last_message_preview: string, status: SessionStatus, source: string, };

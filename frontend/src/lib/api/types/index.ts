@@ -42,6 +42,7 @@ export type * from './PatchAgent';
 export type * from './PluginPhase';
 export type * from './PluginStatus';
 export type * from './ProgressSnapshot';
+export type * from './PromptTokensDetails';
 export type * from './ProviderSummary';
 export type * from './RunStatus';
 export type * from './RunView';
