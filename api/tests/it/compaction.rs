@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::harness::*;
 
 const WINDOW: usize = 8_000;
-const TURNS: usize = 120;
+const TURNS: usize = 500;
 
 fn config(fakes: &Fakes, compaction: Value) -> String {
     TestConfig::new(fakes)
@@ -59,11 +59,7 @@ async fn a_500_turn_chat_stays_within_an_8000_token_window_and_keeps_every_turn(
     let onyx = Onyx::start(Some(&config(&fakes, json!({}))), &[]).await;
     let (_, session) = turn(&onyx, "new", &message(0)).await;
     let mut told = Vec::new();
-    let started = std::time::Instant::now();
     for i in 1..TURNS {
-        if i % 50 == 0 {
-            eprintln!("turn {i} after {:?}", started.elapsed());
-        }
         let (body, _) = turn(&onyx, &session, &message(i)).await;
         assert_eq!(
             body["choices"][0]["message"]["content"],
@@ -82,24 +78,6 @@ async fn a_500_turn_chat_stays_within_an_8000_token_window_and_keeps_every_turn(
         })
         .max()
         .unwrap();
-    if largest > WINDOW {
-        for (i, r) in chats.iter().enumerate() {
-            let tools = r["tools"].as_array().cloned().unwrap_or_default();
-            let n = onyx::agents::context::count_request(r["messages"].as_array().unwrap(), &tools);
-            let roles: Vec<&str> = r["messages"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|m| m["role"].as_str().unwrap())
-                .collect();
-            eprintln!(
-                "{i}: {n} tokens, {} messages, told {}, first roles {:?}",
-                roles.len(),
-                told.len(),
-                &roles[..roles.len().min(3)]
-            );
-        }
-    }
     assert!(largest <= WINDOW, "a request took {largest} tokens of {WINDOW}");
     // It compacted more than once, told the user each time, and the summary reached the model.
     assert!(told.len() >= 3, "{told:?}");
@@ -139,7 +117,7 @@ async fn a_500_turn_chat_stays_within_an_8000_token_window_and_keeps_every_turn(
         .lines()
         .filter(|l| serde_json::from_str::<Value>(l).unwrap()["role"] == "user")
         .count();
-    assert_eq!(users, 500);
+    assert_eq!(users, TURNS);
     assert!(export.contains("\"role\":\"compaction\""));
 }
 
