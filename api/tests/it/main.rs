@@ -11,6 +11,7 @@ mod harness;
 
 mod agents;
 mod bad_input;
+mod chat_approvals;
 mod deployment;
 mod keys;
 mod memory;
@@ -21,6 +22,7 @@ mod routing;
 mod runs;
 mod scheduler;
 mod sessions;
+mod speaks_first;
 mod startup;
 mod storage;
 mod storage_backends;
