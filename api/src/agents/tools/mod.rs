@@ -238,3 +238,48 @@ pub(super) fn text<'a>(arguments: &'a Value, name: &str) -> Result<&'a str, Tool
 pub(super) fn number(arguments: &Value, name: &str, default: u64, max: u64) -> u64 {
     arguments[name].as_u64().unwrap_or(default).min(max)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tool_names::TOOLS;
+
+    #[test]
+    fn the_names_config_accepts_are_exactly_the_built_in_tools() {
+        let settings = ToolsConfig {
+            searxng_url: url::Url::parse("http://127.0.0.1:8888").ok(),
+            ..ToolsConfig::default()
+        };
+        let mut built_in: Vec<&str> = all(&settings).iter().map(|t| t.name).collect();
+        let mut accepted = TOOLS.to_vec();
+        built_in.sort_unstable();
+        accepted.sort_unstable();
+        assert_eq!(built_in, accepted);
+    }
+
+    #[test]
+    fn ask_mode_runs_own_memory_task_and_message_tools_and_asks_for_the_rest() {
+        let write: Vec<&str> = all(&ToolsConfig::default())
+            .into_iter()
+            .filter(|t| t.kind == ToolKind::Write)
+            .map(|t| t.name)
+            .collect();
+        for name in [
+            "memory_write",
+            "schedule_task",
+            "pause_task",
+            "resume_task",
+            "cancel_task",
+            "send_to_agent",
+            "send_message",
+        ] {
+            assert!(write.contains(&name), "{name}: {write:?}");
+        }
+        let dangerous: Vec<&str> = all(&ToolsConfig::default())
+            .into_iter()
+            .filter(|t| t.kind == ToolKind::Dangerous)
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(dangerous, ["web_fetch", "fs_write", "fs_edit", "exec"]);
+    }
+}
