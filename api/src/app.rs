@@ -123,6 +123,7 @@ impl App {
         }
         background.spawn("memory: sync and index catch-up", memory.background_loops());
         let tasks = Tasks::new(db.clone(), config.scheduler.clone());
+        let channels = Arc::new(Channels::default());
         let agents = Agents::start(
             config,
             agents::Parts {
@@ -132,10 +133,10 @@ impl App {
                 objects: objects.clone(),
                 db: db.clone(),
                 tasks: tasks.clone(),
+                channels: channels.clone(),
             },
             &background,
         );
-        let channels = Arc::new(Channels::default());
         let scheduler = Runner::new(
             tasks.clone(),
             agents.clone(),
@@ -148,7 +149,7 @@ impl App {
                 .agents
                 .list
                 .iter()
-                .filter_map(|a| a.heartbeat.map(|every| (a.id.clone(), every)))
+                .filter_map(|a| a.heartbeat.clone().map(|heartbeat| (a.id.clone(), heartbeat)))
                 .collect();
             background.spawn("scheduler", scheduler.run(heartbeats));
         }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use futures::future::BoxFuture;
-use onyx_plugin_sdk::PluginError;
+use onyx_plugin_sdk::{Button, PluginError};
 
 /// Platforms a `deliver_to` target may name.
 pub const PLATFORMS: &[&str] = &["telegram", "discord"];
@@ -14,6 +14,13 @@ pub const PLATFORMS: &[&str] = &["telegram", "discord"];
 pub trait ChannelSender: Send + Sync {
     /// Posts `text` to one chat (split at the platform's limit by the sender).
     fn send(&self, chat: String, text: String) -> BoxFuture<'static, Result<(), PluginError>>;
+    /// Posts `text` (cut to one message) with buttons under it.
+    fn send_with_buttons(
+        &self,
+        chat: String,
+        text: String,
+        buttons: Vec<Button>,
+    ) -> BoxFuture<'static, Result<(), PluginError>>;
 }
 
 /// Why a result could not be sent to a chat.
@@ -67,13 +74,7 @@ impl Channels {
 
     /// Sends to `platform:chat`; an error says why it could not.
     pub async fn send(&self, target: &str, text: &str) -> Result<(), ChannelError> {
-        let (platform, chat) = parse_target(target)?;
-        let sender = self
-            .senders
-            .read()
-            .ok()
-            .and_then(|s| s.get(platform).cloned())
-            .ok_or_else(|| ChannelError::NotRunning(platform.into()))?;
+        let (platform, chat, sender) = self.sender(target)?;
         sender
             .send(chat.to_string(), text.to_string())
             .await
@@ -81,5 +82,36 @@ impl Channels {
                 platform: platform.into(),
                 source,
             })
+    }
+
+    /// Sends one message with buttons to `platform:chat`.
+    pub async fn send_with_buttons(
+        &self,
+        target: &str,
+        text: &str,
+        buttons: Vec<Button>,
+    ) -> Result<(), ChannelError> {
+        let (platform, chat, sender) = self.sender(target)?;
+        sender
+            .send_with_buttons(chat.to_string(), text.to_string(), buttons)
+            .await
+            .map_err(|source| ChannelError::Send {
+                platform: platform.into(),
+                source,
+            })
+    }
+
+    fn sender<'t>(
+        &self,
+        target: &'t str,
+    ) -> Result<(&'t str, &'t str, Arc<dyn ChannelSender>), ChannelError> {
+        let (platform, chat) = parse_target(target)?;
+        let sender = self
+            .senders
+            .read()
+            .ok()
+            .and_then(|s| s.get(platform).cloned())
+            .ok_or_else(|| ChannelError::NotRunning(platform.into()))?;
+        Ok((platform, chat, sender))
     }
 }

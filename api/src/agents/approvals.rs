@@ -1,6 +1,7 @@
 //! Approvals for dangerous tool calls in `ask` mode, kept in SurrealDB so any
-//! replica can take the decision (`POST /v1/approvals/{id}`) while the run
-//! that asked waits on another. Unanswered requests are denied at the timeout.
+//! replica can take the decision (`POST /v1/approvals/{id}`, or a button in
+//! the chat the run came from) while the run that asked waits on another.
+//! Unanswered requests are denied at the timeout.
 
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,38 @@ pub struct Approval {
     pub created_at: String,
     /// `pending`, `approved`, `denied` or `expired`.
     pub status: String,
+}
+
+/// A chat button's data: `approve:<id>` or `deny:<id>`.
+pub fn button_data(approve: bool, id: &str) -> String {
+    format!("{}:{id}", if approve { "approve" } else { "deny" })
+}
+
+/// Reads a chat button's data back: (approve?, approval id).
+pub fn parse_button(data: &str) -> Option<(bool, &str)> {
+    match data.split_once(':')? {
+        ("approve", id) if !id.is_empty() => Some((true, id)),
+        ("deny", id) if !id.is_empty() => Some((false, id)),
+        _ => None,
+    }
+}
+
+impl Approval {
+    /// The chat message asking for it, and its Approve / Deny buttons.
+    pub fn announcement(&self, timeout: Duration) -> (String, Vec<onyx_plugin_sdk::Button>) {
+        let text = format!(
+            "{} wants to run {}: {}\nApprove within {} s, or it is denied.",
+            self.agent,
+            self.tool,
+            crate::text::one_line(&self.arguments.to_string(), 500),
+            timeout.as_secs()
+        );
+        let button = |label: &str, approve| onyx_plugin_sdk::Button {
+            label: label.into(),
+            data: button_data(approve, &self.id),
+        };
+        (text, vec![button("Approve", true), button("Deny", false)])
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,5 +163,23 @@ impl Approvals {
                 0,
             )
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn button_data_round_trips_and_rejects_anything_else() {
+        let id = "0194a3c2-0000-7000-8000-000000000000";
+        assert!(
+            button_data(true, id).len() <= 64,
+            "Telegram's callback_data limit"
+        );
+        assert_eq!(parse_button(&button_data(true, id)), Some((true, id)));
+        assert_eq!(parse_button(&button_data(false, id)), Some((false, id)));
+        assert_eq!(parse_button("approve:"), None);
+        assert_eq!(parse_button("launch:x"), None);
     }
 }

@@ -116,6 +116,7 @@ impl Agents {
             stream: false,
             temperature: None,
             max_tokens: None,
+            ask_in: None,
         };
         let call = Request {
             request: &request,

@@ -11,12 +11,14 @@
 //! - `tools/`: the built-in tools, one file per group
 //! - `approvals`: dangerous calls waiting for a person in `ask` mode
 //! - `context`, `compaction`: keeping a conversation within the model's window
+//! - `reach`: where the owner last talked to each agent
 
 pub mod approvals;
 mod compaction;
 pub mod context;
 mod error;
 pub mod prompt;
+pub mod reach;
 pub mod registry;
 mod run_io;
 mod run_loop;
@@ -35,6 +37,7 @@ pub use runs::{LiveRun, Runs};
 pub use runtime::outcome;
 
 use crate::background::Background;
+use crate::channels::Channels;
 use crate::config::{CompactionConfig, Config, ContextWindows, ToolsConfig};
 use crate::inbox::Inbox;
 use crate::memory::Memory;
@@ -48,6 +51,8 @@ pub struct Agents {
     pub approvals: approvals::Approvals,
     pub inbox: Inbox,
     pub runs: Arc<Runs>,
+    pub reach: reach::Reach,
+    channels: Arc<Channels>,
     router: Arc<Router>,
     memory: Arc<Memory>,
     sessions: Arc<Sessions>,
@@ -67,6 +72,7 @@ pub struct Parts {
     pub objects: Arc<dyn ObjectStore>,
     pub db: Db,
     pub tasks: Arc<Tasks>,
+    pub channels: Arc<Channels>,
 }
 
 impl Agents {
@@ -84,7 +90,9 @@ impl Agents {
         background.spawn("agents: run leases and interrupted runs", runs.upkeep());
         let agents = Arc::new(Self {
             registry: Registry::new(config, parts.db.clone()),
+            reach: reach::Reach::new(parts.db.clone()),
             approvals: approvals::Approvals::new(parts.db),
+            channels: parts.channels,
             inbox,
             runs,
             router: parts.router,

@@ -28,8 +28,11 @@ pub struct RunRequest {
     /// Where the run was started (`api`, `ui`, `telegram:…`, `task`, `inbox`).
     pub source: String,
     pub include_memory: bool,
-    /// Whether a person can approve tool calls (not for cron or wake-ups).
+    /// Whether a person watches the run live (the API, the UI).
     pub attended: bool,
+    /// Where to post Approve/Deny buttons for a dangerous call in `ask` mode
+    /// (`telegram:<chat>`, `discord:<channel>`), besides the Approvals page.
+    pub ask_in: Option<String>,
     /// Stream from the upstream too (text deltas arrive as they are made).
     pub stream: bool,
     pub temperature: Option<f64>,
@@ -39,7 +42,8 @@ pub struct RunRequest {
 impl RunRequest {
     /// A run nobody watches live (a schedule, a chat platform, a wake-up): the
     /// session's history, then one new user message, with an optional system
-    /// note about the situation. Dangerous tools are not offered in `ask` mode.
+    /// note about the situation. In `ask` mode its dangerous calls wait on the
+    /// Approvals page (and in `ask_in`, when set).
     pub fn unattended(
         agent: AgentDef,
         history: History,
@@ -62,6 +66,7 @@ impl RunRequest {
             source: source.into(),
             include_memory: false,
             attended: false,
+            ask_in: None,
             stream: false,
             temperature: None,
             max_tokens: None,

@@ -22,7 +22,7 @@ use crate::clock;
 use crate::config::PermissionMode;
 use crate::providers::types::ChatRequest;
 use crate::providers::{ChatCall, ModelTarget, ProviderError, Usage};
-use crate::sessions::{LogMessage, SessionMeta};
+use crate::sessions::LogMessage;
 
 /// What a run has done so far.
 #[derive(Default)]
@@ -66,10 +66,7 @@ impl Agents {
     ) -> Result<Answer, AgentError> {
         let agent = &request.agent;
         let model = agent.model.clone().unwrap_or_default();
-        let mode = match (agent.permission_mode, request.attended) {
-            (PermissionMode::Ask, false) => PermissionMode::Safe,
-            (mode, _) => mode,
-        };
+        let mode = agent.permission_mode;
         let offered = tools::offered(agent, mode, &self.tools);
         let inbox = match self.inbox.claim(&agent.id, &run.id).await {
             Ok(inbox) => inbox,
@@ -184,11 +181,12 @@ impl Agents {
                     asked: last_user,
                 });
             }
-            let results =
-                futures::future::join_all(step.tool_calls.iter().map(|call| {
-                    self.run_tool(&context, &offered, mode, request.session.as_ref(), call, run)
-                }))
-                .await;
+            let results = futures::future::join_all(
+                step.tool_calls
+                    .iter()
+                    .map(|call| self.run_tool(&context, &offered, mode, request, call, run)),
+            )
+            .await;
             for (call, output) in step.tool_calls.iter().zip(results) {
                 let name = call["function"]["name"].as_str().unwrap_or_default().to_string();
                 if !progress.tools_used.contains(&name) {
@@ -229,6 +227,8 @@ impl Agents {
                 .map(|l| l.into_iter().map(|a| a.id).collect())
                 .unwrap_or_default(),
             wake: self.wake.clone(),
+            channels: self.channels.clone(),
+            reach: self.reach.clone(),
         }
     }
 
@@ -314,7 +314,7 @@ impl Agents {
         context: &ToolContext,
         offered: &[ToolSpec],
         mode: PermissionMode,
-        session: Option<&SessionMeta>,
+        request: &RunRequest,
         call: &Value,
         run: &LiveRun,
     ) -> ToolOutput {
@@ -337,7 +337,7 @@ impl Agents {
                 ToolOutput::error(format!("the arguments for {name} are not a JSON object"))
             }
             Some(spec) if spec.kind == ToolKind::Dangerous && mode == PermissionMode::Ask => {
-                self.with_approval(context, session, &name, &arguments, run).await
+                self.with_approval(context, request, &name, &arguments, run).await
             }
             Some(_) => tools::call(context, &name, &arguments).await,
         };
@@ -353,17 +353,20 @@ impl Agents {
         output
     }
 
+    /// Asks for approval on the Approvals page (and with buttons in the chat
+    /// the run came from, or the task's `deliver_to`) and waits for it.
     async fn with_approval(
         &self,
         context: &ToolContext,
-        session: Option<&SessionMeta>,
+        request: &RunRequest,
         name: &str,
         arguments: &Value,
         run: &LiveRun,
     ) -> ToolOutput {
+        let session = request.session.as_ref().map(|s| s.id.as_str());
         let approval = match self
             .approvals
-            .request(&context.agent.id, session.map(|s| s.id.as_str()), name, arguments)
+            .request(&context.agent.id, session, name, arguments)
             .await
         {
             Ok(approval) => approval,
@@ -377,6 +380,12 @@ impl Agents {
             },
             false,
         );
+        if let Some(target) = &request.ask_in {
+            let (text, buttons) = approval.announcement(self.tools.approval_timeout);
+            if let Err(err) = self.channels.send_with_buttons(target, &text, buttons).await {
+                tracing::warn!(approval = %approval.id, target, error = %crate::error_chain::chain(&err), "could not post an approval request to the chat");
+            }
+        }
         match self
             .approvals
             .wait(&approval.id, self.tools.approval_timeout)

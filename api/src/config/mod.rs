@@ -9,6 +9,7 @@
 mod env;
 mod raw;
 mod scheduling;
+pub mod tool_names;
 mod types;
 mod validate;
 

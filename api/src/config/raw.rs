@@ -60,6 +60,10 @@ pub struct RawTools {
     #[serde(default)]
     pub exec: RawExec,
     pub approval_timeout_seconds: Option<u64>,
+    #[serde(default)]
+    pub allow: Vec<String>,
+    #[serde(default)]
+    pub deny: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::ConfigError;
 use super::raw::RawScheduler;
-use super::types::{CatchUp, SchedulerConfig};
+use super::types::{CatchUp, HeartbeatConfig, SchedulerConfig};
 
 /// An IANA timezone name (`Europe/Berlin`, `UTC`); `default` when unset.
 pub fn timezone(
@@ -63,19 +63,30 @@ pub fn scheduler(raw: RawScheduler, timezone: chrono_tz::Tz) -> Result<Scheduler
     })
 }
 
-/// OpenClaw's `heartbeat: { every: "30m" }` (a bare `"30m"` works too);
-/// `"0"`, `"off"` or nothing turns it off.
-pub fn heartbeat(raw: Option<&Value>, path: &str) -> Result<Option<Duration>, ConfigError> {
+/// OpenClaw's `heartbeat: { every: "30m", deliverTo: "telegram:123" }` (a
+/// bare `"30m"` works too); `"0"`, `"off"` or nothing turns it off.
+pub fn heartbeat(raw: Option<&Value>, path: &str) -> Result<Option<HeartbeatConfig>, ConfigError> {
+    let mut deliver_to = None;
     let every = match raw {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::String(every)) => every.as_str(),
         Some(Value::Object(map)) => {
-            if let Some(key) = map.keys().find(|k| k.as_str() != "every") {
+            if let Some(key) = map.keys().find(|k| !matches!(k.as_str(), "every" | "deliverTo")) {
                 return Err(ConfigError::invalid(
                     format!("{path}.{key}"),
-                    "unknown key (heartbeat takes only \"every\")",
+                    "unknown key (heartbeat takes \"every\" and \"deliverTo\")",
                 ));
             }
+            deliver_to = match map.get("deliverTo") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(target)) => Some(deliver_target(target, &format!("{path}.deliverTo"))?),
+                Some(_) => {
+                    return Err(ConfigError::invalid(
+                        format!("{path}.deliverTo"),
+                        "expected a target like \"telegram:<chat_id>\"",
+                    ));
+                }
+            };
             match map.get("every") {
                 None | Some(Value::Null) => return Ok(None),
                 Some(Value::String(every)) => every.as_str(),
@@ -106,5 +117,20 @@ pub fn heartbeat(raw: Option<&Value>, path: &str) -> Result<Option<Duration>, Co
             "must be at least 1s",
         ));
     }
-    Ok(Some(duration))
+    Ok(Some(HeartbeatConfig {
+        every: duration,
+        deliver_to,
+    }))
+}
+
+/// `telegram:<chat>`, `discord:<channel>` or `session:<id>`.
+fn deliver_target(target: &str, path: &str) -> Result<String, ConfigError> {
+    let target = target.trim();
+    match target.split_once(':') {
+        Some(("telegram" | "discord" | "session", rest)) if !rest.trim().is_empty() => Ok(target.to_string()),
+        _ => Err(ConfigError::invalid(
+            path,
+            format!("{target:?} is not \"telegram:<chat_id>\", \"discord:<channel_id>\" or \"session:<id>\""),
+        )),
+    }
 }

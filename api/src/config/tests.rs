@@ -60,6 +60,14 @@ fn the_example_config_loads_and_documents_every_section() {
     );
     assert_eq!(config.memory.fusion, Fusion::Linear);
     assert_eq!(config.agents.list[0].id, "main");
+    assert_eq!(
+        config.agents.list[0]
+            .heartbeat
+            .as_ref()
+            .and_then(|h| h.deliver_to.as_deref()),
+        Some("telegram:123456789")
+    );
+    assert_eq!(config.agents.list[0].tools_allow[0], "group:memory");
     assert_eq!(config.bindings.len(), 3);
     assert!(config.plugins.settings.contains_key("telegram"));
 }
@@ -170,6 +178,18 @@ fn bad_values_name_their_path() {
         (
             r#"{ agents: { defaults: { timezone: "PST8PDT-ish" } } }"#,
             "agents.defaults.timezone:",
+        ),
+        (
+            r#"{ tools: { deny: ["exec", "group:shell"] } }"#,
+            "tools.deny[1]: there is no tool or group named \"group:shell\"",
+        ),
+        (
+            r#"{ agents: { list: [{ id: "a", tools: { allow: ["fs_reed"] } }] } }"#,
+            "agents.list[0].tools.allow[0]:",
+        ),
+        (
+            r#"{ agents: { list: [{ id: "a", heartbeat: { every: "1m", deliverTo: "pigeon:1" } }] } }"#,
+            "agents.list[0].heartbeat.deliverTo:",
         ),
         (r#"[1]"#, "<root>:"),
     ];

@@ -101,6 +101,9 @@ pub struct ToolsConfig {
     pub exec_max_output: usize,
     /// How long a dangerous tool call waits for approval in `ask` mode.
     pub approval_timeout: Duration,
+    /// `tools.allow` / `tools.deny` for every agent: tool names and groups.
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
 }
 
 impl Default for ToolsConfig {
@@ -113,6 +116,8 @@ impl Default for ToolsConfig {
             exec_timeout: Duration::from_secs(60),
             exec_max_output: 64 * 1024,
             approval_timeout: Duration::from_secs(300),
+            allow: Vec::new(),
+            deny: Vec::new(),
         }
     }
 }
@@ -270,7 +275,7 @@ pub struct AgentConfig {
     pub max_tokens: Option<u32>,
     pub permission_mode: Option<PermissionMode>,
     /// How often the agent wakes for its HEARTBEAT.md checklist (off when `None`).
-    pub heartbeat: Option<Duration>,
+    pub heartbeat: Option<HeartbeatConfig>,
     /// Decides the agent's "today" (daily-log names, the prompt's date and time).
     pub timezone: chrono_tz::Tz,
 }
@@ -289,4 +294,13 @@ pub struct Binding {
 pub struct PluginsConfig {
     pub enabled: Vec<String>,
     pub settings: BTreeMap<String, serde_json::Value>,
+}
+
+/// An agent's `heartbeat`: how often it runs its HEARTBEAT.md checklist, and
+/// where a result other than `HEARTBEAT_OK` goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeartbeatConfig {
+    pub every: Duration,
+    /// `telegram:<chat>`, `discord:<channel>` or `session:<id>`.
+    pub deliver_to: Option<String>,
 }

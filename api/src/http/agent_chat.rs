@@ -74,6 +74,7 @@ pub async fn run(
         source,
         include_memory,
         attended: true,
+        ask_in: None,
         stream,
         temperature: body["temperature"].as_f64(),
         max_tokens: body["max_tokens"]

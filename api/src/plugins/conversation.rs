@@ -2,17 +2,20 @@
 //! commands (`/new`, `/status`, `/start`, `/stop`, `/compact`), routing to an agent, the
 //! chat's session, typing while the agent works, and the reply split at the
 //! platform's limit. Messages of one chat are answered in order; `/stop`
-//! jumps the queue and cancels the chat's current run.
+//! jumps the queue and cancels the chat's current run. A run waiting for an
+//! approval posts Approve/Deny buttons in the chat and holds the chat's queue
+//! until someone on the allowlist presses one (or the timeout denies).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use onyx_plugin_sdk::{IncomingMessage, OutgoingMessage, Plugin, split_message};
+use onyx_plugin_sdk::{ButtonPress, IncomingMessage, OutgoingMessage, Plugin, split_message};
 use serde_json::json;
 
 use super::chats::Chats;
 use super::routing;
+use crate::agents::approvals;
 use crate::agents::{AgentDef, AgentError, Agents, LiveRun, RunRequest};
 use crate::config::Binding;
 use crate::sessions::{SessionError, Sessions};
@@ -172,6 +175,31 @@ impl Conversations {
         allowed
     }
 
+    /// An Approve/Deny button pressed in a chat: decided only for an
+    /// allowlisted user. Returns what the presser is shown.
+    pub async fn pressed(&self, press: &ButtonPress) -> String {
+        let allowed = self
+            .allow
+            .get(&press.platform)
+            .is_some_and(|a| a.allows(&press.user_id));
+        if !allowed {
+            tracing::info!(platform = %press.platform, user = %press.user_id, "refused a button press from a user not on the allowlist");
+            return "Sorry, only my owner can answer this.".into();
+        }
+        let Some((approve, id)) = approvals::parse_button(&press.data) else {
+            return "That button does nothing.".into();
+        };
+        match self.agents.approvals.decide(id, approve).await {
+            Ok(true) if approve => "Approved.".into(),
+            Ok(true) => "Denied.".into(),
+            Ok(false) => "This request was already answered or has timed out.".into(),
+            Err(err) => {
+                tracing::warn!(approval = %id, error = %err, "could not record a decision from a chat");
+                "Sorry, that did not work: storage is unavailable right now.".into()
+            }
+        }
+    }
+
     /// `/stop`: cancels the run answering this chat, if one is.
     async fn stop(&self, plugin: Arc<dyn Plugin>, message: IncomingMessage, chat: &str) {
         if !self.admit(plugin.as_ref(), &message).await {
@@ -300,7 +328,9 @@ impl Conversations {
                 " in a group"
             }
         );
-        let request = RunRequest::unattended(agent, history, user, Some(note), Some(session), platform);
+        let agent_id = agent.id.clone();
+        let mut request = RunRequest::unattended(agent, history, user, Some(note), Some(session), platform);
+        request.ask_in = Some(chat.to_string());
         let typing = tokio::spawn({
             let chat_id = message.chat_id.clone();
             async move {
@@ -327,6 +357,10 @@ impl Conversations {
         for notice in outcome.notices {
             text.push_str(&format!("\n\n({notice})"));
         }
+        // Only admitted (allowlisted) users get this far.
+        if let Err(err) = self.agents.reach.record(&agent_id, chat).await {
+            tracing::warn!(chat = %chat, error = %err, "could not record where the owner talks to the agent");
+        }
         Ok(if text.trim().is_empty() {
             "(no answer)".to_string()
         } else {
@@ -338,9 +372,8 @@ impl Conversations {
 /// A reply in the message's chat (threaded to it in groups).
 fn reply_to(message: &IncomingMessage, text: String) -> OutgoingMessage {
     OutgoingMessage {
-        chat_id: message.chat_id.clone(),
-        text,
         reply_to: (!message.direct).then(|| message.message_id.clone()),
+        ..OutgoingMessage::text(message.chat_id.clone(), text)
     }
 }
 
@@ -362,9 +395,8 @@ pub async fn send_all(plugin: &dyn Plugin, message: OutgoingMessage) {
     let parts = split_message(&message.text, plugin.max_message_chars());
     for (i, text) in parts.into_iter().enumerate() {
         let part = OutgoingMessage {
-            chat_id: message.chat_id.clone(),
-            text,
             reply_to: if i == 0 { message.reply_to.clone() } else { None },
+            ..OutgoingMessage::text(message.chat_id.clone(), text)
         };
         if let Err(err) = plugin.send(part).await {
             tracing::warn!(plugin = plugin.name(), chat = %message.chat_id, error = %err, "could not send a reply");

@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use onyx_plugin_sdk::{IncomingMessage, OutgoingMessage, Plugin, PluginContext, PluginError};
+use onyx_plugin_sdk::{
+    Button, ButtonPress, IncomingMessage, OutgoingMessage, Plugin, PluginContext, PluginError,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -158,6 +160,11 @@ impl PluginContext for Core {
         self.conversations.enqueue(self.tracked.plugin.clone(), message);
     }
 
+    fn pressed(&self, press: ButtonPress) -> BoxFuture<'static, String> {
+        let conversations = self.conversations.clone();
+        Box::pin(async move { conversations.pressed(&press).await })
+    }
+
     fn connected(&self, detail: &str) {
         if let Ok(mut at) = self.tracked.connected_at.lock() {
             *at = Some(Instant::now());
@@ -179,14 +186,26 @@ impl ChannelSender for Sender {
         let plugin = self.0.clone();
         Box::pin(async move {
             for part in onyx_plugin_sdk::split_message(&text, plugin.max_message_chars()) {
-                let message = OutgoingMessage {
-                    chat_id: chat.clone(),
-                    text: part,
-                    reply_to: None,
-                };
-                plugin.send(message).await?;
+                plugin.send(OutgoingMessage::text(chat.clone(), part)).await?;
             }
             Ok(())
+        })
+    }
+
+    fn send_with_buttons(
+        &self,
+        chat: String,
+        text: String,
+        buttons: Vec<Button>,
+    ) -> BoxFuture<'static, Result<(), PluginError>> {
+        let plugin = self.0.clone();
+        Box::pin(async move {
+            let text = crate::text::ellipsize(&text, plugin.max_message_chars().saturating_sub(1));
+            let message = OutgoingMessage {
+                buttons,
+                ..OutgoingMessage::text(chat, text)
+            };
+            plugin.send(message).await
         })
     }
 }
@@ -346,6 +365,9 @@ mod tests {
 
     impl PluginContext for Silent {
         fn deliver(&self, _message: IncomingMessage) {}
+        fn pressed(&self, _press: ButtonPress) -> BoxFuture<'static, String> {
+            Box::pin(async { String::new() })
+        }
         fn connected(&self, _detail: &str) {}
     }
 

@@ -13,6 +13,7 @@ use serde_json::json;
 use crate::agents::{AgentError, Agents, RunRequest};
 use crate::channels::{ChannelError, Channels};
 use crate::clock::{parse_stamp, stamp};
+use crate::config::HeartbeatConfig;
 use crate::memory::Memory;
 use crate::sessions::{LogMessage, SessionError, Sessions};
 use crate::storage::{DbError, StoreError};
@@ -104,7 +105,7 @@ impl Runner {
     /// tasks set up, then the run loop beside the feed of other replicas' changes.
     pub fn run(
         self: &Arc<Self>,
-        heartbeats: Vec<(String, Duration)>,
+        heartbeats: Vec<(String, HeartbeatConfig)>,
     ) -> impl Future<Output = ()> + Send + 'static {
         let runner = self.clone();
         async move {
@@ -477,7 +478,11 @@ impl Runner {
             task.schedule_value
         );
         let message = json!({"role": "user", "content": prompt});
-        let request = RunRequest::unattended(agent, history, message, Some(note), Some(session), "task");
+        let mut request = RunRequest::unattended(agent, history, message, Some(note), Some(session), "task");
+        request.ask_in = task
+            .deliver_to
+            .clone()
+            .filter(|target| !target.starts_with("session:"));
         let outcome = self.agents.run_to_end(request).await?;
         Ok(Performed::Answered {
             text: outcome.content,
@@ -506,7 +511,7 @@ impl Runner {
         let Some(target) = task.deliver_to.as_deref() else {
             return;
         };
-        if text.trim() == "HEARTBEAT_OK" {
+        if crate::tasks::heartbeat::is_nothing_to_report(text) {
             return;
         }
         let result: Result<(), RunError> = if let Some(id) = target.strip_prefix("session:") {

@@ -71,6 +71,8 @@ const MIGRATIONS: &[&str] = &[
      DEFINE INDEX IF NOT EXISTS agent_run_status ON agent_run FIELDS status, lease_until;
      DEFINE INDEX IF NOT EXISTS agent_run_started ON agent_run FIELDS started_at;
      DEFINE INDEX IF NOT EXISTS inbox_claimed_by ON inbox_message FIELDS claimed_by;",
+    // 9: where the owner last talked to each agent (`send_message`'s default target).
+    "DEFINE TABLE IF NOT EXISTS owner_chat SCHEMALESS;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

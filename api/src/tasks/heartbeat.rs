@@ -1,9 +1,8 @@
 //! Heartbeats: an agent with `heartbeat.every` gets one task, `heartbeat-{agent}`,
-//! that runs it on its HEARTBEAT.md checklist in an isolated session. Being an
-//! ordinary task it is claimed, recorded and retried like any other; this
-//! file keeps those tasks in step with the config at startup.
-
-use std::time::Duration;
+//! that runs it on its HEARTBEAT.md checklist in an isolated session, its
+//! result delivered to `heartbeat.deliverTo` (unless it is `HEARTBEAT_OK`).
+//! Being an ordinary task it is claimed, recorded and retried like any other;
+//! this file keeps those tasks in step with the config at startup.
 
 use chrono::Utc;
 
@@ -11,24 +10,40 @@ use super::schedule::ScheduleType;
 use super::store::{ContextMode, Task, TaskKind, TaskStatus};
 use super::{TaskError, Tasks};
 use crate::clock::{now_stamp, stamp};
+use crate::config::HeartbeatConfig;
 
 pub fn task_id(agent: &str) -> String {
     format!("heartbeat-{agent}")
 }
 
+/// A heartbeat that answers this (alone, or with only punctuation around it)
+/// had nothing to report: recorded, never delivered.
+pub fn is_nothing_to_report(answer: &str) -> bool {
+    let trimmed = answer.trim();
+    trimmed.contains("HEARTBEAT_OK")
+        && !trimmed
+            .replace("HEARTBEAT_OK", "")
+            .chars()
+            .any(char::is_alphanumeric)
+}
+
 /// Creates, reschedules or removes heartbeat tasks to match `heartbeats`
-/// (agent id, how often).
-pub async fn sync(tasks: &Tasks, heartbeats: &[(String, Duration)]) -> Result<(), TaskError> {
+/// (agent id, how often, where to).
+pub async fn sync(tasks: &Tasks, heartbeats: &[(String, HeartbeatConfig)]) -> Result<(), TaskError> {
     let existing = tasks.store.list(None, None).await?;
-    for (agent, every) in heartbeats {
-        let value = humantime::format_duration(*every).to_string();
-        let next = Utc::now() + chrono::Duration::from_std(*every).unwrap_or_default();
+    for (agent, heartbeat) in heartbeats {
+        let every = heartbeat.every;
+        let value = humantime::format_duration(every).to_string();
+        let next = Utc::now() + chrono::Duration::from_std(every).unwrap_or_default();
         match existing.iter().find(|t| t.id == task_id(agent)) {
-            Some(task) if task.schedule_value == value => {}
+            Some(task) if task.schedule_value == value && task.deliver_to == heartbeat.deliver_to => {}
             Some(task) => {
                 let mut task = task.clone();
+                if task.schedule_value != value {
+                    task.next_run = Some(stamp(next));
+                }
                 task.schedule_value = value;
-                task.next_run = Some(stamp(next));
+                task.deliver_to = heartbeat.deliver_to.clone();
                 task.updated_at = now_stamp();
                 tasks.store.save(&task).await?;
             }
@@ -44,7 +59,7 @@ pub async fn sync(tasks: &Tasks, heartbeats: &[(String, Duration)]) -> Result<()
                     schedule_value: value,
                     timezone: tasks.settings.timezone.name().to_string(),
                     context_mode: ContextMode::Isolated,
-                    deliver_to: None,
+                    deliver_to: heartbeat.deliver_to.clone(),
                     status: TaskStatus::Active,
                     next_run: Some(stamp(next)),
                     last_run: None,
@@ -75,4 +90,17 @@ pub async fn sync(tasks: &Tasks, heartbeats: &[(String, Duration)]) -> Result<()
     }
     tasks.notify();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_bare_heartbeat_ok_is_nothing_to_report() {
+        assert!(is_nothing_to_report("HEARTBEAT_OK"));
+        assert!(is_nothing_to_report("  HEARTBEAT_OK.\n"));
+        assert!(!is_nothing_to_report("Water the plants. Otherwise HEARTBEAT_OK"));
+        assert!(!is_nothing_to_report("All quiet"));
+    }
 }

@@ -11,6 +11,7 @@ mod harness;
 
 mod agents;
 mod bad_input;
+mod chat_approvals;
 mod compaction;
 mod deployment;
 mod keys;
@@ -23,6 +24,7 @@ mod routing;
 mod runs;
 mod scheduler;
 mod sessions;
+mod speaks_first;
 mod startup;
 mod storage;
 mod storage_backends;

@@ -212,19 +212,7 @@ async fn once_interval_and_cron_tasks_fire_when_due() {
 async fn agents_schedule_list_pause_and_cancel_their_own_tasks() {
     let fakes = Fakes::start().await;
     let onyx = Onyx::start(Some(&config(&fakes).build()), &[]).await;
-    let say = |text: String| {
-        let onyx = &onyx;
-        async move {
-            let (status, body) = onyx
-                .chat(json!({"model": "onyx:scripter", "messages": [{"role": "user", "content": text}]}))
-                .await;
-            assert_eq!(status, 200, "{body}");
-            body["choices"][0]["message"]["content"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        }
-    };
+    let say = async |text: String| onyx.agent_answer("scripter", &text).await;
     // The task's own prompt is a script too (one step: no " ; " inside the
     // outer script): when it runs, it lists its tasks.
     let args = json!({"prompt": "script: list_tasks {}", "schedule_type": "interval",

@@ -1,7 +1,8 @@
 //! Discord for Onyx: the gateway (twilight-gateway) for incoming messages —
 //! direct messages, and messages that mention the bot in server channels —
-//! and REST (twilight-http) for replies and typing. Both URLs are settings,
-//! for tests and proxies.
+//! and button presses (message-component interactions), and REST
+//! (twilight-http) for replies (buttons as message components), typing and
+//! interaction responses. Both URLs are settings, for tests and proxies.
 //!
 //! Settings (`plugins.discord` in onyx.json5): `token` (or `$DISCORD_BOT_TOKEN`),
 //! `apiUrl` (default `https://discord.com`), `gatewayUrl` (default: Discord's).
@@ -9,10 +10,18 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use onyx_plugin_sdk::{Attachment, IncomingMessage, OutgoingMessage, Plugin, PluginContext, PluginError};
+use onyx_plugin_sdk::{
+    Attachment, ButtonPress, IncomingMessage, OutgoingMessage, Plugin, PluginContext, PluginError,
+};
 use serde::Deserialize;
 use twilight_gateway::{CloseFrame, Event, EventTypeFlags, Intents, Shard, ShardId, StreamExt as _};
+use twilight_model::application::interaction::{Interaction, InteractionData};
 use twilight_model::channel::Message;
+use twilight_model::channel::message::MessageFlags;
+use twilight_model::channel::message::component::{ActionRow, Button, ButtonStyle, Component};
+use twilight_model::http::interaction::{
+    InteractionResponse, InteractionResponseData, InteractionResponseType,
+};
 use twilight_model::id::Id;
 use twilight_model::id::marker::{ChannelMarker, UserMarker};
 
@@ -82,7 +91,10 @@ impl Discord {
             config = config.proxy_url(url.trim_end_matches('/').to_string());
         }
         let mut shard = Shard::with_config(ShardId::ONE, config.build());
-        let wanted = EventTypeFlags::READY | EventTypeFlags::RESUMED | EventTypeFlags::MESSAGE_CREATE;
+        let wanted = EventTypeFlags::READY
+            | EventTypeFlags::RESUMED
+            | EventTypeFlags::MESSAGE_CREATE
+            | EventTypeFlags::INTERACTION_CREATE;
         let mut me: Option<Id<UserMarker>> = None;
         loop {
             let item = tokio::select! {
@@ -115,10 +127,79 @@ impl Discord {
                         ctx.deliver(incoming);
                     }
                 }
+                Event::InteractionCreate(interaction) => self.answer(&ctx, &interaction).await,
                 _ => {}
             }
         }
     }
+}
+
+impl Discord {
+    /// A pressed button: the core decides, the presser gets its answer as a
+    /// reply only they can see.
+    async fn answer(&self, ctx: &Arc<dyn PluginContext>, interaction: &Interaction) {
+        let Some(InteractionData::MessageComponent(data)) = &interaction.data else {
+            return;
+        };
+        let press = ButtonPress {
+            platform: "discord".into(),
+            chat_id: interaction
+                .channel
+                .as_ref()
+                .map(|c| c.id.to_string())
+                .unwrap_or_default(),
+            user_id: interaction
+                .author_id()
+                .map(|id| id.to_string())
+                .unwrap_or_default(),
+            data: data.custom_id.clone(),
+        };
+        let reply = ctx.pressed(press).await;
+        let response = InteractionResponse {
+            kind: InteractionResponseType::ChannelMessageWithSource,
+            data: Some(InteractionResponseData {
+                content: Some(reply),
+                flags: Some(MessageFlags::EPHEMERAL),
+                ..InteractionResponseData::default()
+            }),
+        };
+        if let Err(err) = self
+            .http
+            .interaction(interaction.application_id)
+            .create_response(interaction.id, &interaction.token, &response)
+            .await
+        {
+            tracing::warn!(error = %err, "could not answer a Discord interaction");
+        }
+    }
+}
+
+/// One row of buttons; the first is the affirmative one.
+fn components(buttons: &[onyx_plugin_sdk::Button]) -> Vec<Component> {
+    let buttons = buttons
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            Component::Button(Button {
+                custom_id: Some(b.data.clone()),
+                disabled: false,
+                emoji: None,
+                id: None,
+                label: Some(b.label.clone()),
+                sku_id: None,
+                style: if i == 0 {
+                    ButtonStyle::Success
+                } else {
+                    ButtonStyle::Danger
+                },
+                url: None,
+            })
+        })
+        .collect();
+    vec![Component::ActionRow(ActionRow {
+        components: buttons,
+        id: None,
+    })]
 }
 
 fn platform(err: impl std::fmt::Display) -> PluginError {
@@ -203,7 +284,11 @@ impl Plugin for Discord {
                 .as_deref()
                 .and_then(|id| id.parse::<u64>().ok())
                 .and_then(Id::new_checked);
+            let components = components(&message.buttons);
             let mut request = self.http.create_message(channel).content(&message.text);
+            if !message.buttons.is_empty() {
+                request = request.components(&components);
+            }
             if let Some(reply) = reply {
                 request = request.reply(reply).fail_if_not_exists(false);
             }

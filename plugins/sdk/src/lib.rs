@@ -51,6 +51,39 @@ pub struct OutgoingMessage {
     pub chat_id: String,
     pub text: String,
     pub reply_to: Option<String>,
+    /// Buttons under the message, in one row (Telegram's inline keyboard,
+    /// Discord's message components). A press comes back as a [`ButtonPress`].
+    #[serde(default)]
+    pub buttons: Vec<Button>,
+}
+
+impl OutgoingMessage {
+    /// Plain text to one chat.
+    pub fn text(chat_id: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            chat_id: chat_id.into(),
+            text: text.into(),
+            reply_to: None,
+            buttons: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Button {
+    pub label: String,
+    /// What the press carries back (Telegram allows 64 bytes, Discord 100).
+    pub data: String,
+}
+
+/// Someone pressed a button the bot posted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ButtonPress {
+    pub platform: String,
+    pub chat_id: String,
+    pub user_id: String,
+    /// The pressed button's [`Button::data`].
+    pub data: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +101,9 @@ pub trait PluginContext: Send + Sync {
     /// Hands one incoming message to the core, which answers through
     /// [`Plugin::send`]. Returns at once; the agent works in the background.
     fn deliver(&self, message: IncomingMessage);
+    /// Hands a button press to the core; resolves to the short answer the
+    /// plugin shows the presser (a callback answer, an ephemeral reply).
+    fn pressed(&self, press: ButtonPress) -> BoxFuture<'static, String>;
     /// The plugin is connected (again) and receiving.
     fn connected(&self, detail: &str);
 }

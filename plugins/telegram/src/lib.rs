@@ -1,6 +1,8 @@
 //! Telegram for Onyx: long polling on the Bot API (`getUpdates`), replies with
-//! `sendMessage`, typing with `sendChatAction`. The API base URL is a setting,
-//! for tests and self-hosted Bot API servers.
+//! `sendMessage` (buttons as an inline keyboard), typing with
+//! `sendChatAction`; a pressed button arrives as a callback query and is
+//! answered with `answerCallbackQuery`. The API base URL is a setting, for
+//! tests and self-hosted Bot API servers.
 //!
 //! Settings (`plugins.telegram` in onyx.json5): `token` (or `$TELEGRAM_BOT_TOKEN`),
 //! `apiUrl` (default `https://api.telegram.org`), `pollTimeoutSeconds` (default 25).
@@ -9,13 +11,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::future::BoxFuture;
-use onyx_plugin_sdk::{Attachment, IncomingMessage, OutgoingMessage, Plugin, PluginContext, PluginError};
+use onyx_plugin_sdk::{
+    Attachment, ButtonPress, IncomingMessage, OutgoingMessage, Plugin, PluginContext, PluginError,
+};
 use serde::Deserialize;
 use teloxide_core::Bot;
-use teloxide_core::payloads::{GetUpdatesSetters, SendMessageSetters};
+use teloxide_core::payloads::{AnswerCallbackQuerySetters, GetUpdatesSetters, SendMessageSetters};
 use teloxide_core::requests::Requester;
 use teloxide_core::types::{
-    AllowedUpdate, ChatAction, ChatId, Message, MessageId, ReplyParameters, UpdateKind,
+    AllowedUpdate, CallbackQuery, ChatAction, ChatId, InlineKeyboardButton, InlineKeyboardMarkup, Message,
+    MessageId, ReplyParameters, UpdateKind,
 };
 
 /// Telegram's limit on one message.
@@ -78,22 +83,51 @@ impl Telegram {
                 .get_updates()
                 .offset(offset)
                 .timeout(self.poll_timeout)
-                .allowed_updates([AllowedUpdate::Message]);
+                .allowed_updates([AllowedUpdate::Message, AllowedUpdate::CallbackQuery]);
             let updates = tokio::select! {
                 updates = request.into_future_boxed() => updates.map_err(platform)?,
                 () = self.stop.notified() => return Ok(()),
             };
             for update in updates {
                 offset = offset.max(update.id.as_offset());
-                if let UpdateKind::Message(message) = update.kind
-                    && let Some(incoming) = incoming(&message)
-                {
-                    ctx.deliver(incoming);
+                match update.kind {
+                    UpdateKind::Message(message) => {
+                        if let Some(incoming) = incoming(&message) {
+                            ctx.deliver(incoming);
+                        }
+                    }
+                    UpdateKind::CallbackQuery(query) => self.answer(&ctx, query).await,
+                    _ => {}
                 }
             }
             if self.stopping.load(Ordering::SeqCst) {
                 return Ok(());
             }
+        }
+    }
+}
+
+impl Telegram {
+    /// A pressed inline button: the core decides, the presser sees its answer.
+    async fn answer(&self, ctx: &Arc<dyn PluginContext>, query: CallbackQuery) {
+        let reply = match &query.data {
+            Some(data) => {
+                ctx.pressed(ButtonPress {
+                    platform: "telegram".into(),
+                    chat_id: query
+                        .message
+                        .as_ref()
+                        .map(|m| m.chat().id.0.to_string())
+                        .unwrap_or_default(),
+                    user_id: query.from.id.0.to_string(),
+                    data: data.clone(),
+                })
+                .await
+            }
+            None => String::new(),
+        };
+        if let Err(err) = self.bot.answer_callback_query(query.id).text(reply).await {
+            tracing::warn!(error = %err, "could not answer a Telegram callback query");
         }
     }
 }
@@ -180,6 +214,13 @@ impl Plugin for Telegram {
     fn send(&self, message: OutgoingMessage) -> BoxFuture<'_, Result<(), PluginError>> {
         Box::pin(async move {
             let mut request = self.bot.send_message(chat_id(&message.chat_id)?, message.text);
+            if !message.buttons.is_empty() {
+                let row = message
+                    .buttons
+                    .into_iter()
+                    .map(|b| InlineKeyboardButton::callback(b.label, b.data));
+                request = request.reply_markup(InlineKeyboardMarkup::new([row]));
+            }
             if let Some(reply_to) = message.reply_to.and_then(|id| id.parse::<i32>().ok()) {
                 request = request.reply_parameters(
                     ReplyParameters::new(MessageId(reply_to)).allow_sending_without_reply(),

@@ -1,9 +1,13 @@
 //! A fake Discord: the gateway WebSocket (HELLO, IDENTIFY → READY, RESUME →
-//! RESUMED, heartbeats every second and their ACKs, MESSAGE_CREATE dispatch) at `/`, and
-//! the REST endpoints the bot uses (`POST /api/v10/channels/{id}/messages`,
-//! `POST /api/v10/channels/{id}/typing`). Tests put user messages in with
-//! [`FakeDiscord::user_says`], read what the bot posted from
-//! [`FakeDiscord::posted`], and cut the connection with [`FakeDiscord::drop_connection`].
+//! RESUMED, heartbeats every second and their ACKs, MESSAGE_CREATE and
+//! INTERACTION_CREATE dispatch) at `/`, and the REST endpoints the bot uses
+//! (`POST /api/v10/channels/{id}/messages`, `POST /api/v10/channels/{id}/typing`,
+//! `POST /api/v10/interactions/{id}/{token}/callback`). Tests put user
+//! messages in with [`FakeDiscord::user_says`], press buttons with
+//! [`FakeDiscord::press`], read what the bot posted from
+//! [`FakeDiscord::posted`] and how it answered presses from
+//! [`FakeDiscord::interaction_replies`], and cut the connection with
+//! [`FakeDiscord::drop_connection`].
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +39,7 @@ pub struct DiscordState {
     next_id: AtomicU64,
     posted: Mutex<Vec<(String, Value)>>,
     typing: Mutex<Vec<String>>,
+    interaction_replies: Mutex<Vec<Value>>,
     identifies: AtomicU64,
     resumes: AtomicU64,
     heartbeats: AtomicU64,
@@ -64,6 +69,10 @@ impl FakeDiscord {
             .route("/", get(gateway))
             .route("/api/v10/channels/{id}/messages", post(create_message))
             .route("/api/v10/channels/{id}/typing", post(typing))
+            .route(
+                "/api/v10/interactions/{id}/{token}/callback",
+                post(interaction_callback),
+            )
             .with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
@@ -127,6 +136,50 @@ impl FakeDiscord {
             message["guild_id"] = json!(guild);
         }
         self.push(Push::Dispatch("MESSAGE_CREATE".into(), message));
+    }
+
+    /// A user presses the button with `custom_id` under a bot message in a DM channel.
+    pub fn press(&self, channel: &str, user_id: &str, custom_id: &str) {
+        let id = self.state.next_id.fetch_add(1, Ordering::SeqCst).to_string();
+        let interaction = json!({
+            "id": id, "application_id": "900000000000000002", "type": 3, "token": format!("token-{id}"),
+            "version": 1, "attachment_size_limit": 8_388_608, "authorizing_integration_owners": {},
+            "entitlements": [], "channel": {"id": channel, "type": 1},
+            "data": {"component_type": 2, "custom_id": custom_id},
+            "user": user(user_id, &format!("user{user_id}"), false),
+        });
+        self.push(Push::Dispatch("INTERACTION_CREATE".into(), interaction));
+    }
+
+    /// `(content, [custom_id])` of the bot's messages with buttons in one channel.
+    pub fn buttons_in(&self, channel: &str) -> Vec<(String, Vec<String>)> {
+        self.posted()
+            .into_iter()
+            .filter(|(c, b)| c == channel && b["components"].is_array())
+            .map(|(_, b)| {
+                let ids = b["components"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|row| row["components"].as_array())
+                    .flatten()
+                    .filter_map(|button| button["custom_id"].as_str().map(String::from))
+                    .collect();
+                (b["content"].as_str().unwrap_or_default().to_string(), ids)
+            })
+            .collect()
+    }
+
+    /// The contents the bot answered button presses with, in order.
+    pub fn interaction_replies(&self) -> Vec<String> {
+        self.state
+            .interaction_replies
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
+            .iter()
+            .map(|body| body["data"]["content"].as_str().unwrap_or_default().to_string())
+            .collect()
     }
 
     /// Closes the gateway connection abruptly; the bot must reconnect.
@@ -209,6 +262,18 @@ async fn typing(
     }
     if let Ok(mut typing) = state.typing.lock() {
         typing.push(channel);
+    }
+    StatusCode::NO_CONTENT.into_response()
+}
+
+/// Interaction callbacks are authorized by their token, not the bot's.
+async fn interaction_callback(
+    State(state): State<Arc<DiscordState>>,
+    Path((_id, _token)): Path<(String, String)>,
+    Json(body): Json<Value>,
+) -> Response {
+    if let Ok(mut replies) = state.interaction_replies.lock() {
+        replies.push(body);
     }
     StatusCode::NO_CONTENT.into_response()
 }

@@ -187,19 +187,28 @@ pub fn compaction_plan(turn: &Turn) -> Option<Plan> {
 /// Step N (N = assistant messages since that user message) makes the calls of
 /// the Nth `;`-separated step (`&` joins calls made in parallel). Past the last
 /// step, or at `answer`, it replies `script done: ` and every tool result since
-/// the user message, joined by ` | `.
+/// the user message, joined by ` | `. A step `say <text>` answers exactly
+/// `<text>`. A message that does not start with `script:` may hold the script
+/// on a line of its own (`- script: say HEARTBEAT_OK` in a HEARTBEAT.md the
+/// heartbeat prompt quotes).
 pub fn script_plan(state: &FakeState, turn: &Turn) -> Plan {
     let Some(start) = turn.history.iter().rposition(|(role, _)| role == "user") else {
         return Plan::Reply("script: no user message".into());
     };
-    let script = turn.history[start].1.trim();
-    let Some(script) = script.strip_prefix("script:") else {
-        return Plan::Reply(format!("echo: {script}"));
+    let message = turn.history[start].1.trim();
+    let script = message.strip_prefix("script:").or_else(|| {
+        message
+            .lines()
+            .find_map(|line| line.trim().trim_start_matches("- ").strip_prefix("script:"))
+    });
+    let Some(script) = script else {
+        return Plan::Reply(format!("echo: {message}"));
     };
     let after = &turn.history[start + 1..];
     let step = after.iter().filter(|(role, _)| role == "assistant").count();
     let steps: Vec<&str> = script.split(" ; ").map(str::trim).collect();
     match steps.get(step) {
+        Some(calls) if calls.starts_with("say ") => Plan::Reply(calls["say ".len()..].to_string()),
         Some(calls) if *calls != "answer" => {
             let mut out = Vec::new();
             for call in calls.split(" & ") {

@@ -1,8 +1,10 @@
-//! A fake Telegram Bot API: `getMe`, `getUpdates` (long polling), `sendMessage`
-//! and `sendChatAction` at `/bot{token}/{method}`, as teloxide calls them.
-//! Tests put user messages in with [`FakeTelegram::user_says`] (or
-//! `POST /_fake/say`), read what the bot sent from [`FakeTelegram::sent`], and
-//! make polls fail with [`FakeTelegram::fail_polls`] to test reconnecting.
+//! A fake Telegram Bot API: `getMe`, `getUpdates` (long polling), `sendMessage`,
+//! `sendChatAction` and `answerCallbackQuery` at `/bot{token}/{method}`, as
+//! teloxide calls them. Tests put user messages in with
+//! [`FakeTelegram::user_says`] (or `POST /_fake/say`), press inline buttons
+//! with [`FakeTelegram::press`], read what the bot sent from
+//! [`FakeTelegram::sent`], and make polls fail with
+//! [`FakeTelegram::fail_polls`] to test reconnecting.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -92,6 +94,40 @@ impl FakeTelegram {
             .collect()
     }
 
+    /// `(text, [callback_data])` of the messages with an inline keyboard sent to one chat.
+    pub fn keyboards_to(&self, chat_id: i64) -> Vec<(String, Vec<String>)> {
+        self.sent()
+            .into_iter()
+            .filter(|(m, b)| m == "sendMessage" && b["chat_id"].as_i64() == Some(chat_id))
+            .filter(|(_, b)| b["reply_markup"]["inline_keyboard"].is_array())
+            .map(|(_, b)| {
+                let data = b["reply_markup"]["inline_keyboard"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_array)
+                    .flatten()
+                    .filter_map(|button| button["callback_data"].as_str().map(String::from))
+                    .collect();
+                (b["text"].as_str().unwrap_or_default().to_string(), data)
+            })
+            .collect()
+    }
+
+    /// A user presses an inline button (with `data`) under a bot message in `chat_id`.
+    pub fn press(&self, chat_id: i64, user_id: i64, name: &str, data: &str) {
+        self.state.press(chat_id, user_id, name, data);
+    }
+
+    /// The texts the bot answered callback queries with, in order.
+    pub fn callback_answers(&self) -> Vec<String> {
+        self.sent()
+            .into_iter()
+            .filter(|(m, _)| m == "answerCallbackQuery")
+            .map(|(_, b)| b["text"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
     /// The next `count` polls fail with 502, as when the connection drops.
     pub fn fail_polls(&self, count: u32) {
         self.state.failing_polls.store(count, Ordering::SeqCst);
@@ -117,6 +153,27 @@ impl TelegramState {
             "chat": chat,
             "from": {"id": user_id, "is_bot": false, "first_name": name, "username": name.to_lowercase()},
             "text": text,
+        }});
+        if let Ok(mut updates) = self.updates.lock() {
+            updates.push_back(update);
+        }
+        self.arrived.notify_waiters();
+    }
+
+    fn press(&self, chat_id: i64, user_id: i64, name: &str, data: &str) {
+        let id = self.next_update.fetch_add(1, Ordering::SeqCst);
+        let update = json!({"update_id": id, "callback_query": {
+            "id": format!("cq{id}"),
+            "from": {"id": user_id, "is_bot": false, "first_name": name, "username": name.to_lowercase()},
+            "message": {
+                "message_id": self.next_message.fetch_add(1, Ordering::SeqCst),
+                "date": now(),
+                "chat": {"id": chat_id, "type": "private", "first_name": name},
+                "from": {"id": BOT_ID, "is_bot": true, "first_name": "Onyx", "username": "onyx_test_bot"},
+                "text": "(the approval request)",
+            },
+            "chat_instance": format!("ci{chat_id}"),
+            "data": data,
         }});
         if let Ok(mut updates) = self.updates.lock() {
             updates.push_back(update);
@@ -157,6 +214,7 @@ async fn method(
         "getupdates" => "getUpdates",
         "sendmessage" => "sendMessage",
         "sendchataction" => "sendChatAction",
+        "answercallbackquery" => "answerCallbackQuery",
         _ => method.as_str(),
     }
     .to_string();
@@ -198,7 +256,7 @@ async fn method(
                 "text": body["text"],
             }))
         }
-        "sendChatAction" => {
+        "sendChatAction" | "answerCallbackQuery" => {
             if let Ok(mut sent) = state.sent.lock() {
                 sent.push((method.clone(), body));
             }

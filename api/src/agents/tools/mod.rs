@@ -1,12 +1,15 @@
 //! The built-in tools an agent can call, one file per group, each an OpenAI
-//! function schema plus its implementation. A tool is `Read` (allowed in
-//! `safe` mode), `Write` (changes the agent's own memory or messages) or
-//! `Dangerous` (files, the shell: waits for approval in `ask` mode).
+//! function schema plus its implementation. A tool is `Read` (always
+//! allowed), `Write` (changes only the agent's own memory, tasks and
+//! messages: runs without a prompt in `ask` mode, wherever the run came from)
+//! or `Dangerous` (files, the shell, the web: waits for approval in `ask`
+//! mode). `safe` mode offers only `Read` tools.
 
 mod agents;
 mod exec;
 mod fs;
 mod memory;
+mod messages;
 mod sessions;
 mod tasks;
 pub mod web;
@@ -15,7 +18,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::reach::Reach;
 use super::registry::AgentDef;
+use crate::channels::Channels;
+use crate::config::tool_names::covers;
 use crate::config::{PermissionMode, ToolsConfig};
 use crate::inbox::Inbox;
 use crate::memory::{Memory, MemoryError};
@@ -40,6 +46,8 @@ pub enum ToolError {
     Task(#[from] TaskError),
     #[error(transparent)]
     Db(#[from] DbError),
+    #[error(transparent)]
+    Channel(#[from] crate::channels::ChannelError),
 }
 
 impl ToolError {
@@ -132,6 +140,8 @@ pub struct ToolContext {
     pub settings: Arc<ToolsConfig>,
     pub known_agents: Vec<String>,
     pub wake: tokio::sync::mpsc::UnboundedSender<Wake>,
+    pub channels: Arc<Channels>,
+    pub reach: Reach,
 }
 
 /// A tool's answer: what the model sees, and whether it is an error.
@@ -171,16 +181,20 @@ pub fn all(settings: &ToolsConfig) -> Vec<ToolSpec> {
     out.extend(exec::specs());
     out.extend(agents::specs());
     out.extend(tasks::specs());
+    out.extend(messages::specs());
     out
 }
 
-/// The tools an agent is offered: its allow/deny lists, then its permission
-/// mode (`safe` keeps read-only tools).
+/// The tools an agent is offered: the global and the agent's allow/deny
+/// lists (tool names or groups), then its permission mode (`safe` keeps
+/// read-only tools).
 pub fn offered(agent: &AgentDef, mode: PermissionMode, settings: &ToolsConfig) -> Vec<ToolSpec> {
+    let allowed = |list: &[String], tool: &str| list.is_empty() || list.iter().any(|e| covers(e, tool));
+    let denied = |list: &[String], tool: &str| list.iter().any(|e| covers(e, tool));
     all(settings)
         .into_iter()
-        .filter(|t| agent.tools_allow.is_empty() || agent.tools_allow.iter().any(|a| a == t.name))
-        .filter(|t| !agent.tools_deny.iter().any(|d| d == t.name))
+        .filter(|t| allowed(&settings.allow, t.name) && allowed(&agent.tools_allow, t.name))
+        .filter(|t| !denied(&settings.deny, t.name) && !denied(&agent.tools_deny, t.name))
         .filter(|t| mode != PermissionMode::Safe || t.kind == ToolKind::Read)
         .collect()
 }
@@ -194,6 +208,7 @@ pub async fn call(ctx: &ToolContext, name: &str, arguments: &Value) -> ToolOutpu
         "fs_read" | "fs_write" | "fs_edit" | "fs_list" => fs::call(ctx, name, arguments).await,
         "exec" => exec::call(ctx, arguments).await,
         "send_to_agent" => agents::call(ctx, arguments).await,
+        "send_message" => messages::call(ctx, arguments).await,
         "schedule_task" | "list_tasks" | "pause_task" | "resume_task" | "cancel_task" => {
             tasks::call(ctx, name, arguments).await
         }
@@ -222,4 +237,49 @@ pub(super) fn text<'a>(arguments: &'a Value, name: &str) -> Result<&'a str, Tool
 
 pub(super) fn number(arguments: &Value, name: &str, default: u64, max: u64) -> u64 {
     arguments[name].as_u64().unwrap_or(default).min(max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tool_names::TOOLS;
+
+    #[test]
+    fn the_names_config_accepts_are_exactly_the_built_in_tools() {
+        let settings = ToolsConfig {
+            searxng_url: url::Url::parse("http://127.0.0.1:8888").ok(),
+            ..ToolsConfig::default()
+        };
+        let mut built_in: Vec<&str> = all(&settings).iter().map(|t| t.name).collect();
+        let mut accepted = TOOLS.to_vec();
+        built_in.sort_unstable();
+        accepted.sort_unstable();
+        assert_eq!(built_in, accepted);
+    }
+
+    #[test]
+    fn ask_mode_runs_own_memory_task_and_message_tools_and_asks_for_the_rest() {
+        let write: Vec<&str> = all(&ToolsConfig::default())
+            .into_iter()
+            .filter(|t| t.kind == ToolKind::Write)
+            .map(|t| t.name)
+            .collect();
+        for name in [
+            "memory_write",
+            "schedule_task",
+            "pause_task",
+            "resume_task",
+            "cancel_task",
+            "send_to_agent",
+            "send_message",
+        ] {
+            assert!(write.contains(&name), "{name}: {write:?}");
+        }
+        let dangerous: Vec<&str> = all(&ToolsConfig::default())
+            .into_iter()
+            .filter(|t| t.kind == ToolKind::Dangerous)
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(dangerous, ["web_fetch", "fs_write", "fs_edit", "exec"]);
+    }
 }

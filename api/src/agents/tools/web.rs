@@ -20,7 +20,7 @@ pub fn specs(search: bool) -> Vec<ToolSpec> {
         name: "web_fetch",
         description: "Fetch a web page (http or https) and return it as readable text.",
         parameters: json!({"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]}),
-        kind: ToolKind::Read,
+        kind: ToolKind::Dangerous,
     }];
     if search {
         out.push(ToolSpec {
@@ -30,7 +30,7 @@ pub fn specs(search: bool) -> Vec<ToolSpec> {
                 "query": {"type": "string"},
                 "limit": {"type": "integer", "description": "default 5"}
             }, "required": ["query"]}),
-            kind: ToolKind::Read,
+            kind: ToolKind::Dangerous,
         });
     }
     out

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use onyx_test_fakes::{DEFAULT_KEY, FakeServer};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -277,6 +277,18 @@ impl Onyx {
             .unwrap();
         let status = response.status().as_u16();
         (status, response.json().await.unwrap())
+    }
+
+    /// The answer of `agent` to one user message (which must succeed).
+    pub async fn agent_answer(&self, agent: &str, text: &str) -> String {
+        let (status, body) = self
+            .chat(json!({"model": format!("onyx:{agent}"), "messages": [{"role": "user", "content": text}]}))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
     }
 
     pub fn pid(&self) -> u32 {
