@@ -1,5 +1,6 @@
 //! `session-bench`: append latency at the start vs the end of a long session,
-//! and `GET /v1/sessions`-equivalent list latency over many sessions, through
+//! history load at turn 10 vs the end of it (compacted), and
+//! `GET /v1/sessions`-equivalent list latency over many sessions, through
 //! the real `Sessions` service (object store + SurrealDB).
 //!
 //! ```sh
@@ -24,6 +25,26 @@ fn message(i: usize) -> LogMessage {
         role,
         format!("message number {i}: a sentence of ordinary length for a chat turn"),
     )
+}
+
+/// Loads a session's history 30 times: p50, p99, and how many turns it read.
+async fn history_load(
+    sessions: &Sessions,
+    session: &onyx::sessions::SessionMeta,
+) -> Result<(Duration, Duration, usize), String> {
+    let mut times = Vec::with_capacity(30);
+    let mut turns = 0;
+    for _ in 0..30 {
+        let t = Instant::now();
+        turns = sessions
+            .history(session)
+            .await
+            .map_err(|e| e.to_string())?
+            .turns
+            .len();
+        times.push(t.elapsed());
+    }
+    Ok((percentile(&mut times, 0.5), percentile(&mut times, 0.99), turns))
 }
 
 #[tokio::main]
@@ -86,8 +107,12 @@ async fn run(
     // Append latency: one message per append, into one growing session.
     let session = sessions.create("main", "api").await.map_err(|e| e.to_string())?;
     let mut latencies = Vec::with_capacity(messages);
+    let mut early_history = None;
     let started = Instant::now();
     for i in 0..messages {
+        if i == 10 {
+            early_history = Some(history_load(&sessions, &session).await?);
+        }
         let t = Instant::now();
         sessions
             .append(&session, vec![message(i)])
@@ -114,6 +139,30 @@ async fn run(
         messages - window + 1,
         ms(percentile(&mut late, 0.5)),
         ms(percentile(&mut late, 0.99)),
+    );
+
+    // History load (what a new agent turn reads): at turn 10, and at the last
+    // turn of the long session once a compaction keeps its last 10 turns.
+    if let Some((p50, p99, turns)) = early_history {
+        println!(
+            "history load at turn 10 ({turns} turns read): p50 {} p99 {}",
+            ms(p50),
+            ms(p99)
+        );
+    }
+    sessions
+        .compacted(
+            &session,
+            "a summary of everything before",
+            messages.saturating_sub(10) as u64,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    let (p50, p99, turns) = history_load(&sessions, &session).await?;
+    println!(
+        "history load at turn {messages}, compacted ({turns} turns read): p50 {} p99 {}",
+        ms(p50),
+        ms(p99)
     );
 
     // List latency over many sessions (metadata only, as GET /v1/sessions).

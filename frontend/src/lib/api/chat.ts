@@ -22,7 +22,10 @@ export type StreamHandlers = {
 };
 
 const isToolActivity = (extra: StreamEvent['x_onyx']): extra is ToolActivity =>
-	extra?.type === 'tool_call_started' || extra?.type === 'tool_call_finished' || extra?.type === 'approval_required';
+	extra?.type === 'tool_call_started' ||
+	extra?.type === 'tool_call_finished' ||
+	extra?.type === 'approval_required' ||
+	extra?.type === 'compacted';
 
 /** Streams a chat completion; resolves when it ends, rejects with the server's error. */
 export async function streamChat(

@@ -67,7 +67,7 @@ describe('streamChat', () => {
 		const seen: string[] = [];
 		await streamChat({ model: 'onyx:main', messages: [] }, {}, {
 			onText: (t) => seen.push(`text:${t}`),
-			onTool: (e) => seen.push(`tool:${e.type}:${e.name}`),
+			onTool: (e) => seen.push(`tool:${e.type}:${"name" in e ? e.name : ""}`),
 			onSession: (id) => seen.push(`session:${id}`)
 		}, new AbortController().signal);
 		expect(seen).toEqual(['session:abc', 'tool:tool_call_started:memory_search', 'text:Hello', 'text: there']);

@@ -4,4 +4,8 @@ import type { JsonValue } from "./serde_json/JsonValue";
 /**
  * What `x_onyx` in an agent's streamed chat chunk says about tool activity.
  */
-export type ToolActivity = { "type": "tool_call_started", id: string, name: string, arguments: JsonValue, } | { "type": "tool_call_finished", id: string, name: string, result_summary: string, is_error: boolean, } | { "type": "approval_required", approval_id: string, name: string, arguments: JsonValue, };
+export type ToolActivity = { "type": "tool_call_started", id: string, name: string, arguments: JsonValue, } | { "type": "tool_call_finished", id: string, name: string, result_summary: string, is_error: boolean, } | { "type": "approval_required", approval_id: string, name: string, arguments: JsonValue, } | { "type": "compacted", notice: string, before_tokens: number, after_tokens: number, 
+/**
+ * Summarizing failed: the oldest turns were dropped instead.
+ */
+fallback: boolean, };

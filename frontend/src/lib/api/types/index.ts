@@ -8,6 +8,7 @@ export type * from './ApprovalDecision';
 export type * from './Availability';
 export type * from './Chunk';
 export type * from './ChunkChoice';
+export type * from './CompactionReport';
 export type * from './ContextMode';
 export type * from './Counters';
 export type * from './CreateAgent';
