@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
+use super::error::{CliError, connect_error};
 use crate::auth::{ApiKeys, Authenticator, KeyError, Scope, StoredKey};
 use crate::config;
 use crate::storage::Db;
@@ -38,44 +39,37 @@ pub async fn run(config_path: Option<PathBuf>, command: KeysCommand) -> ExitCode
     }
 }
 
-async fn keys(config_path: Option<PathBuf>, command: KeysCommand) -> Result<(), String> {
+async fn keys(config_path: Option<PathBuf>, command: KeysCommand) -> Result<(), CliError> {
     let path = config::locate(config_path.as_deref());
-    let config = config::load(path.as_deref()).map_err(|e| e.to_string())?;
-    let db = Db::connect(&config.storage.surrealdb).await.map_err(|e| {
-        let locked = e.to_string().contains("locked");
-        if locked {
-            format!("{e}\n(the embedded database is in use: stop `onyx serve`, or use POST /v1/keys)")
-        } else {
-            e.to_string()
-        }
-    })?;
+    let config = config::load(path.as_deref())?;
+    let db = Db::connect(&config.storage.surrealdb)
+        .await
+        .map_err(connect_error)?;
     if let KeysCommand::Create { .. } = command {
-        db.migrate().await.map_err(|e| e.to_string())?;
-    } else if db.schema_version().await.map_err(|e| e.to_string())? == 0 {
+        db.migrate().await?;
+    } else if db.schema_version().await? == 0 {
         // A database nothing was ever stored in has no keys (and no tables to read).
         return match command {
-            KeysCommand::Revoke { id } => Err(KeyError::NotFound(id).to_string()),
+            KeysCommand::Revoke { id } => Err(KeyError::NotFound(id).into()),
             _ => {
                 print_keys(Vec::new());
                 Ok(())
             }
         };
     }
-    let auth = Authenticator::new(ApiKeys::new([]), db)
-        .await
-        .map_err(|e| e.to_string())?;
+    let auth = Authenticator::new(ApiKeys::new([]), db).await?;
     match command {
         KeysCommand::Create { name, scope } => {
-            let (stored, secret) = auth.create(&name, scope).await.map_err(|e| e.to_string())?;
+            let (stored, secret) = auth.create(&name, scope).await?;
             println!("{secret}");
             eprintln!(
                 "created key {} ({:?}, id {}); it is shown only this once",
                 stored.name, stored.scope, stored.id
             );
         }
-        KeysCommand::List => print_keys(auth.list().await.map_err(|e| e.to_string())?),
+        KeysCommand::List => print_keys(auth.list().await?),
         KeysCommand::Revoke { id } => {
-            auth.revoke(&id).await.map_err(|e| e.to_string())?;
+            auth.revoke(&id).await?;
             eprintln!("revoked {id}");
         }
     }

@@ -1,6 +1,7 @@
 //! The `onyx` command line: `serve`, `doctor`, `hash-password`.
 
 mod doctor;
+mod error;
 mod hash_password;
 mod keys;
 mod reindex;

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::error::{CliError, connect_error};
 use crate::config;
 use crate::sessions::Sessions;
 use crate::storage::{self, Db};
@@ -35,48 +36,35 @@ fn reporter(bar: &ProgressBar) -> impl Fn(usize, usize) + Send + Sync + '_ {
     }
 }
 
-async fn reindex(config_path: Option<PathBuf>) -> Result<(), String> {
+async fn reindex(config_path: Option<PathBuf>) -> Result<(), CliError> {
     let path = config::locate(config_path.as_deref());
-    let config = config::load(path.as_deref()).map_err(|e| e.to_string())?;
+    let config = config::load(path.as_deref())?;
     let db = Db::connect(&config.storage.surrealdb)
         .await
-        .map_err(|e| e.to_string())?;
-    db.migrate().await.map_err(|e| e.to_string())?;
-    let objects = storage::open_object_store(&config.storage)
-        .await
-        .map_err(|e| e.to_string())?;
-    let sessions = Sessions::new(objects.clone(), db.clone())
-        .await
-        .map_err(|e| e.to_string())?;
+        .map_err(connect_error)?;
+    db.migrate().await?;
+    let objects = storage::open_object_store(&config.storage).await?;
+    let sessions = Sessions::new(objects.clone(), db.clone()).await?;
     let progress = bar("sessions");
-    let count = sessions
-        .reindex(&reporter(&progress))
-        .await
-        .map_err(|e| e.to_string())?;
+    let count = sessions.reindex(&reporter(&progress)).await?;
     progress.finish_and_clear();
     // Parked turns belong in the log too: write them now if the store is back.
-    sessions.drain_parked().await.map_err(|e| e.to_string())?;
+    sessions.drain_parked().await?;
     eprintln!("reindexed {count} session(s)");
 
-    let memory = crate::memory::build(&config, objects, db).map_err(|e| e.to_string())?;
+    let memory = crate::memory::build(&config, objects, db)?;
     let progress = bar("memory files");
-    let report = memory
-        .rebuild(&reporter(&progress))
-        .await
-        .map_err(|e| e.to_string())?;
+    let report = memory.rebuild(&reporter(&progress)).await?;
     progress.finish_and_clear();
     eprintln!("reindexed {} memory file(s)", report.files);
     let progress = bar("embeddings");
     let embedded = memory.prepare_embedding(&reporter(&progress)).await;
     progress.finish_and_clear();
     let progress = bar("search indexes");
-    let caught_up = memory
-        .catch_up_surrealdb_search(&reporter(&progress))
-        .await
-        .map_err(|e| e.to_string())?;
+    let caught_up = memory.catch_up_surrealdb_search(&reporter(&progress)).await?;
     progress.finish_and_clear();
     eprintln!("SurrealDB's search indexes caught up on {caught_up} memory file(s)");
-    let status = memory.status().await.map_err(|e| e.to_string())?;
+    let status = memory.status().await?;
     match embedded {
         Ok(()) => eprintln!(
             "{} memory chunk(s) indexed, {} waiting for the embedder",

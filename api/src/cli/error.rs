@@ -1,0 +1,40 @@
+//! Why an offline command (`onyx keys`, `onyx reindex`) failed: each
+//! domain's own error, composed; `main` prints the message (with a hint
+//! where one helps) and exits non-zero.
+
+use crate::auth::KeyError;
+use crate::config::ConfigError;
+use crate::memory::MemoryError;
+use crate::providers::ProviderError;
+use crate::sessions::SessionError;
+use crate::storage::{DbError, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The embedded database is held by a running `onyx serve`.
+    #[error("{0}\n(the embedded database is in use: stop `onyx serve`, or use the HTTP API)")]
+    DatabaseInUse(DbError),
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    #[error("memory.embedder: {0}")]
+    Embedder(#[from] ProviderError),
+    #[error(transparent)]
+    Key(#[from] KeyError),
+}
+
+/// Connecting failed: says so plainly when `onyx serve` holds the lock.
+pub fn connect_error(err: DbError) -> CliError {
+    if err.to_string().contains("locked") {
+        CliError::DatabaseInUse(err)
+    } else {
+        CliError::Db(err)
+    }
+}
