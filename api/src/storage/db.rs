@@ -128,6 +128,18 @@ impl Db {
         }
     }
 
+    /// Like [`rows`](Self::rows), retried on a transaction conflict (for
+    /// single-statement writes that other writers touch at the same time).
+    pub async fn rows_retrying<T: DeserializeOwned>(
+        &self,
+        sql: &str,
+        vars: serde_json::Value,
+        index: usize,
+    ) -> Result<Vec<T>, DbError> {
+        let mut response = self.execute_retrying(sql, vars).await?;
+        Self::take_rows(&mut response, index)
+    }
+
     /// Runs a query and reads statement `index` as rows of `T`.
     pub async fn rows<T: DeserializeOwned>(
         &self,

@@ -113,11 +113,23 @@ async fn a_500_turn_chat_stays_within_an_8000_token_window_and_keeps_every_turn(
         .text()
         .await
         .unwrap();
-    let users = export
+    let users: Vec<String> = export
         .lines()
-        .filter(|l| serde_json::from_str::<Value>(l).unwrap()["role"] == "user")
-        .count();
-    assert_eq!(users, TURNS);
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    if users.len() != TURNS {
+        let mut seen = std::collections::HashSet::new();
+        let repeated: Vec<&String> = users.iter().filter(|u| !seen.insert(*u)).collect();
+        let (_, logs) = onyx.stop_and_logs().await;
+        let tail: String = logs
+            .lines()
+            .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        panic!("{} user turns; repeated: {repeated:?}\n{tail}", users.len());
+    }
     assert!(export.contains("\"role\":\"compaction\""));
 }
 

@@ -3,6 +3,9 @@
 //! and a lease that replica keeps renewing; a row whose lease ran out belongs
 //! to a replica that died, and is marked `interrupted` by whichever replica
 //! sweeps first (the conditional update lets exactly one of them have it).
+//! The writes retry on SurrealDB's write conflicts: a run's end and its
+//! replica's lease renewal touch the same row, and a lost end would leave
+//! the run to be swept as interrupted.
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -131,7 +134,7 @@ impl RunStore {
     pub async fn finish(&self, id: &str, ending: &Ending<'_>) -> Result<bool, DbError> {
         let rows: Vec<serde_json::Value> = self
             .db
-            .rows(
+            .rows_retrying(
                 "UPDATE type::record('agent_run', $id) SET status = $status, finished_at = $now,
                      prompt_tokens = $prompt, completion_tokens = $completion, tools_used = $tools,
                      iterations = $iterations, error = $error, lease_until = NONE, turn = NONE
@@ -178,7 +181,7 @@ impl RunStore {
         let sql =
             format!("SELECT {FIELDS} FROM agent_run {filter_sql} ORDER BY started_at DESC LIMIT $limit");
         self.db
-            .rows(
+            .rows_retrying(
                 &sql,
                 json!({
                     "agent": filter.agent, "status": filter.status, "session_id": filter.session,
@@ -194,7 +197,7 @@ impl RunStore {
     pub async fn request_cancel(&self, id: &str) -> Result<bool, DbError> {
         let rows: Vec<serde_json::Value> = self
             .db
-            .rows(
+            .rows_retrying(
                 "UPDATE type::record('agent_run', $id) SET cancel_requested = true
                  WHERE status = 'running' RETURN key",
                 json!({ "id": id }),
@@ -257,7 +260,7 @@ impl RunStore {
         for Key { key } in expired {
             let rows: Vec<Orphan> = self
                 .db
-                .rows(
+                .rows_retrying(
                     "UPDATE type::record('agent_run', $id) SET status = 'interrupted', finished_at = $now,
                          error = 'the replica running it stopped before it ended', lease_until = NONE
                      WHERE status = 'running' AND lease_until < $now
