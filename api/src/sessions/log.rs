@@ -136,24 +136,18 @@ impl SessionLog {
         session: &str,
         from_seq: u64,
     ) -> Result<Vec<(u64, Vec<LogMessage>)>, StoreError> {
-        let mut keys: Vec<(u64, String)> = self
-            .store
-            .list(Bucket::Sessions, &prefix(agent, session))
-            .await?
-            .into_iter()
-            .filter_map(|o| seq_of(&o.key).map(|seq| (seq, o.key)))
-            .filter(|(seq, _)| *seq >= from_seq)
-            .collect();
-        keys.sort();
-        let bodies: Vec<(u64, Option<Bytes>)> = futures::stream::iter(keys)
-            .map(|(seq, key)| async move {
-                let key = ObjectKey::new(key)?;
-                let body = self.store.get(Bucket::Sessions, &key).await?.map(|o| o.body);
-                Ok::<_, StoreError>((seq, body))
-            })
-            .buffered(16)
-            .try_collect()
-            .await?;
+        let known_end = match self.slot(session).try_lock() {
+            Ok(next) => *next,
+            Err(_) => None,
+        };
+        let bodies = match known_end {
+            // The end is known here (this process appended or listed): fetch
+            // the tail by number, no listing, so the cost does not grow with
+            // the session. Segments another replica added past it are found
+            // by reading on until one is missing (they are numbered without gaps).
+            Some(end) if from_seq > 0 => self.read_from_number(agent, session, from_seq, end).await?,
+            _ => self.read_listed(agent, session, from_seq).await?,
+        };
         let mut segments = Vec::with_capacity(bodies.len());
         for (seq, body) in bodies {
             let Some(body) = body else { continue };
@@ -167,6 +161,57 @@ impl SessionLog {
             segments.push((seq, messages));
         }
         Ok(segments)
+    }
+
+    async fn get_segment(&self, agent: &str, session: &str, seq: u64) -> Result<Option<Bytes>, StoreError> {
+        let key = segment(agent, session, seq)?;
+        Ok(self.store.get(Bucket::Sessions, &key).await?.map(|o| o.body))
+    }
+
+    async fn read_listed(
+        &self,
+        agent: &str,
+        session: &str,
+        from_seq: u64,
+    ) -> Result<Vec<(u64, Option<Bytes>)>, StoreError> {
+        let mut seqs: Vec<u64> = self
+            .store
+            .list(Bucket::Sessions, &prefix(agent, session))
+            .await?
+            .into_iter()
+            .filter_map(|o| seq_of(&o.key))
+            .filter(|seq| *seq >= from_seq)
+            .collect();
+        seqs.sort();
+        futures::stream::iter(seqs)
+            .map(
+                |seq| async move { Ok::<_, StoreError>((seq, self.get_segment(agent, session, seq).await?)) },
+            )
+            .buffered(16)
+            .try_collect()
+            .await
+    }
+
+    async fn read_from_number(
+        &self,
+        agent: &str,
+        session: &str,
+        from_seq: u64,
+        end: u64,
+    ) -> Result<Vec<(u64, Option<Bytes>)>, StoreError> {
+        let mut bodies: Vec<(u64, Option<Bytes>)> = futures::stream::iter(from_seq..end)
+            .map(
+                |seq| async move { Ok::<_, StoreError>((seq, self.get_segment(agent, session, seq).await?)) },
+            )
+            .buffered(16)
+            .try_collect()
+            .await?;
+        let mut next = end.max(from_seq);
+        while let Some(body) = self.get_segment(agent, session, next).await? {
+            bodies.push((next, Some(body)));
+            next += 1;
+        }
+        Ok(bodies)
     }
 
     pub async fn delete(&self, agent: &str, session: &str) -> Result<(), StoreError> {
@@ -201,6 +246,32 @@ impl SessionLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_tail_is_read_by_number_and_finds_what_another_replica_appended() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn ObjectStore> = Arc::new(crate::storage::LocalStore::new(dir.path()));
+        store.ensure_buckets().await.unwrap();
+        let (here, there) = (SessionLog::new(store.clone()), SessionLog::new(store));
+        let line = |text: &str| vec![LogMessage::plain("user", text)];
+        for i in 0..5 {
+            here.append("main", "s1", &line(&format!("turn {i}")))
+                .await
+                .unwrap();
+        }
+        there
+            .append("main", "s1", &line("from the other replica"))
+            .await
+            .unwrap();
+        let tail = here.read_segments("main", "s1", 3).await.unwrap();
+        let seqs: Vec<u64> = tail.iter().map(|(seq, _)| *seq).collect();
+        assert_eq!(seqs, [3, 4, 5]);
+        assert_eq!(tail[2].1[0].text(), "from the other replica");
+        // A reader that never appended lists instead, and agrees.
+        let fresh = SessionLog::new(here.store.clone());
+        assert_eq!(fresh.read_segments("main", "s1", 3).await.unwrap().len(), 3);
+        assert_eq!(here.read("main", "s1").await.unwrap().len(), 6);
+    }
 
     #[test]
     fn sequence_numbers_come_from_segment_names() {
