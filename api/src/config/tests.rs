@@ -205,6 +205,7 @@ fn key_paths(value: &serde_json::Value, path: &str, out: &mut Vec<String>) {
     const USER_NAMED: &[&str] = &[
         "providers",
         "models.aliases",
+        "models.contextWindow",
         "providers.<name>.headers",
         "plugins",
     ];
