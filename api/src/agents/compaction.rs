@@ -13,15 +13,14 @@
 //! the oldest turns are dropped instead (with a notice saying so). Nothing
 //! here can hang a run or lose the log.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::Agents;
 use super::context;
 use super::error::AgentError;
 use super::run_io::RunRequest;
 use super::tools::{self, ToolContext, ToolSpec};
-use crate::providers::types::ChatRequest;
-use crate::providers::{ChatCall, ModelTarget, ProviderError};
+use crate::providers::{ModelTarget, ProviderError};
 use crate::sessions::{History, SessionMeta};
 
 /// The share of the window the turns kept verbatim may take.
@@ -91,13 +90,7 @@ impl Agents {
             .get(&session.agent_id)
             .await?
             .ok_or_else(|| AgentError::UnknownAgent(session.agent_id.clone()))?;
-        let model = agent.model.clone().ok_or_else(|| AgentError::NoModel {
-            agent: agent.id.clone(),
-        })?;
-        let targets = self.router.resolve(&model).map_err(|source| AgentError::Route {
-            agent: agent.id.clone(),
-            source,
-        })?;
+        let (model, targets) = self.resolve_model(&agent)?;
         let mut history = self.sessions.history(session).await?;
         let context = self.tool_context(&agent).await;
         let prefix =
@@ -112,7 +105,6 @@ impl Agents {
             session: Some(session.clone()),
             source: "api".into(),
             include_memory: false,
-            attended: false,
             stream: false,
             temperature: None,
             max_tokens: None,
@@ -140,9 +132,14 @@ impl Agents {
     ) -> Option<Compacted> {
         let window = call.window as usize;
         let settings = self.compaction;
-        let before = self.request_tokens(&call, history);
         let limit = (window as f64 * settings.threshold) as usize;
-        if !force && (!settings.enabled || before <= limit) {
+        if !force
+            && (!settings.enabled || self.request_measure(&call, history, context::upper_bound) <= limit)
+        {
+            return None;
+        }
+        let before = self.request_measure(&call, history, context::count_request);
+        if !force && before <= limit {
             return None;
         }
         // What compaction cannot shrink: the system prompt, this turn, the tools.
@@ -190,7 +187,14 @@ impl Agents {
         })
     }
 
-    fn request_tokens(&self, call: &Request<'_>, history: &History) -> usize {
+    /// The whole request (prefix, history, the rest, tools) measured by
+    /// `measure`: the tokenizer, or the cheap byte bound.
+    fn request_measure(
+        &self,
+        call: &Request<'_>,
+        history: &History,
+        measure: fn(&[Value], &[Value]) -> usize,
+    ) -> usize {
         let messages: Vec<Value> = call
             .prefix
             .iter()
@@ -198,28 +202,26 @@ impl Agents {
             .chain(history.to_openai())
             .chain(call.rest.iter().cloned())
             .collect();
-        context::count_request(&messages, call.tool_defs)
+        measure(&messages, call.tool_defs)
+    }
+
+    fn request_tokens(&self, call: &Request<'_>, history: &History) -> usize {
+        self.request_measure(call, history, context::count_request)
     }
 
     /// One extra turn, with only `memory_write`, to save what must outlive
     /// the compaction. Its failures only cost the flush.
     async fn flush_memory(&self, call: &Request<'_>, history: &History) {
-        let Some(write) = tools::all(&self.tools)
-            .into_iter()
-            .find(|t| t.name == "memory_write")
-            .filter(|_| {
-                tools::offered(
-                    &call.request.agent,
-                    call.request.agent.permission_mode,
-                    &self.tools,
-                )
-                .iter()
-                .any(|t| t.name == "memory_write")
-            })
-        else {
+        // Only when the agent may write its memory at all.
+        let offered = tools::offered(
+            &call.request.agent,
+            call.request.agent.permission_mode,
+            &self.tools,
+        );
+        let Some(write) = offered.iter().find(|t| t.name == "memory_write") else {
             return;
         };
-        let tool_defs = [ToolSpec::function(&write)];
+        let tool_defs = [ToolSpec::function(write)];
         let mut messages: Vec<Value> = call.prefix.iter().cloned().chain(history.to_openai()).collect();
         messages.push(json!({"role": "user", "content": FLUSH_PROMPT}));
         for _ in 0..FLUSH_STEPS {
@@ -291,24 +293,8 @@ impl Agents {
         messages: &[Value],
         tool_defs: &[Value],
     ) -> Result<Value, ProviderError> {
-        let mut body = Map::new();
-        body.insert("model".into(), json!(request.agent.model));
-        body.insert("messages".into(), Value::Array(messages.to_vec()));
-        if !tool_defs.is_empty() {
-            body.insert("tools".into(), Value::Array(tool_defs.to_vec()));
-        }
-        let parsed: ChatRequest = serde_json::from_value(Value::Object(body.clone()))
-            .map_err(|e| ProviderError::InvalidRequest(format!("agent request: {e}")))?;
-        let (completion, _) = self
-            .router
-            .chat(
-                targets,
-                &ChatCall {
-                    body,
-                    request: parsed,
-                },
-            )
-            .await?;
+        let call = request.model_call(messages, tool_defs, false)?;
+        let (completion, _) = self.router.chat(targets, &call).await?;
         Ok(completion)
     }
 }

@@ -73,6 +73,21 @@ pub fn count_request(messages: &[Value], tools: &[Value]) -> usize {
     messages + tools
 }
 
+/// A bound no tokenizer count can pass (a token is at least one byte), for
+/// skipping the tokenizer when a request is clearly small.
+pub fn upper_bound(messages: &[Value], tools: &[Value]) -> usize {
+    let messages: usize = messages
+        .iter()
+        .map(|m| {
+            let calls = m["tool_calls"].as_array().map_or(0, |calls| {
+                calls.iter().map(|c| c["function"].to_string().len()).sum()
+            });
+            PER_MESSAGE + crate::text::content_text(&m["content"]).len() + calls
+        })
+        .sum();
+    messages + tools.iter().map(|t| t.to_string().len()).sum::<usize>()
+}
+
 pub fn count_message(message: &Value) -> usize {
     let text = crate::text::content_text(&message["content"]);
     let calls = message["tool_calls"].as_array().map_or(0, |calls| {
@@ -109,5 +124,11 @@ mod tests {
         assert_eq!(count_message(&message), PER_MESSAGE + 2);
         let parts = json!({"role": "user", "content": [{"type": "text", "text": "hello world"}]});
         assert_eq!(count_message(&parts), PER_MESSAGE + 2);
+        let messages = [
+            message,
+            parts,
+            json!({"role": "assistant", "content": "Grüße, ünïcödé!"}),
+        ];
+        assert!(upper_bound(&messages, &[]) >= count_request(&messages, &[]));
     }
 }

@@ -4,11 +4,13 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::error::AgentError;
+use super::prompt;
 use super::registry::AgentDef;
-use crate::providers::Usage;
+use crate::providers::types::ChatRequest;
+use crate::providers::{ChatCall, ProviderError, Usage};
 use crate::sessions::{History, LogMessage, SessionMeta};
 
 /// One run to make: the agent, the conversation, and how it is watched.
@@ -28,8 +30,6 @@ pub struct RunRequest {
     /// Where the run was started (`api`, `ui`, `telegram:…`, `task`, `inbox`).
     pub source: String,
     pub include_memory: bool,
-    /// Whether a person watches the run live (the API, the UI).
-    pub attended: bool,
     /// Where to post Approve/Deny buttons for a dangerous call in `ask` mode
     /// (`telegram:<chat>`, `discord:<channel>`), besides the Approvals page.
     pub ask_in: Option<String>,
@@ -40,6 +40,43 @@ pub struct RunRequest {
 }
 
 impl RunRequest {
+    /// A model call of an agent run: its model and settings, the prompt cache
+    /// key of its session, the messages and tools.
+    pub fn model_call(
+        &self,
+        messages: &[Value],
+        tool_defs: &[Value],
+        stream: bool,
+    ) -> Result<ChatCall, ProviderError> {
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.agent.model));
+        body.insert("messages".into(), Value::Array(messages.to_vec()));
+        if !tool_defs.is_empty() {
+            body.insert("tools".into(), Value::Array(tool_defs.to_vec()));
+        }
+        if let Some(t) = self.temperature.or(self.agent.temperature) {
+            body.insert("temperature".into(), json!(t));
+        }
+        if let Some(m) = self.max_tokens.or(self.agent.max_tokens) {
+            body.insert("max_tokens".into(), json!(m));
+        }
+        let session = self.session.as_ref().map(|s| s.id.as_str());
+        body.insert(
+            "prompt_cache_key".into(),
+            json!(prompt::cache_key(&self.agent.id, session)),
+        );
+        if stream {
+            body.insert("stream".into(), json!(true));
+            body.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+        let parsed: ChatRequest = serde_json::from_value(Value::Object(body.clone()))
+            .map_err(|e| ProviderError::InvalidRequest(format!("agent request: {e}")))?;
+        Ok(ChatCall {
+            body,
+            request: parsed,
+        })
+    }
+
     /// A run nobody watches live (a schedule, a chat platform, a wake-up): the
     /// session's history, then one new user message, with an optional system
     /// note about the situation. In `ask` mode its dangerous calls wait on the
@@ -65,7 +102,6 @@ impl RunRequest {
             session,
             source: source.into(),
             include_memory: false,
-            attended: false,
             ask_in: None,
             stream: false,
             temperature: None,

@@ -7,7 +7,7 @@
 //! record it.
 
 use futures::StreamExt;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::Agents;
 use super::approvals::Decision;
@@ -20,8 +20,7 @@ use super::runs::LiveRun;
 use super::tools::{self, ToolContext, ToolKind, ToolOutput, ToolSpec};
 use crate::clock;
 use crate::config::PermissionMode;
-use crate::providers::types::ChatRequest;
-use crate::providers::{ChatCall, ModelTarget, ProviderError, Usage};
+use crate::providers::{ModelTarget, ProviderError, Usage};
 use crate::sessions::LogMessage;
 
 /// What a run has done so far.
@@ -243,35 +242,7 @@ impl Agents {
         run: &LiveRun,
         partial: &mut String,
     ) -> Result<Step, ProviderError> {
-        let mut body = Map::new();
-        body.insert("model".into(), json!(request.agent.model));
-        body.insert("messages".into(), Value::Array(messages.to_vec()));
-        if !tool_defs.is_empty() {
-            body.insert("tools".into(), Value::Array(tool_defs.to_vec()));
-        }
-        if let Some(t) = request.temperature.or(request.agent.temperature) {
-            body.insert("temperature".into(), json!(t));
-        }
-        if let Some(m) = request.max_tokens.or(request.agent.max_tokens) {
-            body.insert("max_tokens".into(), json!(m));
-        }
-        body.insert(
-            "prompt_cache_key".into(),
-            json!(prompt::cache_key(
-                &request.agent.id,
-                request.session.as_ref().map(|s| s.id.as_str())
-            )),
-        );
-        if request.stream {
-            body.insert("stream".into(), json!(true));
-            body.insert("stream_options".into(), json!({"include_usage": true}));
-        }
-        let parsed: ChatRequest = serde_json::from_value(Value::Object(body.clone()))
-            .map_err(|e| ProviderError::InvalidRequest(format!("agent request: {e}")))?;
-        let call = ChatCall {
-            body,
-            request: parsed,
-        };
+        let call = request.model_call(messages, tool_defs, request.stream)?;
         if !request.stream {
             let (completion, _) = self.router.chat(targets, &call).await?;
             let message = &completion["choices"][0]["message"];

@@ -18,6 +18,7 @@ use super::run_loop::{Answer, Progress};
 use super::runs::{AgentRun, Ending, LiveRun, RunStatus};
 use crate::clock::now_stamp;
 use crate::memory::NoteTarget;
+use crate::providers::ModelTarget;
 use crate::sessions::{LogMessage, SessionMeta};
 
 impl Agents {
@@ -27,13 +28,7 @@ impl Agents {
     /// recorded.
     pub async fn start_run(self: &Arc<Self>, request: RunRequest) -> Result<Arc<LiveRun>, AgentError> {
         let agent = &request.agent;
-        let model = agent.model.clone().ok_or_else(|| AgentError::NoModel {
-            agent: agent.id.clone(),
-        })?;
-        let targets = self.router.resolve(&model).map_err(|source| AgentError::Route {
-            agent: agent.id.clone(),
-            source,
-        })?;
+        let (model, targets) = self.resolve_model(agent)?;
         let record = AgentRun {
             id: uuid::Uuid::now_v7().hyphenated().to_string(),
             agent: agent.id.clone(),
@@ -65,6 +60,19 @@ impl Agents {
             agents.end(&request, &live, progress, result).await;
         });
         Ok(run)
+    }
+
+    /// The agent's model and where it routes; a model-less or unroutable
+    /// agent is an error before any work.
+    pub(super) fn resolve_model(&self, agent: &AgentDef) -> Result<(String, Vec<ModelTarget>), AgentError> {
+        let model = agent.model.clone().ok_or_else(|| AgentError::NoModel {
+            agent: agent.id.clone(),
+        })?;
+        let targets = self.router.resolve(&model).map_err(|source| AgentError::Route {
+            agent: agent.id.clone(),
+            source,
+        })?;
+        Ok((model, targets))
     }
 
     /// Starts a run and waits for its outcome (runs nobody watches live:

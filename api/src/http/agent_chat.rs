@@ -73,7 +73,6 @@ pub async fn run(
         session: Some(session.clone()),
         source,
         include_memory,
-        attended: true,
         ask_in: None,
         stream,
         temperature: body["temperature"].as_f64(),
