@@ -593,6 +593,12 @@ async fn a_lost_database_is_rebuilt_from_the_files_with_the_same_results() {
         .send()
         .await
         .unwrap();
+    // Snapshot only once the note is indexed and embedded like the others:
+    // the rebuilt index has every file complete from its first search.
+    onyx.wait_for_status("three files indexed and embedded", |s| {
+        s["files"] == 3 && s["pending"] == 0 && s["embedder"]["ready"] == true
+    })
+    .await;
     let before = snapshot(&onyx).await;
     assert!(before.iter().all(|hits| !hits.is_empty()), "{before:?}");
 
