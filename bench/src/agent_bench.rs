@@ -1,8 +1,11 @@
-//! `agent-bench`: Onyx's own work in an agent turn, without the model: system
-//! prompt composition from the workspace files, memory injection (a search of
-//! the agent's memory) and the session append, which the client waits for,
-//! and the daily-log line the runtime writes in the background. Embedded
-//! SurrealKV and the local object store, as `onyx serve` runs by default.
+//! `agent-bench`: Onyx's own work in an agent turn, without the model, in the
+//! order the runtime does it: the run's record (`agent_run`, with its lease),
+//! the inbox claim, system prompt composition from the workspace files and
+//! memory injection (a search of the agent's memory); then, after the model,
+//! the inbox settlement and the session append (together) and the run's
+//! end record, which the client waits for; and the daily-log line the
+//! runtime writes in the background. Embedded SurrealKV and the local object
+//! store, as `onyx serve` runs by default.
 //!
 //! ```sh
 //! agent-bench [TURNS]      # default 300
@@ -13,9 +16,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use onyx::agents::prompt::{self, Inputs};
+use onyx::agents::runs::{AgentRun, Ending, RunStatus, Runs};
 use onyx::agents::workspace;
 use onyx::clock;
 use onyx::config::SurrealConfig;
+use onyx::inbox::Inbox;
 use onyx::memory::{Memory, NoteTarget, Settings};
 use onyx::sessions::{LogMessage, Sessions};
 use onyx::storage::{Db, LocalStore, ObjectStore};
@@ -59,9 +64,16 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
     objects.ensure_buckets().await.map_err(|e| e.to_string())?;
     let memory = Memory::new(objects.clone(), db.clone(), None, Settings::default());
     memory.prepare_chunking().await.map_err(|e| e.to_string())?;
-    let sessions = Sessions::new(objects.clone(), db)
+    let sessions = Sessions::new(objects.clone(), db.clone())
         .await
         .map_err(|e| e.to_string())?;
+    let inbox = Inbox::new(db.clone());
+    let runs = Runs::new(
+        db,
+        std::time::Duration::from_secs(30),
+        inbox.clone(),
+        sessions.clone(),
+    );
     workspace::seed_if_new(objects.as_ref(), "main")
         .await
         .map_err(|e| e.to_string())?;
@@ -88,11 +100,21 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
     let mut compose_times = Vec::with_capacity(turns);
+    let mut end_times = Vec::with_capacity(turns);
     let mut totals = Vec::with_capacity(turns);
     let mut log_lines = Vec::with_capacity(turns);
     for turn in 0..turns + 10 {
         let question = format!("what do you remember about project{}?", turn % 7);
+        let asked = vec![LogMessage::plain("user", question.clone())];
         let started = Instant::now();
+        let run = runs
+            .begin(
+                &AgentRun::starting("main", Some(&session.id), "api", "openai/bench".into()),
+                &asked,
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        let claimed = inbox.claim("main", &run.id).await.map_err(|e| e.to_string())?;
         let composed = prompt::compose(
             &memory,
             Inputs {
@@ -100,22 +122,32 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
                 now: clock::now(),
                 timezone: chrono_tz::UTC,
                 session: None,
-                inbox: &[],
+                inbox: &claimed,
                 memory_query: Some(&question),
             },
         )
         .await;
         let composed_at = started.elapsed();
-        sessions
-            .append(
-                &session,
-                vec![
-                    LogMessage::plain("user", question.clone()),
-                    LogMessage::plain("assistant", format!("answer {turn}")),
-                ],
-            )
-            .await
-            .map_err(|e| e.to_string())?;
+        let answered = Instant::now();
+        let mut turn_messages = asked;
+        turn_messages.push(LogMessage::plain("assistant", format!("answer {turn}")));
+        let (settled, appended) =
+            tokio::join!(inbox.commit(&run.id), sessions.append(&session, turn_messages));
+        settled.map_err(|e| e.to_string())?;
+        appended.map_err(|e| e.to_string())?;
+        runs.end(
+            &run,
+            &Ending {
+                status: RunStatus::Succeeded,
+                prompt_tokens: 1200,
+                completion_tokens: 40,
+                tools_used: &[],
+                iterations: 1,
+                error: None,
+            },
+        )
+        .await;
+        let ended_in = answered.elapsed();
         let turn_done = started.elapsed();
         // The runtime writes this line in the background, after the answer.
         let line_started = Instant::now();
@@ -129,6 +161,7 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         if turn >= 10 {
             compose_times.push(composed_at);
+            end_times.push(ended_in);
             totals.push(turn_done);
             log_lines.push(line_started.elapsed());
         }
@@ -141,12 +174,17 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
         40 + turns + 10
     );
     println!(
-        "compose + memory injection: p50 {}, p99 {}",
+        "before the model (run record + inbox claim + compose + memory injection): p50 {}, p99 {}",
         ms(percentile(&mut compose_times, 0.5)),
         ms(percentile(&mut compose_times, 0.99))
     );
     println!(
-        "turn overhead the client waits for (compose + inject + session append): p50 {}, p99 {}",
+        "after the model (inbox settled + session append, then the run's end record): p50 {}, p99 {}",
+        ms(percentile(&mut end_times, 0.5)),
+        ms(percentile(&mut end_times, 0.99))
+    );
+    println!(
+        "turn overhead the client waits for (run record + inbox claim + compose + inject, then the above): p50 {}, p99 {}",
         ms(percentile(&mut totals, 0.5)),
         ms(percentile(&mut totals, 0.99))
     );

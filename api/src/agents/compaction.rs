@@ -13,15 +13,16 @@
 //! the oldest turns are dropped instead (with a notice saying so). Nothing
 //! here can hang a run or lose the log.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Agents;
 use super::context;
 use super::error::AgentError;
-use super::run_io::RunRequest;
+use super::run_io::{RunRequest, reply_of};
 use super::tools::{self, ToolContext, ToolSpec};
+use crate::providers::types::{Message, ToolDef};
 use crate::providers::{ModelTarget, ProviderError};
-use crate::sessions::{History, SessionMeta};
+use crate::sessions::{History, LogMessage, SessionMeta};
 
 /// The share of the window the turns kept verbatim may take.
 const KEEP_SHARE: f64 = 0.25;
@@ -74,10 +75,10 @@ pub struct Request<'a> {
     pub window: u32,
     pub targets: &'a [ModelTarget],
     /// The composed system prompt(s) and the client's own, before the history.
-    pub prefix: &'a [Value],
+    pub prefix: &'a [Message],
     /// Everything after the history (the client's new messages, this run's steps).
-    pub rest: &'a [Value],
-    pub tool_defs: &'a [Value],
+    pub rest: &'a [Message],
+    pub tool_defs: &'a [ToolDef],
     pub context: &'a ToolContext,
 }
 
@@ -93,8 +94,10 @@ impl Agents {
         let (model, targets) = self.resolve_model(&agent)?;
         let mut history = self.sessions.history(session).await?;
         let context = self.tool_context(&agent).await;
-        let prefix =
-            [json!({"role": "system", "content": format!("You are the Onyx agent \"{}\".", agent.id)})];
+        let prefix = [Message::system(format!(
+            "You are the Onyx agent \"{}\".",
+            agent.id
+        ))];
         let request = RunRequest {
             agent,
             history: Default::default(),
@@ -193,13 +196,13 @@ impl Agents {
         &self,
         call: &Request<'_>,
         history: &History,
-        measure: fn(&[Value], &[Value]) -> usize,
+        measure: fn(&[Message], &[ToolDef]) -> usize,
     ) -> usize {
-        let messages: Vec<Value> = call
+        let messages: Vec<Message> = call
             .prefix
             .iter()
             .cloned()
-            .chain(history.to_openai())
+            .chain(history.to_messages())
             .chain(call.rest.iter().cloned())
             .collect();
         measure(&messages, call.tool_defs)
@@ -222,8 +225,8 @@ impl Agents {
             return;
         };
         let tool_defs = [ToolSpec::function(write)];
-        let mut messages: Vec<Value> = call.prefix.iter().cloned().chain(history.to_openai()).collect();
-        messages.push(json!({"role": "user", "content": FLUSH_PROMPT}));
+        let mut messages: Vec<Message> = call.prefix.iter().cloned().chain(history.to_messages()).collect();
+        messages.push(Message::user(FLUSH_PROMPT));
         for _ in 0..FLUSH_STEPS {
             let completion = match self
                 .chat_once(call.request, call.targets, &messages, &tool_defs)
@@ -235,25 +238,19 @@ impl Agents {
                     return;
                 }
             };
-            let message = completion["choices"][0]["message"].clone();
-            let calls = message["tool_calls"].as_array().cloned().unwrap_or_default();
-            messages.push(message);
+            let (content, calls) = reply_of(&completion);
+            messages.push(Message::assistant(content, calls.clone()));
             if calls.is_empty() {
                 return;
             }
             for tool_call in calls {
-                let name = tool_call["function"]["name"].as_str().unwrap_or_default();
+                let name = tool_call.function.name.as_str();
                 let output = if name == "memory_write" {
-                    let arguments =
-                        serde_json::from_str(tool_call["function"]["arguments"].as_str().unwrap_or("{}"))
-                            .unwrap_or(Value::Null);
-                    tools::call(call.context, name, &arguments).await
+                    tools::call(call.context, name, &tool_call.arguments()).await
                 } else {
                     tools::ToolOutput::error(format!("only memory_write is available now, not {name:?}"))
                 };
-                messages.push(
-                    json!({"role": "tool", "tool_call_id": tool_call["id"], "content": output.content}),
-                );
+                messages.push(Message::tool_result(tool_call.id.clone(), output.content));
             }
         }
     }
@@ -267,16 +264,9 @@ impl Agents {
         window: usize,
     ) -> Result<String, ProviderError> {
         let transcript = transcript(history, older, (window as f64 * TRANSCRIPT_SHARE) as usize);
-        let messages = [
-            json!({"role": "system", "content": SUMMARY_PROMPT}),
-            json!({"role": "user", "content": transcript}),
-        ];
+        let messages = [Message::system(SUMMARY_PROMPT), Message::user(transcript)];
         let completion = self.chat_once(call.request, call.targets, &messages, &[]).await?;
-        let summary = completion["choices"][0]["message"]["content"]
-            .as_str()
-            .unwrap_or_default()
-            .trim()
-            .to_string();
+        let summary = reply_of(&completion).0.trim().to_string();
         if summary.is_empty() {
             return Err(ProviderError::InvalidRequest(
                 "the model returned an empty summary".into(),
@@ -290,8 +280,8 @@ impl Agents {
         &self,
         request: &RunRequest,
         targets: &[ModelTarget],
-        messages: &[Value],
-        tool_defs: &[Value],
+        messages: &[Message],
+        tool_defs: &[ToolDef],
     ) -> Result<Value, ProviderError> {
         let call = request.model_call(messages, tool_defs, false)?;
         let (completion, _) = self.router.chat(targets, &call).await?;
@@ -307,7 +297,8 @@ fn kept_turns(history: &History, budget: usize) -> usize {
         let tokens: usize = messages
             .iter()
             .filter(|m| m.role != crate::sessions::COMPACTION_ROLE)
-            .map(|m| context::count_message(&m.to_openai()))
+            .filter_map(LogMessage::to_message)
+            .map(|m| context::count_message(&m))
             .sum();
         if used + tokens > budget {
             break;

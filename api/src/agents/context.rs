@@ -4,11 +4,11 @@
 //! real BPE tokenizer (OpenAI's o200k_base; for other families a close
 //! estimate, far better than characters / 4).
 
-use serde_json::Value;
 use tiktoken_rs::o200k_base_singleton;
 
 use crate::config::ContextWindows;
 use crate::model_ref::ModelRef;
+use crate::providers::types::{Message, ToolDef};
 
 /// For a model nobody describes: small enough for most local models' real window.
 pub const DEFAULT_WINDOW: u32 = 32_768;
@@ -65,35 +65,47 @@ pub fn count_text(text: &str) -> usize {
     o200k_base_singleton().encode_with_special_tokens(text).len()
 }
 
-/// Tokens an OpenAI-shaped request takes: its messages (text parts, tool
-/// calls and their arguments) and its tool definitions.
-pub fn count_request(messages: &[Value], tools: &[Value]) -> usize {
+/// Tokens a request takes: its messages (text parts, tool calls and their
+/// arguments) and its tool definitions.
+pub fn count_request(messages: &[Message], tools: &[ToolDef]) -> usize {
     let messages: usize = messages.iter().map(count_message).sum();
-    let tools: usize = tools.iter().map(|t| count_text(&t.to_string())).sum();
+    let tools: usize = tools.iter().map(|t| count_text(&tool_json(t))).sum();
     messages + tools
 }
 
 /// A bound no tokenizer count can pass (a token is at least one byte), for
 /// skipping the tokenizer when a request is clearly small.
-pub fn upper_bound(messages: &[Value], tools: &[Value]) -> usize {
+pub fn upper_bound(messages: &[Message], tools: &[ToolDef]) -> usize {
     let messages: usize = messages
         .iter()
         .map(|m| {
-            let calls = m["tool_calls"].as_array().map_or(0, |calls| {
-                calls.iter().map(|c| c["function"].to_string().len()).sum()
-            });
-            PER_MESSAGE + crate::text::content_text(&m["content"]).len() + calls
+            let calls: usize = calls_of(m)
+                .map(|(name, arguments)| name.len() + arguments.len())
+                .sum();
+            PER_MESSAGE + m.text_content().len() + calls
         })
         .sum();
-    messages + tools.iter().map(|t| t.to_string().len()).sum::<usize>()
+    messages + tools.iter().map(|t| tool_json(t).len()).sum::<usize>()
 }
 
-pub fn count_message(message: &Value) -> usize {
-    let text = crate::text::content_text(&message["content"]);
-    let calls = message["tool_calls"].as_array().map_or(0, |calls| {
-        calls.iter().map(|c| count_text(&c["function"].to_string())).sum()
-    });
-    PER_MESSAGE + count_text(&text) + calls
+pub fn count_message(message: &Message) -> usize {
+    let calls: usize = calls_of(message)
+        .map(|(name, arguments)| count_text(name) + count_text(arguments))
+        .sum();
+    PER_MESSAGE + count_text(&message.text_content()) + calls
+}
+
+/// The name and arguments of each tool call a message makes.
+fn calls_of(message: &Message) -> impl Iterator<Item = (&str, &str)> {
+    message
+        .tool_calls
+        .iter()
+        .flatten()
+        .map(|c| (c.function.name.as_str(), c.function.arguments.as_str()))
+}
+
+fn tool_json(tool: &ToolDef) -> String {
+    serde_json::to_string(tool).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -120,15 +132,14 @@ mod tests {
         // o200k_base: "hello world" is two tokens, a long word several.
         assert_eq!(count_text("hello world"), 2);
         assert!(count_text("antidisestablishmentarianism") > 3);
-        let message = json!({"role": "user", "content": "hello world"});
+        let message = Message::user("hello world");
         assert_eq!(count_message(&message), PER_MESSAGE + 2);
-        let parts = json!({"role": "user", "content": [{"type": "text", "text": "hello world"}]});
+        let parts: Message = serde_json::from_value(
+            json!({"role": "user", "content": [{"type": "text", "text": "hello world"}]}),
+        )
+        .unwrap();
         assert_eq!(count_message(&parts), PER_MESSAGE + 2);
-        let messages = [
-            message,
-            parts,
-            json!({"role": "assistant", "content": "Grüße, ünïcödé!"}),
-        ];
+        let messages = [message, parts, Message::assistant("Grüße, ünïcödé!", Vec::new())];
         assert!(upper_bound(&messages, &[]) >= count_request(&messages, &[]));
     }
 }

@@ -42,6 +42,7 @@ use crate::config::{CompactionConfig, Config, ContextWindows, ToolsConfig};
 use crate::inbox::Inbox;
 use crate::memory::Memory;
 use crate::providers::Router;
+use crate::providers::types::Message;
 use crate::sessions::Sessions;
 use crate::storage::{Db, ObjectStore};
 use crate::tasks::Tasks;
@@ -134,9 +135,10 @@ impl Agents {
             return;
         }
         let session = self.sessions.create(&agent.id, "inbox").await.ok();
-        let message = serde_json::json!({"role": "user", "content": format!(
-            "{} sent you a message (see Inbox). Act on it.", wake.from
-        )});
+        let message = Message::user(format!(
+            "{} sent you a message (see Inbox). Act on it.",
+            wake.from
+        ));
         let request =
             RunRequest::unattended(agent.clone(), Default::default(), message, None, session, "inbox");
         // A failure is logged where the run ends.

@@ -18,11 +18,11 @@
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use futures::future::join_all;
-use serde_json::{Value, json};
 
 use crate::clock;
 use crate::inbox::InboxMessage;
 use crate::memory::{Memory, Mode, paths};
+use crate::providers::types::{Message, Role};
 
 pub const FILE_CAP: usize = 20_000;
 const PERSONA: [&str; 5] = ["IDENTITY.md", "SOUL.md", "USER.md", "AGENTS.md", "TOOLS.md"];
@@ -61,26 +61,16 @@ impl Composed {
     /// system messages, then the conversation with the context put at the
     /// start of its newest user message (or, with none, as a user message of
     /// its own at the end).
-    pub fn messages(&self, client_system: &[Value], conversation: &[Value]) -> Vec<Value> {
-        let mut messages = vec![json!({"role": "system", "content": self.stable})];
+    pub fn messages(&self, client_system: &[Message], conversation: &[Message]) -> Vec<Message> {
+        let mut messages = vec![Message::system(self.stable.clone())];
         messages.extend(client_system.iter().cloned());
         let start = messages.len();
         messages.extend(conversation.iter().cloned());
-        match messages[start..].iter().rposition(|m| m["role"] == "user") {
-            Some(i) => with_context(&mut messages[start + i], &self.context),
-            None => messages.push(json!({"role": "user", "content": self.context})),
+        match messages[start..].iter().rposition(|m| m.role == Role::User) {
+            Some(i) => messages[start + i].prepend_text(&self.context),
+            None => messages.push(Message::user(self.context.clone())),
         }
         messages
-    }
-}
-
-/// Puts `context` before a user message's text (a string stays a string, so
-/// servers that take only string content still work).
-fn with_context(message: &mut Value, context: &str) {
-    match &mut message["content"] {
-        Value::Array(parts) => parts.insert(0, json!({"type": "text", "text": context})),
-        Value::String(text) => *text = format!("{context}\n\n{text}"),
-        other => *other = Value::String(context.to_string()),
     }
 }
 
@@ -222,6 +212,7 @@ pub async fn compose(memory: &Memory, inputs: Inputs<'_>) -> Composed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{Value, json};
 
     fn composed() -> Composed {
         Composed {
@@ -305,13 +296,15 @@ mod tests {
 
     #[test]
     fn the_context_starts_the_newest_user_message_after_a_stable_prefix() {
-        let client = [json!({"role": "system", "content": "CLIENT"})];
-        let history = [
-            json!({"role": "user", "content": "first"}),
-            json!({"role": "assistant", "content": "one"}),
-            json!({"role": "user", "content": "second"}),
-        ];
-        let messages = composed().messages(&client, &history);
+        let typed = |v: Value| serde_json::from_value::<Vec<Message>>(v).unwrap();
+        let sent = |m: Vec<Message>| serde_json::to_value(m).unwrap();
+        let client = typed(json!([{"role": "system", "content": "CLIENT"}]));
+        let history = typed(json!([
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": "one"},
+            {"role": "user", "content": "second"},
+        ]));
+        let messages = sent(composed().messages(&client, &history));
         assert_eq!(messages[0], json!({"role": "system", "content": "STABLE"}));
         assert_eq!(messages[1]["content"], "CLIENT");
         assert_eq!(messages[2]["content"], "first", "older turns are untouched");
@@ -321,16 +314,16 @@ mod tests {
         );
 
         // Parts stay parts; a conversation ending in tool results keeps its end.
-        let parts = [
-            json!({"role": "user", "content": [{"type": "text", "text": "look"}]}),
-            json!({"role": "assistant", "tool_calls": []}),
-            json!({"role": "tool", "tool_call_id": "c", "content": "r"}),
-        ];
-        let messages = composed().messages(&[], &parts);
+        let parts = typed(json!([
+            {"role": "user", "content": [{"type": "text", "text": "look"}]},
+            {"role": "assistant", "tool_calls": []},
+            {"role": "tool", "tool_call_id": "c", "content": "r"},
+        ]));
+        let messages = sent(composed().messages(&[], &parts));
         assert_eq!(messages[1]["content"][0]["text"], composed().context);
         assert_eq!(messages[1]["content"][1]["text"], "look");
         assert_eq!(messages[3]["role"], "tool");
-        let alone = composed().messages(&[], &[]);
+        let alone = sent(composed().messages(&[], &[]));
         assert_eq!(alone[1], json!({"role": "user", "content": composed().context}));
     }
 

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::error::AgentError;
 use super::prompt;
 use super::registry::AgentDef;
-use crate::providers::types::ChatRequest;
+use crate::providers::types::{ChatRequest, FunctionCall, Message, ToolCall, ToolDef};
 use crate::providers::{ChatCall, ProviderError, Usage};
 use crate::sessions::{History, LogMessage, SessionMeta};
 
@@ -19,11 +19,11 @@ pub struct RunRequest {
     /// The session's history this turn builds on (compacted as it grows).
     pub history: History,
     /// The client's new messages, without system messages.
-    pub messages: Vec<Value>,
+    pub messages: Vec<Message>,
     /// The client's own system messages, kept after the composed prompt.
-    pub client_system: Vec<Value>,
+    pub client_system: Vec<Message>,
     /// Tools the client defined; a call to one ends the run and goes back to it.
-    pub client_tools: Vec<Value>,
+    pub client_tools: Vec<ToolDef>,
     /// The messages of this turn to record (the client's new ones).
     pub turn: Vec<LogMessage>,
     pub session: Option<SessionMeta>,
@@ -44,15 +44,15 @@ impl RunRequest {
     /// key of its session, the messages and tools.
     pub fn model_call(
         &self,
-        messages: &[Value],
-        tool_defs: &[Value],
+        messages: &[Message],
+        tool_defs: &[ToolDef],
         stream: bool,
     ) -> Result<ChatCall, ProviderError> {
         let mut body = Map::new();
         body.insert("model".into(), json!(self.agent.model));
-        body.insert("messages".into(), Value::Array(messages.to_vec()));
+        body.insert("messages".into(), json!(messages));
         if !tool_defs.is_empty() {
-            body.insert("tools".into(), Value::Array(tool_defs.to_vec()));
+            body.insert("tools".into(), json!(tool_defs));
         }
         if let Some(t) = self.temperature.or(self.agent.temperature) {
             body.insert("temperature".into(), json!(t));
@@ -84,20 +84,17 @@ impl RunRequest {
     pub fn unattended(
         agent: AgentDef,
         history: History,
-        message: Value,
+        message: Message,
         note: Option<String>,
         session: Option<SessionMeta>,
         source: &str,
     ) -> Self {
         Self {
             agent,
-            turn: crate::sessions::recorder::client_messages(std::slice::from_ref(&message)),
+            turn: vec![LogMessage::from_message(&message, None)],
             history,
             messages: vec![message],
-            client_system: note
-                .map(|n| json!({"role": "system", "content": n}))
-                .into_iter()
-                .collect(),
+            client_system: note.map(Message::system).into_iter().collect(),
             client_tools: Vec::new(),
             session,
             source: source.into(),
@@ -149,11 +146,39 @@ pub struct Outcome {
     /// `stop`, `tool_calls` (the client's tools) or `length` (iteration limit).
     pub finish_reason: &'static str,
     /// Calls to the client's own tools, when the model made any.
-    pub client_tool_calls: Option<Value>,
+    pub client_tool_calls: Option<Vec<ToolCall>>,
     pub usage: Usage,
     pub model: String,
     pub iterations: u32,
     pub tools_used: Vec<String>,
     /// What the user should be told beside the answer (a compaction).
     pub notices: Vec<String>,
+}
+
+/// The text and tool calls of a completion's message. Calls are read
+/// leniently (a missing id is empty): the upstream's output is not the
+/// client's input to validate, and a broken call still reaches the model as
+/// an error result.
+pub(super) fn reply_of(completion: &Value) -> (String, Vec<ToolCall>) {
+    let message = &completion["choices"][0]["message"];
+    let calls = message["tool_calls"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|call| ToolCall {
+            id: call["id"].as_str().unwrap_or_default().to_string(),
+            kind: "function".into(),
+            function: FunctionCall {
+                name: call["function"]["name"].as_str().unwrap_or_default().to_string(),
+                arguments: match &call["function"]["arguments"] {
+                    Value::String(text) => text.clone(),
+                    Value::Null => String::new(),
+                    other => other.to_string(),
+                },
+            },
+        })
+        .collect();
+    let content = message["content"].as_str().unwrap_or_default().to_string();
+    (content, calls)
 }

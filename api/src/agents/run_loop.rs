@@ -15,11 +15,12 @@ use super::compaction::{self, clip_tool_result};
 use super::context;
 use super::error::AgentError;
 use super::prompt::{self, Inputs};
-use super::run_io::{Event, RunRequest};
+use super::run_io::{Event, RunRequest, reply_of};
 use super::runs::LiveRun;
 use super::tools::{self, ToolContext, ToolKind, ToolOutput, ToolSpec};
 use crate::clock;
 use crate::config::PermissionMode;
+use crate::providers::types::{FunctionCall, Message, Role, ToolCall, ToolDef};
 use crate::providers::{ModelTarget, ProviderError, Usage};
 use crate::sessions::LogMessage;
 
@@ -43,7 +44,7 @@ pub struct Answer {
     pub content: String,
     /// `stop`, `tool_calls` (the client's tools) or `length` (iteration limit).
     pub finish_reason: &'static str,
-    pub client_tool_calls: Option<Value>,
+    pub client_tool_calls: Option<Vec<ToolCall>>,
     /// The user's last message, for the daily log.
     pub asked: String,
 }
@@ -51,7 +52,7 @@ pub struct Answer {
 /// One model answer, assembled.
 struct Step {
     content: String,
-    tool_calls: Vec<Value>,
+    tool_calls: Vec<ToolCall>,
     usage: Option<Usage>,
 }
 
@@ -93,14 +94,15 @@ impl Agents {
         // (after the history) the client's new messages with the volatile
         // context, then this run's steps.
         let mut rest = composed.messages(&request.client_system, &request.messages);
-        let prefix: Vec<Value> = rest.drain(..1 + request.client_system.len()).collect();
-        let mut tool_defs: Vec<Value> = offered.iter().map(ToolSpec::function).collect();
+        let prefix: Vec<Message> = rest.drain(..1 + request.client_system.len()).collect();
+        let mut tool_defs: Vec<ToolDef> = offered.iter().map(ToolSpec::function).collect();
         tool_defs.extend(request.client_tools.iter().cloned());
-        let client_tool_names: Vec<String> = request
-            .client_tools
-            .iter()
-            .filter_map(|t| t["function"]["name"].as_str().map(String::from))
-            .collect();
+        let is_client_tool = |call: &ToolCall| {
+            request
+                .client_tools
+                .iter()
+                .any(|t| t.function.name == call.function.name)
+        };
         let context = self.tool_context(agent).await;
         while progress.iterations < self.max_iterations {
             progress.iterations += 1;
@@ -125,10 +127,10 @@ impl Agents {
                 );
                 progress.notices.push(done.notice());
             }
-            let messages: Vec<Value> = prefix
+            let messages: Vec<Message> = prefix
                 .iter()
                 .cloned()
-                .chain(history.to_openai())
+                .chain(history.to_messages())
                 .chain(rest.iter().cloned())
                 .collect();
             let step = self
@@ -144,14 +146,10 @@ impl Agents {
             if let Some(u) = &step.usage {
                 progress.usage += *u;
             }
-            let mut assistant = json!({"role": "assistant", "content": step.content});
-            if !step.tool_calls.is_empty() {
-                assistant["tool_calls"] = Value::Array(step.tool_calls.clone());
-            }
+            let assistant = Message::assistant(step.content.clone(), step.tool_calls.clone());
             progress.partial.clear();
-            progress.turn.extend(
-                LogMessage::from_openai(&assistant, Some(&model))
-                    .map(|m| m.with_usage(step.usage.map(|u| json!(u)))),
+            progress.turn.push(
+                LogMessage::from_message(&assistant, Some(&model)).with_usage(step.usage.map(|u| json!(u))),
             );
             rest.push(assistant);
             if step.tool_calls.is_empty() {
@@ -162,21 +160,17 @@ impl Agents {
                     asked: last_user,
                 });
             }
-            let to_client: Vec<Value> = step
+            let to_client: Vec<ToolCall> = step
                 .tool_calls
                 .iter()
-                .filter(|c| {
-                    client_tool_names
-                        .iter()
-                        .any(|n| c["function"]["name"] == n.as_str())
-                })
+                .filter(|c| is_client_tool(c))
                 .cloned()
                 .collect();
             if !to_client.is_empty() {
                 return Ok(Answer {
                     content: step.content,
                     finish_reason: "tool_calls",
-                    client_tool_calls: Some(Value::Array(to_client)),
+                    client_tool_calls: Some(to_client),
                     asked: last_user,
                 });
             }
@@ -187,16 +181,17 @@ impl Agents {
             )
             .await;
             for (call, output) in step.tool_calls.iter().zip(results) {
-                let name = call["function"]["name"].as_str().unwrap_or_default().to_string();
-                if !progress.tools_used.contains(&name) {
-                    progress.tools_used.push(name);
+                let name = &call.function.name;
+                if !progress.tools_used.contains(name) {
+                    progress.tools_used.push(name.clone());
                 }
-                let mut message =
-                    json!({"role": "tool", "tool_call_id": call["id"], "content": output.content});
-                progress.turn.extend(LogMessage::from_openai(&message, None));
+                let message = Message::tool_result(call.id.clone(), output.content.clone());
+                progress.turn.push(LogMessage::from_message(&message, None));
                 // The log keeps the whole result; the model gets it clipped.
-                message["content"] = json!(clip_tool_result(&output.content, window));
-                rest.push(message);
+                rest.push(Message::tool_result(
+                    call.id.clone(),
+                    clip_tool_result(&output.content, window),
+                ));
             }
         }
         Ok(Answer {
@@ -237,23 +232,23 @@ impl Agents {
         &self,
         targets: &[ModelTarget],
         request: &RunRequest,
-        messages: &[Value],
-        tool_defs: &[Value],
+        messages: &[Message],
+        tool_defs: &[ToolDef],
         run: &LiveRun,
         partial: &mut String,
     ) -> Result<Step, ProviderError> {
         let call = request.model_call(messages, tool_defs, request.stream)?;
         if !request.stream {
             let (completion, _) = self.router.chat(targets, &call).await?;
-            let message = &completion["choices"][0]["message"];
+            let (content, tool_calls) = reply_of(&completion);
             return Ok(Step {
-                content: message["content"].as_str().unwrap_or_default().to_string(),
-                tool_calls: message["tool_calls"].as_array().cloned().unwrap_or_default(),
+                content,
+                tool_calls,
                 usage: Usage::from_response(&completion),
             });
         }
         let (mut stream, _) = self.router.chat_stream(targets, &call).await?;
-        let mut calls: Vec<Value> = Vec::new();
+        let mut calls: Vec<ToolCall> = Vec::new();
         let mut usage = None;
         while let Some(chunk) = stream.next().await {
             let chunk = chunk?;
@@ -286,14 +281,12 @@ impl Agents {
         offered: &[ToolSpec],
         mode: PermissionMode,
         request: &RunRequest,
-        call: &Value,
+        call: &ToolCall,
         run: &LiveRun,
     ) -> ToolOutput {
-        let id = call["id"].as_str().unwrap_or_default().to_string();
-        let name = call["function"]["name"].as_str().unwrap_or_default().to_string();
-        let raw = call["function"]["arguments"].as_str().unwrap_or("{}");
-        let arguments: Value =
-            serde_json::from_str(if raw.trim().is_empty() { "{}" } else { raw }).unwrap_or(Value::Null);
+        let id = call.id.clone();
+        let name = call.function.name.clone();
+        let arguments = call.arguments();
         run.emit(
             Event::ToolStarted {
                 id: id.clone(),
@@ -373,34 +366,36 @@ impl Agents {
 }
 
 /// Folds one streamed tool-call delta into the calls assembled so far.
-fn merge_tool_delta(calls: &mut Vec<Value>, part: &Value) {
+fn merge_tool_delta(calls: &mut Vec<ToolCall>, part: &Value) {
     let index = part["index"].as_u64().unwrap_or(calls.len() as u64) as usize;
     while calls.len() <= index {
-        calls.push(json!({"id": "", "type": "function", "function": {"name": "", "arguments": ""}}));
+        calls.push(ToolCall {
+            id: String::new(),
+            kind: "function".into(),
+            function: FunctionCall {
+                name: String::new(),
+                arguments: String::new(),
+            },
+        });
     }
     let call = &mut calls[index];
     if let Some(id) = part["id"].as_str() {
-        call["id"] = json!(id);
+        call.id = id.to_string();
     }
     if let Some(name) = part["function"]["name"].as_str() {
-        let joined = format!("{}{name}", call["function"]["name"].as_str().unwrap_or_default());
-        call["function"]["name"] = json!(joined);
+        call.function.name.push_str(name);
     }
     if let Some(args) = part["function"]["arguments"].as_str() {
-        let joined = format!(
-            "{}{args}",
-            call["function"]["arguments"].as_str().unwrap_or_default()
-        );
-        call["function"]["arguments"] = json!(joined);
+        call.function.arguments.push_str(args);
     }
 }
 
-pub(super) fn last_user_text(messages: &[Value]) -> String {
+pub(super) fn last_user_text(messages: &[Message]) -> String {
     messages
         .iter()
         .rev()
-        .find(|m| m["role"] == "user")
-        .map(|m| crate::text::content_text(&m["content"]))
+        .find(|m| m.role == Role::User)
+        .map(Message::text_content)
         .unwrap_or_default()
 }
 
@@ -419,8 +414,8 @@ mod tests {
         ] {
             merge_tool_delta(&mut calls, &part);
         }
-        assert_eq!(calls[0]["function"]["name"], "fs_read");
-        assert_eq!(calls[1]["function"]["arguments"], "{\"command\":\"ls\"}");
-        assert_eq!(calls[1]["id"], "b");
+        assert_eq!(calls[0].function.name, "fs_read");
+        assert_eq!(calls[1].function.arguments, "{\"command\":\"ls\"}");
+        assert_eq!(calls[1].id, "b");
     }
 }

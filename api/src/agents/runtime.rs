@@ -16,7 +16,6 @@ use super::registry::AgentDef;
 use super::run_io::{Event, Outcome, RunRequest};
 use super::run_loop::{Answer, Progress};
 use super::runs::{AgentRun, Ending, LiveRun, RunStatus};
-use crate::clock::now_stamp;
 use crate::memory::NoteTarget;
 use crate::providers::ModelTarget;
 use crate::sessions::{LogMessage, SessionMeta};
@@ -29,22 +28,12 @@ impl Agents {
     pub async fn start_run(self: &Arc<Self>, request: RunRequest) -> Result<Arc<LiveRun>, AgentError> {
         let agent = &request.agent;
         let (model, targets) = self.resolve_model(agent)?;
-        let record = AgentRun {
-            id: uuid::Uuid::now_v7().hyphenated().to_string(),
-            agent: agent.id.clone(),
-            session: request.session.as_ref().map(|s| s.id.clone()),
-            source: request.source.clone(),
+        let record = AgentRun::starting(
+            &agent.id,
+            request.session.as_ref().map(|s| s.id.as_str()),
+            &request.source,
             model,
-            status: RunStatus::Running,
-            started_at: now_stamp(),
-            finished_at: None,
-            prompt_tokens: 0,
-            completion_tokens: 0,
-            tools_used: Vec::new(),
-            iterations: 0,
-            error: None,
-            replica: crate::replica::id().to_string(),
-        };
+        );
         let run = self.runs.begin(&record, &request.turn).await?;
         let agents = self.clone();
         let live = run.clone();
@@ -96,26 +85,31 @@ impl Agents {
             Err(AgentError::Cancelled) => RunStatus::Cancelled,
             Err(_) => RunStatus::Failed,
         };
-        let claims = if status == RunStatus::Succeeded {
-            self.inbox.commit(&run.id).await
-        } else {
-            self.inbox.release(&run.id).await
-        };
-        if let Err(err) = claims {
-            tracing::error!(run = %run.id, error = %err, "could not settle the run's inbox messages");
-        }
         if status == RunStatus::Cancelled {
             close_cancelled_turn(&mut progress);
         }
-        if status != RunStatus::Failed
-            && let Some(session) = &request.session
-            && let Err(err) = self
-                .sessions
-                .append(session, std::mem::take(&mut progress.turn))
-                .await
-        {
-            tracing::error!(session = %session.id, error = %err, "could not record the agent's turn");
-        }
+        let turn = std::mem::take(&mut progress.turn);
+        // The inbox claims and the session's turn are independent writes;
+        // the client waits for both, so they go together.
+        let settle_inbox = async {
+            let claims = if status == RunStatus::Succeeded {
+                self.inbox.commit(&run.id).await
+            } else {
+                self.inbox.release(&run.id).await
+            };
+            if let Err(err) = claims {
+                tracing::error!(run = %run.id, error = %err, "could not settle the run's inbox messages");
+            }
+        };
+        let record_turn = async {
+            if status != RunStatus::Failed
+                && let Some(session) = &request.session
+                && let Err(err) = self.sessions.append(session, turn).await
+            {
+                tracing::error!(session = %session.id, error = %err, "could not record the agent's turn");
+            }
+        };
+        tokio::join!(settle_inbox, record_turn);
         if let Ok(answer) = &result {
             self.daily_log_line(agent, request.session.as_ref(), answer, &progress.tools_used);
         }

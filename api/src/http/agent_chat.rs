@@ -8,14 +8,14 @@ use std::sync::Arc;
 
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
-use serde_json::Value;
 
-use super::chat_session::{SESSION_HEADER, source, split_system};
+use super::chat_session::{SESSION_HEADER, source};
 use super::error::ApiError;
 use super::run_events::{self, RUN_HEADER};
 use crate::agents::RunRequest;
 use crate::app::App;
-use crate::sessions::recorder;
+use crate::providers::types::{ChatRequest, Message, Role};
+use crate::sessions::LogMessage;
 
 pub const AGENT_HEADER: &str = "x-onyx-agent-id";
 const MEMORY_HEADER: &str = "x-onyx-include-memory";
@@ -33,7 +33,7 @@ pub fn agent_of(headers: &HeaderMap, model: &str) -> Option<String> {
 pub async fn run(
     app: Arc<App>,
     headers: &HeaderMap,
-    body: Value,
+    chat: ChatRequest,
     agent_id: &str,
     session_ref: Option<String>,
 ) -> Result<Response, ApiError> {
@@ -54,11 +54,17 @@ pub async fn run(
         Some(id) => app.sessions.get(id).await?,
     };
     let history = app.sessions.history(&session).await.unwrap_or_default();
-    let client: Vec<Value> = body["messages"].as_array().cloned().unwrap_or_default();
-    let (client_system, client_rest) = split_system(client);
-    let turn = recorder::client_messages(&client_rest);
-    let stream = body["stream"].as_bool() == Some(true);
-    let include_usage = body["stream_options"]["include_usage"].as_bool() == Some(true);
+    let stream = chat.stream;
+    let include_usage = chat.include_usage();
+    let max_tokens = chat.max_output_tokens();
+    let (client_system, client_rest): (Vec<Message>, Vec<Message>) = chat
+        .messages
+        .into_iter()
+        .partition(|m| matches!(m.role, Role::System | Role::Developer));
+    let turn = client_rest
+        .iter()
+        .map(|m| LogMessage::from_message(m, None))
+        .collect();
     let include_memory = headers
         .get(MEMORY_HEADER)
         .and_then(|v| v.to_str().ok())
@@ -68,18 +74,15 @@ pub async fn run(
         history,
         messages: client_rest,
         client_system,
-        client_tools: body["tools"].as_array().cloned().unwrap_or_default(),
+        client_tools: chat.tools.unwrap_or_default(),
         turn,
         session: Some(session.clone()),
         source,
         include_memory,
         ask_in: None,
         stream,
-        temperature: body["temperature"].as_f64(),
-        max_tokens: body["max_tokens"]
-            .as_u64()
-            .or_else(|| body["max_completion_tokens"].as_u64())
-            .map(|m| m as u32),
+        temperature: chat.temperature,
+        max_tokens,
     };
     let run = app.agents.start_run(request).await?;
     let mut response = if stream {

@@ -35,20 +35,14 @@ pub async fn chat_completions(
 ) -> Result<Response, ApiError> {
     let session_ref = take_session_ref(&headers, &mut body)?;
     let request: ChatRequest = typed(&body)?;
-    if let Some(agent) = super::agent_chat::agent_of(&headers, &request.model) {
-        if request.messages.is_empty() {
-            return Err(ApiError::bad_request(
-                "messages: at least one message is required",
-                Some("messages".into()),
-            ));
-        }
-        return super::agent_chat::run(app, &headers, body, &agent, session_ref).await;
-    }
     if request.messages.is_empty() {
         return Err(ApiError::bad_request(
             "messages: at least one message is required",
             Some("messages".into()),
         ));
+    }
+    if let Some(agent) = super::agent_chat::agent_of(&headers, &request.model) {
+        return super::agent_chat::run(app, &headers, request, &agent, session_ref).await;
     }
     let targets = app.router.resolve(&request.model)?;
     let session = open_session(&app, session_ref.as_deref(), &headers).await?;

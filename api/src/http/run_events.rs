@@ -93,7 +93,7 @@ pub async fn collect(run: &Arc<LiveRun>) -> Result<Response, ApiError> {
                 } = outcome.as_ref();
                 let mut message = json!({"role": "assistant", "content": content, "refusal": null});
                 if let Some(calls) = client_tool_calls {
-                    message["tool_calls"] = calls.clone();
+                    message["tool_calls"] = json!(calls);
                 }
                 return Ok(Json(json!({
                     "id": completion_id(run), "object": "chat.completion", "created": created(), "model": model,
@@ -138,8 +138,8 @@ pub fn sse(run: &Arc<LiveRun>, include_usage: bool) -> Response {
                 }
                 Event::Done(outcome) => {
                     if let Some(calls) = &outcome.client_tool_calls {
-                        let indexed: Vec<Value> = calls.as_array().map(|c| c.as_slice()).unwrap_or_default().iter().enumerate().map(|(i, c)| {
-                            let mut c = c.clone();
+                        let indexed: Vec<Value> = calls.iter().enumerate().map(|(i, c)| {
+                            let mut c = json!(c);
                             c["index"] = json!(i);
                             c
                         }).collect();

@@ -11,13 +11,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use onyx_plugin_sdk::{ButtonPress, IncomingMessage, OutgoingMessage, Plugin, split_message};
-use serde_json::json;
 
 use super::chats::Chats;
 use super::routing;
 use crate::agents::approvals;
 use crate::agents::{AgentDef, AgentError, Agents, LiveRun, RunRequest};
 use crate::config::Binding;
+use crate::providers::types::Message;
 use crate::sessions::{SessionError, Sessions};
 use crate::storage::{DbError, StoreError};
 
@@ -319,7 +319,8 @@ impl Conversations {
                 message.text
             )
         };
-        let user = json!({"role": "user", "content": content, "name": sanitize_name(message)});
+        let mut user = Message::user(content);
+        user.name = Some(sanitize_name(message));
         let note = format!(
             "You are chatting on {platform}{}. Keep formatting simple (plain text, short paragraphs, code blocks).",
             if message.direct {

@@ -6,8 +6,14 @@
 //! and is what OpenAI-compatible upstreams receive, so fields Onyx does not model
 //! pass through untouched.
 
+mod message;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+pub use message::{
+    Content, ContentPart, FunctionCall, FunctionDef, ImageUrl, Message, Role, ToolCall, ToolDef,
+};
 
 /// A chat request: the raw body (source of truth) and its validated typed view.
 #[derive(Debug)]
@@ -68,102 +74,6 @@ impl ChatRequest {
 #[derive(Debug, Deserialize)]
 pub struct StreamOptions {
     pub include_usage: Option<bool>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    System,
-    Developer,
-    User,
-    Assistant,
-    Tool,
-    Function,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Message {
-    pub role: Role,
-    #[serde(default)]
-    pub content: Option<Content>,
-    pub name: Option<String>,
-    pub tool_calls: Option<Vec<ToolCall>>,
-    pub tool_call_id: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-pub enum Content {
-    Text(String),
-    Parts(Vec<ContentPart>),
-}
-
-impl Content {
-    /// All text of the content, parts joined by newlines; non-text parts skipped.
-    pub fn text(&self) -> String {
-        match self {
-            Content::Text(text) => text.clone(),
-            Content::Parts(parts) => parts
-                .iter()
-                .filter_map(|p| match p {
-                    ContentPart::Text { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-                .join("\n"),
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ContentPart {
-    Text {
-        text: String,
-    },
-    ImageUrl {
-        image_url: ImageUrl,
-    },
-    /// Parts Onyx does not translate (audio, files…); OpenAI upstreams still get them.
-    #[serde(other)]
-    Other,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct ImageUrl {
-    pub url: String,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct ToolCall {
-    pub id: String,
-    #[serde(rename = "type", default = "function_type")]
-    pub kind: String,
-    pub function: FunctionCall,
-}
-
-fn function_type() -> String {
-    "function".into()
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct FunctionCall {
-    pub name: String,
-    pub arguments: String,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct ToolDef {
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub function: FunctionDef,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct FunctionDef {
-    pub name: String,
-    pub description: Option<String>,
-    pub parameters: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]

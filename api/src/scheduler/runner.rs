@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
-use serde_json::json;
 
 use crate::agents::{AgentError, Agents, RunRequest};
 use crate::channels::{ChannelError, Channels};
 use crate::clock::{parse_stamp, stamp};
 use crate::config::HeartbeatConfig;
 use crate::memory::Memory;
+use crate::providers::types::Message;
 use crate::sessions::{LogMessage, SessionError, Sessions};
 use crate::storage::{DbError, StoreError};
 use crate::tasks::schedule::Schedule;
@@ -477,7 +477,7 @@ impl Runner {
             task.schedule_type.as_str(),
             task.schedule_value
         );
-        let message = json!({"role": "user", "content": prompt});
+        let message = Message::user(prompt);
         let mut request = RunRequest::unattended(agent, history, message, Some(note), Some(session), "task");
         request.ask_in = task
             .deliver_to

@@ -4,9 +4,8 @@
 //! moves where the history starts, so reading it stays bounded however long
 //! the session gets.
 
-use serde_json::{Value, json};
-
 use super::types::LogMessage;
+use crate::providers::types::Message;
 
 /// The role of the log record a compaction leaves (never sent to a model).
 pub const COMPACTION_ROLE: &str = "compaction";
@@ -28,26 +27,27 @@ impl History {
             .filter(|m| m.role != COMPACTION_ROLE)
     }
 
-    /// As OpenAI messages for the model: the summary first (as a system note).
-    pub fn to_openai(&self) -> Vec<Value> {
+    /// As chat messages for the model: the summary first (as a system note).
+    pub fn to_messages(&self) -> Vec<Message> {
         self.summary
             .iter()
             .map(|summary| summary_message(summary))
-            .chain(self.messages().map(LogMessage::to_openai))
+            .chain(self.messages().filter_map(LogMessage::to_message))
             .collect()
     }
 }
 
 /// How a summary reaches the model.
-pub fn summary_message(summary: &str) -> Value {
-    json!({"role": "system", "content": format!(
+pub fn summary_message(summary: &str) -> Message {
+    Message::system(format!(
         "Summary of the earlier part of this conversation (older turns were compacted to stay within the context window):\n\n{summary}"
-    )})
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::providers::types::Role;
 
     #[test]
     fn the_summary_comes_first_and_compaction_records_are_not_sent() {
@@ -64,10 +64,10 @@ mod tests {
                 (9, vec![LogMessage::plain(COMPACTION_ROLE, "we planned a trip")]),
             ],
         };
-        let sent = history.to_openai();
+        let sent = history.to_messages();
         assert_eq!(sent.len(), 3);
-        assert_eq!(sent[0]["role"], "system");
-        assert!(sent[0]["content"].as_str().unwrap().contains("we planned a trip"));
-        assert_eq!(sent[2]["content"], "hello");
+        assert_eq!(sent[0].role, Role::System);
+        assert!(sent[0].text_content().contains("we planned a trip"));
+        assert_eq!(sent[2].text_content(), "hello");
     }
 }

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::clock::now_stamp;
+use crate::providers::types::{Content, Message, Role};
 
 /// One message of a session log, as a JSONL line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,6 +56,46 @@ impl LogMessage {
         line.tool_call_id = message["tool_call_id"].as_str().map(String::from);
         line.model = model.map(String::from);
         Some(line)
+    }
+
+    /// A log line for a chat message, stamped now.
+    pub fn from_message(message: &Message, model: Option<&str>) -> Self {
+        let mut line = Self::plain(message.role.as_str(), "");
+        line.content = message
+            .content
+            .as_ref()
+            .and_then(|c| serde_json::to_value(c).ok())
+            .unwrap_or(Value::Null);
+        line.name = message.name.clone();
+        line.tool_calls = message
+            .tool_calls
+            .as_ref()
+            .and_then(|calls| serde_json::to_value(calls).ok());
+        line.tool_call_id = message.tool_call_id.clone();
+        line.model = model.map(String::from);
+        line
+    }
+
+    /// The line as a chat message, for replaying history to a model (`None`
+    /// for records that are not messages, such as compactions).
+    pub fn to_message(&self) -> Option<Message> {
+        let role = Role::parse(&self.role)?;
+        Some(Message {
+            role,
+            // A log line is what a client or model sent; content or calls no
+            // longer in a known shape replay as their text.
+            content: match serde_json::from_value::<Option<Content>>(self.content.clone()) {
+                Ok(content) => content,
+                Err(_) => Some(Content::Text(self.text())),
+            },
+            name: self.name.clone(),
+            tool_calls: self
+                .tool_calls
+                .as_ref()
+                .and_then(|calls| serde_json::from_value(calls.clone()).ok()),
+            tool_call_id: self.tool_call_id.clone(),
+            extra: serde_json::Map::new(),
+        })
     }
 
     /// The text of the content (string content, or the text parts joined).

@@ -3,6 +3,7 @@
 //! memory and summarizing on the way, and telling the user), the log keeps
 //! all 500 turns; compacting by hand; and switching it off.
 
+use onyx::providers::types::{Message, ToolDef};
 use serde_json::{Value, json};
 
 use crate::harness::*;
@@ -73,8 +74,9 @@ async fn a_500_turn_chat_stays_within_an_8000_token_window_and_keeps_every_turn(
     let largest = chats
         .iter()
         .map(|r| {
-            let tools = r["tools"].as_array().cloned().unwrap_or_default();
-            onyx::agents::context::count_request(r["messages"].as_array().unwrap(), &tools)
+            let messages = serde_json::from_value::<Vec<Message>>(r["messages"].clone()).unwrap();
+            let tools = serde_json::from_value::<Vec<ToolDef>>(r["tools"].clone()).unwrap_or_default();
+            onyx::agents::context::count_request(&messages, &tools)
         })
         .max()
         .unwrap();

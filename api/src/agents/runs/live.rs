@@ -4,6 +4,7 @@
 //! works in its own task, so nobody watching does not stop it.
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -19,6 +20,8 @@ pub struct LiveRun {
     /// How many events there are, and whether the last one has come.
     progress: watch::Sender<(usize, bool)>,
     cancel: watch::Sender<bool>,
+    /// When the last event came (so the replica can forget the run later).
+    finished_at: Mutex<Option<Instant>>,
 }
 
 impl LiveRun {
@@ -30,6 +33,7 @@ impl LiveRun {
             events: Mutex::new(Vec::new()),
             progress: watch::Sender::new((0, false)),
             cancel: watch::Sender::new(false),
+            finished_at: Mutex::new(None),
         })
     }
 
@@ -46,7 +50,21 @@ impl LiveRun {
             events.push(Arc::new(event));
             events.len()
         };
+        if last {
+            *self
+                .finished_at
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now());
+        }
         self.progress.send_replace((count, last));
+    }
+
+    /// Whether the run ended more than `ago` ago.
+    pub fn ended_before(&self, ago: Duration) -> bool {
+        self.finished_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some_and(|at| at.elapsed() >= ago)
     }
 
     pub fn is_finished(&self) -> bool {

@@ -72,8 +72,9 @@ impl Runs {
         Ok(run)
     }
 
-    /// Records how the run ended; its events stay for late re-attaching a while.
-    pub async fn end(self: &Arc<Self>, run: &Arc<LiveRun>, ending: &Ending<'_>) {
+    /// Records how the run ended; its events stay for late re-attaching a while
+    /// (`renew` forgets it after `KEEP_FINISHED`).
+    pub async fn end(&self, run: &LiveRun, ending: &Ending<'_>) {
         match self.store.finish(&run.id, ending).await {
             Ok(true) => {}
             Ok(false) => {
@@ -81,14 +82,6 @@ impl Runs {
             }
             Err(err) => tracing::error!(run = %run.id, error = %err, "could not record how the run ended"),
         }
-        let runs = Arc::downgrade(self);
-        let id = run.id.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(KEEP_FINISHED).await;
-            if let Some(runs) = runs.upgrade() {
-                runs.live_runs().remove(&id);
-            }
-        });
     }
 
     /// A run in progress (or recently ended) on this replica.
@@ -136,6 +129,7 @@ impl Runs {
     }
 
     async fn renew(&self) {
+        self.live_runs().retain(|_, run| !run.ended_before(KEEP_FINISHED));
         let ids: Vec<String> = self
             .live_runs()
             .values()

@@ -69,6 +69,28 @@ pub struct AgentRun {
     pub replica: String,
 }
 
+impl AgentRun {
+    /// A run starting now on this replica, with a new id.
+    pub fn starting(agent: &str, session: Option<&str>, source: &str, model: String) -> Self {
+        Self {
+            id: uuid::Uuid::now_v7().hyphenated().to_string(),
+            agent: agent.into(),
+            session: session.map(String::from),
+            source: source.into(),
+            model,
+            status: RunStatus::Running,
+            started_at: crate::clock::now_stamp(),
+            finished_at: None,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            tools_used: Vec::new(),
+            iterations: 0,
+            error: None,
+            replica: crate::replica::id().to_string(),
+        }
+    }
+}
+
 const FIELDS: &str = "key AS id, agent, session, source, model, status, started_at, finished_at, \
                       prompt_tokens, completion_tokens, tools_used, iterations, error, replica";
 

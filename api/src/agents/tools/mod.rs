@@ -16,7 +16,7 @@ pub mod web;
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::reach::Reach;
 use super::registry::AgentDef;
@@ -25,6 +25,7 @@ use crate::config::tool_names::covers;
 use crate::config::{PermissionMode, ToolsConfig};
 use crate::inbox::Inbox;
 use crate::memory::{Memory, MemoryError};
+use crate::providers::types::ToolDef;
 use crate::sessions::{SessionError, Sessions};
 use crate::storage::{DbError, StoreError};
 use crate::tasks::TaskError;
@@ -116,10 +117,8 @@ pub struct ToolSpec {
 
 impl ToolSpec {
     /// The OpenAI `tools[]` entry.
-    pub fn function(&self) -> Value {
-        json!({"type": "function", "function": {
-            "name": self.name, "description": self.description, "parameters": self.parameters,
-        }})
+    pub fn function(&self) -> ToolDef {
+        ToolDef::function(self.name, self.description, self.parameters.clone())
     }
 }
 

@@ -175,7 +175,15 @@ fn user_blocks(message: &Message) -> Vec<Value> {
             .filter_map(|part| match part {
                 ContentPart::Text { text } => Some(json!({"type": "text", "text": text})),
                 ContentPart::ImageUrl { image_url } => Some(image_block(&image_url.url)),
-                ContentPart::Other => None,
+                // A text part with fields of its own: its text, and its
+                // `cache_control` breakpoint when the client set one.
+                ContentPart::Other(value) => part.text().map(|text| {
+                    let mut block = json!({"type": "text", "text": text});
+                    if let Some(cache) = value.get("cache_control") {
+                        block["cache_control"] = cache.clone();
+                    }
+                    block
+                }),
             })
             .collect(),
     }
