@@ -80,8 +80,10 @@ impl Approvals {
         Self { db }
     }
 
+    /// Asks for approval of a call the run `run` wants to make.
     pub async fn request(
         &self,
+        run: &str,
         agent: &str,
         session: Option<&str>,
         tool: &str,
@@ -99,10 +101,10 @@ impl Approvals {
         self.db
             .execute_retrying(
                 "CREATE type::record('approval', $id) CONTENT {
-                     key: $id, agent: $a.agent, session: $a.session, tool: $a.tool,
+                     key: $id, run: $run, agent: $a.agent, session: $a.session, tool: $a.tool,
                      arguments: $a.arguments, created_at: $a.created_at, status: 'pending'
                  }",
-                json!({ "id": approval.id, "a": approval }),
+                json!({ "id": approval.id, "run": run, "a": approval }),
             )
             .await?;
         Ok(approval)
@@ -120,6 +122,19 @@ impl Approvals {
             )
             .await?;
         Ok(!rows.is_empty())
+    }
+
+    /// Withdraws what the run `run` still waits for (it was cancelled, failed
+    /// or its replica died): nobody is left to act on an approval.
+    pub async fn withdraw(&self, run: &str) -> Result<(), DbError> {
+        self.db
+            .execute_retrying(
+                "UPDATE approval SET status = 'withdrawn', decided_at = $now
+                 WHERE status = 'pending' AND run = $run",
+                json!({"run": run, "now": now_stamp()}),
+            )
+            .await?;
+        Ok(())
     }
 
     /// Waits for the decision; a request nobody answers is denied (`expired`).

@@ -330,7 +330,7 @@ impl Agents {
         let session = request.session.as_ref().map(|s| s.id.as_str());
         let approval = match self
             .approvals
-            .request(&context.agent.id, session, name, arguments)
+            .request(&run.id, &context.agent.id, session, name, arguments)
             .await
         {
             Ok(approval) => approval,

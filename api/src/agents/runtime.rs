@@ -89,7 +89,7 @@ impl Agents {
             close_cancelled_turn(&mut progress);
         }
         let turn = std::mem::take(&mut progress.turn);
-        // The inbox claims and the session's turn are independent writes;
+        // The inbox claims (and approvals) and the session's turn are independent writes;
         // the client waits for both, so they go together.
         let settle_inbox = async {
             let claims = if status == RunStatus::Succeeded {
@@ -99,6 +99,11 @@ impl Agents {
             };
             if let Err(err) = claims {
                 tracing::error!(run = %run.id, error = %err, "could not settle the run's inbox messages");
+            }
+            if status != RunStatus::Succeeded
+                && let Err(err) = self.approvals.withdraw(&run.id).await
+            {
+                tracing::warn!(run = %run.id, error = %err, "could not withdraw the run's approval requests");
             }
         };
         let record_turn = async {

@@ -33,6 +33,7 @@ pub fn assistant_from_completion(completion: &Value, model: &str) -> LogMessage 
         model: Some(model.to_string()),
         usage: completion.get("usage").filter(|u| u.is_object()).cloned(),
         aborted: false,
+        kept_from: None,
     }
 }
 
@@ -112,6 +113,7 @@ impl StreamRecorder {
             model: Some(self.model.clone()),
             usage: self.usage.take(),
             aborted,
+            kept_from: None,
         });
         turn
     }

@@ -163,7 +163,8 @@ impl Sessions {
         summary: &str,
         kept_from: u64,
     ) -> Result<(), SessionError> {
-        let record = LogMessage::plain(COMPACTION_ROLE, summary);
+        let mut record = LogMessage::plain(COMPACTION_ROLE, summary);
+        record.kept_from = Some(kept_from);
         self.log
             .append(&session.agent_id, &session.id, std::slice::from_ref(&record))
             .await?;
@@ -311,10 +312,22 @@ impl Sessions {
             self.db.rows("SELECT record::id(id) AS id, agent_id, title, created_at, updated_at, message_count, token_count, last_message_preview, status, source FROM session", json!({}), 0).await?;
         meta::delete_all(&self.db).await?;
         for (done, (agent, session)) in all.iter().enumerate() {
-            let messages = self.log.read(agent, session).await?;
+            let (compactions, messages): (Vec<LogMessage>, Vec<LogMessage>) = self
+                .log
+                .read(agent, session)
+                .await?
+                .into_iter()
+                .partition(|m| m.role == COMPACTION_ROLE);
             let kept = existing.iter().find(|m| &m.id == session);
             let source = kept.map_or("api", |m| m.source.as_str());
             meta::record_append(&self.db, session, agent, source, &messages).await?;
+            if let Some((from, summary)) = compactions
+                .iter()
+                .rev()
+                .find_map(|c| Some((c.kept_from?, c.text())))
+            {
+                meta::set_compaction(&self.db, session, from, &summary).await?;
+            }
             if let Some(kept) = kept {
                 meta::update(
                     &self.db,

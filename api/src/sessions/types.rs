@@ -28,6 +28,11 @@ pub struct LogMessage {
     /// Set on an assistant message cut short by the client going away.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub aborted: bool,
+    /// On a compaction record: the log segment the history restarts at (so
+    /// a reindex restores where the history starts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(skip))]
+    pub kept_from: Option<u64>,
 }
 
 impl LogMessage {
@@ -43,6 +48,7 @@ impl LogMessage {
             model: None,
             usage: None,
             aborted: false,
+            kept_from: None,
         }
     }
 

@@ -518,6 +518,38 @@ async fn ask_mode_waits_for_approval_and_times_out_to_deny() {
     assert!(!onyx.dir.path().join("data/workspaces/careful/never.txt").exists());
     assert_eq!(decide("not-a-real-id", "approve").await.0, 404, "stale");
     assert_eq!(decide("x", "maybe").await.0, 400, "bad decision");
+
+    // A run cancelled while it waits withdraws its request: nothing is left pending.
+    let response = onyx
+        .post("/v1/chat/completions")
+        .json(&json!({"model": "onyx:careful", "stream": true,
+            "messages": [{"role": "user", "content": r#"script: exec {"command": "echo never"} ; answer"#}]}))
+        .send()
+        .await
+        .unwrap();
+    let run = response.headers()["x-onyx-run-id"].to_str().unwrap().to_string();
+    let mut body = response.bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains("\"approval_id\"") {
+        let part = body
+            .next()
+            .await
+            .expect("the stream ended before the approval request")
+            .unwrap();
+        seen.push_str(&String::from_utf8_lossy(&part));
+    }
+    assert_eq!(pending_count(&onyx).await, 1);
+    assert_eq!(reply(onyx.post(&format!("/v1/runs/{run}/cancel"))).await.0, 200);
+    wait_until(secs(5), "the cancelled run's approval is withdrawn", async || {
+        (pending_count(&onyx).await == 0).then_some(())
+    })
+    .await;
+}
+
+async fn pending_count(onyx: &Onyx) -> usize {
+    onyx.get_json("/v1/approvals").await["data"]
+        .as_array()
+        .map_or(0, Vec::len)
 }
 
 #[tokio::test]

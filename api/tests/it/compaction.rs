@@ -154,6 +154,27 @@ async fn compacting_by_hand_and_switching_it_off() {
     turn(&onyx, &session, "and now?").await;
     let last = fakes.openai.state.last_request().unwrap();
     assert!(last["messages"].to_string().contains("Summary of"), "{last}");
+    let sent = last["messages"].as_array().unwrap().len();
+
+    // A reindex (the database lost, rebuilt from the logs) keeps where the
+    // history starts: the next turn still builds on the summary, not on all 80 turns.
+    let dir = onyx.crash().await;
+    std::fs::remove_dir_all(dir.path().join("data/db")).unwrap();
+    let output = Onyx::cli(dir.path(), &["reindex"]).await;
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let onyx = Onyx::start_in(dir, Some(&config(&fakes, json!({"enabled": false}))), &[]).await;
+    turn(&onyx, &session, "still there?").await;
+    let last = fakes.openai.state.last_request().unwrap();
+    assert!(last["messages"].to_string().contains("Summary of"), "{last}");
+    assert_eq!(
+        last["messages"].as_array().unwrap().len(),
+        sent + 2,
+        "one more turn than before"
+    );
 
     let (status, body) = reply(onyx.post("/v1/sessions/not-a-session/compact")).await;
     assert_eq!(status, 400, "{body}");

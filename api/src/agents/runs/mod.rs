@@ -9,7 +9,8 @@
 //!
 //! `upkeep` keeps this replica's leases fresh (and hears cancels asked on
 //! other replicas when it renews), and marks runs whose replica died as
-//! `interrupted`, releasing their inbox claims and noting it in the session.
+//! `interrupted`, releasing their inbox claims, withdrawing their approval
+//! requests and noting it in the session.
 
 mod live;
 mod store;
@@ -21,6 +22,7 @@ use std::time::Duration;
 pub use live::LiveRun;
 pub use store::{AgentRun, Ending, RunFilter, RunStatus, RunStore};
 
+use super::approvals::Approvals;
 use crate::clock::{now, stamp};
 use crate::inbox::Inbox;
 use crate::sessions::{LogMessage, Sessions};
@@ -37,11 +39,13 @@ pub struct Runs {
     lease: Duration,
     inbox: Inbox,
     sessions: Arc<Sessions>,
+    approvals: Approvals,
 }
 
 impl Runs {
     pub fn new(db: Db, lease: Duration, inbox: Inbox, sessions: Arc<Sessions>) -> Arc<Self> {
         Arc::new(Self {
+            approvals: Approvals::new(db.clone()),
             store: RunStore::new(db),
             live: Mutex::new(HashMap::new()),
             lease,
@@ -169,6 +173,9 @@ impl Runs {
             tracing::warn!(run = %orphan.id, agent = %orphan.agent, "an agent run's replica stopped mid-run; marked interrupted");
             if let Err(err) = self.inbox.release(&orphan.id).await {
                 tracing::warn!(run = %orphan.id, error = %err, "could not hand back an interrupted run's inbox messages");
+            }
+            if let Err(err) = self.approvals.withdraw(&orphan.id).await {
+                tracing::warn!(run = %orphan.id, error = %err, "could not withdraw an interrupted run's approval requests");
             }
             let Some(session) = &orphan.session else { continue };
             let Ok(session) = self.sessions.get(session).await else {
