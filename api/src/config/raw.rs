@@ -127,6 +127,9 @@ pub struct RawProvider {
     /// The context window of this provider's models, where the shipped table
     /// does not know them.
     pub context_window: Option<u32>,
+    /// Whether agent runs send OpenAI's `prompt_cache_key` (servers that
+    /// reject unknown fields need `false`).
+    pub prompt_cache_key: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -47,8 +47,10 @@ fn the_example_config_loads_and_documents_every_section() {
         config.gateway.api_keys.is_empty(),
         "an unset ${{ONYX_API_KEY:-}} adds no key"
     );
-    assert_eq!(config.providers.len(), 4);
+    assert_eq!(config.providers.len(), 5);
     assert_eq!(config.providers["anthropic"].kind, ProviderKind::Anthropic);
+    assert!(config.providers["openai"].prompt_cache_key);
+    assert!(!config.providers["mistral"].prompt_cache_key);
     assert!(
         config.providers["openai"].headers.is_empty(),
         "empty header values are dropped"

@@ -177,6 +177,8 @@ pub struct ProviderConfig {
     pub api_version: Option<String>,
     /// The context window of its models where the shipped table has none.
     pub context_window: Option<u32>,
+    /// Send `prompt_cache_key` upstream (OpenAI-compatible providers).
+    pub prompt_cache_key: bool,
     /// Whether this provider was added from the environment rather than the file.
     pub detected: bool,
 }

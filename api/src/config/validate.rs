@@ -275,6 +275,9 @@ fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<Pr
             "contains spaces or control characters",
         ));
     }
+    let prompt_cache_key = raw
+        .prompt_cache_key
+        .unwrap_or_else(|| !STRICT_HOSTS.contains(&base_url.host_str().unwrap_or_default()));
     Ok(ProviderConfig {
         name,
         kind,
@@ -293,9 +296,14 @@ fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<Pr
         models: raw.models,
         api_version: raw.api_version,
         context_window: raw.context_window,
+        prompt_cache_key,
         detected: false,
     })
 }
+
+/// OpenAI-compatible APIs known to refuse fields they do not define, so
+/// agent runs leave `prompt_cache_key` out unless the config says otherwise.
+const STRICT_HOSTS: [&str; 1] = ["api.mistral.ai"];
 
 /// A provider detected from the environment, with defaults for everything else.
 pub fn detected_provider(
@@ -316,6 +324,7 @@ pub fn detected_provider(
         models: Vec::new(),
         api_version: None,
         context_window: None,
+        prompt_cache_key: true,
         detected: true,
     }
 }

@@ -66,14 +66,16 @@ pub fn build(config: &ProviderConfig) -> Result<Arc<dyn Provider>, ProviderError
 pub(crate) struct WithModel<'a> {
     pub model: &'a str,
     pub body: &'a Map<String, Value>,
+    /// Fields the upstream must not get.
+    pub without: &'a [&'a str],
 }
 
 impl Serialize for WithModel<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.body.len()))?;
+        let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("model", self.model)?;
         for (key, value) in self.body {
-            if key != "model" {
+            if key != "model" && !self.without.contains(&key.as_str()) {
                 map.serialize_entry(key, value)?;
             }
         }
@@ -127,11 +129,19 @@ mod tests {
         let out = serde_json::to_value(WithModel {
             model: "gpt-4o",
             body: &map,
+            without: &[],
         })
         .unwrap();
         assert_eq!(
             out,
             json!({"model": "gpt-4o", "messages": [], "custom": {"x": 1}})
         );
+        let out = serde_json::to_value(WithModel {
+            model: "gpt-4o",
+            body: &map,
+            without: &["custom"],
+        })
+        .unwrap();
+        assert_eq!(out, json!({"model": "gpt-4o", "messages": []}));
     }
 }

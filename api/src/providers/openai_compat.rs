@@ -19,6 +19,8 @@ pub struct OpenAiCompat {
     name: String,
     client: async_openai::Client<OpenAIConfig>,
     timeout: Duration,
+    /// Chat fields this upstream must not get (`prompt_cache_key` where refused).
+    chat_without: &'static [&'static str],
 }
 
 impl OpenAiCompat {
@@ -48,6 +50,11 @@ impl OpenAiCompat {
             name: config.name.clone(),
             client,
             timeout: config.timeout,
+            chat_without: if config.prompt_cache_key {
+                &[]
+            } else {
+                &["prompt_cache_key"]
+            },
         })
     }
 
@@ -77,6 +84,7 @@ impl Provider for OpenAiCompat {
             let body = WithModel {
                 model,
                 body: &call.body,
+                without: self.chat_without,
             };
             self.within(self.client.chat().create_byot::<_, Value>(body))
                 .await
@@ -93,6 +101,7 @@ impl Provider for OpenAiCompat {
             let body = WithModel {
                 model,
                 body: &call.body,
+                without: self.chat_without,
             };
             let stream = self
                 .within(self.client.chat().create_stream_byot::<_, Value>(body))
@@ -115,6 +124,7 @@ impl Provider for OpenAiCompat {
             let body = WithModel {
                 model,
                 body: &call.body,
+                without: &[],
             };
             self.within(self.client.embeddings().create_byot::<_, Value>(body))
                 .await

@@ -11,12 +11,18 @@ use serde_json::{Value, json};
 fn config(fakes: &Fakes, local_zone: &str) -> String {
     TestConfig::new(fakes)
         .merge(json!({
+            // The same fake, as a server that refuses fields it does not know.
+            "providers": { "strict": {
+                "type": "openai", "baseUrl": format!("{}/v1", fakes.openai.url()), "apiKey": "${FAKE_KEY}",
+                "promptCacheKey": false,
+            } },
             "agents": {
                 "defaults": { "permissionMode": "allow-all", "timezone": "UTC" },
                 "list": [
                     { "id": "main", "default": true, "model": "anthropic/fake-echo" },
                     { "id": "gpt", "model": "openai/fake-echo" },
                     { "id": "llama", "model": "ollama/fake-echo" },
+                    { "id": "strict", "model": "strict/fake-echo" },
                     { "id": "local", "model": "openai/fake-echo", "timezone": local_zone },
                 ],
             },
@@ -148,6 +154,13 @@ async fn openai_compatible_turns_carry_one_prompt_cache_key_per_session() {
     let to_ollama = chat_requests(&fakes.ollama);
     assert_eq!(to_ollama.len(), 1);
     assert!(to_ollama[0].get("prompt_cache_key").is_none(), "{}", to_ollama[0]);
+
+    // A provider with `promptCacheKey: false` never gets the field.
+    let before = chat_requests(&fakes.openai).len();
+    turn(&onyx, "strict", None, "hi").await;
+    let sent = chat_requests(&fakes.openai);
+    assert_eq!(sent.len(), before + 1);
+    assert!(sent[before].get("prompt_cache_key").is_none(), "{}", sent[before]);
 }
 
 /// A zone whose date differs from UTC's right now: UTC+14 from 10:00 UTC on,
