@@ -64,6 +64,8 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
     objects.ensure_buckets().await.map_err(|e| e.to_string())?;
     let memory = Memory::new(objects.clone(), db.clone(), None, Settings::default());
     memory.prepare_chunking().await.map_err(|e| e.to_string())?;
+    // Searches run in the resident index, as in a running replica.
+    memory.load_search_index().await.map_err(|e| e.to_string())?;
     let sessions = Sessions::new(objects.clone(), db.clone())
         .await
         .map_err(|e| e.to_string())?;

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use onyx_plugin_sdk::{ButtonPress, IncomingMessage, OutgoingMessage, Plugin, split_message};
+use onyx_plugin_sdk::{ButtonPress, IncomingMessage, OutgoingMessage, Plugin, PressAnswer, split_message};
 
 use super::chats::Chats;
 use super::routing;
@@ -177,25 +177,32 @@ impl Conversations {
 
     /// An Approve/Deny button pressed in a chat: decided only for an
     /// allowlisted user. Returns what the presser is shown.
-    pub async fn pressed(&self, press: &ButtonPress) -> String {
+    pub async fn pressed(&self, press: &ButtonPress) -> PressAnswer {
+        let answer = |text: &str, close: bool| PressAnswer {
+            text: text.into(),
+            close,
+        };
         let allowed = self
             .allow
             .get(&press.platform)
             .is_some_and(|a| a.allows(&press.user_id));
         if !allowed {
             tracing::info!(platform = %press.platform, user = %press.user_id, "refused a button press from a user not on the allowlist");
-            return "Sorry, only my owner can answer this.".into();
+            return answer("Sorry, only my owner can answer this.", false);
         }
         let Some((approve, id)) = approvals::parse_button(&press.data) else {
-            return "That button does nothing.".into();
+            return answer("That button does nothing.", false);
         };
         match self.agents.approvals.decide(id, approve).await {
-            Ok(true) if approve => "Approved.".into(),
-            Ok(true) => "Denied.".into(),
-            Ok(false) => "This request was already answered or has timed out.".into(),
+            Ok(true) if approve => answer("Approved.", true),
+            Ok(true) => answer("Denied.", true),
+            Ok(false) => answer("This request was already answered or has timed out.", true),
             Err(err) => {
                 tracing::warn!(approval = %id, error = %err, "could not record a decision from a chat");
-                "Sorry, that did not work: storage is unavailable right now.".into()
+                answer(
+                    "Sorry, that did not work: storage is unavailable right now.",
+                    false,
+                )
             }
         }
     }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use onyx_plugin_sdk::{
-    Button, ButtonPress, IncomingMessage, OutgoingMessage, Plugin, PluginContext, PluginError,
+    Button, ButtonPress, IncomingMessage, OutgoingMessage, Plugin, PluginContext, PluginError, PressAnswer,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -160,7 +160,7 @@ impl PluginContext for Core {
         self.conversations.enqueue(self.tracked.plugin.clone(), message);
     }
 
-    fn pressed(&self, press: ButtonPress) -> BoxFuture<'static, String> {
+    fn pressed(&self, press: ButtonPress) -> BoxFuture<'static, PressAnswer> {
         let conversations = self.conversations.clone();
         Box::pin(async move { conversations.pressed(&press).await })
     }
@@ -365,8 +365,13 @@ mod tests {
 
     impl PluginContext for Silent {
         fn deliver(&self, _message: IncomingMessage) {}
-        fn pressed(&self, _press: ButtonPress) -> BoxFuture<'static, String> {
-            Box::pin(async { String::new() })
+        fn pressed(&self, _press: ButtonPress) -> BoxFuture<'static, PressAnswer> {
+            Box::pin(async {
+                PressAnswer {
+                    text: String::new(),
+                    close: false,
+                }
+            })
         }
         fn connected(&self, _detail: &str) {}
     }

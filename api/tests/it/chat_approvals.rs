@@ -121,6 +121,10 @@ async fn telegram_chats_write_memory_without_asking_and_approve_dangerous_calls_
             .then_some(())
     })
     .await;
+    assert!(
+        telegram.keyboards_removed().is_empty(),
+        "a refused press leaves the buttons"
+    );
     let pending = pending_approvals(&onyx).await;
     assert_eq!(pending.len(), 1, "{pending:?}");
     assert_eq!(pending[0]["tool"], "exec");
@@ -139,6 +143,12 @@ async fn telegram_chats_write_memory_without_asking_and_approve_dangerous_calls_
     );
     assert!(telegram.callback_answers().contains(&"Approved.".to_string()));
     assert!(pending_approvals(&onyx).await.is_empty());
+    // Decided, the request's buttons are taken off its message.
+    eventually("the decided request's keyboard removed", async || {
+        let removed = telegram.keyboards_removed();
+        (removed.len() == 1 && removed[0].0 == OWNER).then_some(())
+    })
+    .await;
 
     // Deny.
     owner_runs(&telegram, "echo denied-run");
@@ -208,10 +218,24 @@ async fn discord_buttons_approve_and_deny_and_refuse_strangers() {
     })
     .await;
     assert_eq!(pending_approvals(&onyx).await.len(), 1);
+    let refusal = &discord.interaction_responses()[0];
+    assert_eq!(
+        (refusal["type"].as_u64(), refusal["data"]["flags"].as_u64()),
+        (Some(4), Some(64)),
+        "{refusal}"
+    );
     discord.press("500", "42", &ids[0]);
     let answer = answer_starting("script done: exit code").await;
     assert!(answer.contains("from-discord"), "{answer}");
-    assert!(discord.interaction_replies().contains(&"Approved.".to_string()));
+    // Decided: the request's message says so and its buttons are gone.
+    let decided = |word: &str| {
+        discord.interaction_responses().iter().any(|r| {
+            r["type"] == 7
+                && r["data"]["components"] == json!([])
+                && r["data"]["content"].as_str().unwrap_or_default().ends_with(word)
+        })
+    };
+    assert!(decided("Approved."), "{:?}", discord.interaction_responses());
 
     discord.user_says(
         None,
@@ -226,7 +250,7 @@ async fn discord_buttons_approve_and_deny_and_refuse_strangers() {
     .await;
     discord.press("500", "42", &ids[1]);
     answer_starting("script done: error: the user denied").await;
-    assert!(discord.interaction_replies().contains(&"Denied.".to_string()));
+    assert!(decided("Denied."), "{:?}", discord.interaction_responses());
 }
 
 #[tokio::test]

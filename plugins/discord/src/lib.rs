@@ -154,14 +154,25 @@ impl Discord {
                 .unwrap_or_default(),
             data: data.custom_id.clone(),
         };
-        let reply = ctx.pressed(press).await;
-        let response = InteractionResponse {
-            kind: InteractionResponseType::ChannelMessageWithSource,
-            data: Some(InteractionResponseData {
-                content: Some(reply),
-                flags: Some(MessageFlags::EPHEMERAL),
-                ..InteractionResponseData::default()
-            }),
+        let answer = ctx.pressed(press).await;
+        let response = match &interaction.message {
+            // Decided: the request's message says so and loses its buttons.
+            Some(message) if answer.close => InteractionResponse {
+                kind: InteractionResponseType::UpdateMessage,
+                data: Some(InteractionResponseData {
+                    content: Some(format!("{}\n\n{}", message.content, answer.text)),
+                    components: Some(Vec::new()),
+                    ..InteractionResponseData::default()
+                }),
+            },
+            _ => InteractionResponse {
+                kind: InteractionResponseType::ChannelMessageWithSource,
+                data: Some(InteractionResponseData {
+                    content: Some(answer.text),
+                    flags: Some(MessageFlags::EPHEMERAL),
+                    ..InteractionResponseData::default()
+                }),
+            },
         };
         if let Err(err) = self
             .http

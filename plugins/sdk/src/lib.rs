@@ -86,6 +86,16 @@ pub struct ButtonPress {
     pub data: String,
 }
 
+/// The core's answer to a button press.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PressAnswer {
+    /// The short answer the presser sees (a callback answer, an ephemeral reply).
+    pub text: String,
+    /// The buttons are done with (the request was decided, or is no longer
+    /// open): the plugin takes them off the message so nobody presses again.
+    pub close: bool,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
     /// The plugin's settings are unusable; restarting will not help.
@@ -101,9 +111,9 @@ pub trait PluginContext: Send + Sync {
     /// Hands one incoming message to the core, which answers through
     /// [`Plugin::send`]. Returns at once; the agent works in the background.
     fn deliver(&self, message: IncomingMessage);
-    /// Hands a button press to the core; resolves to the short answer the
-    /// plugin shows the presser (a callback answer, an ephemeral reply).
-    fn pressed(&self, press: ButtonPress) -> BoxFuture<'static, String>;
+    /// Hands a button press to the core; resolves to what the plugin shows
+    /// the presser, and whether to take the buttons off the message.
+    fn pressed(&self, press: ButtonPress) -> BoxFuture<'static, PressAnswer>;
     /// The plugin is connected (again) and receiving.
     fn connected(&self, detail: &str);
 }

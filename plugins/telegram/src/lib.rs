@@ -1,7 +1,8 @@
 //! Telegram for Onyx: long polling on the Bot API (`getUpdates`), replies with
 //! `sendMessage` (buttons as an inline keyboard), typing with
 //! `sendChatAction`; a pressed button arrives as a callback query and is
-//! answered with `answerCallbackQuery`. The API base URL is a setting, for
+//! answered with `answerCallbackQuery` (and, once decided, its keyboard is
+//! taken off with `editMessageReplyMarkup`). The API base URL is a setting, for
 //! tests and self-hosted Bot API servers.
 //!
 //! Settings (`plugins.telegram` in onyx.json5): `token` (or `$TELEGRAM_BOT_TOKEN`),
@@ -13,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use futures::future::BoxFuture;
 use onyx_plugin_sdk::{
     Attachment, ButtonPress, IncomingMessage, OutgoingMessage, Plugin, PluginContext, PluginError,
+    PressAnswer,
 };
 use serde::Deserialize;
 use teloxide_core::Bot;
@@ -108,9 +110,10 @@ impl Telegram {
 }
 
 impl Telegram {
-    /// A pressed inline button: the core decides, the presser sees its answer.
+    /// A pressed inline button: the core decides, the presser sees its
+    /// answer, and a decided request's keyboard goes away.
     async fn answer(&self, ctx: &Arc<dyn PluginContext>, query: CallbackQuery) {
-        let reply = match &query.data {
+        let answer = match &query.data {
             Some(data) => {
                 ctx.pressed(ButtonPress {
                     platform: "telegram".into(),
@@ -124,10 +127,22 @@ impl Telegram {
                 })
                 .await
             }
-            None => String::new(),
+            None => PressAnswer {
+                text: String::new(),
+                close: false,
+            },
         };
-        if let Err(err) = self.bot.answer_callback_query(query.id).text(reply).await {
+        if let Err(err) = self.bot.answer_callback_query(query.id).text(answer.text).await {
             tracing::warn!(error = %err, "could not answer a Telegram callback query");
+        }
+        if answer.close
+            && let Some(message) = &query.message
+            && let Err(err) = self
+                .bot
+                .edit_message_reply_markup(message.chat().id, message.id())
+                .await
+        {
+            tracing::warn!(error = %err, "could not take the buttons off a decided request");
         }
     }
 }

@@ -141,11 +141,19 @@ impl FakeDiscord {
     /// A user presses the button with `custom_id` under a bot message in a DM channel.
     pub fn press(&self, channel: &str, user_id: &str, custom_id: &str) {
         let id = self.state.next_id.fetch_add(1, Ordering::SeqCst).to_string();
+        // The bot's message the button is on, as Discord sends it along.
+        let message = json!({
+            "id": format!("{id}0"), "channel_id": channel, "author": user(BOT_ID, "onyx", true),
+            "content": "(the approval request)", "timestamp": "2026-11-22T10:00:00.000000+00:00",
+            "edited_timestamp": null, "tts": false, "mention_everyone": false, "mentions": [],
+            "mention_roles": [], "attachments": [], "embeds": [], "pinned": false, "type": 0,
+        });
         let interaction = json!({
             "id": id, "application_id": "900000000000000002", "type": 3, "token": format!("token-{id}"),
             "version": 1, "attachment_size_limit": 8_388_608, "authorizing_integration_owners": {},
             "entitlements": [], "channel": {"id": channel, "type": 1},
             "data": {"component_type": 2, "custom_id": custom_id},
+            "message": message,
             "user": user(user_id, &format!("user{user_id}"), false),
         });
         self.push(Push::Dispatch("INTERACTION_CREATE".into(), interaction));
@@ -172,14 +180,19 @@ impl FakeDiscord {
 
     /// The contents the bot answered button presses with, in order.
     pub fn interaction_replies(&self) -> Vec<String> {
+        self.interaction_responses()
+            .iter()
+            .map(|body| body["data"]["content"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// The whole interaction responses (`type` 4: a reply, 7: the message updated).
+    pub fn interaction_responses(&self) -> Vec<Value> {
         self.state
             .interaction_replies
             .lock()
             .map(|r| r.clone())
             .unwrap_or_default()
-            .iter()
-            .map(|body| body["data"]["content"].as_str().unwrap_or_default().to_string())
-            .collect()
     }
 
     /// Closes the gateway connection abruptly; the bot must reconnect.

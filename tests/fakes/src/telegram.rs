@@ -1,5 +1,5 @@
 //! A fake Telegram Bot API: `getMe`, `getUpdates` (long polling), `sendMessage`,
-//! `sendChatAction` and `answerCallbackQuery` at `/bot{token}/{method}`, as
+//! `sendChatAction`, `answerCallbackQuery` and `editMessageReplyMarkup` at `/bot{token}/{method}`, as
 //! teloxide calls them. Tests put user messages in with
 //! [`FakeTelegram::user_says`] (or `POST /_fake/say`), press inline buttons
 //! with [`FakeTelegram::press`], read what the bot sent from
@@ -128,6 +128,20 @@ impl FakeTelegram {
             .collect()
     }
 
+    /// The chats and messages whose inline keyboard the bot took off.
+    pub fn keyboards_removed(&self) -> Vec<(i64, i64)> {
+        self.sent()
+            .into_iter()
+            .filter(|(m, b)| m == "editMessageReplyMarkup" && b.get("reply_markup").is_none())
+            .map(|(_, b)| {
+                (
+                    b["chat_id"].as_i64().unwrap_or(0),
+                    b["message_id"].as_i64().unwrap_or(0),
+                )
+            })
+            .collect()
+    }
+
     /// The next `count` polls fail with 502, as when the connection drops.
     pub fn fail_polls(&self, count: u32) {
         self.state.failing_polls.store(count, Ordering::SeqCst);
@@ -215,6 +229,7 @@ async fn method(
         "sendmessage" => "sendMessage",
         "sendchataction" => "sendChatAction",
         "answercallbackquery" => "answerCallbackQuery",
+        "editmessagereplymarkup" => "editMessageReplyMarkup",
         _ => method.as_str(),
     }
     .to_string();
@@ -254,6 +269,18 @@ async fn method(
                 "chat": {"id": chat_id, "type": "private", "first_name": "User"},
                 "from": {"id": BOT_ID, "is_bot": true, "first_name": "Onyx", "username": "onyx_test_bot"},
                 "text": body["text"],
+            }))
+        }
+        "editMessageReplyMarkup" => {
+            if let Ok(mut sent) = state.sent.lock() {
+                sent.push((method.clone(), body.clone()));
+            }
+            let chat_id = body["chat_id"].as_i64().unwrap_or(0);
+            ok(json!({
+                "message_id": body["message_id"], "date": now(),
+                "chat": {"id": chat_id, "type": "private", "first_name": "User"},
+                "from": {"id": BOT_ID, "is_bot": true, "first_name": "Onyx", "username": "onyx_test_bot"},
+                "text": "(the approval request)",
             }))
         }
         "sendChatAction" | "answerCallbackQuery" => {
