@@ -104,6 +104,17 @@ after(async () => {
 	for (const child of children) child.kill('SIGKILL');
 });
 
+/** Polls `GET path` until `done(body)` holds (5 s at most); the last body. */
+async function eventually(path, done) {
+	let body;
+	for (let i = 0; i < 50; i++) {
+		body = await (await api(path)).json();
+		if (done(body)) break;
+		await new Promise((resolve) => setTimeout(resolve, 100));
+	}
+	return body;
+}
+
 async function signedInPage(viewport = { width: 1280, height: 900 }) {
 	const context = await browser.newContext({ viewport });
 	const page = await context.newPage();
@@ -184,7 +195,7 @@ test('chat streams answers, shows tool cards and approvals, and stops', async ()
 	const text = await page.locator('[data-role=assistant]').last().innerText();
 	assert.ok(!text.includes('w99'), 'the stream was cut off');
 	// Stop cancelled the run on the server, not just this tab's stream.
-	const cancelled = await (await api('/v1/runs?agent=slow&status=cancelled')).json();
+	const cancelled = await eventually('/v1/runs?agent=slow&status=cancelled', (b) => b.data.length > 0);
 	assert.equal(cancelled.data.length, 1, JSON.stringify(cancelled));
 
 	// A reload mid-answer re-attaches to the run and shows the rest of it.
@@ -195,7 +206,8 @@ test('chat streams answers, shows tool cards and approvals, and stops', async ()
 	await page.waitForURL(/\?session=/);
 	await page.reload();
 	await page.locator('[data-role=assistant]').filter({ hasText: 'w99' }).waitFor();
-	const succeeded = await (await api('/v1/runs?agent=slow&status=succeeded')).json();
+	// The last words show before the run has recorded its end.
+	const succeeded = await eventually('/v1/runs?agent=slow&status=succeeded', (b) => b.data.length > 0);
 	assert.equal(succeeded.data.length, 1, JSON.stringify(succeeded));
 	await context.close();
 });
