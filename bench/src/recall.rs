@@ -151,7 +151,10 @@ pub struct Found<'a> {
 
 /// One question's scores: (recall at each cutoff, reciprocal rank, recall
 /// within each budget).
-pub fn score(evidence: &[Evidence], hits: &[Found<'_>]) -> ([f64; 3], f64, [f64; 2]) {
+pub type Scores = ([f64; 3], f64, [f64; 2]);
+
+/// Scores one question's hits against its evidence.
+pub fn score(evidence: &[Evidence], hits: &[Found<'_>]) -> Scores {
     let wanted: Vec<(&str, usize)> = evidence
         .iter()
         .flat_map(|e| (e.start..=e.end).map(move |line| (e.path.as_str(), line)))
@@ -232,7 +235,7 @@ pub async fn evaluate(
 
     let mut out = Vec::new();
     for mode in [Mode::Text, Mode::Vector, Mode::Hybrid] {
-        let mut scores: Vec<(&str, ([f64; 3], f64, [f64; 2]))> = Vec::new();
+        let mut scores: Vec<(&str, Scores)> = Vec::new();
         let mut note = None;
         for (i, q) in dataset.questions.iter().enumerate() {
             let results = memory
@@ -283,7 +286,7 @@ pub async fn evaluate(
             }
         }
         for kind in kinds {
-            let picked: Vec<&([f64; 3], f64, [f64; 2])> = scores
+            let picked: Vec<&Scores> = scores
                 .iter()
                 .filter(|(k, _)| kind == "all" || *k == kind)
                 .map(|(_, s)| s)
