@@ -319,6 +319,7 @@ struct Scored {
     text: Option<(usize, f64)>,
 }
 
+/// Fuses the legs' candidates (best first) into the best `limit`.
 fn fuse(
     vector_hits: Vec<Candidate>,
     text_hits: Vec<Candidate>,
@@ -328,10 +329,16 @@ fn fuse(
 ) -> Vec<Ranked> {
     let both = !vector_hits.is_empty() && !text_hits.is_empty();
     let legs_run = usize::from(!vector_hits.is_empty()) + usize::from(!text_hits.is_empty());
-    // A chunk one leg did not return scores at most that leg's weakest
-    // candidate there, not zero: being outside one leg's top k must not sink
-    // what the other leg is sure of (zero let a weak leg dilute a strong one).
-    let weakest = |hits: &[Candidate]| hits.iter().map(|c| c.score.clamp(0.0, 1.0)).fold(1.0, f64::min);
+    // A chunk a leg did not return scores there as the leg's weakest
+    // candidate, not zero: being outside one leg's list must not sink what the
+    // other leg is sure of (zero let weak matches of one leg reorder the
+    // other's confident hits). At most half the leg's best, so a leg that found
+    // only a few strong matches still lifts them.
+    let weakest = |hits: &[Candidate]| {
+        let scores = hits.iter().map(|c| c.score.clamp(0.0, 1.0));
+        let (low, high) = scores.fold((1.0, 0.0), |(lo, hi): (f64, f64), s| (lo.min(s), hi.max(s)));
+        if hits.is_empty() { 0.0 } else { low.min(high / 2.0) }
+    };
     let (vector_floor, text_floor) = (weakest(&vector_hits), weakest(&text_hits));
     let mut by_id: HashMap<String, Scored> = HashMap::new();
     for (rank, candidate) in vector_hits.into_iter().enumerate() {
@@ -500,14 +507,35 @@ mod tests {
         assert_eq!(
             summary,
             // Text scores are shares of the query matched (clamped to 1); a
-            // chunk one leg missed gets that leg's weakest score: a's text
-            // 1.0, c's similarity 0.5.
+            // chunk one leg missed gets its weakest score there, at most half
+            // its best: a's text 0.5, c's similarity 0.45.
             vec![
-                ("a", 0.93, vec!["vector"]),
+                ("a", 0.78, vec!["vector"]),
                 ("b", 0.65, vec!["vector", "text"]),
-                ("c", 0.65, vec!["text"]),
+                ("c", 0.615, vec!["text"]),
             ]
         );
+    }
+
+    #[test]
+    fn a_chunk_outside_a_leg_gets_its_weakest_score() {
+        let hits = fuse(
+            vec![
+                row("a", "note", None, Some(0.2), None),
+                row("b", "note", None, Some(0.6), None),
+            ],
+            vec![
+                row("c", "note", None, None, Some(1.0)),
+                row("b", "note", None, None, Some(0.5)),
+            ],
+            LINEAR,
+            10,
+            "2026-11-22",
+        );
+        let summary: Vec<_> = hits.iter().map(|h| (h.id.as_str(), h.score)).collect();
+        // a: 0.7 * 0.8 + 0.3 * 0.5 (the text leg's weakest); c: 0.7 * 0.4
+        // (the vector leg's weakest, under half its best) + 0.3.
+        assert_eq!(summary, vec![("a", 0.71), ("c", 0.58), ("b", 0.43)]);
     }
 
     #[test]
