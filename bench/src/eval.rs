@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use onyx::config::{ProviderKind, SurrealConfig};
-use onyx::memory::{Embedder, Memory, Mode, ProviderEmbedder, Settings};
+use onyx::memory::{Embedder, Memory, Mode, ProviderEmbedder, Ranking, Settings};
 use onyx::storage::{Db, LocalStore, ObjectStore};
 use serde::Deserialize;
 
@@ -129,14 +129,14 @@ fn file_for(id: &str, index: usize) -> String {
     format!("memory/{index:06}-{safe}.md")
 }
 
-/// Indexes the corpus under `work_dir` and scores every mode.
-pub async fn evaluate(
-    corpus: &[Document],
-    queries: &[Query],
+/// A fresh memory service (SurrealDB in memory, files under `work_dir`) with
+/// this embedder, its resident index loaded and the embedder checked.
+/// `ranking` replaces the default ranking settings.
+pub async fn empty_memory(
     embedder: Option<EmbedderSpec>,
     work_dir: &Path,
-    on_progress: &(dyn Fn(&str, usize, usize) + Send + Sync),
-) -> Result<Vec<ModeMetrics>, String> {
+    ranking: Option<Ranking>,
+) -> Result<Arc<Memory>, String> {
     let db = Db::connect(&SurrealConfig {
         url: "mem://".into(),
         user: None,
@@ -152,17 +152,23 @@ pub async fn evaluate(
     let embedder: Option<Arc<dyn Embedder>> = match embedder {
         None => None,
         Some(spec) => {
-            let mut provider = onyx::config::detected_provider("embedder", spec.kind, spec.url, spec.api_key);
-            provider.timeout = Duration::from_secs(120);
+            let mut provider =
+                onyx::config::detected_provider("embedder", spec.kind, spec.url.clone(), spec.api_key);
+            provider.timeout = Duration::from_secs(300);
             let client = onyx::providers::build(&provider).map_err(|e| e.to_string())?;
-            Some(Arc::new(ProviderEmbedder::new(
-                client,
-                spec.model,
-                spec.dimensions,
-            )))
+            let embedder = ProviderEmbedder::new(client, spec.model, spec.dimensions);
+            Some(Arc::new(if spec.kind == ProviderKind::Ollama {
+                embedder.with_ollama_metadata(&spec.url)
+            } else {
+                embedder
+            }))
         }
     };
-    let memory = Memory::new(objects, db, embedder.clone(), Settings::default());
+    let mut settings = Settings::default();
+    if let Some(ranking) = ranking {
+        settings.ranking = ranking;
+    }
+    let memory = Memory::new(objects, db, embedder.clone(), settings);
     memory.prepare_chunking().await.map_err(|e| e.to_string())?;
     // Searches run in the resident index, as in a running replica.
     memory.load_search_index().await.map_err(|e| e.to_string())?;
@@ -172,6 +178,18 @@ pub async fn evaluate(
             .await
             .map_err(|e| format!("the embedder did not answer: {e}"))?;
     }
+    Ok(memory)
+}
+
+/// Indexes the corpus under `work_dir` and scores every mode.
+pub async fn evaluate(
+    corpus: &[Document],
+    queries: &[Query],
+    embedder: Option<EmbedderSpec>,
+    work_dir: &Path,
+    on_progress: &(dyn Fn(&str, usize, usize) + Send + Sync),
+) -> Result<Vec<ModeMetrics>, String> {
+    let memory = empty_memory(embedder, work_dir, None).await?;
     let mut doc_of_path = HashMap::new();
     for (index, doc) in corpus.iter().enumerate() {
         let path = file_for(&doc.id, index);
@@ -312,7 +330,7 @@ pub fn table(metrics: &[ModeMetrics]) -> String {
     out
 }
 
-fn mode_name(mode: Mode) -> &'static str {
+pub fn mode_name(mode: Mode) -> &'static str {
     match mode {
         Mode::Text => "text",
         Mode::Vector => "vector",

@@ -1,8 +1,10 @@
 //! Shared pieces of Onyx's benchmarks: timing helpers and the memory
-//! retrieval-quality evaluation (`eval`), which `memory-eval` runs from the
-//! command line and `tests/memory_eval.rs` runs on the shipped dataset.
+//! retrieval-quality evaluations, which `memory-eval` runs from the command
+//! line: `eval` (document-level, on any corpus) and `recall` (line-level, on
+//! the memory dataset in `bench/data/memory-recall`).
 
 pub mod eval;
+pub mod recall;
 
 use std::time::Duration;
 

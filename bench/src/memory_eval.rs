@@ -4,9 +4,14 @@
 //! memory-eval [--corpus F] [--queries F] [--qrels F]
 //!             [--embedder ollama|openai|none] [--url URL] [--model M]
 //!             [--api-key K] [--dimensions N]
+//! memory-eval --dataset DIR [--slice] [--dump FILE] [--fusion linear|rrf]
+//!             [--vector-weight W] [--text-weight W] [--half-life DAYS] [--embedder …]
 //! ```
 //! Defaults: the dataset in `bench/data/memory-eval/` and Ollama at
-//! `$OLLAMA_HOST` (or 127.0.0.1:11434) with `nomic-embed-text`.
+//! `$OLLAMA_HOST` (or 127.0.0.1:11434) with `nomic-embed-text`. With
+//! `--dataset` (e.g. `bench/data/memory-recall`) it scores hits by evidence
+//! lines instead (`onyx_bench::recall`); `--slice` keeps the dataset's small part,
+//! `--dump` writes every hit list to a file.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,6 +19,7 @@ use std::process::ExitCode;
 use indicatif::{ProgressBar, ProgressStyle};
 use onyx::config::ProviderKind;
 use onyx_bench::eval::{self, EmbedderSpec};
+use onyx_bench::recall;
 
 fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter()
@@ -50,6 +56,32 @@ fn spec(args: &[String]) -> Result<Option<EmbedderSpec>, String> {
     }))
 }
 
+/// The default ranking with `--fusion linear|rrf`, `--vector-weight W`,
+/// `--text-weight W` and `--half-life DAYS` applied; `None` without any of them.
+fn ranking(args: &[String]) -> Result<Option<onyx::memory::Ranking>, String> {
+    let mut ranking = onyx::memory::Settings::default().ranking;
+    let mut changed = false;
+    if let Some(fusion) = arg(args, "--fusion") {
+        ranking.fusion = match fusion.as_str() {
+            "linear" => onyx::config::Fusion::Linear,
+            "rrf" => onyx::config::Fusion::Rrf,
+            other => return Err(format!("--fusion: {other:?} is not linear or rrf")),
+        };
+        changed = true;
+    }
+    for (name, slot) in [
+        ("--vector-weight", &mut ranking.vector_weight),
+        ("--text-weight", &mut ranking.text_weight),
+        ("--half-life", &mut ranking.half_life_days),
+    ] {
+        if let Some(value) = arg(args, name) {
+            *slot = value.parse().map_err(|e| format!("{name}: {e}"))?;
+            changed = true;
+        }
+    }
+    Ok(changed.then_some(ranking))
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
@@ -59,8 +91,6 @@ async fn main() -> ExitCode {
     let qrels = arg(&args, "--qrels").map(PathBuf::from);
     let run = async {
         let embedder = spec(&args)?;
-        let corpus = eval::load_corpus(&corpus)?;
-        let queries = eval::load_queries(&queries, qrels.as_deref())?;
         let work = std::env::temp_dir().join(format!("onyx-memory-eval-{}", std::process::id()));
         let bar = ProgressBar::new(0).with_style(
             ProgressStyle::with_template("{msg:<16} {bar:40} {pos}/{len}")
@@ -75,6 +105,31 @@ async fn main() -> ExitCode {
             || "none (text only)".to_string(),
             |e| format!("{} {} at {}", e.kind.as_str(), e.model, e.url),
         );
+        if let Some(dir) = arg(&args, "--dataset") {
+            let dataset = recall::Dataset::load(&PathBuf::from(dir), args.iter().any(|a| a == "--slice"))?;
+            let started = std::time::Instant::now();
+            let dump = arg(&args, "--dump").map(PathBuf::from);
+            let options = recall::Options {
+                dump: dump.as_deref(),
+                ranking: ranking(&args)?,
+            };
+            let metrics = recall::evaluate(&dataset, embedder, &work, options, &progress).await;
+            bar.finish_and_clear();
+            let _ = std::fs::remove_dir_all(&work);
+            let metrics = metrics?;
+            println!(
+                "{} files, {} questions, asked on {}; embedder: {described}; {}; {:.0} s\n",
+                dataset.files.len(),
+                dataset.questions.len(),
+                dataset.today,
+                onyx_bench::machine(),
+                started.elapsed().as_secs_f64()
+            );
+            println!("{}", recall::table(&metrics));
+            return Ok(());
+        }
+        let corpus = eval::load_corpus(&corpus)?;
+        let queries = eval::load_queries(&queries, qrels.as_deref())?;
         let metrics = eval::evaluate(&corpus, &queries, embedder, &work, &progress).await;
         bar.finish_and_clear();
         let _ = std::fs::remove_dir_all(&work);

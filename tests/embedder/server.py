@@ -1,20 +1,24 @@
 """An Ollama-compatible embedding server that runs the real all-MiniLM-L6-v2
 (`minilm.py`), for tests and benches that need real embeddings offline.
 
-    python server.py [--port 0] [--host 127.0.0.1]
+    python server.py [--port 0] [--host 127.0.0.1] [--cache FILE]
 
 Prints one line, `listening on http://HOST:PORT`, once it accepts connections. Speaks:
 `POST /api/embed` (`{"model", "input": str | [str], "truncate"}` → `{"model",
 "embeddings", "prompt_eval_count"}`), `POST /api/show` (the model's metadata:
 `bert.embedding_length`, `bert.context_length` = 256 word pieces), `GET /api/tags`,
 `GET /` ("Ollama is running"), and OpenAI's `POST /v1/embeddings`. Any model name is
-served by the one model, as a single-model Ollama would be.
+served by the one model, as a single-model Ollama would be. `--cache FILE` keeps every
+vector in a SQLite file by text, so a benchmark run again skips the model for texts it has seen.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import sqlite3
+import struct
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,8 +28,31 @@ from minilm import MiniLM
 MODEL_NAME = "all-minilm:l6-v2"
 
 
+class Cache:
+    """Vectors by SHA-256 of their text, in SQLite (used under the handler's lock)."""
+
+    def __init__(self, path: str):
+        self.db = sqlite3.connect(path, check_same_thread=False)
+        self.db.execute("CREATE TABLE IF NOT EXISTS v (k BLOB PRIMARY KEY, v BLOB)")
+
+    def embed(self, model: MiniLM, texts: list[str]) -> list[list[float]]:
+        keys = [hashlib.sha256(t.encode()).digest() for t in texts]
+        out: list = []
+        for key, text in zip(keys, texts):
+            row = self.db.execute("SELECT v FROM v WHERE k = ?", (key,)).fetchone()
+            if row:
+                out.append(list(struct.unpack(f"{len(row[0]) // 4}f", row[0])))
+            else:
+                vector = model.embed([text])[0]
+                self.db.execute("INSERT OR REPLACE INTO v VALUES (?, ?)", (key, struct.pack(f"{len(vector)}f", *vector)))
+                out.append(vector)
+        self.db.commit()
+        return out
+
+
 class Handler(BaseHTTPRequestHandler):
     model: MiniLM
+    cache: Cache | None = None
     lock = threading.Lock()  # NumPy already uses both cores for one batch.
 
     def log_message(self, format, *args):  # noqa: A002 - quiet by default
@@ -75,7 +102,7 @@ class Handler(BaseHTTPRequestHandler):
             self._send(400, {"error": "input must be a string or a list of strings"})
             return
         with self.lock:
-            vectors = self.model.embed(texts)
+            vectors = self.cache.embed(self.model, texts) if self.cache else self.model.embed(texts)
             tokens = sum(self.model.count_tokens(t) for t in texts)
         model = body.get("model") or MODEL_NAME
         if self.path == "/api/embed":
@@ -91,8 +118,10 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--model-dir", default=None, help="all-MiniLM-L6-v2 files (default: the PyPI package's)")
+    parser.add_argument("--cache", default=None, help="a SQLite file keeping vectors between runs")
     args = parser.parse_args()
     Handler.model = MiniLM(args.model_dir)
+    Handler.cache = Cache(args.cache) if args.cache else None
     server = ThreadingHTTPServer((args.host, args.port), Handler)
     host, port = server.server_address[:2]
     print(f"listening on http://{host}:{port}", flush=True)

@@ -571,7 +571,7 @@ fn memory(raw: raw::RawMemory) -> Result<MemoryConfig, ConfigError> {
             "must be smaller than memory.chunkTokens",
         ));
     }
-    let half_life_days = raw.half_life_days.unwrap_or(30.0);
+    let half_life_days = raw.half_life_days.unwrap_or(365.0);
     if half_life_days <= 0.0 {
         return Err(ConfigError::invalid(
             "memory.halfLifeDays",

@@ -1,20 +1,50 @@
-//! Markdown-aware chunking. A file becomes chunks of about `target_tokens`
-//! tokens (estimated as 4 characters each), with `overlap_tokens` of trailing
-//! lines repeated at the start of the next chunk so a fact on a boundary is
-//! found from either side. A code fence is never split; a heading starts a new
-//! chunk, and the headings above a chunk travel with it as context.
+//! Markdown-aware chunking. Memory is mostly lists: a daily log is one bullet
+//! per conversation turn or note, MEMORY.md one bullet per fact, a transcript
+//! one `Speaker: text` line per turn. Each such item is a chunk of its own, so
+//! a hit points at the turn that answers and its vector is about one thing, not
+//! the average of twenty. Other text (paragraphs) becomes chunks of about
+//! `target_tokens` tokens (estimated as 4 characters each), with
+//! `overlap_tokens` of trailing lines repeated at the start of the next chunk
+//! so a fact on a boundary is found from either side. No chunk is longer than
+//! the target: an item or a line that is gets cut. A code fence is never
+//! split; a heading starts a new chunk, and the headings above a chunk (a
+//! daily log's date) travel with it as context.
 
 use sha2::{Digest, Sha256};
 
 /// Bumped whenever chunk boundaries would change for the same input, so the
 /// index fingerprint changes and everything is rebuilt.
-pub const CHUNKER_VERSION: u32 = 1;
+pub const CHUNKER_VERSION: u32 = 2;
 const CHARS_PER_TOKEN: usize = 4;
 
 #[derive(Debug, Clone, Copy)]
 pub struct ChunkParams {
     pub target_tokens: usize,
     pub overlap_tokens: usize,
+}
+
+/// Tokens of an embedder's input kept free for its own markers and the heading context.
+const INPUT_RESERVE: usize = 16;
+
+impl ChunkParams {
+    /// These parameters with chunks that fit an embedder reading at most
+    /// `input_tokens` word pieces (0: unknown, unchanged). Word pieces are
+    /// shorter than the 4 characters a token is estimated at here (about 3.2
+    /// in English prose, logs and code for all-MiniLM-L6-v2's vocabulary), so
+    /// the target is three quarters of what is left after the reserve.
+    pub fn within(self, input_tokens: usize) -> Self {
+        if input_tokens == 0 {
+            return self;
+        }
+        let fits = (input_tokens.saturating_sub(INPUT_RESERVE) * 3 / 4).max(16);
+        if fits >= self.target_tokens {
+            return self;
+        }
+        Self {
+            target_tokens: fits,
+            overlap_tokens: self.overlap_tokens.min(fits / 4),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +96,8 @@ struct Block<'a> {
     fenced: bool,
     /// `Some(level)` for a heading line.
     heading: Option<usize>,
+    /// A list item or a transcript turn (with its continuation lines): a chunk of its own.
+    item: bool,
 }
 
 impl Block<'_> {
@@ -85,6 +117,7 @@ pub fn chunk(content: &str, params: ChunkParams) -> Vec<Chunk> {
         size: 0,
         headings: Vec::new(),
         chunk_heading: String::new(),
+        heading_line: None,
     };
     for block in blocks(content) {
         if let Some(level) = block.heading {
@@ -96,6 +129,28 @@ pub fn chunk(content: &str, params: ChunkParams) -> Vec<Chunk> {
             let title = block.lines[0].trim_start_matches('#').trim().to_string();
             builder.headings.push((level, title));
             builder.push(block.first_line, block.lines[0], false);
+            builder.heading_line = Some(block.first_line);
+            continue;
+        }
+        if block.item {
+            // A heading alone is no chunk: it travels with the items under it.
+            let only_heading = builder
+                .lines
+                .iter()
+                .all(|l| l.1.trim().is_empty() || Some(l.0) == builder.heading_line);
+            if !only_heading {
+                builder.close();
+            }
+            builder.restart();
+            for (offset, line) in block.lines.iter().enumerate() {
+                if builder.size > 0 && builder.size + line.len() + 1 > target {
+                    builder.close();
+                    builder.restart();
+                }
+                builder.push_long(block.first_line + offset, line, false);
+            }
+            builder.close();
+            builder.restart();
             continue;
         }
         if builder.size > 0 && builder.size + block.chars() > target {
@@ -121,6 +176,8 @@ struct Builder<'a> {
     size: usize,
     headings: Vec<(usize, String)>,
     chunk_heading: String,
+    /// The line of the last heading seen.
+    heading_line: Option<usize>,
 }
 
 impl<'a> Builder<'a> {
@@ -130,6 +187,13 @@ impl<'a> Builder<'a> {
             .map(|(_, t)| t.as_str())
             .collect::<Vec<_>>()
             .join(" > ")
+    }
+
+    /// Starts an empty chunk (no overlap) under the current headings.
+    fn restart(&mut self) {
+        self.lines.clear();
+        self.size = 0;
+        self.chunk_heading = self.breadcrumb();
     }
 
     fn push(&mut self, number: usize, line: &'a str, fenced: bool) {
@@ -242,6 +306,7 @@ fn blocks(content: &str) -> Vec<Block<'_>> {
                 lines: vec![line],
                 fenced: true,
                 heading: None,
+                item: false,
             });
             continue;
         }
@@ -252,11 +317,21 @@ fn blocks(content: &str) -> Vec<Block<'_>> {
                 lines: vec![line],
                 fenced: false,
                 heading: Some(level),
+                item: false,
             });
             continue;
         }
+        let blank = line.trim().is_empty();
+        let starts_item = !blank && starts_item(line);
         match out.last_mut() {
-            Some(block) if !block.fenced && block.heading.is_none() && !line.trim().is_empty() => {
+            // An indented line continues an item; any other line after an item starts a paragraph.
+            Some(block)
+                if !block.fenced
+                    && block.heading.is_none()
+                    && !blank
+                    && !starts_item
+                    && (!block.item || line.starts_with([' ', '\t'])) =>
+            {
                 block.lines.push(line);
             }
             _ => out.push(Block {
@@ -264,10 +339,36 @@ fn blocks(content: &str) -> Vec<Block<'_>> {
                 lines: vec![line],
                 fenced: false,
                 heading: None,
+                item: starts_item,
             }),
         }
     }
     out
+}
+
+/// A list item (`- `, `* `, `+ `, `1. `, `1) `) or a transcript turn
+/// (`Name: text`, a capitalised name of up to three words), not indented.
+fn starts_item(line: &str) -> bool {
+    if line.starts_with([' ', '\t']) {
+        return false;
+    }
+    if ["- ", "* ", "+ "].iter().any(|m| line.starts_with(m)) {
+        return true;
+    }
+    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+    if (1..=3).contains(&digits) && (line[digits..].starts_with(". ") || line[digits..].starts_with(") ")) {
+        return true;
+    }
+    let Some((speaker, rest)) = line.split_once(": ") else {
+        return false;
+    };
+    !rest.trim().is_empty()
+        && speaker.len() <= 40
+        && speaker.chars().next().is_some_and(char::is_uppercase)
+        && speaker.split(' ').count() <= 3
+        && speaker
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, ' ' | '.' | '\'' | '-' | '_'))
 }
 
 #[cfg(test)]
@@ -335,6 +436,63 @@ mod tests {
         let chunks = chunk(&doc, SMALL);
         assert!(chunks.len() > 1);
         assert_eq!(chunks.iter().map(|c| c.text.chars().count()).sum::<usize>(), 500);
+    }
+
+    #[test]
+    fn each_turn_of_a_daily_log_is_a_chunk_under_its_date() {
+        let doc = "# 2026-07-01\n\n- 08:54 asked “GP results” → answered “vitamin D is low”\n\
+                   - 09:10 note: book the dentist\n  (after the holidays)\n\nA closing paragraph.\n";
+        let chunks = chunk(doc, SMALL);
+        let summary: Vec<_> = chunks
+            .iter()
+            .map(|c| (c.start_line, c.end_line, c.heading.as_str()))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![(3, 3, "2026-07-01"), (4, 5, "2026-07-01"), (7, 7, "2026-07-01")]
+        );
+        assert_eq!(
+            chunks[1].indexed_text(),
+            "2026-07-01\n- 09:10 note: book the dentist\n  (after the holidays)"
+        );
+    }
+
+    #[test]
+    fn transcript_turns_and_numbered_items_are_chunks() {
+        let doc = "Caroline: I went to the support group yesterday.\nMelanie: How was it?\n\
+                   1. first step\n2) second step\nnot: a turn because lowercase\n";
+        let lines: Vec<_> = chunk(
+            doc,
+            ChunkParams {
+                target_tokens: 200,
+                overlap_tokens: 0,
+            },
+        )
+        .iter()
+        .map(|c| (c.start_line, c.end_line))
+        .collect();
+        // An unindented line after an item is a paragraph of its own.
+        assert_eq!(lines, vec![(1, 1), (2, 2), (3, 3), (4, 4), (5, 5)]);
+    }
+
+    #[test]
+    fn a_long_item_is_cut_to_the_target() {
+        let doc = format!("- {}\n", "word ".repeat(60));
+        let chunks = chunk(&doc, SMALL);
+        assert!(chunks.len() > 1, "{chunks:#?}");
+        assert!(chunks.iter().all(|c| c.text.len() <= 20 * 4));
+    }
+
+    #[test]
+    fn chunks_fit_the_embedders_input() {
+        let params = ChunkParams {
+            target_tokens: 400,
+            overlap_tokens: 80,
+        };
+        let minilm = params.within(256);
+        assert_eq!((minilm.target_tokens, minilm.overlap_tokens), (180, 45));
+        assert_eq!(params.within(8191).target_tokens, 400);
+        assert_eq!(params.within(0).target_tokens, 400);
     }
 
     #[test]

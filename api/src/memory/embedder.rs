@@ -46,6 +46,11 @@ pub trait Embedder: Send + Sync {
     fn model(&self) -> &str;
     /// One vector per text, in order.
     fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>>;
+    /// The most tokens (word pieces) the model reads of one input, when the
+    /// embedder can tell: longer text is cut off, so chunks stay within it.
+    fn input_tokens(&self) -> BoxFuture<'_, Option<usize>> {
+        async { None }.boxed()
+    }
 }
 
 impl From<ProviderError> for EmbedError {
@@ -59,6 +64,8 @@ pub struct ProviderEmbedder {
     provider: Arc<dyn Provider>,
     model: String,
     dimensions: Option<u32>,
+    /// Ollama's `POST /api/show`, which tells the model's context length.
+    show_url: Option<url::Url>,
 }
 
 impl ProviderEmbedder {
@@ -67,7 +74,19 @@ impl ProviderEmbedder {
             provider,
             model,
             dimensions,
+            show_url: None,
         }
+    }
+
+    /// Reads the model's input limit from the Ollama server at `base`
+    /// (`POST /api/show`); without it only OpenAI's own models' limits are known.
+    pub fn with_ollama_metadata(mut self, base: &url::Url) -> Self {
+        let mut base = base.clone();
+        if !base.path().ends_with('/') {
+            base.set_path(&format!("{}/", base.path()));
+        }
+        self.show_url = base.join("api/show").ok();
+        self
     }
 
     async fn embed_batch(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
@@ -115,6 +134,43 @@ impl Embedder for ProviderEmbedder {
         }
         .boxed()
     }
+
+    fn input_tokens(&self) -> BoxFuture<'_, Option<usize>> {
+        async move {
+            if self.model.starts_with("text-embedding-") {
+                return Some(OPENAI_INPUT_TOKENS);
+            }
+            let url = self.show_url.clone()?;
+            let client = reqwest::Client::builder()
+                .timeout(std::time::Duration::from_secs(5))
+                .build()
+                .ok()?;
+            let response = client
+                .post(url)
+                .json(&json!({"model": self.model}))
+                .send()
+                .await
+                .ok()?
+                .error_for_status()
+                .ok()?;
+            context_length(&response.json().await.ok()?)
+        }
+        .boxed()
+    }
+}
+
+/// OpenAI's embedding models (`text-embedding-3-*`, `-ada-002`) read 8,191 tokens.
+const OPENAI_INPUT_TOKENS: usize = 8191;
+
+/// `model_info["<architecture>.context_length"]` of an Ollama `/api/show` answer.
+fn context_length(show: &Value) -> Option<usize> {
+    show["model_info"]
+        .as_object()?
+        .iter()
+        .find(|(key, _)| key.ends_with(".context_length"))
+        .and_then(|(_, value)| value.as_u64())
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|n| *n > 0)
 }
 
 /// Reads an OpenAI `list` of embeddings, ordered by `index`.
@@ -181,20 +237,24 @@ fn configured(config: &Config, wanted: &EmbedderConfig) -> Result<ProviderEmbedd
             ))?
         }
     };
-    Ok(ProviderEmbedder::new(
-        provider,
-        wanted.model.clone(),
-        wanted.dimensions,
-    ))
+    let embedder = ProviderEmbedder::new(provider, wanted.model.clone(), wanted.dimensions);
+    let base = wanted.base_url.as_ref().or(named.map(|p| &p.base_url));
+    Ok(match (wanted.kind, base) {
+        (ProviderKind::Ollama, Some(base)) => embedder.with_ollama_metadata(base),
+        (ProviderKind::Ollama, None) => match crate::config::ollama_url("127.0.0.1:11434") {
+            Some(base) => embedder.with_ollama_metadata(&base),
+            None => embedder,
+        },
+        _ => embedder,
+    })
 }
 
 fn automatic(config: &Config) -> Result<Option<ProviderEmbedder>, ProviderError> {
     if let Some(ollama) = config.providers.values().find(|p| p.kind == ProviderKind::Ollama) {
-        return Ok(Some(ProviderEmbedder::new(
-            providers::build(ollama)?,
-            "nomic-embed-text".into(),
-            None,
-        )));
+        return Ok(Some(
+            ProviderEmbedder::new(providers::build(ollama)?, "nomic-embed-text".into(), None)
+                .with_ollama_metadata(&ollama.base_url),
+        ));
     }
     if let Some(openai) = config
         .providers
@@ -226,5 +286,14 @@ mod tests {
         );
         assert!(parse_vectors(&json!({"data": [{"embedding": "abc"}]})).is_err());
         assert!(parse_vectors(&json!({"error": "x"})).is_err());
+    }
+
+    #[test]
+    fn the_context_length_comes_from_the_model_info() {
+        let show = json!({"model_info": {"general.architecture": "bert", "bert.context_length": 256}});
+        assert_eq!(context_length(&show), Some(256));
+        let nomic = json!({"model_info": {"nomic-bert.context_length": 2048}});
+        assert_eq!(context_length(&nomic), Some(2048));
+        assert_eq!(context_length(&json!({"model_info": {}})), None);
     }
 }

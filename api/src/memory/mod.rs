@@ -56,7 +56,7 @@ impl Default for Settings {
                 vector_weight: 0.7,
                 text_weight: 0.3,
                 min_score: 0.0,
-                half_life_days: 30.0,
+                half_life_days: 365.0,
             },
             sync_interval: Duration::from_secs(60),
         }

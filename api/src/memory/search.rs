@@ -1,6 +1,10 @@
 //! Hybrid search over the index: a vector leg (HNSW, cosine) and a text leg
 //! (FULLTEXT BM25, any query word may match), fused by weighted linear
 //! combination or reciprocal rank fusion, with daily logs decaying by age.
+//! Linear fusion adds calibrated scores: cosine similarity, and BM25 as the
+//! share of the query a chunk matches (not scaled per result set, so a leg
+//! that finds nothing good adds little); a chunk missing from one leg's
+//! candidates gets that leg's weakest score. Measured in `bench/README.md`.
 
 use std::collections::HashMap;
 
@@ -20,7 +24,7 @@ const HIGHLIGHT: &str = "**";
 /// How many more vector candidates than needed are fetched before filtering by agent.
 const OVERFETCH: usize = 4;
 const MAX_OVERFETCH: usize = 400;
-/// The text-leg score of the weakest text match in a result set.
+/// The text score of the weakest match while SurrealDB answers (see `in_surrealdb`).
 const TEXT_FLOOR: f64 = 0.2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -217,10 +221,25 @@ async fn in_surrealdb(db: &Db, legs: &Legs<'_>, k: usize) -> Result<LegResults, 
             let mut response = db.execute(&filtered, vars).await?;
             rows = Db::take_rows(&mut response, 0)?;
         }
+        // SurrealDB does not tell how much of the query a row matches (the
+        // resident index does), and its BM25 goes negative in small corpora:
+        // scaled into [0.2, 1] within the result set instead (every match
+        // counts, the best fully).
+        let (low, high) = rows
+            .iter()
+            .filter_map(|r| r.ft_score)
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), s| {
+                (lo.min(s), hi.max(s))
+            });
         found.text = rows
             .into_iter()
             .map(|row| {
-                let score = row.ft_score.unwrap_or(0.0);
+                let ft = row.ft_score.unwrap_or(low);
+                let score = if high > low {
+                    TEXT_FLOOR + (1.0 - TEXT_FLOOR) * (ft - low) / (high - low)
+                } else {
+                    1.0
+                };
                 row.candidate(score)
             })
             .collect();
@@ -300,6 +319,7 @@ struct Scored {
     text: Option<(usize, f64)>,
 }
 
+/// Fuses the legs' candidates (best first) into the best `limit`.
 fn fuse(
     vector_hits: Vec<Candidate>,
     text_hits: Vec<Candidate>,
@@ -309,21 +329,17 @@ fn fuse(
 ) -> Vec<Ranked> {
     let both = !vector_hits.is_empty() && !text_hits.is_empty();
     let legs_run = usize::from(!vector_hits.is_empty()) + usize::from(!text_hits.is_empty());
-    // BM25 is unbounded and goes negative in tiny corpora (IDF of a term in
-    // most documents), so text scores are min-max scaled into [0.2, 1]:
-    // every text match counts, the best counts fully.
-    let (min_ft, max_ft) = text_hits
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), c| {
-            (lo.min(c.score), hi.max(c.score))
-        });
-    let scale_text = |ft: f64| {
-        if max_ft > min_ft {
-            TEXT_FLOOR + (1.0 - TEXT_FLOOR) * (ft - min_ft) / (max_ft - min_ft)
-        } else {
-            1.0
-        }
+    // A chunk a leg did not return scores there as the leg's weakest
+    // candidate, not zero: being outside one leg's list must not sink what the
+    // other leg is sure of (zero let weak matches of one leg reorder the
+    // other's confident hits). At most half the leg's best, so a leg that found
+    // only a few strong matches still lifts them.
+    let weakest = |hits: &[Candidate]| {
+        let scores = hits.iter().map(|c| c.score.clamp(0.0, 1.0));
+        let (low, high) = scores.fold((1.0, 0.0), |(lo, hi): (f64, f64), s| (lo.min(s), hi.max(s)));
+        if hits.is_empty() { 0.0 } else { low.min(high / 2.0) }
     };
+    let (vector_floor, text_floor) = (weakest(&vector_hits), weakest(&text_hits));
     let mut by_id: HashMap<String, Scored> = HashMap::new();
     for (rank, candidate) in vector_hits.into_iter().enumerate() {
         let similarity = candidate.score.clamp(0.0, 1.0);
@@ -337,7 +353,8 @@ fn fuse(
         );
     }
     for (rank, candidate) in text_hits.into_iter().enumerate() {
-        let normalised = scale_text(candidate.score);
+        // The share of the query matched (see `Candidate::score`).
+        let normalised = candidate.score.clamp(0.0, 1.0);
         by_id
             .entry(candidate.id.clone())
             .or_insert(Scored {
@@ -354,8 +371,8 @@ fn fuse(
             let fused = match ranking.fusion {
                 Fusion::Linear if both => {
                     let total = (ranking.vector_weight + ranking.text_weight).max(f64::EPSILON);
-                    (ranking.vector_weight * s.vector.map_or(0.0, |v| v.1)
-                        + ranking.text_weight * s.text.map_or(0.0, |t| t.1))
+                    (ranking.vector_weight * s.vector.map_or(vector_floor, |v| v.1)
+                        + ranking.text_weight * s.text.map_or(text_floor, |t| t.1))
                         / total
                 }
                 Fusion::Linear => s.vector.or(s.text).map_or(0.0, |l| l.1),
@@ -489,12 +506,36 @@ mod tests {
             .collect();
         assert_eq!(
             summary,
+            // Text scores are shares of the query matched (clamped to 1); a
+            // chunk one leg missed gets its weakest score there, at most half
+            // its best: a's text 0.5, c's similarity 0.45.
             vec![
+                ("a", 0.78, vec!["vector"]),
                 ("b", 0.65, vec!["vector", "text"]),
-                ("a", 0.63, vec!["vector"]),
-                ("c", 0.06, vec!["text"]),
+                ("c", 0.615, vec!["text"]),
             ]
         );
+    }
+
+    #[test]
+    fn a_chunk_outside_a_leg_gets_its_weakest_score() {
+        let hits = fuse(
+            vec![
+                row("a", "note", None, Some(0.2), None),
+                row("b", "note", None, Some(0.6), None),
+            ],
+            vec![
+                row("c", "note", None, None, Some(1.0)),
+                row("b", "note", None, None, Some(0.5)),
+            ],
+            LINEAR,
+            10,
+            "2026-11-22",
+        );
+        let summary: Vec<_> = hits.iter().map(|h| (h.id.as_str(), h.score)).collect();
+        // a: 0.7 * 0.8 + 0.3 * 0.5 (the text leg's weakest); c: 0.7 * 0.4
+        // (the vector leg's weakest, under half its best) + 0.3.
+        assert_eq!(summary, vec![("a", 0.71), ("c", 0.58), ("b", 0.43)]);
     }
 
     #[test]

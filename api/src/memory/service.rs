@@ -59,6 +59,8 @@ pub struct Memory {
     pub(super) state: EmbedderState,
     pub(super) settings: Settings,
     pub(super) progress: Progress,
+    /// The embedder's input limit in tokens, once known (0 until then).
+    pub(super) input_tokens: std::sync::atomic::AtomicUsize,
     locks: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
@@ -131,6 +133,7 @@ impl Memory {
             embedder,
             settings,
             progress: Progress::default(),
+            input_tokens: std::sync::atomic::AtomicUsize::new(0),
             locks: std::sync::Mutex::new(HashMap::new()),
         })
     }
@@ -326,7 +329,7 @@ impl Memory {
         let Some(kind) = paths::indexed_kind(agent, path) else {
             return Ok((0, 0));
         };
-        let mut rows: Vec<ChunkRow> = chunker::chunk(content, self.settings.chunking)
+        let mut rows: Vec<ChunkRow> = chunker::chunk(content, self.chunk_params())
             .into_iter()
             .map(|c| ChunkRow::new(agent, path, kind, c))
             .collect();
@@ -388,6 +391,13 @@ impl Memory {
         Ok(())
     }
 
+    /// How files are chunked: as configured, with chunks kept within the
+    /// embedder's input limit once it is known.
+    pub(super) fn chunk_params(&self) -> ChunkParams {
+        let limit = self.input_tokens.load(std::sync::atomic::Ordering::Relaxed);
+        self.settings.chunking.within(limit)
+    }
+
     /// Embeds with the configured embedder, recording up/down.
     pub(super) async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let Some(embedder) = &self.embedder else {
@@ -411,6 +421,20 @@ impl Memory {
         query: &str,
         limit: usize,
         requested: Mode,
+    ) -> Result<SearchResults, MemoryError> {
+        let today = crate::clock::day(crate::clock::now());
+        self.search_on(agent, query, limit, requested, &today).await
+    }
+
+    /// [`Self::search`] as if today were `today` (`YYYY-MM-DD`: daily logs
+    /// decay by their age on that day), for evaluations on dated datasets.
+    pub async fn search_on(
+        &self,
+        agent: &str,
+        query: &str,
+        limit: usize,
+        requested: Mode,
+        today: &str,
     ) -> Result<SearchResults, MemoryError> {
         let agent = paths::agent(agent)?;
         let query = query.trim();
@@ -452,7 +476,6 @@ impl Memory {
             text: (run_text && !text.is_empty()).then_some(text.as_str()),
             candidates: (limit * 3).max(20),
         };
-        let today = &crate::clock::day(crate::clock::now());
         let data = search::run(&self.index, legs, self.settings.ranking, limit, today).await?;
         Ok(SearchResults {
             object: "list",

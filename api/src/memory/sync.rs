@@ -6,6 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -38,7 +39,7 @@ pub type OnProgress<'a> = &'a (dyn Fn(usize, usize) + Send + Sync);
 
 impl Memory {
     fn chunking_fingerprint(&self) -> String {
-        let c = self.settings.chunking;
+        let c = self.chunk_params();
         format!(
             "chunker v{CHUNKER_VERSION}, {}/{} tokens",
             c.target_tokens, c.overlap_tokens
@@ -133,6 +134,14 @@ impl Memory {
     /// Empties the index when it was built with other chunking parameters
     /// (the next sync rebuilds it from the files).
     pub async fn prepare_chunking(&self) -> Result<(), MemoryError> {
+        if let Some(embedder) = &self.embedder
+            && self.input_tokens.load(Ordering::Relaxed) == 0
+            && let Some(limit) = embedder.input_tokens().await
+        {
+            // Known from now on; an embedder that cannot tell (or is down at
+            // start) leaves the configured size.
+            self.input_tokens.store(limit, Ordering::Relaxed);
+        }
         let mut stored = self.index.fingerprint().await?;
         let wanted = self.chunking_fingerprint();
         if stored.chunking.as_deref() != Some(wanted.as_str()) {

@@ -24,7 +24,9 @@ pub struct Candidate {
     pub start_line: usize,
     /// Days since 1970 of a daily log (which decays with age); `None` otherwise.
     pub daily: Option<i64>,
-    /// Cosine similarity (vector leg) or BM25 (text leg).
+    /// Cosine similarity (vector leg), or BM25 as the share of the query
+    /// matched (text leg: 1 for every query word once in a chunk of average
+    /// length; a little more for repeats or short chunks).
     pub score: f64,
 }
 
@@ -244,11 +246,13 @@ impl State {
                 let doc = &self.docs[slot as usize];
                 (doc.alive && agents.contains(&doc.agent)).then_some(&doc.terms)
             };
+            // Scores as the share of the query matched (see `TextIndex::full_match`).
+            let full = f64::from(self.text.full_match(words)).max(f64::EPSILON);
             results.text = self
                 .text
                 .search(words, query.k, accept)
                 .into_iter()
-                .map(|(slot, score)| self.candidate(slot, f64::from(score)))
+                .map(|(slot, score)| self.candidate(slot, f64::from(score) / full))
                 .collect();
         }
         results

@@ -97,6 +97,29 @@ impl TextIndex {
         id
     }
 
+    /// What a document matching every one of `words` once, at the average
+    /// length, scores: the sum of their IDFs. BM25 divided by it says how much
+    /// of the query a document matches (about 0 to 1), comparable across queries.
+    pub fn full_match(&self, words: &[String]) -> f32 {
+        if self.live_documents == 0 {
+            return 0.0;
+        }
+        let n = self.live_documents as f32;
+        let mut seen: Vec<u32> = Vec::new();
+        let mut total = 0.0;
+        for word in words {
+            let Some(&id) = self.words.get(word) else {
+                continue;
+            };
+            let df = self.document_frequency[id as usize] as f32;
+            if df > 0.0 && !seen.contains(&id) {
+                seen.push(id);
+                total += (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            }
+        }
+        total
+    }
+
     /// BM25 scores of the documents matching any of `words` that `accept`
     /// keeps (it returns the document's words, or `None` to skip it), best
     /// first, at most `k`.
