@@ -528,8 +528,8 @@ fn unit_interval(value: Option<f64>, default: f64, path: &str) -> Result<f64, Co
 
 fn memory(raw: raw::RawMemory) -> Result<MemoryConfig, ConfigError> {
     let fusion = match raw.fusion.as_deref() {
-        None | Some("linear") => Fusion::Linear,
-        Some("rrf") => Fusion::Rrf,
+        None | Some("rrf") => Fusion::Rrf,
+        Some("linear") => Fusion::Linear,
         Some(other) => {
             return Err(ConfigError::invalid(
                 "memory.fusion",
@@ -581,8 +581,8 @@ fn memory(raw: raw::RawMemory) -> Result<MemoryConfig, ConfigError> {
     Ok(MemoryConfig {
         embedder,
         fusion,
-        vector_weight: unit_interval(raw.vector_weight, 0.7, "memory.vectorWeight")?,
-        text_weight: unit_interval(raw.text_weight, 0.3, "memory.textWeight")?,
+        vector_weight: unit_interval(raw.vector_weight, 0.6, "memory.vectorWeight")?,
+        text_weight: unit_interval(raw.text_weight, 0.4, "memory.textWeight")?,
         min_score: unit_interval(raw.min_score, 0.0, "memory.minScore")?,
         half_life_days,
         chunk_tokens,

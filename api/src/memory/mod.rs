@@ -52,9 +52,9 @@ impl Default for Settings {
                 overlap_tokens: 80,
             },
             ranking: Ranking {
-                fusion: crate::config::Fusion::Linear,
-                vector_weight: 0.7,
-                text_weight: 0.3,
+                fusion: crate::config::Fusion::Rrf,
+                vector_weight: 0.6,
+                text_weight: 0.4,
                 min_score: 0.0,
                 half_life_days: 365.0,
             },

@@ -19,7 +19,10 @@ use crate::config::Fusion;
 use crate::storage::{Db, DbError};
 
 const SNIPPET_CHARS: usize = 300;
-const RRF_K: f64 = 60.0;
+/// Reciprocal rank fusion's k: small, so rank 1 in a leg counts much more
+/// than rank 5 (k = 60, the usual value, flattened the legs' ranks and lost
+/// 14 points of recall@5 on the memory-recall dataset; see bench/README.md).
+const RRF_K: f64 = 1.0;
 const HIGHLIGHT: &str = "**";
 /// How many more vector candidates than needed are fetched before filtering by agent.
 const OVERFETCH: usize = 4;
@@ -328,7 +331,6 @@ fn fuse(
     today: &str,
 ) -> Vec<Ranked> {
     let both = !vector_hits.is_empty() && !text_hits.is_empty();
-    let legs_run = usize::from(!vector_hits.is_empty()) + usize::from(!text_hits.is_empty());
     // A chunk a leg did not return scores there as the leg's weakest
     // candidate, not zero: being outside one leg's list must not sink what the
     // other leg is sure of (zero let weak matches of one leg reorder the
@@ -365,23 +367,32 @@ fn fuse(
             .text = Some((rank, normalised));
     }
     let today = day_number(today);
-    let mut scored: Vec<(Candidate, Ranked)> = by_id
+    let mut scored: Vec<(Candidate, Ranked, Option<usize>)> = by_id
         .into_values()
         .map(|s| {
             let fused = match ranking.fusion {
-                Fusion::Linear if both => {
+                // One leg: its own calibrated score (similarity, share of the
+                // query matched), so a weak match looks weak.
+                _ if !both => s.vector.or(s.text).map_or(0.0, |l| l.1),
+                Fusion::Linear => {
                     let total = (ranking.vector_weight + ranking.text_weight).max(f64::EPSILON);
                     (ranking.vector_weight * s.vector.map_or(vector_floor, |v| v.1)
                         + ranking.text_weight * s.text.map_or(text_floor, |t| t.1))
                         / total
                 }
-                Fusion::Linear => s.vector.or(s.text).map_or(0.0, |l| l.1),
                 Fusion::Rrf => {
+                    // A candidate with no similarity at all (orthogonal) is
+                    // not a match, whatever its rank.
                     let rrf = |leg: Option<(usize, f64)>| {
-                        leg.map_or(0.0, |(rank, _)| 1.0 / (RRF_K + rank as f64 + 1.0))
+                        leg.filter(|(_, score)| *score > 0.0)
+                            .map_or(0.0, |(rank, _)| 1.0 / (RRF_K + rank as f64 + 1.0))
                     };
-                    // Scaled so rank 1 in every leg that ran scores 1.0.
-                    (rrf(s.vector) + rrf(s.text)) * (RRF_K + 1.0) / legs_run.max(1) as f64
+                    // Weighted by the legs' weights (ties go to the stronger
+                    // leg), scaled so rank 1 in both legs scores 1.0.
+                    let total = (ranking.vector_weight + ranking.text_weight).max(f64::EPSILON);
+                    (ranking.vector_weight * rrf(s.vector) + ranking.text_weight * rrf(s.text))
+                        * (RRF_K + 1.0)
+                        / total
                 }
             };
             let score = fused * decay(s.candidate.daily, ranking.half_life_days, today);
@@ -397,18 +408,22 @@ fn fuse(
                 score: (score * 10_000.0).round() / 10_000.0,
                 legs,
             };
-            (s.candidate, ranked)
+            // On equal scores the legs' own order decides (a clamped text
+            // score ties a full match with a partial one).
+            let best_rank = [s.vector, s.text].into_iter().flatten().map(|l| l.0).min();
+            (s.candidate, ranked, best_rank)
         })
-        .filter(|(_, r)| r.score >= ranking.min_score && r.score > 0.0)
+        .filter(|(_, r, _)| r.score >= ranking.min_score && r.score > 0.0)
         .collect();
-    scored.sort_by(|(a, ra), (b, rb)| {
+    scored.sort_by(|(a, ra, a_rank), (b, rb, b_rank)| {
         rb.score
             .total_cmp(&ra.score)
+            .then_with(|| a_rank.cmp(b_rank))
             .then_with(|| a.path.cmp(&b.path))
             .then_with(|| a.start_line.cmp(&b.start_line))
     });
     scored.truncate(limit);
-    scored.into_iter().map(|(_, ranked)| ranked).collect()
+    scored.into_iter().map(|(_, ranked, _)| ranked).collect()
 }
 
 /// Daily logs lose half their weight every `half_life_days`; other files keep it.

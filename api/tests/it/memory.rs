@@ -208,7 +208,12 @@ async fn exercise_search(onyx: &Onyx) {
 
     // Shared documents are found by every agent; other agents' memory is not.
     let travel = onyx.search("plane tickets and lodging", "hybrid").await;
-    assert_eq!(travel["data"][0]["agent"], "_shared", "{travel}");
+    assert!(
+        travel["data"].as_array().unwrap()[..2]
+            .iter()
+            .any(|h| h["agent"] == "_shared"),
+        "{travel}"
+    );
     let cats = onyx.search("Tom the cat", "hybrid").await;
     assert!(
         cats["data"]
@@ -749,11 +754,15 @@ async fn two_replicas_share_memory_files_and_index() {
             "{content}"
         );
     }
-    let hits = a.search("replica note 07", "text").await;
-    assert!(
-        hits["data"][0]["snippet"].as_str().unwrap().contains("07"),
-        "{hits}"
-    );
+    // Replica a's search index follows b's writes (each note is a chunk of its own).
+    wait_until(secs(10), "replica a finds the last note", async || {
+        let hits = a.search("replica note 07", "text").await;
+        hits["data"][0]["snippet"]
+            .as_str()
+            .is_some_and(|s| s.contains("07"))
+            .then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
