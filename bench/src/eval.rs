@@ -319,15 +319,17 @@ pub fn table(metrics: &[ModeMetrics]) -> String {
             ));
         }
     }
-    let mut notes: Vec<String> = metrics
-        .iter()
-        .filter_map(|m| m.note.as_ref().map(|n| format!("{}: {n}", mode_name(m.mode))))
-        .collect();
-    notes.dedup();
-    for note in notes {
-        out.push_str(&format!("\n{note}\n"));
-    }
+    out.push_str(&mode_notes(metrics.iter().map(|m| (m.mode, m.note.as_deref()))));
     out
+}
+
+/// What each mode noted (a mode that ran as another), one paragraph each.
+pub fn mode_notes<'a>(notes: impl Iterator<Item = (Mode, Option<&'a str>)>) -> String {
+    let mut lines: Vec<String> = notes
+        .filter_map(|(mode, note)| note.map(|n| format!("{}: {n}", mode_name(mode))))
+        .collect();
+    lines.dedup();
+    lines.iter().map(|note| format!("\n{note}\n")).collect()
 }
 
 pub fn mode_name(mode: Mode) -> &'static str {

@@ -337,14 +337,9 @@ pub fn table(metrics: &[Metrics]) -> String {
             ));
         }
     }
-    let mut notes: Vec<String> = metrics
-        .iter()
-        .filter_map(|m| m.note.as_ref().map(|n| format!("{}: {n}", mode_name(m.mode))))
-        .collect();
-    notes.dedup();
-    for note in notes {
-        out.push_str(&format!("\n{note}\n"));
-    }
+    out.push_str(&crate::eval::mode_notes(
+        metrics.iter().map(|m| (m.mode, m.note.as_deref())),
+    ));
     out
 }
 

@@ -76,6 +76,8 @@ pub struct Request<'a> {
     pub targets: &'a [ModelTarget],
     /// The composed system prompt(s) and the client's own, before the history.
     pub prefix: &'a [Message],
+    /// The history as the model gets it (converted once per compaction, not per step).
+    pub past: &'a [Message],
     /// Everything after the history (the client's new messages, this run's steps).
     pub rest: &'a [Message],
     pub tool_defs: &'a [ToolDef],
@@ -113,11 +115,13 @@ impl Agents {
             max_tokens: None,
             ask_in: None,
         };
+        let past = history.to_messages();
         let call = Request {
             request: &request,
             window: context::window(&model, &self.context_windows),
             targets: &targets,
             prefix: &prefix,
+            past: &past,
             rest: &[],
             tool_defs: &[],
             context: &context,
@@ -137,16 +141,16 @@ impl Agents {
         let settings = self.compaction;
         let limit = (window as f64 * settings.threshold) as usize;
         if !force
-            && (!settings.enabled || self.request_measure(&call, history, context::upper_bound) <= limit)
+            && (!settings.enabled || self.request_measure(&call, call.past, context::upper_bound) <= limit)
         {
             return None;
         }
-        let before = self.request_measure(&call, history, context::count_request);
+        let before = self.request_measure(&call, call.past, context::count_request);
         if !force && before <= limit {
             return None;
         }
         // What compaction cannot shrink: the system prompt, this turn, the tools.
-        let fixed = self.request_tokens(&call, &History::default());
+        let fixed = self.request_measure(&call, &[], context::count_request);
         // Kept turns get at most half of what is left under the limit (and a
         // quarter of the window), so the next turns do not compact again at once.
         let room = limit.saturating_sub(fixed + SUMMARY_ALLOWANCE) / 2;
@@ -160,7 +164,7 @@ impl Agents {
             |(seq, _)| *seq,
         );
         let summarized = tokio::time::timeout(settings.timeout, async {
-            self.flush_memory(&call, history).await;
+            self.flush_memory(&call).await;
             self.summarize(&call, history, older, window).await
         })
         .await;
@@ -184,7 +188,7 @@ impl Agents {
         history.summary = Some(summary);
         Some(Compacted {
             before_tokens: before,
-            after_tokens: self.request_tokens(&call, history),
+            after_tokens: self.request_measure(&call, &history.to_messages(), context::count_request),
             turns: older,
             fallback,
         })
@@ -195,26 +199,16 @@ impl Agents {
     fn request_measure(
         &self,
         call: &Request<'_>,
-        history: &History,
+        past: &[Message],
         measure: fn(&[Message], &[ToolDef]) -> usize,
     ) -> usize {
-        let messages: Vec<Message> = call
-            .prefix
-            .iter()
-            .cloned()
-            .chain(history.to_messages())
-            .chain(call.rest.iter().cloned())
-            .collect();
-        measure(&messages, call.tool_defs)
-    }
-
-    fn request_tokens(&self, call: &Request<'_>, history: &History) -> usize {
-        self.request_measure(call, history, context::count_request)
+        // Both measures are sums over messages, so the parts add up (no copy).
+        measure(call.prefix, &[]) + measure(past, &[]) + measure(call.rest, call.tool_defs)
     }
 
     /// One extra turn, with only `memory_write`, to save what must outlive
     /// the compaction. Its failures only cost the flush.
-    async fn flush_memory(&self, call: &Request<'_>, history: &History) {
+    async fn flush_memory(&self, call: &Request<'_>) {
         // Only when the agent may write its memory at all.
         let offered = tools::offered(
             &call.request.agent,
@@ -225,7 +219,7 @@ impl Agents {
             return;
         };
         let tool_defs = [ToolSpec::function(write)];
-        let mut messages: Vec<Message> = call.prefix.iter().cloned().chain(history.to_messages()).collect();
+        let mut messages: Vec<Message> = call.prefix.iter().chain(call.past).cloned().collect();
         messages.push(Message::user(FLUSH_PROMPT));
         for _ in 0..FLUSH_STEPS {
             let completion = match self

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::error::AgentError;
 use super::prompt;
 use super::registry::AgentDef;
-use crate::providers::types::{ChatRequest, FunctionCall, Message, ToolCall, ToolDef};
+use crate::providers::types::{ChatRequest, Message, ToolCall, ToolDef};
 use crate::providers::{ChatCall, ProviderError, Usage};
 use crate::sessions::{History, LogMessage, SessionMeta};
 
@@ -166,17 +166,17 @@ pub(super) fn reply_of(completion: &Value) -> (String, Vec<ToolCall>) {
         .map(Vec::as_slice)
         .unwrap_or_default()
         .iter()
-        .map(|call| ToolCall {
-            id: call["id"].as_str().unwrap_or_default().to_string(),
-            kind: "function".into(),
-            function: FunctionCall {
-                name: call["function"]["name"].as_str().unwrap_or_default().to_string(),
-                arguments: match &call["function"]["arguments"] {
-                    Value::String(text) => text.clone(),
-                    Value::Null => String::new(),
-                    other => other.to_string(),
-                },
-            },
+        .map(|call| {
+            let arguments = match &call["function"]["arguments"] {
+                Value::String(text) => text.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            };
+            ToolCall::function(
+                call["id"].as_str().unwrap_or_default(),
+                call["function"]["name"].as_str().unwrap_or_default(),
+                arguments,
+            )
         })
         .collect();
     let content = message["content"].as_str().unwrap_or_default().to_string();

@@ -20,7 +20,7 @@ use super::runs::LiveRun;
 use super::tools::{self, ToolContext, ToolKind, ToolOutput, ToolSpec};
 use crate::clock;
 use crate::config::PermissionMode;
-use crate::providers::types::{FunctionCall, Message, Role, ToolCall, ToolDef};
+use crate::providers::types::{Message, Role, ToolCall, ToolDef};
 use crate::providers::{ModelTarget, ProviderError, Usage};
 use crate::sessions::LogMessage;
 
@@ -104,6 +104,7 @@ impl Agents {
                 .any(|t| t.function.name == call.function.name)
         };
         let context = self.tool_context(agent).await;
+        let mut past = history.to_messages();
         while progress.iterations < self.max_iterations {
             progress.iterations += 1;
             let fit = compaction::Request {
@@ -111,11 +112,13 @@ impl Agents {
                 window,
                 targets,
                 prefix: &prefix,
+                past: &past,
                 rest: &rest,
                 tool_defs: &tool_defs,
                 context: &context,
             };
             if let Some(done) = self.compact_if_needed(fit, &mut history, false).await {
+                past = history.to_messages();
                 run.emit(
                     Event::Compacted {
                         notice: done.notice(),
@@ -130,7 +133,7 @@ impl Agents {
             let messages: Vec<Message> = prefix
                 .iter()
                 .cloned()
-                .chain(history.to_messages())
+                .chain(past.iter().cloned())
                 .chain(rest.iter().cloned())
                 .collect();
             let step = self
@@ -369,14 +372,7 @@ impl Agents {
 fn merge_tool_delta(calls: &mut Vec<ToolCall>, part: &Value) {
     let index = part["index"].as_u64().unwrap_or(calls.len() as u64) as usize;
     while calls.len() <= index {
-        calls.push(ToolCall {
-            id: String::new(),
-            kind: "function".into(),
-            function: FunctionCall {
-                name: String::new(),
-                arguments: String::new(),
-            },
-        });
+        calls.push(ToolCall::function("", "", ""));
     }
     let call = &mut calls[index];
     if let Some(id) = part["id"].as_str() {

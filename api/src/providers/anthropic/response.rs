@@ -3,9 +3,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::providers::types::{
-    AssistantMessage, Choice, Completion, FunctionCall, ToolCall, Usage, unix_now,
-};
+use crate::providers::types::{AssistantMessage, Choice, Completion, ToolCall, Usage, unix_now};
 
 #[derive(Debug, Deserialize)]
 pub struct Message {
@@ -79,14 +77,9 @@ pub fn to_completion(message: Message) -> Completion {
     for block in message.content {
         match block {
             Block::Text { text: t } => text.push_str(&t),
-            Block::ToolUse { id, name, input } => tool_calls.push(ToolCall {
-                id,
-                kind: "function".into(),
-                function: FunctionCall {
-                    name,
-                    arguments: input.to_string(),
-                },
-            }),
+            Block::ToolUse { id, name, input } => {
+                tool_calls.push(ToolCall::function(id, name, input.to_string()))
+            }
             Block::Other => {}
         }
     }

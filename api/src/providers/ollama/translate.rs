@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use crate::providers::ProviderError;
 use crate::providers::types::{
-    AssistantMessage, ChatRequest, Choice, Completion, Content, ContentPart, Delta, FunctionCall,
-    FunctionDelta, Message, Role, ToolCall, ToolCallDelta, Usage, unix_now,
+    AssistantMessage, ChatRequest, Choice, Completion, Content, ContentPart, Delta, FunctionDelta, Message,
+    Role, ToolCall, ToolCallDelta, Usage, unix_now,
 };
 
 pub fn chat_request(request: &ChatRequest, model: &str) -> Result<ChatMessageRequest, ProviderError> {
@@ -161,13 +161,12 @@ fn tool_calls(message: &ChatMessage) -> Vec<ToolCall> {
     message
         .tool_calls
         .iter()
-        .map(|call| ToolCall {
-            id: format!("call_{}", uuid::Uuid::new_v4().simple()),
-            kind: "function".into(),
-            function: FunctionCall {
-                name: call.function.name.clone(),
-                arguments: call.function.arguments.to_string(),
-            },
+        .map(|call| {
+            ToolCall::function(
+                format!("call_{}", uuid::Uuid::new_v4().simple()),
+                call.function.name.clone(),
+                call.function.arguments.to_string(),
+            )
         })
         .collect()
 }

@@ -210,6 +210,18 @@ fn function_type() -> String {
 }
 
 impl ToolCall {
+    /// A function call.
+    pub fn function(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            kind: function_type(),
+            function: FunctionCall {
+                name: name.into(),
+                arguments: arguments.into(),
+            },
+        }
+    }
+
     /// The call's arguments as JSON (`{}` when empty; `Null` when not JSON).
     pub fn arguments(&self) -> Value {
         let raw = self.function.arguments.trim();
