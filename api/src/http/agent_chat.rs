@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use axum::http::HeaderMap;
 
-use super::chat_core::{Answer, Answered};
+use super::answer::{Answer, Answered};
 use super::chat_session::{SESSION_HEADER, source};
 use super::error::ApiError;
 use super::run_events::{self, RUN_HEADER};

@@ -12,9 +12,8 @@
 
 use std::sync::Arc;
 
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::HeaderMap;
 use futures::StreamExt;
-use futures::stream::BoxStream;
 use serde_json::{Map, Value};
 
 use super::chat_session::{SESSION_HEADER, source, split_system};
@@ -26,39 +25,7 @@ use crate::providers::{ChatCall, ChunkStream};
 use crate::sessions::recorder::{self, StreamRecorder};
 use crate::sessions::{LogMessage, SessionMeta, Sessions};
 
-/// `chat.completion.chunk` objects in order (no `[DONE]`); an `Err` item is a
-/// mid-stream failure and the last item.
-pub type Chunks = BoxStream<'static, Result<Value, ApiError>>;
-
-/// What the chat path answers, in chat-completions shape, before any wire encoding.
-pub enum Answer {
-    /// One `chat.completion` object.
-    Complete(Value),
-    Chunks(Chunks),
-}
-
-pub struct Answered {
-    pub answer: Answer,
-    /// Onyx's own response headers, sent whatever the wire protocol
-    /// (`x-onyx-session-id`, `x-onyx-run-id`, `x-onyx-session-history`).
-    pub headers: HeaderMap,
-}
-
-impl Answered {
-    pub fn new(answer: Answer) -> Self {
-        Self {
-            answer,
-            headers: HeaderMap::new(),
-        }
-    }
-
-    /// Sets an Onyx header; a value that is not a valid header is left out.
-    pub fn header(&mut self, name: &'static str, value: &str) {
-        if let Ok(value) = HeaderValue::from_str(value) {
-            self.headers.insert(name, value);
-        }
-    }
-}
+pub use super::answer::{Answer, Answered, Chunks};
 
 /// Answers one chat request. `body` is the chat-completions JSON object (what
 /// OpenAI-compatible upstreams receive), `request` its typed view.

@@ -4,6 +4,7 @@
 
 mod agent_chat;
 mod agents;
+mod answer;
 mod body;
 mod chat;
 mod chat_core;

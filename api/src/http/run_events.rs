@@ -10,7 +10,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use super::chat_core::Chunks;
+use super::answer::Chunks;
 use super::error::ApiError;
 use super::views::ToolActivity;
 use crate::agents::{AgentError, Event, LiveRun, Outcome};
