@@ -6,6 +6,7 @@ mod agent_chat;
 mod agents;
 mod body;
 mod chat;
+mod chat_core;
 mod chat_session;
 mod console;
 mod embeddings;
@@ -13,6 +14,7 @@ mod error;
 mod keys;
 mod login;
 mod memory;
+mod messages;
 mod middleware;
 mod models;
 mod ops;
@@ -113,6 +115,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/auth/logout", post(login::logout))
         .route("/auth/me", get(login::me))
         .merge(protected)
+        .merge(messages::routes(app.clone()))
         .fallback(ui::fallback)
         .layer(sessions)
         .layer(axum::middleware::from_fn(login::secure_cookies))
