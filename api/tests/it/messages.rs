@@ -135,8 +135,8 @@ async fn errors_are_in_anthropic_shape_whoever_raises_them() {
             .header("x-api-key", ONYX_KEY),
     )
     .await;
-    assert_eq!(status, 404, "{body}");
-    assert!(body["error"]["code"].is_string(), "{body}");
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_session_id", "{body}");
 }
 
 #[tokio::test]

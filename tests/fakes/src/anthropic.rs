@@ -83,6 +83,10 @@ fn validate(body: &Value) -> Result<(), String> {
     let mut expected = "user";
     for (i, message) in messages.iter().enumerate() {
         let role = message["role"].as_str().unwrap_or_default();
+        // Mid-conversation system turns (a beta Claude Code uses) sit between the others.
+        if role == "system" {
+            continue;
+        }
         if role != expected {
             return Err(format!(
                 "messages.{i}.role: roles must alternate between \"user\" and \"assistant\", starting with \"user\""
@@ -105,7 +109,12 @@ async fn messages(State(state): State<Arc<FakeState>>, headers: HeaderMap, body:
         return error(400, "invalid_request_error", &message);
     }
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let last = messages.last().cloned().unwrap_or(Value::Null);
+    let last = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] != "system")
+        .cloned()
+        .unwrap_or(Value::Null);
     let (last_text, is_tool_result) = text_of(&last["content"]);
     let turn = Turn {
         model: body["model"].as_str().unwrap_or_default().to_string(),

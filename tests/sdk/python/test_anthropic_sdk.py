@@ -125,7 +125,7 @@ def test_bad_key(stack):
     with pytest.raises(anthropic.AuthenticationError) as raised:
         client.messages.create(model=MODELS[0], max_tokens=8, messages=[{"role": "user", "content": "hi"}])
     assert raised.value.status_code == 401
-    assert raised.value.body["type"] == "authentication_error"
+    assert raised.value.body["error"]["type"] == "authentication_error"
 
 
 def test_invalid_request(client):

@@ -163,10 +163,15 @@ fn unsupported_block(path: &str, kind: &str) -> ApiError {
 fn message(turn: &Value, path: &str) -> Result<Vec<Value>, ApiError> {
     let role = match turn["role"].as_str() {
         Some(role @ ("user" | "assistant")) => role,
+        // Mid-conversation system turns (a beta Claude Code uses).
+        Some("system") => {
+            let text = text_of(&turn["content"], &format!("{path}.content"))?;
+            return Ok(vec![json!({"role": "system", "content": text})]);
+        }
         Some(_) => {
             return Err(invalid(
                 format!("{path}.role"),
-                "Input should be 'user' or 'assistant'",
+                "Input should be 'user', 'assistant' or 'system'",
             ));
         }
         None => return Err(invalid(format!("{path}.role"), "Field required")),

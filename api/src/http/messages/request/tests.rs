@@ -80,6 +80,14 @@ fn tool_errors_and_named_tool_choice() {
     .unwrap();
     assert_eq!(chat["messages"][0]["content"], "Error: boom");
     assert_eq!(chat["tool_choice"]["function"]["name"], "look");
+    let chat = translate(json!({"model": "m", "max_tokens": 5, "messages": [
+        {"role": "user", "content": "hi"}, {"role": "system", "content": [{"type": "text", "text": "now be brief"}]}
+    ]}))
+    .unwrap();
+    assert_eq!(
+        chat["messages"][1],
+        json!({"role": "system", "content": "now be brief"})
+    );
 }
 
 #[test]
@@ -106,7 +114,7 @@ fn errors_name_the_field_path() {
         "tools.0.type"
     );
     assert_eq!(
-        param_of(json!({"model": "m", "max_tokens": 5, "messages": [{"role": "system", "content": "x"}]})),
+        param_of(json!({"model": "m", "max_tokens": 5, "messages": [{"role": "tool", "content": "x"}]})),
         "messages.0.role"
     );
 }
