@@ -316,3 +316,47 @@ async fn openai_models_are_translated_streamed_tool_use_included() {
     let tokens = count["input_tokens"].as_u64().unwrap();
     assert!((5..=12).contains(&tokens), "{count}");
 }
+
+#[tokio::test]
+async fn agents_answer_in_the_messages_shape_and_keep_the_session() {
+    let fakes = Fakes::start().await;
+    let config = TestConfig::new(&fakes)
+        .agent(json!({"id": "main", "default": true, "model": "openai/fake-echo"}))
+        .build();
+    let onyx = Onyx::start(Some(&config), &[]).await;
+    let response = anthropic(&onyx, "/v1/messages")
+        .json(&json!({"model": "onyx:main", "max_tokens": 50, "messages": user("hello agent")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let session = session_id(&response);
+    assert!(response.headers().contains_key("x-onyx-run-id"));
+    let message: Value = response.json().await.unwrap();
+    assert_eq!(
+        message["content"],
+        json!([{"type": "text", "text": "echo: hello agent"}])
+    );
+    assert_eq!(message["model"], "onyx:main");
+
+    let response = anthropic(&onyx, "/v1/messages")
+        .header("x-onyx-session-id", &session)
+        .json(&json!({"model": "onyx:main", "max_tokens": 50, "stream": true, "messages": user("and again")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(session_id(&response), session);
+    let events = events(response).await;
+    let text: String = events
+        .iter()
+        .filter_map(|(_, e)| e["delta"]["text"].as_str())
+        .collect();
+    assert_eq!(text, "echo: and again");
+    assert_eq!(events.last().unwrap().0, "message_stop");
+    // The second turn reached the model with the first one as history.
+    let sent = fakes.openai.state.last_request().unwrap().to_string();
+    assert!(
+        sent.contains("echo: hello agent") && sent.contains("and again"),
+        "{sent}"
+    );
+}
