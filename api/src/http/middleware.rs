@@ -2,7 +2,8 @@
 //!
 //! `request_context` gives every request an id (the client's `x-request-id` when
 //! sane, else a UUIDv7), a tracing span carrying it, the id echoed on the
-//! response, and the request metrics. `require_api_key` checks the bearer key.
+//! response, and the request metrics. `require_api_key` checks the bearer key
+//! (or `x-api-key`, as Anthropic's clients send it).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -73,6 +74,8 @@ pub async fn require_api_key(State(app): State<Arc<App>>, mut req: Request, next
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        // Anthropic's clients send the key as `x-api-key`.
+        .or_else(|| req.headers().get("x-api-key").and_then(|v| v.to_str().ok()))
         .map(str::trim)
         .map(String::from);
     let Some(presented) = presented else {
@@ -89,7 +92,10 @@ pub async fn require_api_key(State(app): State<Arc<App>>, mut req: Request, next
             req.extensions_mut().insert(Scope::Admin);
             return next.run(req).await;
         }
-        return ApiError::Unauthorized("missing API key: send `Authorization: Bearer <key>`").into_response();
+        return ApiError::Unauthorized(
+            "missing API key: send `Authorization: Bearer <key>` or `x-api-key: <key>`",
+        )
+        .into_response();
     };
     match app.auth.authenticate(&presented).await {
         Some(scope) => {

@@ -15,6 +15,7 @@ mod error;
 mod keys;
 mod login;
 mod memory;
+mod messages;
 mod middleware;
 mod models;
 mod ops;
@@ -115,6 +116,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/auth/logout", post(login::logout))
         .route("/auth/me", get(login::me))
         .merge(protected)
+        .merge(messages::routes(app.clone()))
         .fallback(ui::fallback)
         .layer(sessions)
         .layer(axum::middleware::from_fn(login::secure_cookies))

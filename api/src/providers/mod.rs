@@ -4,9 +4,11 @@
 //! the [`Router`] resolves it, retries transient failures with backoff and walks
 //! an alias's fallback list. Each wire protocol is one submodule:
 //! `openai_compat` (async-openai), `anthropic` (Messages API over reqwest) and
-//! `ollama` (ollama-rs). All of them take and return OpenAI-shaped JSON.
+//! `ollama` (ollama-rs). All of them take and return OpenAI-shaped JSON;
+//! Anthropic providers also take Messages API requests as they are
+//! ([`Provider::messages`]), for Anthropic clients.
 
-mod anthropic;
+pub mod anthropic;
 pub mod catalog;
 mod error;
 mod ollama;
@@ -31,6 +33,33 @@ use crate::config::{ProviderConfig, ProviderKind};
 /// Streamed `chat.completion.chunk` objects, ending where the upstream's stream ends.
 pub type ChunkStream = BoxStream<'static, Result<Value, ProviderError>>;
 
+/// A Messages API request from an Anthropic client, for an upstream that
+/// speaks it: the body goes as it is, only `model` rewritten.
+#[derive(Debug)]
+pub struct MessagesCall {
+    pub body: Map<String, Value>,
+    /// The client's `anthropic-beta` header, forwarded.
+    pub beta: Option<String>,
+}
+
+impl MessagesCall {
+    pub fn stream(&self) -> bool {
+        self.body.get("stream").and_then(Value::as_bool).unwrap_or(false)
+    }
+}
+
+/// The upstream's answer to a [`MessagesCall`]: its `message` object, or its
+/// stream events' data in order (each names its event in `type`).
+pub enum MessagesAnswer {
+    Message(Value),
+    Events(BoxStream<'static, Result<Value, ProviderError>>),
+}
+
+fn unsupported<T: Send + 'static>(provider: &str) -> BoxFuture<'static, Result<T, ProviderError>> {
+    let message = format!("provider {provider:?} does not speak the Anthropic Messages API");
+    Box::pin(async move { Err(ProviderError::Unsupported(message)) })
+}
+
 /// One upstream that speaks some chat protocol; inputs and outputs are OpenAI-shaped.
 pub trait Provider: Send + Sync {
     fn name(&self) -> &str;
@@ -51,6 +80,22 @@ pub trait Provider: Send + Sync {
     ) -> BoxFuture<'a, Result<Value, ProviderError>>;
     /// The upstream's own model names (without the provider prefix).
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>>;
+    /// A Messages API request passed through (Anthropic upstreams only).
+    fn messages<'a>(
+        &'a self,
+        _model: &'a str,
+        _call: &'a MessagesCall,
+    ) -> BoxFuture<'a, Result<MessagesAnswer, ProviderError>> {
+        unsupported(self.name())
+    }
+    /// `{"input_tokens": N}` from the upstream's token counter (Anthropic upstreams only).
+    fn count_tokens<'a>(
+        &'a self,
+        _model: &'a str,
+        _call: &'a MessagesCall,
+    ) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        unsupported(self.name())
+    }
 }
 
 /// Builds the client for one configured provider.

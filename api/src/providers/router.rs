@@ -14,7 +14,11 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::{ChatCall, ChunkStream, EmbeddingsCall, ModelRef, Provider, ProviderError, Usage};
+use super::anthropic::EventUsage;
+use super::{
+    ChatCall, ChunkStream, EmbeddingsCall, MessagesAnswer, MessagesCall, ModelRef, Provider, ProviderError,
+    Usage,
+};
 use crate::observability::Metrics;
 
 const BACKOFF_BASE: Duration = Duration::from_millis(100);
@@ -182,6 +186,47 @@ impl Router {
             }
         }
         Err(last_error.unwrap_or_else(|| ProviderError::InvalidRequest("no model to call".into())))
+    }
+
+    /// A Messages API request passed through to Anthropic upstreams, retried
+    /// and counted like `chat`.
+    pub async fn messages(
+        &self,
+        targets: &[ModelTarget],
+        call: &MessagesCall,
+    ) -> Result<(MessagesAnswer, ModelRef), ProviderError> {
+        let (answer, served_by) = self.run(targets, |t| t.provider.messages(&t.model, call)).await?;
+        let answer = match answer {
+            MessagesAnswer::Message(message) => {
+                if let Some(usage) = EventUsage::of_message(&message) {
+                    record_usage(&self.metrics, &served_by, &usage);
+                }
+                MessagesAnswer::Message(message)
+            }
+            MessagesAnswer::Events(events) => {
+                let (metrics, model) = (self.metrics.clone(), served_by.clone());
+                let mut usage = EventUsage::default();
+                let events = events.inspect(move |event| {
+                    if let Some(usage) = event.as_ref().ok().and_then(|e| usage.observe(e)) {
+                        record_usage(&metrics, &model, &usage);
+                    }
+                });
+                MessagesAnswer::Events(events.boxed())
+            }
+        };
+        Ok((answer, served_by))
+    }
+
+    /// The upstream's token count for a Messages API request (first target).
+    pub async fn count_tokens(
+        &self,
+        targets: &[ModelTarget],
+        call: &MessagesCall,
+    ) -> Result<Value, ProviderError> {
+        let (count, _) = self
+            .run(targets, |t| t.provider.count_tokens(&t.model, call))
+            .await?;
+        Ok(count)
     }
 }
 

@@ -16,6 +16,7 @@ mod compaction;
 mod deployment;
 mod keys;
 mod memory;
+mod messages;
 mod observability;
 mod plugins;
 mod prompt_cache;

@@ -1,6 +1,9 @@
 //! A fake Anthropic Messages API: `POST /v1/messages` (JSON and the SSE event
 //! stream with `tool_use`, `input_json_delta`, `message_delta` usage), Anthropic
-//! error bodies, `GET /v1/models`. It checks `x-api-key`, `anthropic-version`,
+//! error bodies, `POST /v1/messages/count_tokens`, `GET /v1/models`. A request
+//! with `thinking: {type: "enabled"}` gets a `thinking` block (with a
+//! signature) before its text. A client's `anthropic-beta` header is recorded
+//! with the body as `_fake_headers`, for tests. It checks `x-api-key`, `anthropic-version`,
 //! `max_tokens` and that roles alternate starting with `user`, as the real API does.
 //! Prompt caching is simulated: a request with `cache_control` breakpoints
 //! reads from the cache the longest prefix (tools, system, messages, block by
@@ -26,6 +29,7 @@ pub async fn start(key: Option<String>, port: u16) -> std::io::Result<FakeServer
     let state = FakeState::new(key);
     let routes = Router::new()
         .route("/v1/messages", post(messages))
+        .route("/v1/messages/count_tokens", post(count_tokens))
         .route("/v1/models", get(models));
     crate::serve(routes, state.clone(), port).await
 }
@@ -79,6 +83,10 @@ fn validate(body: &Value) -> Result<(), String> {
     let mut expected = "user";
     for (i, message) in messages.iter().enumerate() {
         let role = message["role"].as_str().unwrap_or_default();
+        // Mid-conversation system turns (a beta Claude Code uses) sit between the others.
+        if role == "system" {
+            continue;
+        }
         if role != expected {
             return Err(format!(
                 "messages.{i}.role: roles must alternate between \"user\" and \"assistant\", starting with \"user\""
@@ -96,12 +104,17 @@ async fn messages(State(state): State<Arc<FakeState>>, headers: HeaderMap, body:
     let Ok(body) = serde_json::from_slice::<Value>(&body) else {
         return error(400, "invalid_request_error", "request body is not valid JSON");
     };
-    state.record(&body);
+    record(&state, &headers, &body);
     if let Err(message) = validate(&body) {
         return error(400, "invalid_request_error", &message);
     }
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let last = messages.last().cloned().unwrap_or(Value::Null);
+    let last = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] != "system")
+        .cloned()
+        .unwrap_or(Value::Null);
     let (last_text, is_tool_result) = text_of(&last["content"]);
     let turn = Turn {
         model: body["model"].as_str().unwrap_or_default().to_string(),
@@ -143,6 +156,13 @@ async fn messages(State(state): State<Arc<FakeState>>, headers: HeaderMap, body:
         Plan::Fail { status: 429, message } => return error(429, "rate_limit_error", message),
         Plan::Fail { status: 503, message } => return error(529, "overloaded_error", message),
         Plan::Fail { status, message } => return error(*status, "api_error", message),
+        Plan::Reply(text) if body["thinking"]["type"] == "enabled" => (
+            vec![
+                json!({"type": "thinking", "thinking": format!("The user said: {}", turn.last_text), "signature": "sig_fake"}),
+                json!({"type": "text", "text": text}),
+            ],
+            "end_turn",
+        ),
         Plan::Reply(text) => (vec![json!({"type": "text", "text": text})], "end_turn"),
         Plan::CallTools(calls) => (
             std::iter::once(json!({"type": "text", "text": "Let me look that up."}))
@@ -249,6 +269,10 @@ fn stream(
             for piece in script::pieces(block["text"].as_str().unwrap_or_default()) {
                 events.push(event("content_block_delta", json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}})));
             }
+        } else if block["type"] == "thinking" {
+            events.push(event("content_block_start", json!({"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}})));
+            events.push(event("content_block_delta", json!({"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": block["thinking"]}})));
+            events.push(event("content_block_delta", json!({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": block["signature"]}})));
         } else {
             events.push(event("content_block_start", json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}})));
             let args = block["input"].to_string();
@@ -279,6 +303,38 @@ fn stream(
         Body::from_stream(body),
     )
         .into_response()
+}
+
+/// Records the body, with the client's `anthropic-beta` header when it sent one.
+fn record(state: &FakeState, headers: &HeaderMap, body: &Value) {
+    match headers.get("anthropic-beta").and_then(|v| v.to_str().ok()) {
+        Some(beta) => {
+            let mut body = body.clone();
+            body["_fake_headers"] = json!({"anthropic-beta": beta});
+            state.record(&body);
+        }
+        None => state.record(body),
+    }
+}
+
+/// `{"input_tokens": N}`: one word is a token, as in the usage of answers.
+async fn count_tokens(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(denied) = check_headers(&state, &headers) {
+        return denied;
+    }
+    let Ok(body) = serde_json::from_slice::<Value>(&body) else {
+        return error(400, "invalid_request_error", "request body is not valid JSON");
+    };
+    record(&state, &headers, &body);
+    let Some(messages) = body["messages"].as_array() else {
+        return error(400, "invalid_request_error", "messages: Field required");
+    };
+    let words: u64 = messages
+        .iter()
+        .map(|m| script::words(&text_of(&m["content"]).0))
+        .sum::<u64>()
+        + script::words(&text_of(&body["system"]).0);
+    axum::Json(json!({"input_tokens": words})).into_response()
 }
 
 async fn models(State(state): State<Arc<FakeState>>, headers: HeaderMap) -> Response {

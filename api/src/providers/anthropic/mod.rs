@@ -1,10 +1,15 @@
 //! Anthropic's Messages API over reqwest, translated both ways to OpenAI's
 //! chat completions: requests (`request`), responses and errors (`response`),
-//! and streaming events (`stream`).
+//! and streaming events (`stream`); `passthrough` sends Messages API
+//! requests from Anthropic clients upstream as they are.
 
+mod passthrough;
 mod request;
 mod response;
 mod stream;
+
+pub use passthrough::EventUsage;
+pub use response::stop_reason;
 
 use std::time::Duration;
 
@@ -14,7 +19,7 @@ use futures::{FutureExt, StreamExt};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
-use super::{ChatCall, ChunkStream, EmbeddingsCall, Provider, ProviderError};
+use super::{ChatCall, ChunkStream, EmbeddingsCall, MessagesAnswer, MessagesCall, Provider, ProviderError};
 use crate::config::{ProviderConfig, ProviderKind};
 
 const DEFAULT_VERSION: &str = "2023-06-01";
@@ -117,6 +122,20 @@ fn status_for_error_type(kind: &str) -> u16 {
     }
 }
 
+/// The error type Anthropic uses for an HTTP status (the inverse of the above).
+pub fn error_type_for_status(status: u16) -> &'static str {
+    match status {
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        503 | 529 => "overloaded_error",
+        500.. => "api_error",
+        _ => "invalid_request_error",
+    }
+}
+
 impl Provider for Anthropic {
     fn name(&self) -> &str {
         &self.name
@@ -190,6 +209,22 @@ impl Provider for Anthropic {
             self.name
         );
         async move { Err(ProviderError::Unsupported(message)) }.boxed()
+    }
+
+    fn messages<'a>(
+        &'a self,
+        model: &'a str,
+        call: &'a MessagesCall,
+    ) -> BoxFuture<'a, Result<MessagesAnswer, ProviderError>> {
+        self.passthrough(model, call).boxed()
+    }
+
+    fn count_tokens<'a>(
+        &'a self,
+        model: &'a str,
+        call: &'a MessagesCall,
+    ) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        self.count_tokens_upstream(model, call).boxed()
     }
 
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {

@@ -71,6 +71,16 @@ pub fn finish_reason(stop_reason: Option<&str>) -> &'static str {
     }
 }
 
+/// The inverse, for answers translated into the Messages API.
+pub fn stop_reason(finish_reason: &str) -> &'static str {
+    match finish_reason {
+        "length" => "max_tokens",
+        "tool_calls" | "function_call" => "tool_use",
+        "content_filter" => "refusal",
+        _ => "end_turn",
+    }
+}
+
 pub fn to_completion(message: Message) -> Completion {
     let mut text = String::new();
     let mut tool_calls = Vec::new();
@@ -154,5 +164,8 @@ mod tests {
         assert_eq!(finish_reason(Some("stop_sequence")), "stop");
         assert_eq!(finish_reason(Some("max_tokens")), "length");
         assert_eq!(finish_reason(Some("refusal")), "content_filter");
+        for reason in ["end_turn", "max_tokens", "tool_use", "refusal"] {
+            assert_eq!(stop_reason(finish_reason(Some(reason))), reason);
+        }
     }
 }

@@ -1,0 +1,194 @@
+//! The Anthropic Messages API: `POST /v1/messages` and
+//! `POST /v1/messages/count_tokens`, for Claude Code and the Anthropic SDKs.
+//!
+//! Models of Anthropic providers get the request as it is (`Router::messages`:
+//! prompt caching, thinking and betas intact; their events streamed on as
+//! they come). Every other model, and `onyx:{agent}`, goes through the shared
+//! chat core: the request is translated to chat completions (`request`), and
+//! the answer back (`response`, `stream`). Errors on these routes, whoever
+//! raises them, are in Anthropic's shape (`errors`). Auth takes `x-api-key`
+//! as well as a bearer key.
+
+pub mod errors;
+mod request;
+mod response;
+mod stream;
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+
+use super::body::{JsonObject, into_map, typed};
+use super::chat_core::{self, Answer};
+use super::chat_session::SESSION_HEADER;
+use super::error::ApiError;
+use super::{middleware, ops, sse};
+use crate::agents::context::count_request;
+use crate::app::App;
+use crate::config::ProviderKind;
+use crate::providers::types::ChatRequest;
+use crate::providers::{MessagesAnswer, MessagesCall, ModelTarget};
+
+/// The routes, with their auth and the Anthropic error shape.
+pub fn routes(app: Arc<App>) -> Router<Arc<App>> {
+    Router::new()
+        .route("/v1/messages", post(create))
+        .route("/v1/messages/count_tokens", post(count_tokens))
+        .method_not_allowed_fallback(ops::method_not_allowed)
+        .route_layer(axum::middleware::from_fn_with_state(
+            app,
+            middleware::require_api_key,
+        ))
+        .layer(axum::middleware::map_response(errors::to_anthropic))
+}
+
+/// Where a request goes: passed through to Anthropic upstreams, or translated.
+enum Route {
+    Passthrough(Vec<ModelTarget>),
+    Translate,
+}
+
+fn route(app: &App, headers: &HeaderMap, body: &Map<String, Value>) -> Result<(String, Route), ApiError> {
+    let model = match body.get("model") {
+        Some(Value::String(model)) if !model.is_empty() => model.clone(),
+        Some(_) => return Err(errors::invalid("model", "Input should be a valid string")),
+        None => return Err(errors::invalid("model", "Field required")),
+    };
+    if super::agent_chat::agent_of(headers, &model).is_some() {
+        return Ok((model, Route::Translate));
+    }
+    let targets = app.router.resolve(&model)?;
+    let anthropic = targets
+        .iter()
+        .all(|t| t.provider.kind() == ProviderKind::Anthropic);
+    Ok((
+        model,
+        if anthropic {
+            Route::Passthrough(targets)
+        } else {
+            Route::Translate
+        },
+    ))
+}
+
+fn messages_call(headers: &HeaderMap, body: Map<String, Value>) -> MessagesCall {
+    let beta: Vec<&str> = headers
+        .get_all("anthropic-beta")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    MessagesCall {
+        body,
+        beta: (!beta.is_empty()).then(|| beta.join(",")),
+    }
+}
+
+pub async fn create(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    let body = into_map(body);
+    let (model, route) = route(&app, &headers, &body)?;
+    match route {
+        Route::Passthrough(targets) => passthrough(&app, &targets, messages_call(&headers, body)).await,
+        Route::Translate => translated(&app, &headers, &body, &model).await,
+    }
+}
+
+async fn passthrough(app: &App, targets: &[ModelTarget], call: MessagesCall) -> Result<Response, ApiError> {
+    let (answer, _) = app.router.messages(targets, &call).await?;
+    Ok(match answer {
+        MessagesAnswer::Message(message) => Json(message).into_response(),
+        MessagesAnswer::Events(events) => {
+            let events = events.map(|event| {
+                let data = match event {
+                    Ok(event) => event,
+                    Err(err) => errors::stream_event(ApiError::from(err)),
+                };
+                Ok::<_, std::convert::Infallible>(stream::named(&data))
+            });
+            sse::response(Body::from_stream(events))
+        }
+    })
+}
+
+async fn translated(
+    app: &Arc<App>,
+    headers: &HeaderMap,
+    body: &Map<String, Value>,
+    model: &str,
+) -> Result<Response, ApiError> {
+    let chat = request::to_chat(body)?;
+    let chat = Value::Object(chat);
+    let chat_request: ChatRequest = typed(&chat)?;
+    let session_ref = session_ref(headers)?;
+    let answered = chat_core::answer(app, headers, into_map(chat), chat_request, session_ref).await?;
+    let mut response = match answered.answer {
+        Answer::Complete(completion) => Json(response::to_message(&completion, model)).into_response(),
+        Answer::Chunks(chunks) => {
+            let mut translator = stream::Translator::new(model);
+            let events = async_stream::stream! {
+                let mut chunks = chunks;
+                while let Some(chunk) = chunks.next().await {
+                    match chunk {
+                        Ok(chunk) => for event in translator.on_chunk(&chunk) {
+                            yield Ok::<_, std::convert::Infallible>(stream::named(&event));
+                        },
+                        Err(err) => {
+                            yield Ok(stream::named(&errors::stream_event(err)));
+                            return;
+                        }
+                    }
+                }
+                for event in translator.finish() {
+                    yield Ok(stream::named(&event));
+                }
+            };
+            sse::response(Body::from_stream(events))
+        }
+    };
+    response.headers_mut().extend(answered.headers);
+    Ok(response)
+}
+
+fn session_ref(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    match headers.get(SESSION_HEADER) {
+        None => Ok(None),
+        Some(value) => value
+            .to_str()
+            .map(|v| Some(v.trim().to_string()))
+            .map_err(|_| errors::invalid(SESSION_HEADER, "not a valid header value")),
+    }
+}
+
+/// `{"input_tokens": N}`: the Anthropic upstream's count, or Onyx's own
+/// (the tokenizer that sizes agents' context) for every other model.
+pub async fn count_tokens(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    let mut body = into_map(body);
+    let (_, route) = route(&app, &headers, &body)?;
+    if let Route::Passthrough(targets) = route {
+        let count = app
+            .router
+            .count_tokens(&targets, &messages_call(&headers, body))
+            .await?;
+        return Ok(Json(count).into_response());
+    }
+    // count_tokens takes no max_tokens; the translation wants one.
+    body.entry("max_tokens").or_insert(json!(1));
+    let chat = Value::Object(request::to_chat(&body)?);
+    let chat: ChatRequest = typed(&chat)?;
+    let tokens = count_request(&chat.messages, chat.tools.as_deref().unwrap_or_default());
+    Ok(Json(json!({"input_tokens": tokens})).into_response())
+}
