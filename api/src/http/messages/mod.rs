@@ -27,7 +27,7 @@ use serde_json::{Map, Value, json};
 
 use super::body::{JsonObject, into_map, typed};
 use super::chat_core::{self, Answer};
-use super::chat_session::SESSION_HEADER;
+use super::chat_session::session_header;
 use super::error::ApiError;
 use super::{middleware, ops, sse};
 use crate::agents::context::count_request;
@@ -129,7 +129,7 @@ async fn translated(
     let chat = request::to_chat(body)?;
     let chat = Value::Object(chat);
     let chat_request: ChatRequest = typed(&chat)?;
-    let session_ref = session_ref(headers)?;
+    let session_ref = session_header(headers)?;
     let answered = chat_core::answer(app, headers, into_map(chat), chat_request, session_ref).await?;
     let mut response = match answered.answer {
         Answer::Complete(completion) => Json(response::to_message(&completion, model)).into_response(),
@@ -157,16 +157,6 @@ async fn translated(
     };
     response.headers_mut().extend(answered.headers);
     Ok(response)
-}
-
-fn session_ref(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
-    match headers.get(SESSION_HEADER) {
-        None => Ok(None),
-        Some(value) => value
-            .to_str()
-            .map(|v| Some(v.trim().to_string()))
-            .map_err(|_| errors::invalid(SESSION_HEADER, "not a valid header value")),
-    }
 }
 
 /// `{"input_tokens": N}`: the Anthropic upstream's count, or Onyx's own
