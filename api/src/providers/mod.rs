@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 
 pub use crate::model_ref::{ModelRef, ModelRefError};
 pub use error::ProviderError;
-pub use router::{ModelTarget, RouteError, Router};
+pub use router::{ModelTarget, ResponsesAnswer, RouteError, Router};
 pub use types::{ChatCall, EmbeddingsCall, Usage};
 
 use crate::config::{ProviderConfig, ProviderKind};
@@ -51,6 +51,25 @@ pub trait Provider: Send + Sync {
     ) -> BoxFuture<'a, Result<Value, ProviderError>>;
     /// The upstream's own model names (without the provider prefix).
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>>;
+    /// Whether `/v1/responses` goes to this upstream's own Responses API.
+    fn speaks_responses(&self) -> bool {
+        false
+    }
+    /// The upstream's Responses API: the body as sent (only `model` rewritten);
+    /// a `response` object, or (with `stream`) its events in order.
+    fn responses<'a>(
+        &'a self,
+        _model: &'a str,
+        _body: &'a Map<String, Value>,
+        _stream: bool,
+    ) -> BoxFuture<'a, Result<ResponsesAnswer, ProviderError>> {
+        Box::pin(async move {
+            Err(ProviderError::Unsupported(format!(
+                "provider {} does not speak the Responses API",
+                self.name()
+            )))
+        })
+    }
 }
 
 /// Builds the client for one configured provider.

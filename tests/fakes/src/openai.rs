@@ -1,7 +1,8 @@
 //! A fake OpenAI API: `POST /v1/chat/completions` (JSON and SSE, tool calls,
 //! `stream_options.include_usage`, OpenAI error bodies; prompt caching
 //! simulated per `prompt_cache_key`), `GET /v1/models`,
-//! `POST /v1/embeddings` (float and base64).
+//! `POST /v1/embeddings` (float and base64); `POST /v1/responses` is in
+//! [`crate::openai_responses`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,12 +23,13 @@ pub async fn start(key: Option<String>, port: u16) -> std::io::Result<FakeServer
     let state = FakeState::new(key);
     let routes = Router::new()
         .route("/v1/chat/completions", post(chat))
+        .route("/v1/responses", post(crate::openai_responses::create))
         .route("/v1/models", get(models))
         .route("/v1/embeddings", post(embeddings));
     crate::serve(routes, state.clone(), port).await
 }
 
-fn error(status: u16, message: &str, kind: &str, code: Option<&str>) -> Response {
+pub(crate) fn error(status: u16, message: &str, kind: &str, code: Option<&str>) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let body = json!({"error": {"message": message, "type": kind, "param": null, "code": code}});
     (status, axum::Json(body)).into_response()
@@ -48,7 +50,7 @@ fn check_auth(state: &FakeState, headers: &HeaderMap) -> Option<Response> {
     })
 }
 
-fn text_of(content: &Value) -> String {
+pub(crate) fn text_of(content: &Value) -> String {
     match content {
         Value::String(s) => s.clone(),
         Value::Array(parts) => parts
@@ -93,7 +95,7 @@ fn turn(body: &Value) -> Turn {
 }
 
 /// Checks the key, parses the JSON body and records it, as every POST route does.
-fn accept(state: &FakeState, headers: &HeaderMap, body: &[u8]) -> Result<Value, Box<Response>> {
+pub(crate) fn accept(state: &FakeState, headers: &HeaderMap, body: &[u8]) -> Result<Value, Box<Response>> {
     if let Some(denied) = check_auth(state, headers) {
         return Err(Box::new(denied));
     }
