@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
-use axum::http::{HeaderMap, HeaderValue};
-use axum::response::Response;
+use axum::http::HeaderMap;
 
+use super::chat_core::{Answer, Answered};
 use super::chat_session::{SESSION_HEADER, source};
 use super::error::ApiError;
 use super::run_events::{self, RUN_HEADER};
@@ -30,13 +30,14 @@ pub fn agent_of(headers: &HeaderMap, model: &str) -> Option<String> {
         .or_else(|| model.strip_prefix("onyx:").map(String::from))
 }
 
-pub async fn run(
-    app: Arc<App>,
+/// Starts the agent's run; the answer follows it.
+pub async fn answer(
+    app: &Arc<App>,
     headers: &HeaderMap,
     chat: ChatRequest,
     agent_id: &str,
     session_ref: Option<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Answered, ApiError> {
     let agent = app
         .agents
         .registry
@@ -85,16 +86,12 @@ pub async fn run(
         max_tokens,
     };
     let run = app.agents.start_run(request).await?;
-    let mut response = if stream {
-        run_events::sse(&run, include_usage)
+    let mut answered = Answered::new(if stream {
+        Answer::Chunks(run_events::chunks(&run, include_usage))
     } else {
-        run_events::collect(&run).await?
-    };
-    let headers = response.headers_mut();
-    for (name, value) in [(SESSION_HEADER, &session.id), (RUN_HEADER, &run.id)] {
-        if let Ok(value) = HeaderValue::from_str(value) {
-            headers.insert(name, value);
-        }
-    }
-    Ok(response)
+        Answer::Complete(run_events::collect(&run).await?)
+    });
+    answered.header(SESSION_HEADER, &session.id);
+    answered.header(RUN_HEADER, &run.id);
+    Ok(answered)
 }

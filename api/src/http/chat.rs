@@ -1,10 +1,6 @@
-//! `POST /v1/chat/completions`: JSON or server-sent events. Chunks are written
-//! as they arrive from the upstream; when the client goes away the stream is
-//! dropped, which closes the upstream request.
-//!
-//! With `x-onyx-session-id` (header or body field; `new` starts one, and
-//! `gateway.recordSessions` starts one for every plain request) the session's
-//! history is prepended and the turn is recorded; the id comes back in the
+//! `POST /v1/chat/completions`: JSON or server-sent events, in OpenAI's wire
+//! format, over the shared chat path (`chat_core`). The session may be named
+//! by the `x-onyx-session-id` header or body field; the id comes back in the
 //! `x-onyx-session-id` response header.
 
 use std::sync::Arc;
@@ -12,21 +8,18 @@ use std::sync::Arc;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::Value;
 
 use super::body::{JsonObject, into_map, typed};
-use super::chat_session::{SESSION_HEADER, source, split_system};
+use super::chat_core::{self, Answer, Answered, Chunks};
+use super::chat_session::{SESSION_HEADER, session_header};
 use super::error::ApiError;
 use super::sse;
-use crate::agents::MAIN as DEFAULT_AGENT;
 use crate::app::App;
 use crate::providers::types::ChatRequest;
-use crate::providers::{ChatCall, ChunkStream};
-use crate::sessions::recorder::{self, StreamRecorder};
-use crate::sessions::{SessionMeta, Sessions};
 
 pub async fn chat_completions(
     State(app): State<Arc<App>>,
@@ -35,88 +28,44 @@ pub async fn chat_completions(
 ) -> Result<Response, ApiError> {
     let session_ref = take_session_ref(&headers, &mut body)?;
     let request: ChatRequest = typed(&body)?;
-    if request.messages.is_empty() {
-        return Err(ApiError::bad_request(
-            "messages: at least one message is required",
-            Some("messages".into()),
-        ));
-    }
-    if let Some(agent) = super::agent_chat::agent_of(&headers, &request.model) {
-        return super::agent_chat::run(app, &headers, request, &agent, session_ref).await;
-    }
-    let targets = app.router.resolve(&request.model)?;
-    let session = open_session(&app, session_ref.as_deref(), &headers).await?;
-    let mut history_missing = false;
-    let (request, turn) = match &session {
-        None => (request, Vec::new()),
-        Some(session) => {
-            let client_messages = body["messages"].as_array().cloned().unwrap_or_default();
-            let turn = recorder::client_messages(&client_messages);
-            let history = match app.sessions.messages(session).await {
-                Ok(history) => history,
-                // The object store is down: answer without the history rather than not at all.
-                Err(err) => {
-                    tracing::warn!(session = %session.id, error = %err, "session history unavailable; answering without it");
-                    history_missing = true;
-                    Vec::new()
-                }
-            };
-            if !history.is_empty() {
-                body["messages"] = Value::Array(with_history(
-                    client_messages,
-                    history.iter().map(|m| m.to_openai()),
-                ));
-            }
-            (typed(&body)?, turn)
-        }
+    let answered = chat_core::answer(&app, &headers, into_map(body), request, session_ref).await?;
+    Ok(into_response(answered))
+}
+
+/// The answer in chat-completions wire format, with Onyx's headers.
+pub fn into_response(answered: Answered) -> Response {
+    let Answered { answer, headers } = answered;
+    let mut response = match answer {
+        Answer::Complete(completion) => Json(completion).into_response(),
+        Answer::Chunks(chunks) => chunks_sse(chunks),
     };
-    let call = ChatCall {
-        body: into_map(body),
-        request,
-    };
-    let mut response = if call.request.stream {
-        let (stream, served_by) = app.router.chat_stream(&targets, &call).await?;
-        let recorder = session
-            .clone()
-            .map(|s| StreamRecorder::new(app.sessions.clone(), s, turn, served_by.to_string()));
-        sse_response(stream, recorder)
-    } else {
-        let (completion, served_by) = app.router.chat(&targets, &call).await?;
-        if let Some(session) = &session {
-            let mut turn = turn;
-            turn.push(recorder::assistant_from_completion(
-                &completion,
-                &served_by.to_string(),
-            ));
-            record(app.sessions.clone(), session.clone(), turn).await;
-        }
-        Json(completion).into_response()
-    };
-    if let Some(session) = &session
-        && let Ok(value) = HeaderValue::from_str(&session.id)
-    {
-        response.headers_mut().insert(SESSION_HEADER, value);
-        if history_missing {
-            response
-                .headers_mut()
-                .insert("x-onyx-session-history", HeaderValue::from_static("unavailable"));
-        }
-    }
-    Ok(response)
+    response.headers_mut().extend(headers);
+    response
+}
+
+/// Chunks as server-sent events ending in `data: [DONE]`. A failure travels
+/// in the stream (the headers are gone already), in the shape OpenAI uses for
+/// mid-stream errors.
+pub fn chunks_sse(chunks: Chunks) -> Response {
+    let events = chunks
+        .map(|item| {
+            Ok::<_, std::convert::Infallible>(match item {
+                Ok(chunk) => sse::json(&chunk),
+                Err(err) => sse::json(&err.into_stream_event()),
+            })
+        })
+        .chain(futures::stream::once(async {
+            Ok::<_, std::convert::Infallible>(sse::done())
+        }));
+    sse::response(Body::from_stream(events))
 }
 
 /// The session the request names, from the header or the body field (which is
 /// removed: upstreams would reject an unknown parameter).
 fn take_session_ref(headers: &HeaderMap, body: &mut Value) -> Result<Option<String>, ApiError> {
     let from_body = body.as_object_mut().and_then(|b| b.remove(SESSION_HEADER));
-    if let Some(value) = headers.get(SESSION_HEADER) {
-        let text = value.to_str().map_err(|_| {
-            ApiError::bad_request(
-                "x-onyx-session-id: not a valid header value",
-                Some(SESSION_HEADER.into()),
-            )
-        })?;
-        return Ok(Some(text.trim().to_string()));
+    if let Some(reference) = session_header(headers)? {
+        return Ok(Some(reference));
     }
     match from_body {
         None | Some(Value::Null) => Ok(None),
@@ -126,57 +75,4 @@ fn take_session_ref(headers: &HeaderMap, body: &mut Value) -> Result<Option<Stri
             Some(SESSION_HEADER.into()),
         )),
     }
-}
-
-async fn open_session(
-    app: &App,
-    reference: Option<&str>,
-    headers: &HeaderMap,
-) -> Result<Option<SessionMeta>, ApiError> {
-    Ok(match reference {
-        Some("new") => Some(app.sessions.create(DEFAULT_AGENT, &source(headers)).await?),
-        Some(id) => Some(app.sessions.get(id).await?),
-        None if app.record_sessions => Some(app.sessions.create(DEFAULT_AGENT, &source(headers)).await?),
-        None => None,
-    })
-}
-
-/// The client's system messages first, then the stored history, then the rest.
-fn with_history(client: Vec<Value>, history: impl Iterator<Item = Value>) -> Vec<Value> {
-    let (system, rest) = split_system(client);
-    system.into_iter().chain(history).chain(rest).collect()
-}
-
-async fn record(sessions: Arc<Sessions>, session: SessionMeta, turn: Vec<crate::sessions::LogMessage>) {
-    // Its own task: the write finishes even if the client hangs up meanwhile.
-    let _ = tokio::spawn(recorder::store(sessions, session, turn)).await;
-}
-
-fn sse_response(stream: ChunkStream, mut recorder: Option<StreamRecorder>) -> Response {
-    let events = async_stream::stream! {
-        let mut stream = stream;
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(chunk) => {
-                    if let Some(recorder) = recorder.as_mut() {
-                        recorder.observe(&chunk);
-                    }
-                    yield Ok::<_, std::convert::Infallible>(sse::json(&chunk));
-                }
-                Err(err) => {
-                    // Headers are gone already: the error travels in the stream,
-                    // in the shape OpenAI uses for mid-stream errors.
-                    let body = ApiError::from(err).into_stream_event();
-                    yield Ok(sse::json(&body));
-                    break;
-                }
-            }
-        }
-        // Recorded before [DONE], so a client that saw [DONE] finds the turn stored.
-        if let Some(recorder) = recorder.take() {
-            recorder.finish().await;
-        }
-        yield Ok(sse::done());
-    };
-    sse::response(Body::from_stream(events))
 }

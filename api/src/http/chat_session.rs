@@ -30,3 +30,17 @@ pub fn split_system(messages: Vec<Value>) -> (Vec<Value>, Vec<Value>) {
         .into_iter()
         .partition(|m| matches!(m["role"].as_str(), Some("system" | "developer")))
 }
+
+/// The session the `x-onyx-session-id` header names, if any.
+pub fn session_header(headers: &HeaderMap) -> Result<Option<String>, super::error::ApiError> {
+    let Some(value) = headers.get(SESSION_HEADER) else {
+        return Ok(None);
+    };
+    let text = value.to_str().map_err(|_| {
+        super::error::ApiError::bad_request(
+            "x-onyx-session-id: not a valid header value",
+            Some(SESSION_HEADER.into()),
+        )
+    })?;
+    Ok(Some(text.trim().to_string()))
+}

@@ -6,6 +6,7 @@ mod agent_chat;
 mod agents;
 mod body;
 mod chat;
+mod chat_core;
 mod chat_session;
 mod console;
 mod embeddings;

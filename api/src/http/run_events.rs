@@ -7,14 +7,11 @@
 
 use std::sync::Arc;
 
-use axum::Json;
-use axum::body::Body;
-use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+use super::chat_core::Chunks;
 use super::error::ApiError;
-use super::sse;
 use super::views::ToolActivity;
 use crate::agents::{AgentError, Event, LiveRun, Outcome};
 
@@ -73,7 +70,7 @@ fn activity(event: &Event) -> Option<Value> {
 }
 
 /// Waits for the run to end; its answer as one `chat.completion`.
-pub async fn collect(run: &Arc<LiveRun>) -> Result<Response, ApiError> {
+pub async fn collect(run: &Arc<LiveRun>) -> Result<Value, ApiError> {
     let mut events = run.subscribe();
     let mut log = Vec::new();
     while let Some(event) = events.next().await {
@@ -95,13 +92,12 @@ pub async fn collect(run: &Arc<LiveRun>) -> Result<Response, ApiError> {
                 if let Some(calls) = client_tool_calls {
                     message["tool_calls"] = json!(calls);
                 }
-                return Ok(Json(json!({
+                return Ok(json!({
                     "id": completion_id(run), "object": "chat.completion", "created": created(), "model": model,
                     "choices": [{"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": null}],
                     "usage": usage,
                     "x_onyx": {"events": log, "iterations": iterations, "run_id": run.id},
-                }))
-                .into_response());
+                }));
             }
             Event::Failed(err) => return Err(ApiError::Agent(err.clone())),
             _ => {}
@@ -110,20 +106,20 @@ pub async fn collect(run: &Arc<LiveRun>) -> Result<Response, ApiError> {
     Err(AgentError::NoAnswer.into())
 }
 
-/// The run as `chat.completion.chunk` events, from its first event to its last.
-pub fn sse(run: &Arc<LiveRun>, include_usage: bool) -> Response {
+/// The run as `chat.completion.chunk` objects, from its first event to its last.
+pub fn chunks(run: &Arc<LiveRun>, include_usage: bool) -> Chunks {
     let (id, model) = (completion_id(run), format!("onyx:{}", run.agent));
     let chunk = move |choices: Value, extra: Option<(&str, Value)>| {
         let mut chunk = json!({"id": id, "object": "chat.completion.chunk", "created": created(), "model": model, "choices": choices});
         if let Some((key, value)) = extra {
             chunk[key] = value;
         }
-        sse::json(&chunk)
+        chunk
     };
     let run_id = run.id.clone();
     let mut events = run.subscribe();
     let body = async_stream::stream! {
-        yield Ok::<_, std::convert::Infallible>(chunk(
+        yield Ok::<_, ApiError>(chunk(
             json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]),
             Some(("x_onyx", json!({"type": "run_started", "run_id": run_id}))),
         ));
@@ -151,13 +147,12 @@ pub fn sse(run: &Arc<LiveRun>, include_usage: bool) -> Response {
                     }
                 }
                 Event::Failed(err) => {
-                    let error = ApiError::Agent(err.clone()).into_stream_event();
-                    yield Ok(sse::json(&error));
+                    yield Err(ApiError::Agent(err.clone()));
+                    break;
                 }
                 _ => {}
             }
         }
-        yield Ok(sse::done());
     };
-    sse::response(Body::from_stream(body))
+    body.boxed()
 }

@@ -74,7 +74,7 @@ pub async fn cancel(State(app): State<Arc<App>>, Path(id): Path<String>) -> Resu
 pub async fn events(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let id = run_id(&id)?;
     if let Some(run) = app.agents.runs.live(&id) {
-        return Ok(run_events::sse(&run, true));
+        return Ok(super::chat::chunks_sse(run_events::chunks(&run, true)));
     }
     match app.agents.runs.store().get(&id).await? {
         None => Err(not_found(&id)),

@@ -1,0 +1,189 @@
+//! The chat path every inbound protocol shares (`/v1/chat/completions`,
+//! `/v1/responses`, `/v1/messages`): each translates its request into a
+//! chat-completions body, calls [`answer`], and translates the answer back
+//! into its own wire format.
+//!
+//! `answer` routes `model` to a provider (with the router's retries and
+//! fallbacks) or, for `onyx:{agent}` / `x-onyx-agent-id`, runs that agent; it
+//! keeps the session when one is asked for (`x-onyx-session-id`; `new` starts
+//! one, and `gateway.recordSessions` starts one for every plain request).
+//! Streamed chunks are passed on as they arrive: when the client goes away the
+//! stream is dropped, which closes the upstream request.
+
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, HeaderValue};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use serde_json::{Map, Value};
+
+use super::chat_session::{SESSION_HEADER, source, split_system};
+use super::error::ApiError;
+use crate::agents::MAIN as DEFAULT_AGENT;
+use crate::app::App;
+use crate::providers::types::ChatRequest;
+use crate::providers::{ChatCall, ChunkStream};
+use crate::sessions::recorder::{self, StreamRecorder};
+use crate::sessions::{LogMessage, SessionMeta, Sessions};
+
+/// `chat.completion.chunk` objects in order (no `[DONE]`); an `Err` item is a
+/// mid-stream failure and the last item.
+pub type Chunks = BoxStream<'static, Result<Value, ApiError>>;
+
+/// What the chat path answers, in chat-completions shape, before any wire encoding.
+pub enum Answer {
+    /// One `chat.completion` object.
+    Complete(Value),
+    Chunks(Chunks),
+}
+
+pub struct Answered {
+    pub answer: Answer,
+    /// Onyx's own response headers, sent whatever the wire protocol
+    /// (`x-onyx-session-id`, `x-onyx-run-id`, `x-onyx-session-history`).
+    pub headers: HeaderMap,
+}
+
+impl Answered {
+    pub fn new(answer: Answer) -> Self {
+        Self {
+            answer,
+            headers: HeaderMap::new(),
+        }
+    }
+
+    /// Sets an Onyx header; a value that is not a valid header is left out.
+    pub fn header(&mut self, name: &'static str, value: &str) {
+        if let Ok(value) = HeaderValue::from_str(value) {
+            self.headers.insert(name, value);
+        }
+    }
+}
+
+/// Answers one chat request. `body` is the chat-completions JSON object (what
+/// OpenAI-compatible upstreams receive), `request` its typed view.
+pub async fn answer(
+    app: &Arc<App>,
+    headers: &HeaderMap,
+    body: Map<String, Value>,
+    request: ChatRequest,
+    session_ref: Option<String>,
+) -> Result<Answered, ApiError> {
+    if request.messages.is_empty() {
+        return Err(ApiError::bad_request(
+            "messages: at least one message is required",
+            Some("messages".into()),
+        ));
+    }
+    if let Some(agent) = super::agent_chat::agent_of(headers, &request.model) {
+        return super::agent_chat::answer(app, headers, request, &agent, session_ref).await;
+    }
+    let targets = app.router.resolve(&request.model)?;
+    let session = open_session(app, session_ref.as_deref(), headers).await?;
+    let mut history_missing = false;
+    let (call, turn) = match &session {
+        None => (ChatCall { body, request }, Vec::new()),
+        Some(session) => {
+            let mut body = Value::Object(body);
+            let client_messages = body["messages"].as_array().cloned().unwrap_or_default();
+            let turn = recorder::client_messages(&client_messages);
+            let history = match app.sessions.messages(session).await {
+                Ok(history) => history,
+                // The object store is down: answer without the history rather than not at all.
+                Err(err) => {
+                    tracing::warn!(session = %session.id, error = %err, "session history unavailable; answering without it");
+                    history_missing = true;
+                    Vec::new()
+                }
+            };
+            let request = if history.is_empty() {
+                request
+            } else {
+                body["messages"] = Value::Array(with_history(
+                    client_messages,
+                    history.iter().map(|m| m.to_openai()),
+                ));
+                super::body::typed(&body)?
+            };
+            let body = super::body::into_map(body);
+            (ChatCall { body, request }, turn)
+        }
+    };
+    let answer = if call.request.stream {
+        let (stream, served_by) = app.router.chat_stream(&targets, &call).await?;
+        let recorder = session
+            .clone()
+            .map(|s| StreamRecorder::new(app.sessions.clone(), s, turn, served_by.to_string()));
+        Answer::Chunks(recorded(stream, recorder))
+    } else {
+        let (completion, served_by) = app.router.chat(&targets, &call).await?;
+        if let Some(session) = &session {
+            let mut turn = turn;
+            turn.push(recorder::assistant_from_completion(
+                &completion,
+                &served_by.to_string(),
+            ));
+            record(app.sessions.clone(), session.clone(), turn).await;
+        }
+        Answer::Complete(completion)
+    };
+    let mut answered = Answered::new(answer);
+    if let Some(session) = &session {
+        answered.header(SESSION_HEADER, &session.id);
+        if history_missing {
+            answered.header("x-onyx-session-history", "unavailable");
+        }
+    }
+    Ok(answered)
+}
+
+async fn open_session(
+    app: &App,
+    reference: Option<&str>,
+    headers: &HeaderMap,
+) -> Result<Option<SessionMeta>, ApiError> {
+    Ok(match reference {
+        Some("new") => Some(app.sessions.create(DEFAULT_AGENT, &source(headers)).await?),
+        Some(id) => Some(app.sessions.get(id).await?),
+        None if app.record_sessions => Some(app.sessions.create(DEFAULT_AGENT, &source(headers)).await?),
+        None => None,
+    })
+}
+
+/// The client's system messages first, then the stored history, then the rest.
+fn with_history(client: Vec<Value>, history: impl Iterator<Item = Value>) -> Vec<Value> {
+    let (system, rest) = split_system(client);
+    system.into_iter().chain(history).chain(rest).collect()
+}
+
+async fn record(sessions: Arc<Sessions>, session: SessionMeta, turn: Vec<LogMessage>) {
+    // Its own task: the write finishes even if the client hangs up meanwhile.
+    let _ = tokio::spawn(recorder::store(sessions, session, turn)).await;
+}
+
+/// The upstream's chunks, observed by the session recorder, which stores the
+/// turn once the stream ends: before the consumer's end-of-stream marker, so a
+/// client that saw it finds the turn stored.
+fn recorded(stream: ChunkStream, mut recorder: Option<StreamRecorder>) -> Chunks {
+    async_stream::stream! {
+        let mut stream = stream;
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(chunk) => {
+                    if let Some(recorder) = recorder.as_mut() {
+                        recorder.observe(&chunk);
+                    }
+                    yield Ok(chunk);
+                }
+                Err(err) => {
+                    yield Err(ApiError::from(err));
+                    break;
+                }
+            }
+        }
+        if let Some(recorder) = recorder.take() {
+            recorder.finish().await;
+        }
+    }
+    .boxed()
+}
