@@ -186,7 +186,11 @@ impl Usage {
         let count = |v: &Value| v.as_u64().unwrap_or(0);
         let usage = Usage::new(count(&usage["input_tokens"]), count(&usage["output_tokens"]));
         let cached = count(&response["usage"]["input_tokens_details"]["cached_tokens"]);
-        Some(if cached > 0 { usage.with_cache(cached, 0) } else { usage })
+        Some(if cached > 0 {
+            usage.with_cache(cached, 0)
+        } else {
+            usage
+        })
     }
 }
 

@@ -29,7 +29,7 @@ pub async fn start(key: Option<String>, port: u16) -> std::io::Result<FakeServer
     crate::serve(routes, state.clone(), port).await
 }
 
-pub(crate) fn error(status: u16, message: &str, kind: &str, code: Option<&str>) -> Response {
+fn error(status: u16, message: &str, kind: &str, code: Option<&str>) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let body = json!({"error": {"message": message, "type": kind, "param": null, "code": code}});
     (status, axum::Json(body)).into_response()
@@ -118,23 +118,8 @@ async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Byt
     };
     let turn = turn(&body);
     let plan = script::plan(&state, &turn);
-    match &plan {
-        Plan::NotFound => {
-            let message = format!(
-                "The model `{}` does not exist or you do not have access to it.",
-                turn.model
-            );
-            return error(404, &message, "invalid_request_error", Some("model_not_found"));
-        }
-        Plan::Fail { status, message } => {
-            let kind = if *status == 429 {
-                "rate_limit_error"
-            } else {
-                "server_error"
-            };
-            return error(*status, message, kind, None);
-        }
-        _ => {}
+    if let Some(refused) = refusal(&plan, &turn.model) {
+        return refused;
     }
     let mut usage = json!({
         "prompt_tokens": turn.prompt_words,
@@ -176,6 +161,30 @@ async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Byt
         "usage": usage, "system_fingerprint": "fp_fake",
     }))
     .into_response()
+}
+
+/// The error OpenAI answers for a model that does not exist or a planned failure.
+pub(crate) fn refusal(plan: &Plan, model: &str) -> Option<Response> {
+    match plan {
+        Plan::NotFound => {
+            let message = format!("The model `{model}` does not exist or you do not have access to it.");
+            Some(error(
+                404,
+                &message,
+                "invalid_request_error",
+                Some("model_not_found"),
+            ))
+        }
+        Plan::Fail { status, message } => {
+            let kind = if *status == 429 {
+                "rate_limit_error"
+            } else {
+                "server_error"
+            };
+            Some(error(*status, message, kind, None))
+        }
+        _ => None,
+    }
 }
 
 /// OpenAI's automatic prompt caching, simulated for requests with a

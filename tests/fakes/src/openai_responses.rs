@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::openai::{accept, error, text_of};
+use crate::openai::{accept, refusal, text_of};
 use crate::script::{self, Plan, Turn};
 use crate::{FakeState, StreamGuard};
 
@@ -52,8 +52,11 @@ fn turn(body: &Value, conversation: &[Value]) -> Turn {
         last_text,
         tool_names: body["tools"]
             .as_array()
-            .map(|t| t.iter().filter_map(|t| t["name"].as_str().map(String::from)).collect())
-            .unwrap_or_default(),
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str())
+            .map(String::from)
+            .collect(),
         prompt_words: history.iter().map(|(_, text)| script::words(text)).sum(),
         history,
     }
@@ -62,13 +65,17 @@ fn turn(body: &Value, conversation: &[Value]) -> Turn {
 fn output_items(state: &FakeState, plan: &Plan) -> Vec<Value> {
     let n = state.attempt("response-item-ids");
     match plan {
-        Plan::Reply(text) => vec![json!({"id": format!("msg_fake_{n}"), "type": "message", "status": "completed",
-            "role": "assistant", "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]})],
+        Plan::Reply(text) => vec![
+            json!({"id": format!("msg_fake_{n}"), "type": "message", "status": "completed",
+            "role": "assistant", "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]}),
+        ],
         Plan::CallTools(calls) => calls
             .iter()
             .enumerate()
-            .map(|(i, c)| json!({"id": format!("fc_fake_{n}_{i}"), "type": "function_call", "status": "completed",
-                "call_id": c.id, "name": c.name, "arguments": c.arguments.to_string()}))
+            .map(|(i, c)| {
+                json!({"id": format!("fc_fake_{n}_{i}"), "type": "function_call", "status": "completed",
+                "call_id": c.id, "name": c.name, "arguments": c.arguments.to_string()})
+            })
             .collect(),
         Plan::Fail { .. } | Plan::NotFound => Vec::new(),
     }
@@ -95,13 +102,8 @@ pub async fn create(State(state): State<Arc<FakeState>>, headers: HeaderMap, bod
     conversation.extend(items_of(&body["input"]));
     let turn = turn(&body, &conversation);
     let plan = script::plan(&state, &turn);
-    match &plan {
-        Plan::NotFound => {
-            let message = format!("The model `{}` does not exist or you do not have access to it.", turn.model);
-            return error(404, &message, "invalid_request_error", Some("model_not_found"));
-        }
-        Plan::Fail { status, message } => return error(*status, message, "server_error", None),
-        _ => {}
+    if let Some(refused) = refusal(&plan, &turn.model) {
+        return refused;
     }
     let output = output_items(&state, &plan);
     let id = format!("resp_fake_{}", state.attempt("response-ids"));
@@ -191,5 +193,9 @@ fn stream(state: Arc<FakeState>, response: Value) -> Response {
         }
         guard.complete();
     };
-    ([(header::CONTENT_TYPE, "text/event-stream")], Body::from_stream(body)).into_response()
+    (
+        [(header::CONTENT_TYPE, "text/event-stream")],
+        Body::from_stream(body),
+    )
+        .into_response()
 }

@@ -3,61 +3,20 @@
 // Binaries come from $ONYX_BIN and $FAKE_UPSTREAM_BIN (set by tests/run).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import OpenAI from 'openai';
+import { startStack } from './stack.mjs';
 
 const KEY = 'onyx_sk_js_sdk_test_key_0001';
-const procs = [];
+let stack;
 let client;
 let base;
 
-function firstLine(proc) {
-  return new Promise((resolve, reject) => {
-    const rl = createInterface({ input: proc.stdout });
-    rl.once('line', (line) => resolve(line));
-    proc.once('exit', (code) => reject(new Error(`exited ${code} before printing`)));
-  });
-}
-
 before(async () => {
-  const fake = spawn(process.env.FAKE_UPSTREAM_BIN, [], { stdio: ['ignore', 'pipe', 'inherit'] });
-  procs.push(fake);
-  const urls = JSON.parse(await firstLine(fake));
-  const dir = mkdtempSync(join(tmpdir(), 'onyx-js-'));
-  const config = join(dir, 'onyx.json5');
-  writeFileSync(config, `{
-    gateway: { auth: { apiKeys: ["${KEY}"] } },
-    providers: {
-      openai: { type: "openai", baseUrl: "${urls.openai}", apiKey: "${urls.key}", maxRetries: 0 },
-      anthropic: { type: "anthropic", baseUrl: "${urls.anthropic}", apiKey: "${urls.key}" },
-      ollama: { type: "ollama", baseUrl: "${urls.ollama}" },
-    },
-  }`);
-  const env = { ...process.env, HOME: dir, ONYX_DATA_DIR: join(dir, 'data') };
-  for (const name of ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENROUTER_API_KEY', 'OLLAMA_HOST', 'ONYX_CONFIG']) delete env[name];
-  const onyx = spawn(process.env.ONYX_BIN, ['serve', '--config', config, '--listen', '127.0.0.1:0'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env,
-  });
-  procs.push(onyx);
-  const line = await firstLine(onyx);
-  assert.match(line, /^listening on /);
-  base = line.replace('listening on ', '').trim();
-  for (let i = 0; i < 200; i++) {
-    try {
-      if ((await fetch(`${base}/health`)).ok) break;
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  client = new OpenAI({ baseURL: `${base}/v1`, apiKey: KEY, maxRetries: 0 });
+  stack = await startStack(KEY);
+  ({ client, base } = stack);
 });
 
-after(() => procs.forEach((p) => p.kill('SIGTERM')));
+after(() => stack?.stop());
 
 const TOOLS = [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { query: { type: 'string' } } } } }];
 

@@ -147,8 +147,16 @@ mod tests {
             "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5,
                 "prompt_tokens_details": {"cached_tokens": 1}}});
         let response = from_completion(skeleton, &completion);
-        let types: Vec<_> = response["output"].as_array().unwrap().iter().map(|i| i["type"].clone()).collect();
-        assert_eq!(types, [json!("reasoning"), json!("message"), json!("function_call")]);
+        let types: Vec<_> = response["output"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["type"].clone())
+            .collect();
+        assert_eq!(
+            types,
+            [json!("reasoning"), json!("message"), json!("function_call")]
+        );
         assert_eq!(response["output"][1]["content"][0]["text"], "hi");
         assert_eq!(response["output"][2]["call_id"], "call_1");
         assert_eq!(response["status"], "incomplete");

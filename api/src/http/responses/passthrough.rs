@@ -49,7 +49,11 @@ pub async fn create(
         conversation = previous.conversation();
         if previous.provider != provider {
             body.remove("previous_response_id");
-            let input = conversation.iter().chain(&items).filter_map(for_upstream).collect();
+            let input = conversation
+                .iter()
+                .chain(&items)
+                .filter_map(for_upstream)
+                .collect();
             body.insert("input".into(), Value::Array(input));
         }
     }

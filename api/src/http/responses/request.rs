@@ -185,7 +185,11 @@ pub fn check_translatable(body: &Map<String, Value>, items: &[Value]) -> Result<
 
 /// The chat-completions body for `conversation` (earlier items, then this
 /// request's), with the request's parameters translated.
-pub fn chat_body(body: &Map<String, Value>, conversation: &[Value], stream: bool) -> Result<Map<String, Value>, ApiError> {
+pub fn chat_body(
+    body: &Map<String, Value>,
+    conversation: &[Value],
+    stream: bool,
+) -> Result<Map<String, Value>, ApiError> {
     let mut chat = Map::new();
     chat.insert("model".into(), body.get("model").cloned().unwrap_or(Value::Null));
     let mut messages = Vec::new();
@@ -213,10 +217,10 @@ pub fn chat_body(body: &Map<String, Value>, conversation: &[Value], stream: bool
             chat.insert(to.into(), value.clone());
         }
     }
-    if let Some(format) = body.get("text").and_then(|t| t.get("format")) {
-        if let Some(format) = response_format(format)? {
-            chat.insert("response_format".into(), format);
-        }
+    if let Some(format) = body.get("text").and_then(|t| t.get("format"))
+        && let Some(format) = response_format(format)?
+    {
+        chat.insert("response_format".into(), format);
     }
     match body.get("reasoning").and_then(|r| r.get("effort")) {
         None | Some(Value::Null) => {}
@@ -311,7 +315,9 @@ fn function_tools(tools: &Value) -> Result<Value, ApiError> {
         if kind != "function" {
             return Err(bad(
                 format!("{path}.type"),
-                format!("the built-in tool '{kind}' is not supported by this model's provider; only function tools are"),
+                format!(
+                    "the built-in tool '{kind}' is not supported by this model's provider; only function tools are"
+                ),
             ));
         }
         let mut function = json!({"name": string_at(tool, "name", &path)?});
@@ -352,7 +358,10 @@ fn response_format(format: &Value) -> Result<Option<Value>, ApiError> {
             }
             Ok(Some(json!({"type": "json_schema", "json_schema": schema})))
         }
-        Some(other) => Err(bad("text.format.type", format!("'{other}' is not a known format"))),
+        Some(other) => Err(bad(
+            "text.format.type",
+            format!("'{other}' is not a known format"),
+        )),
     }
 }
 
@@ -404,9 +413,15 @@ mod tests {
         let chat = chat_body(body.as_object().unwrap(), &items, true).unwrap();
         let messages = chat["messages"].as_array().unwrap();
         assert_eq!(messages[0], json!({"role": "system", "content": "be brief"}));
-        assert_eq!(messages[1]["content"][1]["image_url"]["url"], "data:image/png;base64,AAAA");
+        assert_eq!(
+            messages[1]["content"][1]["image_url"]["url"],
+            "data:image/png;base64,AAAA"
+        );
         assert_eq!(messages[2]["tool_calls"][0]["id"], "call_1");
-        assert_eq!(messages[3], json!({"role": "tool", "tool_call_id": "call_1", "content": "found"}));
+        assert_eq!(
+            messages[3],
+            json!({"role": "tool", "tool_call_id": "call_1", "content": "found"})
+        );
         assert_eq!(messages.len(), 4);
         assert_eq!(chat["tools"][0]["function"]["name"], "lookup");
         assert_eq!(chat["tool_choice"]["function"]["name"], "lookup");

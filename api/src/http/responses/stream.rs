@@ -9,9 +9,9 @@
 
 use axum::body::{Body, Bytes};
 use axum::response::Response;
+use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::{ids, output};
@@ -25,8 +25,17 @@ pub fn encode(value: &Value) -> Bytes {
 }
 
 enum Open {
-    Message { id: String, text: String },
-    Call { index: u64, id: String, call_id: String, name: String, arguments: String },
+    Message {
+        id: String,
+        text: String,
+    },
+    Call {
+        index: u64,
+        id: String,
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
 }
 
 /// The state of one translated stream.
@@ -101,10 +110,19 @@ impl Translator {
             let id = ids::message();
             let index = self.output_index();
             let item = output::message_item(&id, None, "in_progress");
-            self.push(events, json!({"type": "response.output_item.added", "output_index": index, "item": item}));
-            self.push(events, json!({"type": "response.content_part.added", "item_id": id,
-                "output_index": index, "content_index": 0, "part": output::output_text("")}));
-            self.open = Some(Open::Message { id, text: String::new() });
+            self.push(
+                events,
+                json!({"type": "response.output_item.added", "output_index": index, "item": item}),
+            );
+            self.push(
+                events,
+                json!({"type": "response.content_part.added", "item_id": id,
+                "output_index": index, "content_index": 0, "part": output::output_text("")}),
+            );
+            self.open = Some(Open::Message {
+                id,
+                text: String::new(),
+            });
         }
         let index = self.output_index();
         if let Some(Open::Message { id, text: so_far }) = &mut self.open {
@@ -120,17 +138,30 @@ impl Translator {
         let same = matches!(&self.open, Some(Open::Call { index: open, .. }) if *open == index);
         if !same {
             self.close(events);
-            let (id, call_id) = (ids::function_call(), call["id"].as_str().unwrap_or_default().to_string());
+            let (id, call_id) = (
+                ids::function_call(),
+                call["id"].as_str().unwrap_or_default().to_string(),
+            );
             let name = call["function"]["name"].as_str().unwrap_or_default().to_string();
             let item = output::function_call_item(&id, &call_id, &name, "", "in_progress");
             let output_index = self.output_index();
-            self.push(events, json!({"type": "response.output_item.added", "output_index": output_index, "item": item}));
-            self.open = Some(Open::Call { index, id, call_id, name, arguments: String::new() });
+            self.push(
+                events,
+                json!({"type": "response.output_item.added", "output_index": output_index, "item": item}),
+            );
+            self.open = Some(Open::Call {
+                index,
+                id,
+                call_id,
+                name,
+                arguments: String::new(),
+            });
         }
         let output_index = self.output_index();
-        if let (Some(piece), Some(Open::Call { id, arguments, .. })) =
-            (call["function"]["arguments"].as_str().filter(|a| !a.is_empty()), &mut self.open)
-        {
+        if let (Some(piece), Some(Open::Call { id, arguments, .. })) = (
+            call["function"]["arguments"].as_str().filter(|a| !a.is_empty()),
+            &mut self.open,
+        ) {
             arguments.push_str(piece);
             let event = json!({"type": "response.function_call_arguments.delta", "item_id": id,
                 "output_index": output_index, "delta": piece});
@@ -145,8 +176,14 @@ impl Translator {
         }
         let item = output::reasoning_item(&std::mem::take(&mut self.reasoning));
         let index = self.output_index();
-        self.push(events, json!({"type": "response.output_item.added", "output_index": index, "item": item}));
-        self.push(events, json!({"type": "response.output_item.done", "output_index": index, "item": item}));
+        self.push(
+            events,
+            json!({"type": "response.output_item.added", "output_index": index, "item": item}),
+        );
+        self.push(
+            events,
+            json!({"type": "response.output_item.done", "output_index": index, "item": item}),
+        );
         self.add_output(item);
     }
 
@@ -164,19 +201,37 @@ impl Translator {
             None => return,
             Some(Open::Message { id, text }) => {
                 let part = output::output_text(&text);
-                self.push(events, json!({"type": "response.output_text.done", "item_id": id, "output_index": index,
-                    "content_index": 0, "text": text, "logprobs": []}));
-                self.push(events, json!({"type": "response.content_part.done", "item_id": id, "output_index": index,
-                    "content_index": 0, "part": part}));
+                self.push(
+                    events,
+                    json!({"type": "response.output_text.done", "item_id": id, "output_index": index,
+                    "content_index": 0, "text": text, "logprobs": []}),
+                );
+                self.push(
+                    events,
+                    json!({"type": "response.content_part.done", "item_id": id, "output_index": index,
+                    "content_index": 0, "part": part}),
+                );
                 output::message_item(&id, Some(&text), "completed")
             }
-            Some(Open::Call { id, call_id, name, arguments, .. }) => {
-                self.push(events, json!({"type": "response.function_call_arguments.done", "item_id": id,
-                    "output_index": index, "name": name, "arguments": arguments}));
+            Some(Open::Call {
+                id,
+                call_id,
+                name,
+                arguments,
+                ..
+            }) => {
+                self.push(
+                    events,
+                    json!({"type": "response.function_call_arguments.done", "item_id": id,
+                    "output_index": index, "name": name, "arguments": arguments}),
+                );
                 output::function_call_item(&id, &call_id, &name, &arguments, "completed")
             }
         };
-        self.push(events, json!({"type": "response.output_item.done", "output_index": index, "item": item}));
+        self.push(
+            events,
+            json!({"type": "response.output_item.done", "output_index": index, "item": item}),
+        );
         self.add_output(item);
     }
 
@@ -267,8 +322,14 @@ mod tests {
             chunk(json!({"role": "assistant", "content": ""}), None),
             chunk(json!({"content": "he"}), None),
             chunk(json!({"content": "llo"}), None),
-            chunk(json!({"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "f", "arguments": ""}}]}), None),
-            chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}), Some("tool_calls")),
+            chunk(
+                json!({"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "f", "arguments": ""}}]}),
+                None,
+            ),
+            chunk(
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
+                Some("tool_calls"),
+            ),
             json!({"choices": [], "usage": {"prompt_tokens": 2, "completion_tokens": 3}}),
         ] {
             events.extend(t.chunk(&c));
@@ -276,16 +337,29 @@ mod tests {
         let (end, response) = t.finish();
         events.extend(end);
         let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
-        assert_eq!(kinds, [
-            "response.created", "response.in_progress",
-            "response.output_item.added", "response.content_part.added",
-            "response.output_text.delta", "response.output_text.delta",
-            "response.output_text.done", "response.content_part.done", "response.output_item.done",
-            "response.output_item.added", "response.function_call_arguments.delta",
-            "response.function_call_arguments.done", "response.output_item.done",
-            "response.completed",
-        ]);
-        let numbers: Vec<u64> = events.iter().map(|e| e["sequence_number"].as_u64().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "response.created",
+                "response.in_progress",
+                "response.output_item.added",
+                "response.content_part.added",
+                "response.output_text.delta",
+                "response.output_text.delta",
+                "response.output_text.done",
+                "response.content_part.done",
+                "response.output_item.done",
+                "response.output_item.added",
+                "response.function_call_arguments.delta",
+                "response.function_call_arguments.done",
+                "response.output_item.done",
+                "response.completed",
+            ]
+        );
+        let numbers: Vec<u64> = events
+            .iter()
+            .map(|e| e["sequence_number"].as_u64().unwrap())
+            .collect();
         assert_eq!(numbers, (0..events.len() as u64).collect::<Vec<_>>());
         assert_eq!(response["output"][0]["content"][0]["text"], "hello");
         assert_eq!(response["output"][1]["arguments"], "{}");
