@@ -367,4 +367,23 @@ mod tests {
         assert_eq!(response["usage"]["total_tokens"], 5);
         assert!(encode(&events[0]).starts_with(b"event: response.created\ndata: {"));
     }
+
+    #[test]
+    fn a_failure_mid_stream_is_response_failed() {
+        let mut t =
+            Translator::new(json!({"id": "resp_1", "output": [], "status": "in_progress", "error": null}));
+        let mut events = t.start();
+        events.extend(t.chunk(&chunk(json!({"content": "par"}), None)));
+        let err = ApiError::from(crate::providers::ProviderError::Timeout {
+            provider: "openai".into(),
+            after: std::time::Duration::from_secs(1),
+        });
+        let failed = t.fail(err);
+        assert_eq!(failed.len(), 1);
+        assert_eq!(failed[0]["type"], "response.failed");
+        assert_eq!(failed[0]["sequence_number"], events.len() as u64);
+        assert_eq!(failed[0]["response"]["status"], "failed");
+        assert_eq!(failed[0]["response"]["error"]["code"], "upstream_timeout");
+        assert!(failed[0]["response"]["error"]["message"].is_string());
+    }
 }
