@@ -46,6 +46,7 @@ pub mod observability;
 pub mod plugins;
 pub mod providers;
 pub mod replica;
+pub mod responses;
 pub mod scheduler;
 pub mod sessions;
 pub mod storage;

@@ -130,6 +130,8 @@ pub struct RawProvider {
     /// Whether agent runs send OpenAI's `prompt_cache_key` (servers that
     /// reject unknown fields need `false`).
     pub prompt_cache_key: Option<bool>,
+    /// Whether `/v1/responses` goes to this provider's own Responses API.
+    pub responses: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

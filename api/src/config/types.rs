@@ -179,6 +179,9 @@ pub struct ProviderConfig {
     pub context_window: Option<u32>,
     /// Send `prompt_cache_key` upstream (OpenAI-compatible providers).
     pub prompt_cache_key: bool,
+    /// `/v1/responses` is passed through to the provider's own Responses API
+    /// (OpenAI-compatible providers only).
+    pub responses: bool,
     /// Whether this provider was added from the environment rather than the file.
     pub detected: bool,
 }

@@ -278,6 +278,10 @@ fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<Pr
     let prompt_cache_key = raw
         .prompt_cache_key
         .unwrap_or_else(|| !STRICT_HOSTS.contains(&base_url.host_str().unwrap_or_default()));
+    let responses = kind == ProviderKind::OpenAi
+        && raw
+            .responses
+            .unwrap_or_else(|| base_url.host_str() == Some("api.openai.com"));
     Ok(ProviderConfig {
         name,
         kind,
@@ -297,6 +301,7 @@ fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<Pr
         api_version: raw.api_version,
         context_window: raw.context_window,
         prompt_cache_key,
+        responses,
         detected: false,
     })
 }
@@ -312,6 +317,7 @@ pub fn detected_provider(
     base_url: Url,
     api_key: Option<String>,
 ) -> ProviderConfig {
+    let responses = kind == ProviderKind::OpenAi && base_url.host_str() == Some("api.openai.com");
     ProviderConfig {
         name: name.to_string(),
         kind,
@@ -325,6 +331,7 @@ pub fn detected_provider(
         api_version: None,
         context_window: None,
         prompt_cache_key: true,
+        responses,
         detected: true,
     }
 }

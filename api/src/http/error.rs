@@ -18,6 +18,7 @@ use crate::error_chain;
 use crate::memory::paths::PathError;
 use crate::memory::{EmbedError, MemoryError};
 use crate::providers::{ProviderError, RouteError};
+use crate::responses::ResponseError;
 use crate::sessions::SessionError;
 use crate::storage::{DbError, StoreError};
 use crate::tasks::TaskError;
@@ -53,6 +54,8 @@ pub enum ApiError {
     Task(#[from] TaskError),
     #[error(transparent)]
     Key(#[from] KeyError),
+    #[error(transparent)]
+    Responses(#[from] ResponseError),
     /// Shared: a run's failure goes to every client attached to it.
     #[error(transparent)]
     Agent(#[from] Arc<AgentError>),
@@ -179,6 +182,16 @@ impl ApiError {
                 KeyError::BadScope(_) => entry(S::BAD_REQUEST, None, Some("scope"), err.to_string()),
                 KeyError::NotFound(_) => entry(S::NOT_FOUND, Some("key_not_found"), None, err.to_string()),
                 KeyError::Db(_) => unavailable("storage"),
+            },
+            Self::Responses(err) => match err {
+                ResponseError::NotFound(_) => entry(S::NOT_FOUND, None, None, err.to_string()),
+                ResponseError::PreviousNotFound(_) => entry(
+                    S::NOT_FOUND,
+                    Some("previous_response_not_found"),
+                    Some("previous_response_id"),
+                    err.to_string(),
+                ),
+                ResponseError::Db(_) => unavailable("storage"),
             },
             Self::Agent(err) => match err.as_ref() {
                 AgentError::NoModel { .. } => entry(

@@ -19,6 +19,7 @@ mod messages;
 mod middleware;
 mod models;
 mod ops;
+mod responses;
 mod run_events;
 mod runs;
 mod sessions;
@@ -53,6 +54,12 @@ pub fn router(app: Arc<App>) -> Router {
     let protected = Router::new()
         .merge(admin)
         .route("/v1/chat/completions", post(chat::chat_completions))
+        .route("/v1/responses", post(responses::create))
+        .route(
+            "/v1/responses/{id}",
+            get(responses::get).delete(responses::delete),
+        )
+        .route("/v1/responses/{id}/input_items", get(responses::input_items))
         .route("/v1/models", get(models::list_models))
         .route("/v1/embeddings", post(embeddings::create_embeddings))
         .route("/v1/sessions", get(sessions::list))

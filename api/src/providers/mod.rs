@@ -25,7 +25,7 @@ use serde_json::{Map, Value};
 
 pub use crate::model_ref::{ModelRef, ModelRefError};
 pub use error::ProviderError;
-pub use router::{ModelTarget, RouteError, Router};
+pub use router::{ModelTarget, ResponsesAnswer, RouteError, Router};
 pub use types::{ChatCall, EmbeddingsCall, Usage};
 
 use crate::config::{ProviderConfig, ProviderKind};
@@ -55,8 +55,8 @@ pub enum MessagesAnswer {
     Events(BoxStream<'static, Result<Value, ProviderError>>),
 }
 
-fn unsupported<T: Send + 'static>(provider: &str) -> BoxFuture<'static, Result<T, ProviderError>> {
-    let message = format!("provider {provider:?} does not speak the Anthropic Messages API");
+fn unsupported<T: Send + 'static>(provider: &str, api: &str) -> BoxFuture<'static, Result<T, ProviderError>> {
+    let message = format!("provider {provider:?} does not speak {api}");
     Box::pin(async move { Err(ProviderError::Unsupported(message)) })
 }
 
@@ -86,7 +86,7 @@ pub trait Provider: Send + Sync {
         _model: &'a str,
         _call: &'a MessagesCall,
     ) -> BoxFuture<'a, Result<MessagesAnswer, ProviderError>> {
-        unsupported(self.name())
+        unsupported(self.name(), "the Anthropic Messages API")
     }
     /// `{"input_tokens": N}` from the upstream's token counter (Anthropic upstreams only).
     fn count_tokens<'a>(
@@ -94,7 +94,21 @@ pub trait Provider: Send + Sync {
         _model: &'a str,
         _call: &'a MessagesCall,
     ) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        unsupported(self.name())
+        unsupported(self.name(), "the Anthropic Messages API")
+    }
+    /// Whether `/v1/responses` goes to this upstream's own Responses API.
+    fn speaks_responses(&self) -> bool {
+        false
+    }
+    /// The upstream's Responses API: the body as sent (only `model` rewritten);
+    /// a `response` object, or (with `stream`) its events in order.
+    fn responses<'a>(
+        &'a self,
+        _model: &'a str,
+        _body: &'a Map<String, Value>,
+        _stream: bool,
+    ) -> BoxFuture<'a, Result<ResponsesAnswer, ProviderError>> {
+        unsupported(self.name(), "the Responses API")
     }
 }
 

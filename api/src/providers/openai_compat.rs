@@ -10,9 +10,9 @@ use async_openai::error::OpenAIError;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use secrecy::ExposeSecret;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::{ChatCall, ChunkStream, EmbeddingsCall, Provider, ProviderError, WithModel};
+use super::{ChatCall, ChunkStream, EmbeddingsCall, Provider, ProviderError, ResponsesAnswer, WithModel};
 use crate::config::{ProviderConfig, ProviderKind};
 
 pub struct OpenAiCompat {
@@ -21,6 +21,8 @@ pub struct OpenAiCompat {
     timeout: Duration,
     /// Chat fields this upstream must not get (`prompt_cache_key` where refused).
     chat_without: &'static [&'static str],
+    /// `/v1/responses` goes to the upstream's own Responses API.
+    responses: bool,
 }
 
 impl OpenAiCompat {
@@ -55,6 +57,7 @@ impl OpenAiCompat {
             } else {
                 &["prompt_cache_key"]
             },
+            responses: config.responses,
         })
     }
 
@@ -128,6 +131,41 @@ impl Provider for OpenAiCompat {
             };
             self.within(self.client.embeddings().create_byot::<_, Value>(body))
                 .await
+        }
+        .boxed()
+    }
+
+    fn speaks_responses(&self) -> bool {
+        self.responses
+    }
+
+    fn responses<'a>(
+        &'a self,
+        model: &'a str,
+        body: &'a Map<String, Value>,
+        stream: bool,
+    ) -> BoxFuture<'a, Result<ResponsesAnswer, ProviderError>> {
+        async move {
+            let body = WithModel {
+                model,
+                body,
+                without: &[],
+            };
+            let responses = self.client.responses();
+            if !stream {
+                let response = self.within(responses.create_byot::<_, Value>(body)).await?;
+                return Ok(ResponsesAnswer::Response(response));
+            }
+            let events = self
+                .within(responses.create_stream_byot::<_, Value>(body))
+                .await?;
+            let name = self.name.clone();
+            let timeout = self.timeout;
+            Ok(ResponsesAnswer::Events(
+                events
+                    .map(move |item| item.map_err(|err| map_openai_error(&name, timeout, err)))
+                    .boxed(),
+            ))
         }
         .boxed()
     }

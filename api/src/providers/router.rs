@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::anthropic::EventUsage;
 use super::{
@@ -52,6 +52,14 @@ pub enum RouteError {
         model: String,
         known: String,
     },
+}
+
+/// What an upstream's Responses API answered.
+pub enum ResponsesAnswer {
+    /// One `response` object.
+    Response(Value),
+    /// Its stream events (each with its `type`), in order.
+    Events(ChunkStream),
 }
 
 pub struct Router {
@@ -143,6 +151,43 @@ impl Router {
             }
         });
         Ok((stream.boxed(), served_by))
+    }
+
+    /// A Responses API call passed through to upstreams that speak it; the
+    /// usage of the finished response is counted like a chat answer's.
+    pub async fn responses(
+        &self,
+        targets: &[ModelTarget],
+        body: &Map<String, Value>,
+        stream: bool,
+    ) -> Result<(ResponsesAnswer, ModelRef), ProviderError> {
+        let (answer, served_by) = self
+            .run(targets, |t| t.provider.responses(&t.model, body, stream))
+            .await?;
+        let answer = match answer {
+            ResponsesAnswer::Response(response) => {
+                if let Some(usage) = Usage::from_responses_usage(&response) {
+                    record_usage(&self.metrics, &served_by, &usage);
+                }
+                ResponsesAnswer::Response(response)
+            }
+            ResponsesAnswer::Events(events) => {
+                let (metrics, model) = (self.metrics.clone(), served_by.clone());
+                let events = events.inspect(move |event| {
+                    let finished = event.as_ref().ok().filter(|e| {
+                        matches!(
+                            e["type"].as_str(),
+                            Some("response.completed" | "response.incomplete" | "response.failed")
+                        )
+                    });
+                    if let Some(usage) = finished.and_then(|e| Usage::from_responses_usage(&e["response"])) {
+                        record_usage(&metrics, &model, &usage);
+                    }
+                });
+                ResponsesAnswer::Events(events.boxed())
+            }
+        };
+        Ok((answer, served_by))
     }
 
     pub async fn embeddings(

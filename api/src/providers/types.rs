@@ -179,6 +179,21 @@ impl Usage {
     }
 }
 
+impl Usage {
+    /// The `usage` of a Responses API `response` object, in chat terms.
+    pub fn from_responses_usage(response: &Value) -> Option<Self> {
+        let usage = response.get("usage").filter(|u| u.is_object())?;
+        let count = |v: &Value| v.as_u64().unwrap_or(0);
+        let usage = Usage::new(count(&usage["input_tokens"]), count(&usage["output_tokens"]));
+        let cached = count(&response["usage"]["input_tokens_details"]["cached_tokens"]);
+        Some(if cached > 0 {
+            usage.with_cache(cached, 0)
+        } else {
+            usage
+        })
+    }
+}
+
 /// Sums the calls of one run.
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, other: Self) {

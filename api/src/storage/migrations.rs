@@ -73,6 +73,8 @@ const MIGRATIONS: &[&str] = &[
      DEFINE INDEX IF NOT EXISTS inbox_claimed_by ON inbox_message FIELDS claimed_by;",
     // 9: where the owner last talked to each agent (`send_message`'s default target).
     "DEFINE TABLE IF NOT EXISTS owner_chat SCHEMALESS;",
+    // 10: Responses API responses kept for `previous_response_id` and retrieval.
+    "DEFINE TABLE IF NOT EXISTS stored_response SCHEMALESS;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

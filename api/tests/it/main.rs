@@ -21,6 +21,7 @@ mod observability;
 mod plugins;
 mod prompt_cache;
 mod providers;
+mod responses;
 mod routing;
 mod runs;
 mod scheduler;

@@ -1,5 +1,5 @@
-//! Fake model upstreams for tests and benchmarks: OpenAI chat completions,
-//! Anthropic Messages and Ollama, each speaking its real HTTP wire protocol on
+//! Fake model upstreams for tests and benchmarks: OpenAI chat completions and
+//! the Responses API, Anthropic Messages and Ollama, each speaking its real HTTP wire protocol on
 //! 127.0.0.1. What the fake "model" does is decided by [`script`] from the model
 //! name and the conversation, so every protocol behaves the same way.
 //!
@@ -10,6 +10,7 @@ pub mod anthropic;
 pub mod discord;
 pub mod ollama;
 pub mod openai;
+pub mod openai_responses;
 pub mod script;
 pub mod telegram;
 pub mod topics;
@@ -42,6 +43,8 @@ pub struct FakeState {
     /// Prompt prefixes cached by the fake Anthropic (hashes of the blocks up
     /// to each `cache_control` breakpoint it was sent).
     pub prompt_cache: Mutex<std::collections::HashSet<u64>>,
+    /// The fake OpenAI's stored responses: each id's conversation (input and output items).
+    pub responses: Mutex<std::collections::HashMap<String, Vec<Value>>>,
 }
 
 impl FakeState {

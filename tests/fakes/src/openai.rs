@@ -1,7 +1,8 @@
 //! A fake OpenAI API: `POST /v1/chat/completions` (JSON and SSE, tool calls,
 //! `stream_options.include_usage`, OpenAI error bodies; prompt caching
 //! simulated per `prompt_cache_key`), `GET /v1/models`,
-//! `POST /v1/embeddings` (float and base64).
+//! `POST /v1/embeddings` (float and base64); `POST /v1/responses` is in
+//! [`crate::openai_responses`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +23,7 @@ pub async fn start(key: Option<String>, port: u16) -> std::io::Result<FakeServer
     let state = FakeState::new(key);
     let routes = Router::new()
         .route("/v1/chat/completions", post(chat))
+        .route("/v1/responses", post(crate::openai_responses::create))
         .route("/v1/models", get(models))
         .route("/v1/embeddings", post(embeddings));
     crate::serve(routes, state.clone(), port).await
@@ -48,7 +50,7 @@ fn check_auth(state: &FakeState, headers: &HeaderMap) -> Option<Response> {
     })
 }
 
-fn text_of(content: &Value) -> String {
+pub(crate) fn text_of(content: &Value) -> String {
     match content {
         Value::String(s) => s.clone(),
         Value::Array(parts) => parts
@@ -93,7 +95,7 @@ fn turn(body: &Value) -> Turn {
 }
 
 /// Checks the key, parses the JSON body and records it, as every POST route does.
-fn accept(state: &FakeState, headers: &HeaderMap, body: &[u8]) -> Result<Value, Box<Response>> {
+pub(crate) fn accept(state: &FakeState, headers: &HeaderMap, body: &[u8]) -> Result<Value, Box<Response>> {
     if let Some(denied) = check_auth(state, headers) {
         return Err(Box::new(denied));
     }
@@ -116,23 +118,8 @@ async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Byt
     };
     let turn = turn(&body);
     let plan = script::plan(&state, &turn);
-    match &plan {
-        Plan::NotFound => {
-            let message = format!(
-                "The model `{}` does not exist or you do not have access to it.",
-                turn.model
-            );
-            return error(404, &message, "invalid_request_error", Some("model_not_found"));
-        }
-        Plan::Fail { status, message } => {
-            let kind = if *status == 429 {
-                "rate_limit_error"
-            } else {
-                "server_error"
-            };
-            return error(*status, message, kind, None);
-        }
-        _ => {}
+    if let Some(refused) = refusal(&plan, &turn.model) {
+        return refused;
     }
     let mut usage = json!({
         "prompt_tokens": turn.prompt_words,
@@ -174,6 +161,30 @@ async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Byt
         "usage": usage, "system_fingerprint": "fp_fake",
     }))
     .into_response()
+}
+
+/// The error OpenAI answers for a model that does not exist or a planned failure.
+pub(crate) fn refusal(plan: &Plan, model: &str) -> Option<Response> {
+    match plan {
+        Plan::NotFound => {
+            let message = format!("The model `{model}` does not exist or you do not have access to it.");
+            Some(error(
+                404,
+                &message,
+                "invalid_request_error",
+                Some("model_not_found"),
+            ))
+        }
+        Plan::Fail { status, message } => {
+            let kind = if *status == 429 {
+                "rate_limit_error"
+            } else {
+                "server_error"
+            };
+            Some(error(*status, message, kind, None))
+        }
+        _ => None,
+    }
 }
 
 /// OpenAI's automatic prompt caching, simulated for requests with a

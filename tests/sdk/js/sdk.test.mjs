@@ -13,8 +13,7 @@ let base;
 
 before(async () => {
   stack = await startStack(KEY);
-  base = stack.base;
-  client = new OpenAI({ baseURL: `${base}/v1`, apiKey: KEY, maxRetries: 0 });
+  ({ client, base } = stack);
 });
 
 after(() => stack?.stop());

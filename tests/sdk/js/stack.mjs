@@ -1,11 +1,13 @@
-// Starts the fake upstreams and the real `onyx` binary for an SDK suite;
-// binaries come from $ONYX_BIN and $FAKE_UPSTREAM_BIN (set by tests/run).
+// Starts the fake upstreams and the real `onyx` binary for a JS SDK test file,
+// and an `openai` client pointed at it. Binaries come from $ONYX_BIN and
+// $FAKE_UPSTREAM_BIN (set by tests/run).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import OpenAI from 'openai';
 
 function firstLine(proc) {
   return new Promise((resolve, reject) => {
@@ -15,7 +17,7 @@ function firstLine(proc) {
   });
 }
 
-/** Onyx with the fake OpenAI, Anthropic and Ollama providers and one API key: `{ base, stop }`. */
+/** Starts the stack; `stop()` ends it. Providers: openai, openai_resp (its Responses API), anthropic, ollama. */
 export async function startStack(key) {
   const procs = [];
   const fake = spawn(process.env.FAKE_UPSTREAM_BIN, [], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -27,6 +29,7 @@ export async function startStack(key) {
     gateway: { auth: { apiKeys: ["${key}"] } },
     providers: {
       openai: { type: "openai", baseUrl: "${urls.openai}", apiKey: "${urls.key}", maxRetries: 0 },
+      openai_resp: { type: "openai", baseUrl: "${urls.openai}", apiKey: "${urls.key}", maxRetries: 0, responses: true },
       anthropic: { type: "anthropic", baseUrl: "${urls.anthropic}", apiKey: "${urls.key}" },
       ollama: { type: "ollama", baseUrl: "${urls.ollama}" },
     },
@@ -48,5 +51,6 @@ export async function startStack(key) {
       await new Promise((r) => setTimeout(r, 50));
     }
   }
-  return { base, stop: () => procs.forEach((p) => p.kill('SIGTERM')) };
+  const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 });
+  return { base, client, stop: () => procs.forEach((p) => p.kill('SIGTERM')) };
 }

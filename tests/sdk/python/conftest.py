@@ -26,6 +26,7 @@ def stack():
   gateway: {{ auth: {{ apiKeys: ["{ONYX_KEY}"] }} }},
   providers: {{
     openai: {{ type: "openai", baseUrl: "{urls['openai']}", apiKey: "{urls['key']}", maxRetries: 0 }},
+    openai_resp: {{ type: "openai", baseUrl: "{urls['openai']}", apiKey: "{urls['key']}", maxRetries: 0, responses: true }},
     anthropic: {{ type: "anthropic", baseUrl: "{urls['anthropic']}", apiKey: "{urls['key']}" }},
     ollama: {{ type: "ollama", baseUrl: "{urls['ollama']}" }},
   }},
