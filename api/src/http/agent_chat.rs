@@ -14,6 +14,7 @@ use super::error::ApiError;
 use super::run_events::{self, RUN_HEADER};
 use crate::agents::RunRequest;
 use crate::app::App;
+use crate::providers::Attribution;
 use crate::providers::types::{ChatRequest, Message, Role};
 use crate::sessions::LogMessage;
 
@@ -36,6 +37,7 @@ pub async fn run(
     chat: ChatRequest,
     agent_id: &str,
     session_ref: Option<String>,
+    who: Attribution,
 ) -> Result<Response, ApiError> {
     let agent = app
         .agents
@@ -83,6 +85,7 @@ pub async fn run(
         stream,
         temperature: chat.temperature,
         max_tokens,
+        who,
     };
     let run = app.agents.start_run(request).await?;
     let mut response = if stream {

@@ -9,8 +9,8 @@
 
 use std::sync::Arc;
 
-use axum::Json;
 use axum::body::Body;
+use axum::{Extension, Json};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
@@ -24,15 +24,17 @@ use super::sse;
 use crate::agents::MAIN as DEFAULT_AGENT;
 use crate::app::App;
 use crate::providers::types::ChatRequest;
-use crate::providers::{ChatCall, ChunkStream};
+use crate::providers::{Attribution, ChatCall, ChunkStream};
 use crate::sessions::recorder::{self, StreamRecorder};
 use crate::sessions::{SessionMeta, Sessions};
 
 pub async fn chat_completions(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
+    who: Option<Extension<Attribution>>,
     JsonObject(mut body): JsonObject,
 ) -> Result<Response, ApiError> {
+    let mut who = who.map(|Extension(who)| who).unwrap_or_default();
     let session_ref = take_session_ref(&headers, &mut body)?;
     let request: ChatRequest = typed(&body)?;
     if request.messages.is_empty() {
@@ -42,7 +44,7 @@ pub async fn chat_completions(
         ));
     }
     if let Some(agent) = super::agent_chat::agent_of(&headers, &request.model) {
-        return super::agent_chat::run(app, &headers, request, &agent, session_ref).await;
+        return super::agent_chat::run(app, &headers, request, &agent, session_ref, who).await;
     }
     let targets = app.router.resolve(&request.model)?;
     let session = open_session(&app, session_ref.as_deref(), &headers).await?;
@@ -70,9 +72,11 @@ pub async fn chat_completions(
             (typed(&body)?, turn)
         }
     };
+    who.session = session.as_ref().map(|s| s.id.clone());
     let call = ChatCall {
         body: into_map(body),
         request,
+        who,
     };
     let mut response = if call.request.stream {
         let (stream, served_by) = app.router.chat_stream(&targets, &call).await?;
@@ -81,7 +85,7 @@ pub async fn chat_completions(
             .map(|s| StreamRecorder::new(app.sessions.clone(), s, turn, served_by.to_string()));
         sse_response(stream, recorder)
     } else {
-        let (completion, served_by) = app.router.chat(&targets, &call).await?;
+        let (completion, served_by, cost) = app.router.chat_metered(&targets, &call).await?;
         if let Some(session) = &session {
             let mut turn = turn;
             turn.push(recorder::assistant_from_completion(
@@ -90,7 +94,7 @@ pub async fn chat_completions(
             ));
             record(app.sessions.clone(), session.clone(), turn).await;
         }
-        Json(completion).into_response()
+        super::usage::with_cost(Json(completion).into_response(), cost)
     };
     if let Some(session) = &session
         && let Ok(value) = HeaderValue::from_str(&session.id)

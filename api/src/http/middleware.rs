@@ -17,6 +17,7 @@ use super::body::BodyLimit;
 use super::error::ApiError;
 use crate::app::App;
 use crate::auth::Scope;
+use crate::providers::Attribution;
 
 const REQUEST_ID: &str = "x-request-id";
 
@@ -91,9 +92,14 @@ pub async fn require_api_key(State(app): State<Arc<App>>, mut req: Request, next
         }
         return ApiError::Unauthorized("missing API key: send `Authorization: Bearer <key>`").into_response();
     };
-    match app.auth.authenticate(&presented).await {
-        Some(scope) => {
-            req.extensions_mut().insert(scope);
+    match app.auth.identify(&presented).await {
+        Some(caller) => {
+            req.extensions_mut().insert(caller.scope);
+            req.extensions_mut().insert(Attribution {
+                key: Some(caller.key_id),
+                key_limits: caller.limits,
+                ..Attribution::default()
+            });
             next.run(req).await
         }
         None => ApiError::Unauthorized("invalid API key").into_response(),

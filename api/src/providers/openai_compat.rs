@@ -85,6 +85,7 @@ impl Provider for OpenAiCompat {
                 model,
                 body: &call.body,
                 without: self.chat_without,
+                stream_usage: false,
             };
             self.within(self.client.chat().create_byot::<_, Value>(body))
                 .await
@@ -102,6 +103,7 @@ impl Provider for OpenAiCompat {
                 model,
                 body: &call.body,
                 without: self.chat_without,
+                stream_usage: true,
             };
             let stream = self
                 .within(self.client.chat().create_stream_byot::<_, Value>(body))
@@ -125,6 +127,7 @@ impl Provider for OpenAiCompat {
                 model,
                 body: &call.body,
                 without: &[],
+                stream_usage: false,
             };
             self.within(self.client.embeddings().create_byot::<_, Value>(body))
                 .await

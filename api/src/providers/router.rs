@@ -4,7 +4,9 @@
 //! an alias's fallback list is tried. Streams are retried only until the
 //! upstream starts answering; after the first chunk a failure ends the stream.
 //! The tokens each answer reports (prompt, completion, read from the prompt
-//! cache) are counted here, for every caller: plain calls and agent runs alike.
+//! cache) are counted here, for every caller: plain calls and agent runs alike;
+//! the [`UsageMeter`] admits each call against budgets and limits before it
+//! goes out and records what it used after.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,6 +16,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
+use super::meter::{Attribution, NoMeter, Reservation, UsageMeter};
 use super::{ChatCall, ChunkStream, EmbeddingsCall, ModelRef, Provider, ProviderError, Usage};
 use crate::observability::Metrics;
 
@@ -54,6 +57,7 @@ pub struct Router {
     providers: BTreeMap<String, (Arc<dyn Provider>, u32)>,
     aliases: BTreeMap<String, Vec<ModelRef>>,
     metrics: Arc<Metrics>,
+    meter: Arc<dyn UsageMeter>,
 }
 
 impl Router {
@@ -70,7 +74,14 @@ impl Router {
             providers,
             aliases,
             metrics,
+            meter: Arc::new(NoMeter),
         }
+    }
+
+    /// Records and limits every call through `meter`.
+    pub fn with_meter(mut self, meter: Arc<dyn UsageMeter>) -> Self {
+        self.meter = meter;
+        self
     }
 
     pub fn providers(&self) -> impl Iterator<Item = &Arc<dyn Provider>> {
@@ -117,28 +128,98 @@ impl Router {
         targets: &[ModelTarget],
         call: &ChatCall,
     ) -> Result<(Value, ModelRef), ProviderError> {
-        let (completion, served_by) = self.run(targets, |t| t.provider.chat(&t.model, call)).await?;
-        if let Some(usage) = Usage::from_response(&completion) {
-            record_usage(&self.metrics, &served_by, &usage);
-        }
+        let (completion, served_by, _) = self.chat_metered(targets, call).await?;
         Ok((completion, served_by))
     }
 
+    /// Like [`chat`](Self::chat), with the call's cost in USD when its price is known.
+    pub async fn chat_metered(
+        &self,
+        targets: &[ModelTarget],
+        call: &ChatCall,
+    ) -> Result<(Value, ModelRef, Option<f64>), ProviderError> {
+        let reservation = self.admit(targets, call).await?;
+        match self.run(targets, |t| t.provider.chat(&t.model, call)).await {
+            Ok((completion, served_by)) => {
+                let usage = Usage::from_response(&completion);
+                if let Some(usage) = &usage {
+                    record_usage(&self.metrics, &served_by, usage);
+                }
+                let cost = self
+                    .meter
+                    .settle(&call.who, &served_by, usage.as_ref(), reservation);
+                Ok((completion, served_by, cost))
+            }
+            Err(err) => {
+                self.release(targets, &call.who, reservation);
+                Err(err)
+            }
+        }
+    }
+
+    /// Streams the answer. The upstream is always asked for usage (the
+    /// providers see to it); the usage-only chunk reaches the client only when
+    /// it asked with `stream_options.include_usage`.
     pub async fn chat_stream(
         &self,
         targets: &[ModelTarget],
         call: &ChatCall,
     ) -> Result<(ChunkStream, ModelRef), ProviderError> {
-        let (stream, served_by) = self
+        let reservation = self.admit(targets, call).await?;
+        let (stream, served_by) = match self
             .run(targets, |t| t.provider.chat_stream(&t.model, call))
-            .await?;
-        let (metrics, model) = (self.metrics.clone(), served_by.clone());
-        let stream = stream.inspect(move |chunk| {
-            if let Some(usage) = chunk.as_ref().ok().and_then(Usage::from_response) {
-                record_usage(&metrics, &model, &usage);
+            .await
+        {
+            Ok(started) => started,
+            Err(err) => {
+                self.release(targets, &call.who, reservation);
+                return Err(err);
             }
+        };
+        let mut settle = SettleOnEnd {
+            meter: self.meter.clone(),
+            who: call.who.clone(),
+            served_by: served_by.clone(),
+            usage: None,
+            reservation,
+        };
+        let (metrics, model) = (self.metrics.clone(), served_by.clone());
+        let client_wants_usage = call.request.include_usage();
+        let stream = stream.filter_map(move |mut chunk| {
+            let mut keep = true;
+            if let Ok(value) = &mut chunk
+                && let Some(usage) = Usage::from_response(value)
+            {
+                record_usage(&metrics, &model, &usage);
+                // Through the whole guard: the closure must own it, so that it
+                // settles when the stream is dropped, not when this returns.
+                let guard = &mut settle;
+                guard.usage = Some(usage);
+                keep = client_wants_usage || !is_usage_only(value);
+            }
+            if !client_wants_usage && let Ok(Value::Object(map)) = &mut chunk {
+                map.remove("usage");
+            }
+            std::future::ready(keep.then_some(chunk))
         });
         Ok((stream.boxed(), served_by))
+    }
+
+    async fn admit(&self, targets: &[ModelTarget], call: &ChatCall) -> Result<Option<Reservation>, ProviderError> {
+        let Some(first) = targets.first() else {
+            return Ok(None);
+        };
+        self.meter
+            .admit(call, &first.model_ref())
+            .await
+            .map_err(ProviderError::Refused)
+    }
+
+    /// A failed call used nothing: its reservation is given back.
+    fn release(&self, targets: &[ModelTarget], who: &Attribution, reservation: Option<Reservation>) {
+        if let (Some(first), Some(reservation)) = (targets.first(), reservation) {
+            self.meter.settle(who, &first.model_ref(), None, Some(reservation));
+        }
     }
 
     pub async fn embeddings(
@@ -195,11 +276,40 @@ fn record_usage(metrics: &Metrics, served_by: &ModelRef, usage: &Usage) {
     metrics.record_cached(&served_by.provider, &served_by.model, usage.cached_tokens());
 }
 
+/// Settles a stream's usage when the stream is dropped: at its end, or when
+/// the client went away (then with what was reported so far, if anything).
+struct SettleOnEnd {
+    meter: Arc<dyn UsageMeter>,
+    who: Attribution,
+    served_by: ModelRef,
+    usage: Option<Usage>,
+    reservation: Option<Reservation>,
+}
+
+impl Drop for SettleOnEnd {
+    fn drop(&mut self) {
+        self.meter.settle(
+            &self.who,
+            &self.served_by,
+            self.usage.as_ref(),
+            self.reservation.take(),
+        );
+    }
+}
+
+/// The trailing chunk of `include_usage`: usage and no choices.
+fn is_usage_only(chunk: &Value) -> bool {
+    chunk
+        .get("choices")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty)
+}
+
 /// A bad request fails the same way on every fallback, so it ends the walk.
 fn is_callers_fault(err: &ProviderError) -> bool {
     matches!(
         err,
-        ProviderError::InvalidRequest(_) | ProviderError::Unsupported(_)
+        ProviderError::InvalidRequest(_) | ProviderError::Unsupported(_) | ProviderError::Refused(_)
     ) || matches!(
         err,
         ProviderError::Upstream {
@@ -218,6 +328,7 @@ fn error_reason(err: &ProviderError) -> &'static str {
         ProviderError::Timeout { .. } => "timeout",
         ProviderError::BadResponse { .. } => "bad_response",
         ProviderError::Unsupported(_) | ProviderError::InvalidRequest(_) => "invalid_request",
+        ProviderError::Refused(_) => "refused",
     }
 }
 
