@@ -44,7 +44,10 @@ impl Limits {
         }
         for (field, value) in [("rpm", self.rpm), ("tpm", self.tpm)] {
             if value == Some(0) {
-                return Err((field, format!("{field}: must be at least 1 (leave it out for no limit)")));
+                return Err((
+                    field,
+                    format!("{field}: must be at least 1 (leave it out for no limit)"),
+                ));
             }
         }
         Ok(())

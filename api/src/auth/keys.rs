@@ -237,12 +237,10 @@ impl Authenticator {
             return Err(KeyError::BadName);
         }
         if let Some(limits) = &limits {
-            limits
-                .check()
-                .map_err(|(field, message)| KeyError::BadLimits {
-                    param: field,
-                    message: format!("limits.{message}"),
-                })?;
+            limits.check().map_err(|(field, message)| KeyError::BadLimits {
+                param: field,
+                message: format!("limits.{message}"),
+            })?;
         }
         let limits = limits.and_then(Limits::non_empty);
         let secret = format!(

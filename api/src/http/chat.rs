@@ -10,10 +10,10 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::{Extension, Json};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use futures::StreamExt;
 use serde_json::Value;
 

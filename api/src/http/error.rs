@@ -177,9 +177,12 @@ impl ApiError {
             Self::Key(err) => match err {
                 KeyError::BadName => entry(S::BAD_REQUEST, None, Some("name"), err.to_string()),
                 KeyError::BadScope(_) => entry(S::BAD_REQUEST, None, Some("scope"), err.to_string()),
-                KeyError::BadLimits { param, message } => {
-                    entry(S::BAD_REQUEST, None, Some(&format!("limits.{param}")), message.clone())
-                }
+                KeyError::BadLimits { param, message } => entry(
+                    S::BAD_REQUEST,
+                    None,
+                    Some(&format!("limits.{param}")),
+                    message.clone(),
+                ),
                 KeyError::NotFound(_) => entry(S::NOT_FOUND, Some("key_not_found"), None, err.to_string()),
                 KeyError::Db(_) => unavailable("storage"),
             },

@@ -36,7 +36,10 @@ pub async fn create(
     JsonObject(body): JsonObject,
 ) -> Result<(StatusCode, Json<CreatedKey>), ApiError> {
     let request: Create = typed(&body)?;
-    let (stored, key) = app.auth.create(&request.name, request.scope, request.limits).await?;
+    let (stored, key) = app
+        .auth
+        .create(&request.name, request.scope, request.limits)
+        .await?;
     Ok((StatusCode::CREATED, Json(CreatedKey { stored, key })))
 }
 

@@ -81,7 +81,13 @@ impl UsageMeter for NoMeter {
         Box::pin(std::future::ready(Ok(None)))
     }
 
-    fn settle(&self, _: &Attribution, _: &ModelRef, _: Option<&Usage>, _: Option<Reservation>) -> Option<f64> {
+    fn settle(
+        &self,
+        _: &Attribution,
+        _: &ModelRef,
+        _: Option<&Usage>,
+        _: Option<Reservation>,
+    ) -> Option<f64> {
         None
     }
 }

@@ -154,8 +154,11 @@ mod tests {
             out,
             json!({"model": "gpt-4o", "messages": [], "custom": {"x": 1}})
         );
-        let streamed = json!({"model": "m", "stream": true, "stream_options": {"include_obfuscation": false}});
-        let Value::Object(streamed) = streamed else { unreachable!() };
+        let streamed =
+            json!({"model": "m", "stream": true, "stream_options": {"include_obfuscation": false}});
+        let Value::Object(streamed) = streamed else {
+            unreachable!()
+        };
         let out = serde_json::to_value(WithModel {
             model: "m",
             body: &streamed,

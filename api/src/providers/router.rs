@@ -205,7 +205,11 @@ impl Router {
         Ok((stream.boxed(), served_by))
     }
 
-    async fn admit(&self, targets: &[ModelTarget], call: &ChatCall) -> Result<Option<Reservation>, ProviderError> {
+    async fn admit(
+        &self,
+        targets: &[ModelTarget],
+        call: &ChatCall,
+    ) -> Result<Option<Reservation>, ProviderError> {
         let Some(first) = targets.first() else {
             return Ok(None);
         };
@@ -218,7 +222,8 @@ impl Router {
     /// A failed call used nothing: its reservation is given back.
     fn release(&self, targets: &[ModelTarget], who: &Attribution, reservation: Option<Reservation>) {
         if let (Some(first), Some(reservation)) = (targets.first(), reservation) {
-            self.meter.settle(who, &first.model_ref(), None, Some(reservation));
+            self.meter
+                .settle(who, &first.model_ref(), None, Some(reservation));
         }
     }
 

@@ -227,13 +227,13 @@ impl std::ops::AddAssign for Usage {
             }),
             (a, b) => a.or(b),
         };
-        self.completion_tokens_details = match (self.completion_tokens_details, other.completion_tokens_details)
-        {
-            (Some(a), Some(b)) => Some(CompletionTokensDetails {
-                reasoning_tokens: a.reasoning_tokens + b.reasoning_tokens,
-            }),
-            (a, b) => a.or(b),
-        };
+        self.completion_tokens_details =
+            match (self.completion_tokens_details, other.completion_tokens_details) {
+                (Some(a), Some(b)) => Some(CompletionTokensDetails {
+                    reasoning_tokens: a.reasoning_tokens + b.reasoning_tokens,
+                }),
+                (a, b) => a.or(b),
+            };
     }
 }
 

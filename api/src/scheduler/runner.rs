@@ -554,7 +554,9 @@ impl Runner {
 fn refusal_of(err: &AgentError) -> Option<String> {
     match err {
         AgentError::Provider(provider) => match provider.as_ref() {
-            crate::providers::ProviderError::Refused(refusal) => Some(format!("skipped: {}", refusal.message)),
+            crate::providers::ProviderError::Refused(refusal) => {
+                Some(format!("skipped: {}", refusal.message))
+            }
             _ => None,
         },
         _ => None,

@@ -25,6 +25,12 @@ use crate::storage::{Db, DbError};
 /// How long a reservation holds before a sweeper gives it back.
 pub const LEASE: Duration = Duration::from_secs(15 * 60);
 
+const CONFLICT_ROUNDS: u32 = 8;
+
+fn is_conflict(message: &str) -> bool {
+    !message.contains("limit:") && (message.contains("can be retried") || message.contains("onflict"))
+}
+
 /// A limited scope: `key:<id>`, `agent:<id>` or `global`, with its limits.
 #[derive(Debug, Clone)]
 pub struct Scope {
@@ -69,13 +75,31 @@ pub(crate) fn windows(scopes: &[Scope], now: DateTime<Utc>) -> Vec<Window> {
             });
         };
         if l.daily_usd.is_some() {
-            push(WindowKind::Day, now.format("d:%Y-%m-%d").to_string(), l.daily_usd, None, None);
+            push(
+                WindowKind::Day,
+                now.format("d:%Y-%m-%d").to_string(),
+                l.daily_usd,
+                None,
+                None,
+            );
         }
         if l.monthly_usd.is_some() {
-            push(WindowKind::Month, now.format("m:%Y-%m").to_string(), l.monthly_usd, None, None);
+            push(
+                WindowKind::Month,
+                now.format("m:%Y-%m").to_string(),
+                l.monthly_usd,
+                None,
+                None,
+            );
         }
         if l.rpm.is_some() || l.tpm.is_some() {
-            push(WindowKind::Minute, now.format("min:%Y-%m-%dT%H:%M").to_string(), None, l.rpm, l.tpm);
+            push(
+                WindowKind::Minute,
+                now.format("min:%Y-%m-%dT%H:%M").to_string(),
+                None,
+                l.rpm,
+                l.tpm,
+            );
         }
     }
     out
@@ -83,11 +107,17 @@ pub(crate) fn windows(scopes: &[Scope], now: DateTime<Utc>) -> Vec<Window> {
 
 /// When the window containing `now` ends.
 pub(crate) fn window_end(kind: WindowKind, now: DateTime<Utc>) -> DateTime<Utc> {
-    let start_of_minute = now.with_second(0).and_then(|t| t.with_nanosecond(0)).unwrap_or(now);
+    let start_of_minute = now
+        .with_second(0)
+        .and_then(|t| t.with_nanosecond(0))
+        .unwrap_or(now);
     match kind {
         WindowKind::Minute => start_of_minute + chrono::Duration::minutes(1),
         WindowKind::Day => {
-            let day = now.date_naive().and_hms_opt(0, 0, 0).map_or(now, |d| Utc.from_utc_datetime(&d));
+            let day = now
+                .date_naive()
+                .and_hms_opt(0, 0, 0)
+                .map_or(now, |d| Utc.from_utc_datetime(&d));
             day + chrono::Duration::days(1)
         }
         WindowKind::Month => {
@@ -186,16 +216,30 @@ pub async fn reserve(
     vars.insert("usd".into(), json!(usd));
     vars.insert("tokens".into(), json!(tokens));
     vars.insert("lease".into(), json!(crate::clock::stamp(lease)));
-    match db.execute_retrying(&admit_query(&windows), serde_json::Value::Object(vars)).await {
+    let sql = admit_query(&windows);
+    let vars = serde_json::Value::Object(vars);
+    let mut rounds = 0;
+    // Many callers on one budget conflict often; past the database's own
+    // retries, a few more rounds with a longer, jittered pause.
+    let result = loop {
+        let result = db.execute_retrying(&sql, vars.clone()).await;
+        match &result {
+            Err(DbError::Surreal(message)) if is_conflict(message) && rounds < CONFLICT_ROUNDS => {
+                rounds += 1;
+                let jitter = u64::from(uuid::Uuid::new_v4().as_bytes()[0] % 50);
+                tokio::time::sleep(Duration::from_millis(20 * u64::from(rounds) + jitter)).await;
+            }
+            _ => break result,
+        }
+    };
+    match result {
         Ok(_) => Ok(Some(Reservation {
             id,
             windows: ids,
             usd,
             tokens,
         })),
-        Err(DbError::Surreal(message)) if message.contains("limit:") => {
-            Err(refusal(&windows, &message, now))
-        }
+        Err(DbError::Surreal(message)) if message.contains("limit:") => Err(refusal(&windows, &message, now)),
         Err(err) => {
             // Fail closed: a budget that cannot be checked is not spent.
             tracing::error!(error = %err, "could not check budgets and rate limits");
@@ -224,13 +268,22 @@ fn refusal(windows: &[Window], message: &str, now: DateTime<Utc>) -> Refusal {
         };
     };
     let (code, what) = match w.kind {
-        WindowKind::Day => ("budget_exceeded", format!("dailyUsd ({} USD)", w.usd.unwrap_or(0.0))),
-        WindowKind::Month => ("budget_exceeded", format!("monthlyUsd ({} USD)", w.usd.unwrap_or(0.0))),
+        WindowKind::Day => (
+            "budget_exceeded",
+            format!("dailyUsd ({} USD)", w.usd.unwrap_or(0.0)),
+        ),
+        WindowKind::Month => (
+            "budget_exceeded",
+            format!("monthlyUsd ({} USD)", w.usd.unwrap_or(0.0)),
+        ),
         WindowKind::Minute => {
-            let parts: Vec<String> = [w.rpm.map(|r| format!("rpm {r}")), w.tpm.map(|t| format!("tpm {t}"))]
-                .into_iter()
-                .flatten()
-                .collect();
+            let parts: Vec<String> = [
+                w.rpm.map(|r| format!("rpm {r}")),
+                w.tpm.map(|t| format!("tpm {t}")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
             ("rate_limit_exceeded", parts.join(" / "))
         }
     };
@@ -296,11 +349,8 @@ pub async fn sweep(db: &Db) -> Result<usize, DbError> {
         };
         settle(db, &reservation, 0.0, 0).await?;
     }
-    db.execute(
-        "DELETE usage_window WHERE expires_at < time::now()",
-        json!({}),
-    )
-    .await?;
+    db.execute("DELETE usage_window WHERE expires_at < time::now()", json!({}))
+        .await?;
     Ok(count)
 }
 
@@ -336,7 +386,9 @@ pub async fn spent(db: &Db, scope: &str) -> Result<Spent, DbError> {
             json!({"a": ids[0], "b": ids[1], "c": ids[2]}),
         )
         .await?;
-    let mut take = |i| -> Result<Option<Row>, DbError> { Ok(Db::take_rows::<Row>(&mut response, i)?.into_iter().next()) };
+    let mut take = |i| -> Result<Option<Row>, DbError> {
+        Ok(Db::take_rows::<Row>(&mut response, i)?.into_iter().next())
+    };
     let (day, month, minute) = (take(0)?, take(1)?, take(2)?);
     Ok(Spent {
         today_usd: day.and_then(|r| r.usd).unwrap_or(0.0),

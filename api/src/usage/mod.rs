@@ -102,8 +102,15 @@ impl Meter {
             .into_iter()
             .map(|(id, name, l)| (format!("key:{id}"), name, l))
             .collect();
-        scopes.extend(self.agents.iter().map(|(id, l)| (format!("agent:{id}"), id.clone(), *l)));
-        scopes.extend(self.global.map(|l| ("global".to_string(), "global".to_string(), l)));
+        scopes.extend(
+            self.agents
+                .iter()
+                .map(|(id, l)| (format!("agent:{id}"), id.clone(), *l)),
+        );
+        scopes.extend(
+            self.global
+                .map(|l| ("global".to_string(), "global".to_string(), l)),
+        );
         let mut out = Vec::with_capacity(scopes.len());
         for (scope, name, limits) in scopes {
             let spent = budget::spent(&self.db, &scope).await?;
@@ -196,7 +203,8 @@ impl UsageMeter for Meter {
         let cost = usage.and_then(|u| self.prices.price(served_by).map(|p| p.cost(u)));
         if let Some(usage) = usage {
             if let Some(cost) = cost {
-                self.metrics.record_cost(&served_by.provider, &served_by.model, cost);
+                self.metrics
+                    .record_cost(&served_by.provider, &served_by.model, cost);
             }
             self.writer.send(record::Record::new(who, served_by, usage, cost));
         }

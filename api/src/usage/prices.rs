@@ -135,10 +135,19 @@ mod tests {
         assert_eq!(input_of(&table, "openai", "gpt-5"), Some(1.25));
         assert_eq!(input_of(&table, "openai", "o3-mini-2025-01-31"), Some(1.1));
         assert_eq!(input_of(&table, "openrouter", "openai/gpt-4o-mini"), Some(0.15));
-        assert_eq!(input_of(&table, "openrouter", "anthropic/claude-sonnet-4.5"), Some(3.0));
-        assert_eq!(input_of(&table, "anthropic", "claude-sonnet-4-5-20250929"), Some(3.0));
+        assert_eq!(
+            input_of(&table, "openrouter", "anthropic/claude-sonnet-4.5"),
+            Some(3.0)
+        );
+        assert_eq!(
+            input_of(&table, "anthropic", "claude-sonnet-4-5-20250929"),
+            Some(3.0)
+        );
         assert_eq!(input_of(&table, "anthropic", "claude-opus-4-5"), Some(5.0));
-        assert_eq!(input_of(&table, "anthropic", "claude-opus-4-1-20250805"), Some(15.0));
+        assert_eq!(
+            input_of(&table, "anthropic", "claude-opus-4-1-20250805"),
+            Some(15.0)
+        );
         assert_eq!(input_of(&table, "gemini", "gemini-2.5-flash-lite"), Some(0.1));
     }
 
@@ -146,7 +155,11 @@ mod tests {
     fn unknown_models_have_no_price_and_prefixes_need_a_boundary() {
         let table = PriceTable::new(&BTreeMap::new());
         assert_eq!(input_of(&table, "ollama", "llama3.2"), None);
-        assert_eq!(input_of(&table, "openai", "gpt-4oo"), None, "gpt-4o is not a prefix of gpt-4oo");
+        assert_eq!(
+            input_of(&table, "openai", "gpt-4oo"),
+            None,
+            "gpt-4o is not a prefix of gpt-4oo"
+        );
         assert_eq!(input_of(&table, "openai", "o3x"), None);
     }
 

@@ -92,7 +92,8 @@ pub struct Report {
 
 #[derive(Deserialize)]
 struct Sums {
-    group: Option<String>,
+    #[serde(default)]
+    grp: Option<String>,
     requests: u64,
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
@@ -106,7 +107,7 @@ struct Sums {
 impl Sums {
     fn into_row(self) -> ReportRow {
         ReportRow {
-            group: self.group,
+            group: self.grp,
             requests: self.requests,
             prompt_tokens: self.prompt_tokens.unwrap_or(0),
             completion_tokens: self.completion_tokens.unwrap_or(0),
@@ -130,8 +131,8 @@ pub async fn report(db: &Db, query: &UsageQuery) -> Result<Report, DbError> {
         math::sum(cache_write_tokens) AS cache_write_tokens, math::sum(reasoning_tokens) AS reasoning_tokens, \
         math::sum(priced_usd) AS priced_usd, count(priced = true) AS priced";
     let sql = format!(
-        "SELECT {field} AS group, {sums} FROM usage_record {filter} GROUP BY group;
-         SELECT NONE AS group, {sums} FROM usage_record {filter} GROUP ALL;",
+        "SELECT {field} AS grp, {sums} FROM usage_record {filter} GROUP BY grp;
+         SELECT {sums} FROM usage_record {filter} GROUP ALL;",
         field = query.group_by.field(),
     );
     let vars = json!({"from": query.from, "to": query.to, "key": query.key_id});
@@ -171,5 +172,70 @@ fn empty_row() -> ReportRow {
         reasoning_tokens: 0,
         cost_usd: None,
         unpriced_requests: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::record::Record;
+    use super::*;
+    use crate::providers::{Attribution, ModelRef, Usage};
+
+    #[tokio::test]
+    async fn groups_sum_and_keep_unknown_costs_unknown() {
+        let db = Db::scratch().await;
+        let who = Attribution {
+            key: Some("k1".into()),
+            ..Attribution::default()
+        };
+        let target = |model: &str| ModelRef {
+            provider: "p".into(),
+            model: model.into(),
+        };
+        let rows = vec![
+            Record::new(&who, &target("priced"), &Usage::new(10, 5), Some(0.25)),
+            Record::new(&who, &target("priced"), &Usage::new(1, 1), Some(0.5)),
+            Record::new(
+                &Attribution::default(),
+                &target("free-for-all"),
+                &Usage::new(3, 4),
+                None,
+            ),
+        ];
+        db.execute(
+            "INSERT INTO usage_record $rows",
+            serde_json::json!({"rows": rows}),
+        )
+        .await
+        .unwrap();
+        let query = |group_by, key_id: Option<&str>| UsageQuery {
+            from: "2000-01-01T00:00:00.000000Z".into(),
+            to: "2999-01-01T00:00:00.000000Z".into(),
+            group_by,
+            key_id: key_id.map(String::from),
+        };
+        let report = report(&db, &query(GroupBy::Model, None)).await.unwrap();
+        assert_eq!(report.data.len(), 2);
+        let priced = &report.data[0];
+        assert_eq!(priced.group.as_deref(), Some("p/priced"));
+        assert_eq!(
+            (priced.requests, priced.prompt_tokens, priced.completion_tokens),
+            (2, 11, 6)
+        );
+        assert_eq!(priced.cost_usd, Some(0.75));
+        let unknown = &report.data[1];
+        assert_eq!(unknown.cost_usd, None);
+        assert_eq!(unknown.unpriced_requests, 1);
+        assert_eq!(report.total.requests, 3);
+        assert_eq!(report.total.cost_usd, Some(0.75));
+        assert_eq!(report.total.unpriced_requests, 1);
+
+        let by_key = super::report(&db, &query(GroupBy::Key, None)).await.unwrap();
+        let groups: Vec<Option<&str>> = by_key.data.iter().map(|r| r.group.as_deref()).collect();
+        assert_eq!(groups, [Some("k1"), None]);
+        let own = super::report(&db, &query(GroupBy::Key, Some("k1")))
+            .await
+            .unwrap();
+        assert_eq!(own.total.requests, 2);
     }
 }

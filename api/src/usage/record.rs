@@ -111,7 +111,8 @@ async fn write_loop(db: Db, mut rx: mpsc::Receiver<Message>) {
         let received = if batch.is_empty() {
             rx.recv_many(&mut buffer, BATCH_ROWS).await
         } else {
-            match tokio::time::timeout(BATCH_EVERY, rx.recv_many(&mut buffer, BATCH_ROWS - batch.len())).await {
+            match tokio::time::timeout(BATCH_EVERY, rx.recv_many(&mut buffer, BATCH_ROWS - batch.len())).await
+            {
                 Ok(n) => n,
                 Err(_) => usize::MAX,
             }

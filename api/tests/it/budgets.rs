@@ -49,14 +49,21 @@ async fn fifty_concurrent_requests_on_two_replicas_never_overspend() {
     });
     let results = futures::future::join_all(requests).await;
     let ok = results.iter().filter(|(s, _)| *s == 200).count();
-    let refused: Vec<&Value> = results.iter().filter(|(s, _)| *s == 429).map(|(_, b)| b).collect();
+    let refused: Vec<&Value> = results
+        .iter()
+        .filter(|(s, _)| *s == 429)
+        .map(|(_, b)| b)
+        .collect();
     assert_eq!(ok + refused.len(), 50, "{results:?}");
     assert!(ok >= 10, "ten reservations always fit: {ok}");
     assert!(!refused.is_empty(), "fifty cannot all fit");
     assert_eq!(refused[0]["error"]["code"], "budget_exceeded");
     assert_eq!(refused[0]["error"]["type"], "rate_limit_error");
     assert!(
-        refused[0]["error"]["message"].as_str().unwrap().contains("dailyUsd"),
+        refused[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("dailyUsd"),
         "{}",
         refused[0]
     );
@@ -73,7 +80,11 @@ async fn fifty_concurrent_requests_on_two_replicas_never_overspend() {
     assert!(spent > 0.0 && spent <= budget, "spent {spent} of {budget}");
     let limits = wait_until(secs(10), "reservations settled", async || {
         let limits = b.get_json("/v1/usage/limits").await;
-        let mine = limits["data"].as_array()?.iter().find(|l| l["scope"] == format!("key:{id}"))?.clone();
+        let mine = limits["data"]
+            .as_array()?
+            .iter()
+            .find(|l| l["scope"] == format!("key:{id}"))?
+            .clone();
         ((mine["spent"]["today_usd"].as_f64()? - spent).abs() < 1e-9).then_some(mine)
     })
     .await;
@@ -91,7 +102,11 @@ async fn a_request_limit_answers_429_with_retry_after() {
     .await;
     assert_eq!(status, 201, "{created}");
     let key = created["key"].as_str().unwrap().to_string();
-    let send = || onyx.with_key("POST", "/v1/chat/completions", &key).json(&ask(10)).send();
+    let send = || {
+        onyx.with_key("POST", "/v1/chat/completions", &key)
+            .json(&ask(10))
+            .send()
+    };
     // Two fit in a minute, unless the minute turns between them: then two more do.
     let mut refused = None;
     for _ in 0..5 {
@@ -103,11 +118,18 @@ async fn a_request_limit_answers_429_with_retry_after() {
         assert_eq!(response.status(), 200);
     }
     let refused = refused.expect("the third request in a minute is refused");
-    let retry_after: u64 = refused.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    let retry_after: u64 = refused.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!((1..=60).contains(&retry_after), "{retry_after}");
     let body: Value = refused.json().await.unwrap();
     assert_eq!(body["error"]["code"], "rate_limit_exceeded");
-    assert!(body["error"]["message"].as_str().unwrap().contains("rpm 2"), "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("rpm 2"),
+        "{body}"
+    );
 
     // Keys without limits are not limited.
     for _ in 0..4 {

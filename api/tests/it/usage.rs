@@ -64,7 +64,10 @@ async fn streamed_and_json_answers_record_the_same_usage_at_the_tables_price() {
         let usage = body["usage"].clone();
         assert!(usage["prompt_tokens"].as_u64().unwrap() > 0, "{body}");
         if model == "openai/fake-echo" {
-            let header: f64 = header.expect("a priced answer carries x-onyx-cost").parse().unwrap();
+            let header: f64 = header
+                .expect("a priced answer carries x-onyx-cost")
+                .parse()
+                .unwrap();
             assert!((header - cost(&usage)).abs() < 1e-6, "{header} vs {usage}");
         } else {
             assert_eq!(header, None, "an unknown price has no cost header");
@@ -119,10 +122,16 @@ async fn streamed_and_json_answers_record_the_same_usage_at_the_tables_price() {
     }
     let priced = row(&report, "openai/fake-echo");
     let want = 2.0 * cost(&expected["openai/fake-echo"]);
-    assert!((priced["cost_usd"].as_f64().unwrap() - want).abs() < 1e-9, "{priced}");
+    assert!(
+        (priced["cost_usd"].as_f64().unwrap() - want).abs() < 1e-9,
+        "{priced}"
+    );
     assert_eq!(priced["unpriced_requests"], 0);
     let unpriced = row(&report, "anthropic/fake-echo");
-    assert!(unpriced["cost_usd"].is_null(), "unknown stays unknown, not 0: {unpriced}");
+    assert!(
+        unpriced["cost_usd"].is_null(),
+        "unknown stays unknown, not 0: {unpriced}"
+    );
     assert_eq!(unpriced["unpriced_requests"], 2);
     assert_eq!(report["total"]["unpriced_requests"], 4);
 

@@ -28,13 +28,20 @@ fn windows_and_their_ends() {
     let ids: Vec<&str> = ws.iter().map(|w| w.id.as_str()).collect();
     assert_eq!(
         ids,
-        ["key:k|d:2026-12-31", "key:k|m:2026-12", "key:k|min:2026-12-31T23:59"]
+        [
+            "key:k|d:2026-12-31",
+            "key:k|m:2026-12",
+            "key:k|min:2026-12-31T23:59"
+        ]
     );
     assert_eq!(retry_after(WindowKind::Minute, now), 30);
     assert_eq!(retry_after(WindowKind::Day, now), 30);
     assert_eq!(retry_after(WindowKind::Month, now), 30);
     assert_eq!(
-        window_end(WindowKind::Month, Utc.with_ymd_and_hms(2026, 2, 10, 0, 0, 0).unwrap()),
+        window_end(
+            WindowKind::Month,
+            Utc.with_ymd_and_hms(2026, 2, 10, 0, 0, 0).unwrap()
+        ),
         Utc.with_ymd_and_hms(2026, 3, 1, 0, 0, 0).unwrap()
     );
     assert!(windows(&[scope("global", Limits::default())], now).is_empty());
@@ -78,7 +85,11 @@ async fn request_limits_refuse_with_the_minute_left() {
     assert!(reserve(&db, &scopes, 0.0, 1).await.is_ok());
     let err = reserve(&db, &scopes, 0.0, 1).await.unwrap_err();
     assert_eq!(err.code, "rate_limit_exceeded");
-    assert!(err.message.contains("agent main") && err.message.contains("rpm 2"), "{}", err.message);
+    assert!(
+        err.message.contains("agent main") && err.message.contains("rpm 2"),
+        "{}",
+        err.message
+    );
     assert!(err.retry_after <= 60);
 }
 
