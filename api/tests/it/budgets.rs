@@ -155,9 +155,9 @@ async fn a_scheduled_run_of_an_agent_over_budget_is_skipped() {
     let config = priced(&fakes)
         .merge(json!({
             "agents": {
-                "defaults": { "model": "openai/fake-echo", "permissionMode": "allow-all", "maxTokens": 10 },
+                "defaults": { "model": "openai/fake-echo", "permissionMode": "allow-all" },
                 // One call's reservation ($0.01) is more than the agent may spend.
-                "list": [{ "id": "main", "default": true, "limits": { "dailyUsd": 0.005 } }],
+                "list": [{ "id": "main", "default": true, "maxTokens": 10, "limits": { "dailyUsd": 0.005 } }],
             },
         }))
         .build();
