@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::harness::services::Service;
 use crate::harness::*;
 use serde_json::{Value, json};
 
@@ -171,7 +172,8 @@ async fn a_scheduled_run_of_an_agent_over_budget_is_skipped() {
     let id = task["id"].as_str().unwrap();
     let run = wait_until(secs(30), "the task's run", async || {
         let runs = onyx.get_json(&format!("/v1/tasks/{id}/runs")).await;
-        runs["data"].as_array()?.first().cloned()
+        let run = runs["data"].as_array()?.first()?.clone();
+        (run["status"] != "running").then_some(run)
     })
     .await;
     assert_eq!(run["status"], "skipped", "{run:#}");
