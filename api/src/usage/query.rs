@@ -150,7 +150,7 @@ pub async fn report(db: &Db, query: &UsageQuery) -> Result<Report, DbError> {
     let total = Db::take_rows::<Sums>(&mut response, 1)?
         .into_iter()
         .next()
-        .map_or_else(|| empty_row(), Sums::into_row);
+        .map_or_else(empty_row, Sums::into_row);
     Ok(Report {
         object: "usage.report",
         from: query.from.clone(),
