@@ -359,7 +359,7 @@ test('the Usage page shows spend, unknown prices and what is left of a budget', 
 		const answer = await fetch(`${onyx.url}/v1/chat/completions`, {
 			method: 'POST',
 			headers: { authorization: `Bearer ${created.key}`, 'content-type': 'application/json' },
-			body: JSON.stringify({ model, messages: [{ role: 'user', content: 'script: say spent a little' }] })
+			body: JSON.stringify({ model, max_tokens: 20, messages: [{ role: 'user', content: 'script: say spent a little' }] })
 		});
 		assert.equal(answer.status, 200, await answer.text());
 	}
