@@ -50,6 +50,8 @@ pub struct App {
     pub provider_summaries: Vec<ProviderSummary>,
     /// Store plain proxy requests (without `x-onyx-session-id`) as sessions.
     pub record_sessions: bool,
+    /// Usage records, prices, budgets and rate limits.
+    pub usage: Arc<crate::usage::Meter>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -93,19 +95,23 @@ impl App {
             providers.push((client, provider.max_retries));
             configured_models.insert(provider.name.clone(), provider.models.clone());
         }
-        let router = Arc::new(Router::new(providers, config.aliases.clone(), metrics.clone()));
+        let db = Db::connect(&config.storage.surrealdb).await?;
+        db.migrate().await?;
+        let usage = crate::usage::Meter::new(db.clone(), usage_settings(config), metrics.clone());
+        let router = Arc::new(
+            Router::new(providers, config.aliases.clone(), metrics.clone()).with_meter(usage.clone()),
+        );
         let mut keys: Vec<SecretString> = config.gateway.api_keys.clone();
         if let Ok(key) = std::env::var("ONYX_API_KEY")
             && !key.is_empty()
         {
             keys.push(SecretString::from(key));
         }
-        let db = Db::connect(&config.storage.surrealdb).await?;
-        db.migrate().await?;
         let objects = open_objects(config).await;
         let sessions = Sessions::new(objects.clone(), db.clone()).await?;
         let auth = Authenticator::new(ApiKeys::new(&keys), db.clone()).await?;
         let background = Background::new();
+        background.spawn("usage: expired budget reservations", usage.clone().sweep_loop());
         background.spawn(
             "sessions: parked turns",
             sessions.retry_loop(Duration::from_secs(2)),
@@ -178,6 +184,7 @@ impl App {
             memory,
             agents,
             record_sessions: config.gateway.record_sessions,
+            usage,
             router,
             catalog: ModelCatalog::new(config.gateway.models_cache_ttl, configured_models),
             auth,
@@ -186,6 +193,33 @@ impl App {
             started: Instant::now(),
             max_body_bytes: config.gateway.max_body_bytes,
         })
+    }
+}
+
+/// What `usage` needs from the config: price overrides, agent and global limits.
+fn usage_settings(config: &Config) -> crate::usage::UsageSettings {
+    crate::usage::UsageSettings {
+        prices: config
+            .usage
+            .prices
+            .iter()
+            .map(|(model, p)| {
+                let price = crate::usage::Price {
+                    input: p.input,
+                    output: p.output,
+                    cached_input: p.cached_input,
+                    cache_write: p.cache_write,
+                };
+                (model.clone(), price)
+            })
+            .collect(),
+        global: config.usage.limits,
+        agents: config
+            .agents
+            .list
+            .iter()
+            .filter_map(|a| a.limits.map(|l| (a.id.clone(), l)))
+            .collect(),
     }
 }
 

@@ -20,6 +20,7 @@ const LEAVES: &[&[&str]] = &[
     &["background"],
     &["backoff"],
     &["clock"],
+    &["limits"],
     &["error_chain"],
     &["model_ref"],
     &["replica"],

@@ -16,14 +16,16 @@
 //!   OpenAI-compatible, Anthropic and Ollama upstreams; `plugins` connects
 //!   chat platforms and `channels` delivers to them; `auth` checks keys and
 //!   passwords; `health` and `observability` report on the running gateway;
-//!   `config` loads and validates `onyx.json5`.
+//!   `config` loads and validates `onyx.json5`; `usage` records every
+//!   upstream call's tokens and cost and enforces budgets and rate limits.
 //! - Storage: `storage` holds the object store and SurrealDB (with its
 //!   migrations, run explicitly by `serve`, `doctor` and `reindex`).
 //! - Leaves, importing nothing from the crate: `model_ref` (`provider/model`),
 //!   `clock` (timestamps and days as stored), `error_chain` (an error's
 //!   whole chain for logs, and its root cause), `background` (spawned loops,
 //!   stopped on shutdown), `backoff`, `replica` (this process's name among
-//!   replicas, for leases), `text`.
+//!   replicas, for leases), `text`, `limits` (budgets and rate limits as
+//!   configured).
 
 pub mod agents;
 pub mod app;
@@ -40,6 +42,7 @@ pub mod error_chain;
 pub mod health;
 pub mod http;
 pub mod inbox;
+pub mod limits;
 pub mod memory;
 pub mod model_ref;
 pub mod observability;
@@ -52,3 +55,4 @@ pub mod sessions;
 pub mod storage;
 pub mod tasks;
 pub mod text;
+pub mod usage;

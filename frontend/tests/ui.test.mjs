@@ -2,7 +2,7 @@
 // against the real `onyx` binary and the fake upstream: login (wrong password,
 // throttling, cookie surviving a restart, cross-site refusal), chat with
 // streaming, tool cards, approvals, stop (cancelling the run) and re-attaching
-// to a run after a reload, then every page doing its job,
+// to a run after a reload, then every page doing its job (the Usage page too),
 // at desktop and phone widths. Needs ONYX_BIN and FAKE_UPSTREAM_BIN (set by
 // tests/run) and /usr/bin/chromium.
 import assert from 'node:assert/strict';
@@ -82,6 +82,7 @@ before(async () => {
 	config = `{
 		gateway: { auth: { apiKeys: ["${KEY}"], passwordHash: "${hash}" } },
 		providers: { openai: { type: "openai", baseUrl: "${fakes.openai}", apiKey: "\${FAKE_KEY}" } },
+		usage: { prices: { "openai/fake-echo": { input: 1000, output: 2000 } } },
 		agents: {
 			defaults: { model: "openai/fake-echo", permissionMode: "allow-all" },
 			list: [
@@ -349,6 +350,33 @@ test('sessions, memory, agents, tasks, config, logs and status pages work', asyn
 	await shot(page, 'login');
 	const after = await fetch(`${onyx.url}/v1/models`, { headers: { cookie: `onyx_session=${cookie.value}` } });
 	assert.equal(after.status, 401);
+	await context.close();
+});
+
+test('the Usage page shows spend, unknown prices and what is left of a budget', async () => {
+	const created = await (await api('/v1/keys', { method: 'POST', body: JSON.stringify({ name: 'budgeted', scope: 'chat', limits: { dailyUsd: 5, rpm: 100 } }) })).json();
+	for (const model of ['openai/fake-echo', 'openai/fake-script']) {
+		const answer = await fetch(`${onyx.url}/v1/chat/completions`, {
+			method: 'POST',
+			headers: { authorization: `Bearer ${created.key}`, 'content-type': 'application/json' },
+			body: JSON.stringify({ model, max_tokens: 20, messages: [{ role: 'user', content: 'script: say spent a little' }] })
+		});
+		assert.equal(answer.status, 200, await answer.text());
+	}
+	await eventually('/v1/usage?group_by=key', (r) => r.data.some((row) => row.group === created.id && row.requests === 2));
+	const { context, page } = await signedInPage();
+	await page.getByRole('link', { name: 'Usage' }).click();
+	await page.getByTestId('total-cost').waitFor();
+	assert.match(await page.getByTestId('total-cost').innerText(), /^\$\d/);
+	assert.equal(await page.getByTestId('chart').count(), 4);
+	await page.getByText('Spend per model').waitFor();
+	// fake-script has no price: shown as unknown, not as $0.
+	await page.getByTestId('chart').filter({ hasText: 'openai/fake-script' }).getByText('unknown').first().waitFor();
+	const budget = page.getByTestId('budget-row').filter({ hasText: 'budgeted' });
+	await budget.waitFor();
+	assert.match(await budget.innerText(), /of \$5\.00 \(\$4\.\d\d left\)/);
+	assert.match(await budget.innerText(), /\/100 requests/);
+	await shot(page, 'usage');
 	await context.close();
 });
 

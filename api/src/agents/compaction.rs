@@ -114,6 +114,7 @@ impl Agents {
             temperature: None,
             max_tokens: None,
             ask_in: None,
+            who: Default::default(),
         };
         let past = history.to_messages();
         let call = Request {

@@ -10,7 +10,7 @@ use super::error::AgentError;
 use super::prompt;
 use super::registry::AgentDef;
 use crate::providers::types::{ChatRequest, Message, ToolCall, ToolDef};
-use crate::providers::{ChatCall, ProviderError, Usage};
+use crate::providers::{Attribution, ChatCall, ProviderError, Usage};
 use crate::sessions::{History, LogMessage, SessionMeta};
 
 /// One run to make: the agent, the conversation, and how it is watched.
@@ -37,6 +37,9 @@ pub struct RunRequest {
     pub stream: bool,
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
+    /// Who the run's model calls are for (key, task, run); the agent and
+    /// session are filled in per call.
+    pub who: Attribution,
 }
 
 impl RunRequest {
@@ -71,9 +74,13 @@ impl RunRequest {
         }
         let parsed: ChatRequest = serde_json::from_value(Value::Object(body.clone()))
             .map_err(|e| ProviderError::InvalidRequest(format!("agent request: {e}")))?;
+        let mut who = self.who.clone();
+        who.agent = Some(self.agent.id.clone());
+        who.session = self.session.as_ref().map(|s| s.id.clone());
         Ok(ChatCall {
             body,
             request: parsed,
+            who,
         })
     }
 
@@ -103,6 +110,7 @@ impl RunRequest {
             stream: false,
             temperature: None,
             max_tokens: None,
+            who: Attribution::default(),
         }
     }
 }

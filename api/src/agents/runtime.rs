@@ -25,7 +25,7 @@ impl Agents {
     /// events, wait for its outcome, or cancel it. Fails at once (before any
     /// work) when the agent's model cannot be routed or the run cannot be
     /// recorded.
-    pub async fn start_run(self: &Arc<Self>, request: RunRequest) -> Result<Arc<LiveRun>, AgentError> {
+    pub async fn start_run(self: &Arc<Self>, mut request: RunRequest) -> Result<Arc<LiveRun>, AgentError> {
         let agent = &request.agent;
         let (model, targets) = self.resolve_model(agent)?;
         let record = AgentRun::starting(
@@ -35,6 +35,7 @@ impl Agents {
             model,
         );
         let run = self.runs.begin(&record, &request.turn).await?;
+        request.who.run = Some(run.id.clone());
         let agents = self.clone();
         let live = run.clone();
         tokio::spawn(async move {

@@ -16,6 +16,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::ApiKeys;
+use crate::limits::Limits;
 use crate::storage::{Db, DbError};
 
 const CACHE_TTL: Duration = Duration::from_secs(10);
@@ -54,6 +55,20 @@ pub struct StoredKey {
     pub prefix: String,
     pub created_at: String,
     pub last_used_at: Option<String>,
+    /// Budgets and rate limits of this key (none when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub limits: Option<Limits>,
+}
+
+/// Who presented a valid key: its scope, its id (never the secret) and its limits.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub scope: Scope,
+    /// A stored key's id, or `config:<first 12 hex digits of its SHA-256>` for
+    /// a key from the config or `ONYX_API_KEY`.
+    pub key_id: std::sync::Arc<str>,
+    pub limits: Option<Limits>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +77,8 @@ pub enum KeyError {
     BadName,
     #[error("scope: {0:?} is not a scope; use \"chat\" or \"admin\"")]
     BadScope(String),
+    #[error("{message}")]
+    BadLimits { param: &'static str, message: String },
     #[error("no API key {0}")]
     NotFound(String),
     #[error(transparent)]
@@ -75,10 +92,10 @@ fn digest_hex(key: &str) -> String {
         .collect()
 }
 
-/// A cached lookup: when it was made, and the key's id and scope if it exists.
-type CachedLookup = (Instant, Option<(String, Scope)>);
+/// A cached lookup: when it was made, and the key's id, scope and limits if it exists.
+type CachedLookup = (Instant, Option<(String, Scope, Option<Limits>)>);
 
-const FIELDS: &str = "record::id(id) AS id, name, scope, prefix, created_at, last_used_at";
+const FIELDS: &str = "record::id(id) AS id, name, scope, prefix, created_at, last_used_at, limits";
 
 pub struct Authenticator {
     config_keys: ApiKeys,
@@ -130,8 +147,17 @@ impl Authenticator {
 
     /// The scope of a presented key, or `None` when it is not valid.
     pub async fn authenticate(&self, presented: &str) -> Option<Scope> {
+        self.identify(presented).await.map(|caller| caller.scope)
+    }
+
+    /// Who presented `presented`, or `None` when it is not a valid key.
+    pub async fn identify(&self, presented: &str) -> Option<Caller> {
         if self.config_keys.verify(presented) {
-            return Some(Scope::Admin);
+            return Some(Caller {
+                scope: Scope::Admin,
+                key_id: format!("config:{}", &digest_hex(presented)[..12]).into(),
+                limits: None,
+            });
         }
         if !presented.starts_with(KEY_PREFIX) {
             return None;
@@ -145,17 +171,18 @@ impl Authenticator {
                 struct Row {
                     id: String,
                     scope: Scope,
+                    limits: Option<Limits>,
                 }
                 let rows: Result<Vec<Row>, _> = self
                     .db
                     .rows(
-                        "SELECT record::id(id) AS id, scope FROM api_key WHERE digest = $digest AND revoked_at = NONE",
+                        "SELECT record::id(id) AS id, scope, limits FROM api_key WHERE digest = $digest AND revoked_at = NONE",
                         json!({"digest": digest}),
                         0,
                     )
                     .await;
                 let found = match rows {
-                    Ok(rows) => rows.into_iter().next().map(|r| (r.id, r.scope)),
+                    Ok(rows) => rows.into_iter().next().map(|r| (r.id, r.scope, r.limits)),
                     Err(err) => {
                         tracing::error!(error = %err, "API key lookup failed");
                         return None;
@@ -167,9 +194,14 @@ impl Authenticator {
                 found
             }
         };
-        let (id, scope) = found?;
+        let (id, scope, limits) = found?;
+        let key_id: std::sync::Arc<str> = id.as_str().into();
         self.touch(id);
-        Some(scope)
+        Some(Caller {
+            scope,
+            key_id,
+            limits: limits.and_then(Limits::non_empty),
+        })
     }
 
     /// Records `last_used_at`, at most once a minute per key, off the request path.
@@ -194,11 +226,23 @@ impl Authenticator {
     }
 
     /// Creates a key; the secret is returned here and never again.
-    pub async fn create(&self, name: &str, scope: Scope) -> Result<(StoredKey, String), KeyError> {
+    pub async fn create(
+        &self,
+        name: &str,
+        scope: Scope,
+        limits: Option<Limits>,
+    ) -> Result<(StoredKey, String), KeyError> {
         let name = name.trim();
         if name.is_empty() || name.chars().count() > 100 {
             return Err(KeyError::BadName);
         }
+        if let Some(limits) = &limits {
+            limits.check().map_err(|(field, message)| KeyError::BadLimits {
+                param: field,
+                message: format!("limits.{message}"),
+            })?;
+        }
+        let limits = limits.and_then(Limits::non_empty);
         let secret = format!(
             "{KEY_PREFIX}{}{}",
             uuid::Uuid::new_v4().simple(),
@@ -208,9 +252,9 @@ impl Authenticator {
         self.db
             .execute(
                 "CREATE type::record('api_key', $id) SET name = $name, scope = $scope, digest = $digest,
-                 prefix = $prefix, created_at = $now, last_used_at = NONE, revoked_at = NONE",
+                 prefix = $prefix, created_at = $now, last_used_at = NONE, revoked_at = NONE, limits = $limits",
                 json!({
-                    "id": id, "name": name, "scope": scope, "digest": digest_hex(&secret),
+                    "id": id, "name": name, "scope": scope, "digest": digest_hex(&secret), "limits": limits,
                     "prefix": &secret[..KEY_PREFIX.len() + 6], "now": crate::clock::now_stamp(),
                 }),
             )
@@ -245,7 +289,7 @@ impl Authenticator {
             )
             .await?;
         if let Ok(mut cache) = self.cache.lock() {
-            cache.retain(|_, (_, found)| found.as_ref().is_none_or(|(cached, _)| cached != &key.id));
+            cache.retain(|_, (_, found)| found.as_ref().is_none_or(|(cached, _, _)| cached != &key.id));
         }
         self.refresh_count().await?;
         Ok(())

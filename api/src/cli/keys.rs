@@ -60,7 +60,7 @@ async fn keys(config_path: Option<PathBuf>, command: KeysCommand) -> Result<(), 
     let auth = Authenticator::new(ApiKeys::new([]), db).await?;
     match command {
         KeysCommand::Create { name, scope } => {
-            let (stored, secret) = auth.create(&name, scope).await?;
+            let (stored, secret) = auth.create(&name, scope, None).await?;
             println!("{secret}");
             eprintln!(
                 "created key {} ({:?}, id {}); it is shown only this once",

@@ -95,6 +95,8 @@ async fn serve(config_path: Option<PathBuf>, listen: Option<SocketAddr>) -> Resu
     }
     // Then the background loops, in what is left of the grace period (at
     // least a moment, so each loop is awaited rather than cut off).
+    // Usage records still queued are written before the loops stop.
+    let _ = tokio::time::timeout(BACKGROUND_STOP_MIN, app.usage.flush()).await;
     let left = grace.saturating_sub(started.elapsed()).max(BACKGROUND_STOP_MIN);
     app.background.shutdown(left).await;
     Ok(())

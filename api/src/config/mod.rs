@@ -11,6 +11,7 @@ mod raw;
 mod scheduling;
 pub mod tool_names;
 mod types;
+mod usage;
 mod validate;
 
 use std::path::{Path, PathBuf};

@@ -34,6 +34,27 @@ pub struct RawConfig {
     pub tools: RawTools,
     #[serde(default)]
     pub scheduler: RawScheduler,
+    #[serde(default)]
+    pub usage: RawUsage,
+}
+
+/// Prices and the gateway-wide budget.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawUsage {
+    /// Model name (or `provider/model`, `provider/*`) → USD per million tokens.
+    #[serde(default)]
+    pub prices: BTreeMap<String, RawPrice>,
+    pub limits: Option<crate::limits::Limits>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawPrice {
+    pub input: f64,
+    pub output: f64,
+    pub cached_input: Option<f64>,
+    pub cache_write: Option<f64>,
 }
 
 /// The task scheduler's settings.
@@ -256,6 +277,8 @@ pub struct RawAgent {
     pub heartbeat: Option<Value>,
     /// IANA name; default `agents.defaults.timezone`.
     pub timezone: Option<String>,
+    /// Budgets and rate limits of this agent's model calls.
+    pub limits: Option<crate::limits::Limits>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -210,6 +210,7 @@ fn key_paths(value: &serde_json::Value, path: &str, out: &mut Vec<String>) {
         "models.contextWindow",
         "providers.<name>.headers",
         "plugins",
+        "usage.prices",
     ];
     match value {
         serde_json::Value::Object(map) => {

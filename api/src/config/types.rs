@@ -31,6 +31,23 @@ pub struct Config {
     pub plugins: PluginsConfig,
     pub tools: ToolsConfig,
     pub scheduler: SchedulerConfig,
+    pub usage: UsageConfig,
+}
+
+/// `usage`: price overrides and the gateway-wide budget.
+#[derive(Debug, Clone, Default)]
+pub struct UsageConfig {
+    pub prices: BTreeMap<String, ModelPrice>,
+    pub limits: Option<crate::limits::Limits>,
+}
+
+/// USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModelPrice {
+    pub input: f64,
+    pub output: f64,
+    pub cached_input: Option<f64>,
+    pub cache_write: Option<f64>,
 }
 
 /// Context windows the config sets: by model reference (`provider/model`)
@@ -283,6 +300,7 @@ pub struct AgentConfig {
     pub heartbeat: Option<HeartbeatConfig>,
     /// Decides the agent's "today" (daily-log names, the prompt's date and time).
     pub timezone: chrono_tz::Tz,
+    pub limits: Option<crate::limits::Limits>,
 }
 
 #[derive(Debug, Clone)]

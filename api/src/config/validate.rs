@@ -43,6 +43,7 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
             settings: raw.plugins.settings,
         },
         tools: tools(raw.tools, env)?,
+        usage: super::usage::usage(raw.usage)?,
     })
 }
 
@@ -666,6 +667,7 @@ fn agents(raw: raw::RawAgents) -> Result<AgentsConfig, ConfigError> {
                 &format!("{path}.timezone"),
                 || timezone,
             )?,
+            limits: super::usage::limits(agent.limits, &format!("{path}.limits"))?,
         });
     }
     if list.iter().filter(|a| a.default).count() > 1 {

@@ -14,6 +14,7 @@ use super::error::ApiError;
 use super::run_events::{self, RUN_HEADER};
 use crate::agents::RunRequest;
 use crate::app::App;
+use crate::providers::Attribution;
 use crate::providers::types::{ChatRequest, Message, Role};
 use crate::sessions::LogMessage;
 
@@ -37,6 +38,7 @@ pub async fn answer(
     chat: ChatRequest,
     agent_id: &str,
     session_ref: Option<String>,
+    who: Attribution,
 ) -> Result<Answered, ApiError> {
     let agent = app
         .agents
@@ -84,6 +86,7 @@ pub async fn answer(
         stream,
         temperature: chat.temperature,
         max_tokens,
+        who,
     };
     let run = app.agents.start_run(request).await?;
     let mut answered = Answered::new(if stream {

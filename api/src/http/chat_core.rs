@@ -21,7 +21,7 @@ use super::error::ApiError;
 use crate::agents::MAIN as DEFAULT_AGENT;
 use crate::app::App;
 use crate::providers::types::ChatRequest;
-use crate::providers::{ChatCall, ChunkStream};
+use crate::providers::{Attribution, ChatCall, ChunkStream};
 use crate::sessions::recorder::{self, StreamRecorder};
 use crate::sessions::{LogMessage, SessionMeta, Sessions};
 
@@ -35,6 +35,7 @@ pub async fn answer(
     body: Map<String, Value>,
     request: ChatRequest,
     session_ref: Option<String>,
+    mut who: Attribution,
 ) -> Result<Answered, ApiError> {
     if request.messages.is_empty() {
         return Err(ApiError::bad_request(
@@ -43,13 +44,14 @@ pub async fn answer(
         ));
     }
     if let Some(agent) = super::agent_chat::agent_of(headers, &request.model) {
-        return super::agent_chat::answer(app, headers, request, &agent, session_ref).await;
+        return super::agent_chat::answer(app, headers, request, &agent, session_ref, who).await;
     }
     let targets = app.router.resolve(&request.model)?;
     let session = open_session(app, session_ref.as_deref(), headers).await?;
+    who.session = session.as_ref().map(|s| s.id.clone());
     let mut history_missing = false;
     let (call, turn) = match &session {
-        None => (ChatCall { body, request }, Vec::new()),
+        None => (ChatCall { body, request, who }, Vec::new()),
         Some(session) => {
             let mut body = Value::Object(body);
             let client_messages = body["messages"].as_array().cloned().unwrap_or_default();
@@ -73,9 +75,10 @@ pub async fn answer(
                 super::body::typed(&body)?
             };
             let body = super::body::into_map(body);
-            (ChatCall { body, request }, turn)
+            (ChatCall { body, request, who }, turn)
         }
     };
+    let mut cost = None;
     let answer = if call.request.stream {
         let (stream, served_by) = app.router.chat_stream(&targets, &call).await?;
         let recorder = session
@@ -83,7 +86,8 @@ pub async fn answer(
             .map(|s| StreamRecorder::new(app.sessions.clone(), s, turn, served_by.to_string()));
         Answer::Chunks(recorded(stream, recorder))
     } else {
-        let (completion, served_by) = app.router.chat(&targets, &call).await?;
+        let (completion, served_by, priced) = app.router.chat_metered(&targets, &call).await?;
+        cost = priced;
         if let Some(session) = &session {
             let mut turn = turn;
             turn.push(recorder::assistant_from_completion(
@@ -95,6 +99,10 @@ pub async fn answer(
         Answer::Complete(completion)
     };
     let mut answered = Answered::new(answer);
+    if let Some(cost) = cost {
+        // Known only once the whole answer is in, so streams have it in the usage records.
+        answered.header(super::usage::COST_HEADER, &format!("{cost:.6}"));
+    }
     if let Some(session) = &session {
         answered.header(SESSION_HEADER, &session.id);
         if history_missing {

@@ -180,6 +180,12 @@ impl ApiError {
             Self::Key(err) => match err {
                 KeyError::BadName => entry(S::BAD_REQUEST, None, Some("name"), err.to_string()),
                 KeyError::BadScope(_) => entry(S::BAD_REQUEST, None, Some("scope"), err.to_string()),
+                KeyError::BadLimits { param, message } => entry(
+                    S::BAD_REQUEST,
+                    None,
+                    Some(&format!("limits.{param}")),
+                    message.clone(),
+                ),
                 KeyError::NotFound(_) => entry(S::NOT_FOUND, Some("key_not_found"), None, err.to_string()),
                 KeyError::Db(_) => unavailable("storage"),
             },
@@ -374,13 +380,43 @@ fn provider_entry(err: &ProviderError) -> Entry {
         ProviderError::Unsupported(_) | ProviderError::InvalidRequest(_) => {
             entry(S::BAD_REQUEST, None, None, err.public_message())
         }
+        ProviderError::Refused(refusal) => entry(
+            S::TOO_MANY_REQUESTS,
+            Some(refusal.code),
+            None,
+            refusal.message.clone(),
+        ),
+    }
+}
+
+impl ApiError {
+    /// Seconds until a refused call may be tried again (budgets, rate limits).
+    fn retry_after(&self) -> Option<u64> {
+        let provider = match self {
+            Self::Provider(err) => err.as_ref(),
+            Self::Agent(err) => match err.as_ref() {
+                AgentError::Provider(err) => err,
+                _ => return None,
+            },
+            _ => return None,
+        };
+        match provider {
+            ProviderError::Refused(refusal) => Some(refusal.retry_after),
+            _ => None,
+        }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         self.log();
-        (self.status(), Json(self.body())).into_response()
+        let mut response = (self.status(), Json(self.body())).into_response();
+        if let Some(seconds) = self.retry_after() {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, seconds.into());
+        }
+        response
     }
 }
 

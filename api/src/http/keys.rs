@@ -22,6 +22,9 @@ pub(super) struct Create {
     name: String,
     #[serde(default = "chat")]
     scope: Scope,
+    /// Budgets and rate limits: `{ dailyUsd, monthlyUsd, rpm, tpm }`.
+    #[serde(default)]
+    limits: Option<crate::limits::Limits>,
 }
 
 fn chat() -> Scope {
@@ -33,7 +36,10 @@ pub async fn create(
     JsonObject(body): JsonObject,
 ) -> Result<(StatusCode, Json<CreatedKey>), ApiError> {
     let request: Create = typed(&body)?;
-    let (stored, key) = app.auth.create(&request.name, request.scope).await?;
+    let (stored, key) = app
+        .auth
+        .create(&request.name, request.scope, request.limits)
+        .await?;
     Ok((StatusCode::CREATED, Json(CreatedKey { stored, key })))
 }
 

@@ -18,6 +18,7 @@ use super::body::BodyLimit;
 use super::error::ApiError;
 use crate::app::App;
 use crate::auth::Scope;
+use crate::providers::Attribution;
 
 const REQUEST_ID: &str = "x-request-id";
 
@@ -97,9 +98,14 @@ pub async fn require_api_key(State(app): State<Arc<App>>, mut req: Request, next
         )
         .into_response();
     };
-    match app.auth.authenticate(&presented).await {
-        Some(scope) => {
-            req.extensions_mut().insert(scope);
+    match app.auth.identify(&presented).await {
+        Some(caller) => {
+            req.extensions_mut().insert(caller.scope);
+            req.extensions_mut().insert(Attribution {
+                key: Some(caller.key_id),
+                key_limits: caller.limits,
+                ..Attribution::default()
+            });
             next.run(req).await
         }
         None => ApiError::Unauthorized("invalid API key").into_response(),

@@ -28,6 +28,7 @@ mod tasks;
 #[cfg(test)]
 mod ts_types;
 mod ui;
+mod usage;
 mod views;
 
 use std::sync::Arc;
@@ -101,6 +102,8 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/runs/{id}/cancel", post(runs::cancel))
         .route("/v1/runs/{id}/events", get(runs::events))
         .route("/v1/status", get(console::status))
+        .route("/v1/usage", get(usage::report))
+        .route("/v1/usage/limits", get(usage::limits))
         .route("/metrics", get(ops::metrics))
         .method_not_allowed_fallback(ops::method_not_allowed)
         .route_layer(axum::middleware::from_fn_with_state(

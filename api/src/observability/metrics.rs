@@ -1,6 +1,7 @@
 //! Prometheus metrics: requests by route and status, latency histograms,
 //! upstream latency and errors by provider, tokens by provider and model
-//! (and of the prompt tokens, those read from a provider's prompt cache).
+//! (and of the prompt tokens, those read from a provider's prompt cache), and
+//! the cost of calls with a known price (`onyx_cost_usd_total`).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -59,6 +60,7 @@ pub struct Metrics {
     upstream_errors: Family<ErrorLabels, Counter>,
     tokens: Family<TokenLabels, Counter>,
     cached_tokens: Family<ModelLabels, Counter>,
+    cost: Family<ModelLabels, Counter<f64, std::sync::atomic::AtomicU64>>,
     totals: Totals,
 }
 
@@ -130,7 +132,14 @@ impl Metrics {
             "Prompt tokens read from the provider's prompt cache, by provider and model (also counted in tokens)",
             cached_tokens.clone(),
         );
+        let cost = Family::<ModelLabels, Counter<f64, std::sync::atomic::AtomicU64>>::default();
+        registry.register(
+            "cost_usd",
+            "Cost of upstream calls in USD by provider and model (calls with a known price only)",
+            cost.clone(),
+        );
         Self {
+            cost,
             registry,
             requests,
             request_seconds,
@@ -187,6 +196,15 @@ impl Metrics {
             reason: reason.into(),
         };
         self.upstream_errors.get_or_create(&labels).inc();
+    }
+
+    /// The cost of one upstream call whose price is known.
+    pub fn record_cost(&self, provider: &str, model: &str, usd: f64) {
+        let labels = ModelLabels {
+            provider: provider.into(),
+            model: model.into(),
+        };
+        self.cost.get_or_create(&labels).inc_by(usd);
     }
 
     /// Tokens an upstream reports having used for one request.

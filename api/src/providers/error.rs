@@ -27,6 +27,9 @@ pub enum ProviderError {
     /// The request itself is wrong for this provider (caught before sending).
     #[error("{0}")]
     InvalidRequest(String),
+    /// A budget or rate limit refused the call before it went out.
+    #[error("{}", .0.message)]
+    Refused(super::meter::Refusal),
 }
 
 impl ProviderError {
@@ -35,7 +38,9 @@ impl ProviderError {
         match self {
             Self::Upstream { status, .. } => *status == 429 || *status >= 500,
             Self::Connect { .. } | Self::Timeout { .. } => true,
-            Self::BadResponse { .. } | Self::Unsupported(_) | Self::InvalidRequest(_) => false,
+            Self::BadResponse { .. } | Self::Unsupported(_) | Self::InvalidRequest(_) | Self::Refused(_) => {
+                false
+            }
         }
     }
 
@@ -51,7 +56,9 @@ impl ProviderError {
                 format!("{provider}: the upstream sent a response Onyx could not read")
             }
             // Onyx's own words: a duration, or what is wrong with the request.
-            Self::Timeout { .. } | Self::Unsupported(_) | Self::InvalidRequest(_) => self.to_string(),
+            Self::Timeout { .. } | Self::Unsupported(_) | Self::InvalidRequest(_) | Self::Refused(_) => {
+                self.to_string()
+            }
         }
     }
 
@@ -61,7 +68,7 @@ impl ProviderError {
             | Self::Connect { provider, .. }
             | Self::Timeout { provider, .. }
             | Self::BadResponse { provider, .. } => provider,
-            Self::Unsupported(_) | Self::InvalidRequest(_) => "",
+            Self::Unsupported(_) | Self::InvalidRequest(_) | Self::Refused(_) => "",
         }
     }
 

@@ -11,8 +11,10 @@
 pub mod anthropic;
 pub mod catalog;
 mod error;
+pub mod meter;
 mod ollama;
 mod openai_compat;
+mod passthrough_routes;
 mod router;
 pub mod types;
 
@@ -25,6 +27,7 @@ use serde_json::{Map, Value};
 
 pub use crate::model_ref::{ModelRef, ModelRefError};
 pub use error::ProviderError;
+pub use meter::{Attribution, NoMeter, Refusal, Reservation, UsageMeter};
 pub use router::{ModelTarget, ResponsesAnswer, RouteError, Router};
 pub use types::{ChatCall, EmbeddingsCall, Usage};
 
@@ -40,6 +43,7 @@ pub struct MessagesCall {
     pub body: Map<String, Value>,
     /// The client's `anthropic-beta` header, forwarded.
     pub beta: Option<String>,
+    pub who: Attribution,
 }
 
 impl MessagesCall {
@@ -127,6 +131,9 @@ pub(crate) struct WithModel<'a> {
     pub body: &'a Map<String, Value>,
     /// Fields the upstream must not get.
     pub without: &'a [&'a str],
+    /// Ask for the usage chunk of a stream (`stream_options.include_usage`)
+    /// whether or not the client did, keeping its other stream options.
+    pub stream_usage: bool,
 }
 
 impl Serialize for WithModel<'_> {
@@ -134,9 +141,21 @@ impl Serialize for WithModel<'_> {
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("model", self.model)?;
         for (key, value) in self.body {
-            if key != "model" && !self.without.contains(&key.as_str()) {
-                map.serialize_entry(key, value)?;
+            if key == "model" || self.without.contains(&key.as_str()) {
+                continue;
             }
+            if self.stream_usage && key == "stream_options" {
+                continue;
+            }
+            map.serialize_entry(key, value)?;
+        }
+        if self.stream_usage {
+            let mut options = match self.body.get("stream_options") {
+                Some(Value::Object(options)) => options.clone(),
+                _ => Map::new(),
+            };
+            options.insert("include_usage".into(), Value::Bool(true));
+            map.serialize_entry("stream_options", &options)?;
         }
         map.end()
     }
@@ -189,16 +208,34 @@ mod tests {
             model: "gpt-4o",
             body: &map,
             without: &[],
+            stream_usage: false,
         })
         .unwrap();
         assert_eq!(
             out,
             json!({"model": "gpt-4o", "messages": [], "custom": {"x": 1}})
         );
+        let streamed =
+            json!({"model": "m", "stream": true, "stream_options": {"include_obfuscation": false}});
+        let Value::Object(streamed) = streamed else {
+            unreachable!()
+        };
+        let out = serde_json::to_value(WithModel {
+            model: "m",
+            body: &streamed,
+            without: &[],
+            stream_usage: true,
+        })
+        .unwrap();
+        assert_eq!(
+            out,
+            json!({"model": "m", "stream": true, "stream_options": {"include_obfuscation": false, "include_usage": true}})
+        );
         let out = serde_json::to_value(WithModel {
             model: "gpt-4o",
             body: &map,
             without: &["custom"],
+            stream_usage: false,
         })
         .unwrap();
         assert_eq!(out, json!({"model": "gpt-4o", "messages": []}));

@@ -88,6 +88,7 @@ impl Provider for OpenAiCompat {
                 model,
                 body: &call.body,
                 without: self.chat_without,
+                stream_usage: false,
             };
             self.within(self.client.chat().create_byot::<_, Value>(body))
                 .await
@@ -105,6 +106,7 @@ impl Provider for OpenAiCompat {
                 model,
                 body: &call.body,
                 without: self.chat_without,
+                stream_usage: true,
             };
             let stream = self
                 .within(self.client.chat().create_stream_byot::<_, Value>(body))
@@ -128,6 +130,7 @@ impl Provider for OpenAiCompat {
                 model,
                 body: &call.body,
                 without: &[],
+                stream_usage: false,
             };
             self.within(self.client.embeddings().create_byot::<_, Value>(body))
                 .await
@@ -150,6 +153,7 @@ impl Provider for OpenAiCompat {
                 model,
                 body,
                 without: &[],
+                stream_usage: false,
             };
             let responses = self.client.responses();
             if !stream {

@@ -4,7 +4,9 @@
 //! an alias's fallback list is tried. Streams are retried only until the
 //! upstream starts answering; after the first chunk a failure ends the stream.
 //! The tokens each answer reports (prompt, completion, read from the prompt
-//! cache) are counted here, for every caller: plain calls and agent runs alike.
+//! cache) are counted here, for every caller: plain calls and agent runs alike;
+//! the [`UsageMeter`] admits each call against budgets and limits before it
+//! goes out and records what it used after.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,11 +16,8 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
-use super::anthropic::EventUsage;
-use super::{
-    ChatCall, ChunkStream, EmbeddingsCall, MessagesAnswer, MessagesCall, ModelRef, Provider, ProviderError,
-    Usage,
-};
+use super::meter::{Attribution, NoMeter, Reservation, UsageMeter};
+use super::{ChatCall, ChunkStream, EmbeddingsCall, ModelRef, Provider, ProviderError, Usage};
 use crate::observability::Metrics;
 
 const BACKOFF_BASE: Duration = Duration::from_millis(100);
@@ -66,6 +65,7 @@ pub struct Router {
     providers: BTreeMap<String, (Arc<dyn Provider>, u32)>,
     aliases: BTreeMap<String, Vec<ModelRef>>,
     metrics: Arc<Metrics>,
+    meter: Arc<dyn UsageMeter>,
 }
 
 impl Router {
@@ -82,7 +82,18 @@ impl Router {
             providers,
             aliases,
             metrics,
+            meter: Arc::new(NoMeter),
         }
+    }
+
+    /// Records and limits every call through `meter`.
+    pub fn with_meter(mut self, meter: Arc<dyn UsageMeter>) -> Self {
+        self.meter = meter;
+        self
+    }
+
+    pub(super) fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     pub fn providers(&self) -> impl Iterator<Item = &Arc<dyn Provider>> {
@@ -129,65 +140,99 @@ impl Router {
         targets: &[ModelTarget],
         call: &ChatCall,
     ) -> Result<(Value, ModelRef), ProviderError> {
-        let (completion, served_by) = self.run(targets, |t| t.provider.chat(&t.model, call)).await?;
-        if let Some(usage) = Usage::from_response(&completion) {
-            record_usage(&self.metrics, &served_by, &usage);
-        }
+        let (completion, served_by, _) = self.chat_metered(targets, call).await?;
         Ok((completion, served_by))
     }
 
+    /// Like [`chat`](Self::chat), with the call's cost in USD when its price is known.
+    pub async fn chat_metered(
+        &self,
+        targets: &[ModelTarget],
+        call: &ChatCall,
+    ) -> Result<(Value, ModelRef, Option<f64>), ProviderError> {
+        let (completion, served_by, mut settle) = self
+            .run_metered(targets, &call.who, &call.body, |t| {
+                t.provider.chat(&t.model, call)
+            })
+            .await?;
+        settle.observe(&self.metrics, Usage::from_response(&completion));
+        Ok((completion, served_by, settle.finish()))
+    }
+
+    /// Streams the answer. The upstream is always asked for usage (the
+    /// providers see to it); the usage-only chunk reaches the client only when
+    /// it asked with `stream_options.include_usage`.
     pub async fn chat_stream(
         &self,
         targets: &[ModelTarget],
         call: &ChatCall,
     ) -> Result<(ChunkStream, ModelRef), ProviderError> {
-        let (stream, served_by) = self
-            .run(targets, |t| t.provider.chat_stream(&t.model, call))
+        let (stream, served_by, mut settle) = self
+            .run_metered(targets, &call.who, &call.body, |t| {
+                t.provider.chat_stream(&t.model, call)
+            })
             .await?;
-        let (metrics, model) = (self.metrics.clone(), served_by.clone());
-        let stream = stream.inspect(move |chunk| {
-            if let Some(usage) = chunk.as_ref().ok().and_then(Usage::from_response) {
-                record_usage(&metrics, &model, &usage);
+        let metrics = self.metrics.clone();
+        let client_wants_usage = call.request.include_usage();
+        let stream = stream.filter_map(move |mut chunk| {
+            let mut keep = true;
+            if let Ok(value) = &mut chunk
+                && let Some(usage) = Usage::from_response(value)
+            {
+                // Through the whole guard: the closure must own it, so that it
+                // settles when the stream is dropped, not when this returns.
+                let guard = &mut settle;
+                guard.observe(&metrics, Some(usage));
+                keep = client_wants_usage || !is_usage_only(value);
             }
+            if !client_wants_usage && let Ok(Value::Object(map)) = &mut chunk {
+                map.remove("usage");
+            }
+            std::future::ready(keep.then_some(chunk))
         });
         Ok((stream.boxed(), served_by))
     }
 
-    /// A Responses API call passed through to upstreams that speak it; the
-    /// usage of the finished response is counted like a chat answer's.
-    pub async fn responses(
+    /// Admits a call against its caller's budgets and limits (a refusal is
+    /// [`ProviderError::Refused`]), runs it with retries and fallbacks, and
+    /// hands back the answer with the guard that records its usage and
+    /// settles the reservation when dropped.
+    pub(super) async fn run_metered<'a, T>(
         &self,
-        targets: &[ModelTarget],
+        targets: &'a [ModelTarget],
+        who: &Attribution,
         body: &Map<String, Value>,
-        stream: bool,
-    ) -> Result<(ResponsesAnswer, ModelRef), ProviderError> {
-        let (answer, served_by) = self
-            .run(targets, |t| t.provider.responses(&t.model, body, stream))
-            .await?;
-        let answer = match answer {
-            ResponsesAnswer::Response(response) => {
-                if let Some(usage) = Usage::from_responses_usage(&response) {
-                    record_usage(&self.metrics, &served_by, &usage);
-                }
-                ResponsesAnswer::Response(response)
-            }
-            ResponsesAnswer::Events(events) => {
-                let (metrics, model) = (self.metrics.clone(), served_by.clone());
-                let events = events.inspect(move |event| {
-                    let finished = event.as_ref().ok().filter(|e| {
-                        matches!(
-                            e["type"].as_str(),
-                            Some("response.completed" | "response.incomplete" | "response.failed")
-                        )
-                    });
-                    if let Some(usage) = finished.and_then(|e| Usage::from_responses_usage(&e["response"])) {
-                        record_usage(&metrics, &model, &usage);
-                    }
-                });
-                ResponsesAnswer::Events(events.boxed())
-            }
+        op: impl Fn(&'a ModelTarget) -> BoxFuture<'a, Result<T, ProviderError>>,
+    ) -> Result<(T, ModelRef, Settle), ProviderError> {
+        let reservation = match targets.first() {
+            Some(first) => self
+                .meter
+                .admit(who, body, &first.model_ref())
+                .await
+                .map_err(ProviderError::Refused)?,
+            None => None,
         };
-        Ok((answer, served_by))
+        match self.run(targets, op).await {
+            Ok((answer, served_by)) => {
+                let settle = Settle {
+                    meter: self.meter.clone(),
+                    who: who.clone(),
+                    served_by: served_by.clone(),
+                    usage: None,
+                    reservation,
+                    settled: false,
+                };
+                Ok((answer, served_by, settle))
+            }
+            Err(err) => {
+                // A failed call used nothing: its reservation is given back.
+                if let (Some(first), Some(reservation)) = (targets.first(), reservation) {
+                    self.meter
+                        .settle(who, &first.model_ref(), None, Some(reservation));
+                }
+                Err(err)
+            }
+        }
     }
 
     pub async fn embeddings(
@@ -198,7 +243,7 @@ impl Router {
         self.run(targets, |t| t.provider.embeddings(&t.model, call)).await
     }
 
-    async fn run<'a, T>(
+    pub(super) async fn run<'a, T>(
         &self,
         targets: &'a [ModelTarget],
         op: impl Fn(&'a ModelTarget) -> BoxFuture<'a, Result<T, ProviderError>>,
@@ -232,50 +277,9 @@ impl Router {
         }
         Err(last_error.unwrap_or_else(|| ProviderError::InvalidRequest("no model to call".into())))
     }
-
-    /// A Messages API request passed through to Anthropic upstreams, retried
-    /// and counted like `chat`.
-    pub async fn messages(
-        &self,
-        targets: &[ModelTarget],
-        call: &MessagesCall,
-    ) -> Result<(MessagesAnswer, ModelRef), ProviderError> {
-        let (answer, served_by) = self.run(targets, |t| t.provider.messages(&t.model, call)).await?;
-        let answer = match answer {
-            MessagesAnswer::Message(message) => {
-                if let Some(usage) = EventUsage::of_message(&message) {
-                    record_usage(&self.metrics, &served_by, &usage);
-                }
-                MessagesAnswer::Message(message)
-            }
-            MessagesAnswer::Events(events) => {
-                let (metrics, model) = (self.metrics.clone(), served_by.clone());
-                let mut usage = EventUsage::default();
-                let events = events.inspect(move |event| {
-                    if let Some(usage) = event.as_ref().ok().and_then(|e| usage.observe(e)) {
-                        record_usage(&metrics, &model, &usage);
-                    }
-                });
-                MessagesAnswer::Events(events.boxed())
-            }
-        };
-        Ok((answer, served_by))
-    }
-
-    /// The upstream's token count for a Messages API request (first target).
-    pub async fn count_tokens(
-        &self,
-        targets: &[ModelTarget],
-        call: &MessagesCall,
-    ) -> Result<Value, ProviderError> {
-        let (count, _) = self
-            .run(targets, |t| t.provider.count_tokens(&t.model, call))
-            .await?;
-        Ok(count)
-    }
 }
 
-fn record_usage(metrics: &Metrics, served_by: &ModelRef, usage: &Usage) {
+pub(super) fn record_usage(metrics: &Metrics, served_by: &ModelRef, usage: &Usage) {
     metrics.record_usage(
         &served_by.provider,
         &served_by.model,
@@ -285,11 +289,64 @@ fn record_usage(metrics: &Metrics, served_by: &ModelRef, usage: &Usage) {
     metrics.record_cached(&served_by.provider, &served_by.model, usage.cached_tokens());
 }
 
+/// Settles a stream's usage when the stream is dropped: at its end, or when
+/// the client went away (then with what was reported so far, if anything).
+pub(super) struct Settle {
+    meter: Arc<dyn UsageMeter>,
+    who: Attribution,
+    served_by: ModelRef,
+    usage: Option<Usage>,
+    reservation: Option<Reservation>,
+    settled: bool,
+}
+
+impl Settle {
+    /// The answer's usage, once known: counted in the metrics now, recorded
+    /// and settled when the call ends.
+    pub(super) fn observe(&mut self, metrics: &Metrics, usage: Option<Usage>) {
+        if let Some(usage) = &usage {
+            record_usage(metrics, &self.served_by, usage);
+        }
+        self.usage = usage.or(self.usage.take());
+    }
+
+    /// Records the call now; its cost in USD when the price is known.
+    pub(super) fn finish(mut self) -> Option<f64> {
+        self.settle()
+    }
+
+    fn settle(&mut self) -> Option<f64> {
+        if std::mem::replace(&mut self.settled, true) {
+            return None;
+        }
+        self.meter.settle(
+            &self.who,
+            &self.served_by,
+            self.usage.as_ref(),
+            self.reservation.take(),
+        )
+    }
+}
+
+impl Drop for Settle {
+    fn drop(&mut self) {
+        self.settle();
+    }
+}
+
+/// The trailing chunk of `include_usage`: usage and no choices.
+fn is_usage_only(chunk: &Value) -> bool {
+    chunk
+        .get("choices")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty)
+}
+
 /// A bad request fails the same way on every fallback, so it ends the walk.
 fn is_callers_fault(err: &ProviderError) -> bool {
     matches!(
         err,
-        ProviderError::InvalidRequest(_) | ProviderError::Unsupported(_)
+        ProviderError::InvalidRequest(_) | ProviderError::Unsupported(_) | ProviderError::Refused(_)
     ) || matches!(
         err,
         ProviderError::Upstream {
@@ -308,6 +365,7 @@ fn error_reason(err: &ProviderError) -> &'static str {
         ProviderError::Timeout { .. } => "timeout",
         ProviderError::BadResponse { .. } => "bad_response",
         ProviderError::Unsupported(_) | ProviderError::InvalidRequest(_) => "invalid_request",
+        ProviderError::Refused(_) => "refused",
     }
 }
 

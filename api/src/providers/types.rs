@@ -15,11 +15,13 @@ pub use message::{
     Content, ContentPart, FunctionCall, FunctionDef, ImageUrl, Message, Role, ToolCall, ToolDef,
 };
 
-/// A chat request: the raw body (source of truth) and its validated typed view.
+/// A chat request: the raw body (source of truth), its validated typed view,
+/// and who it is made for (for usage records, budgets and limits).
 #[derive(Debug)]
 pub struct ChatCall {
     pub body: Map<String, Value>,
     pub request: ChatRequest,
+    pub who: super::meter::Attribution,
 }
 
 #[derive(Debug, Deserialize)]
@@ -125,6 +127,19 @@ pub struct Usage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
     pub prompt_tokens_details: Option<PromptTokensDetails>,
+    /// Present when the provider reported reasoning tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub completion_tokens_details: Option<CompletionTokensDetails>,
+}
+
+/// OpenAI's `usage.completion_tokens_details`: of the completion tokens (which
+/// count them all), how many the model spent reasoning.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct CompletionTokensDetails {
+    #[serde(default)]
+    pub reasoning_tokens: u64,
 }
 
 /// OpenAI's `usage.prompt_tokens_details`: of the prompt tokens (which count
@@ -153,6 +168,7 @@ impl Usage {
             completion_tokens,
             total_tokens: prompt_tokens + completion_tokens,
             prompt_tokens_details: None,
+            completion_tokens_details: None,
         }
     }
 
@@ -168,6 +184,16 @@ impl Usage {
     /// Prompt tokens read from the provider's cache.
     pub fn cached_tokens(&self) -> u64 {
         self.prompt_tokens_details.map_or(0, |d| d.cached_tokens)
+    }
+
+    /// Prompt tokens written to the provider's cache.
+    pub fn cache_write_tokens(&self) -> u64 {
+        self.prompt_tokens_details.map_or(0, |d| d.cache_write_tokens)
+    }
+
+    /// Completion tokens spent reasoning.
+    pub fn reasoning_tokens(&self) -> u64 {
+        self.completion_tokens_details.map_or(0, |d| d.reasoning_tokens)
     }
 
     /// The `usage` object of a completion or chunk, if it has one.
@@ -207,6 +233,13 @@ impl std::ops::AddAssign for Usage {
             }),
             (a, b) => a.or(b),
         };
+        self.completion_tokens_details =
+            match (self.completion_tokens_details, other.completion_tokens_details) {
+                (Some(a), Some(b)) => Some(CompletionTokensDetails {
+                    reasoning_tokens: a.reasoning_tokens + b.reasoning_tokens,
+                }),
+                (a, b) => a.or(b),
+            };
     }
 }
 

@@ -479,11 +479,19 @@ impl Runner {
         );
         let message = Message::user(prompt);
         let mut request = RunRequest::unattended(agent, history, message, Some(note), Some(session), "task");
+        request.who.task = Some(task.id.clone());
         request.ask_in = task
             .deliver_to
             .clone()
             .filter(|target| !target.starts_with("session:"));
-        let outcome = self.agents.run_to_end(request).await?;
+        let outcome = match self.agents.run_to_end(request).await {
+            Ok(outcome) => outcome,
+            // Over budget or limit: nothing was sent; the run is skipped, not failed.
+            Err(err) => match refusal_of(&err) {
+                Some(reason) => return Ok(Performed::Skipped(reason)),
+                None => return Err(err.into()),
+            },
+        };
         Ok(Performed::Answered {
             text: outcome.content,
             tokens: Tokens {
@@ -539,6 +547,19 @@ impl Runner {
                 run.delivery_error = Some(err.public_message());
             }
         }
+    }
+}
+
+/// Why the run was refused by a budget or rate limit, if it was.
+fn refusal_of(err: &AgentError) -> Option<String> {
+    match err {
+        AgentError::Provider(provider) => match provider.as_ref() {
+            crate::providers::ProviderError::Refused(refusal) => {
+                Some(format!("skipped: {}", refusal.message))
+            }
+            _ => None,
+        },
+        _ => None,
     }
 }
 

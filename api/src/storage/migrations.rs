@@ -75,6 +75,15 @@ const MIGRATIONS: &[&str] = &[
     "DEFINE TABLE IF NOT EXISTS owner_chat SCHEMALESS;",
     // 10: Responses API responses kept for `previous_response_id` and retrieval.
     "DEFINE TABLE IF NOT EXISTS stored_response SCHEMALESS;",
+    // 11: usage (`usage`): one record per upstream call, and the budget and
+    // rate-limit windows with their reservations.
+    "DEFINE TABLE IF NOT EXISTS usage_record SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS usage_record_at ON usage_record FIELDS at;
+     DEFINE INDEX IF NOT EXISTS usage_record_key_at ON usage_record FIELDS key_id, at;
+     DEFINE TABLE IF NOT EXISTS usage_window SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS usage_window_expires ON usage_window FIELDS expires_at;
+     DEFINE TABLE IF NOT EXISTS usage_reservation SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS usage_reservation_expires ON usage_reservation FIELDS expires_at;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

@@ -11,6 +11,7 @@ mod harness;
 
 mod agents;
 mod bad_input;
+mod budgets;
 mod chat_approvals;
 mod compaction;
 mod deployment;
@@ -31,3 +32,4 @@ mod startup;
 mod storage;
 mod storage_backends;
 mod ui;
+mod usage;

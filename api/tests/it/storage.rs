@@ -211,8 +211,8 @@ fn surreal_config(url: String, credentials: bool) -> SurrealConfig {
 }
 
 async fn database_roundtrip(db: &Db) {
-    assert_eq!(onyx::storage::SCHEMA_VERSION, 10);
-    // Versions 2–10 defined memory, agent, task, chat, run, owner-chat and stored-response tables (reading an undefined table is an error).
+    assert_eq!(onyx::storage::SCHEMA_VERSION, 11);
+    // Versions 2–11 defined memory, agent, task, chat, run, owner-chat, stored-response and usage tables (reading an undefined table is an error).
     for table in [
         "memory_chunk",
         "memory_search",
@@ -229,6 +229,9 @@ async fn database_roundtrip(db: &Db) {
         "agent_run",
         "owner_chat",
         "stored_response",
+        "usage_record",
+        "usage_window",
+        "usage_reservation",
     ] {
         let rows: Vec<serde_json::Value> = db
             .rows(&format!("SELECT * FROM {table}"), json!({}), 0)

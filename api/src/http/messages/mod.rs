@@ -21,7 +21,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
@@ -34,7 +34,7 @@ use crate::agents::context::count_request;
 use crate::app::App;
 use crate::config::ProviderKind;
 use crate::providers::types::ChatRequest;
-use crate::providers::{MessagesAnswer, MessagesCall, ModelTarget};
+use crate::providers::{Attribution, MessagesAnswer, MessagesCall, ModelTarget};
 
 /// The routes, with their auth and the Anthropic error shape.
 pub fn routes(app: Arc<App>) -> Router<Arc<App>> {
@@ -78,7 +78,7 @@ fn route(app: &App, headers: &HeaderMap, body: &Map<String, Value>) -> Result<(S
     ))
 }
 
-fn messages_call(headers: &HeaderMap, body: Map<String, Value>) -> MessagesCall {
+fn messages_call(headers: &HeaderMap, body: Map<String, Value>, who: Attribution) -> MessagesCall {
     let beta: Vec<&str> = headers
         .get_all("anthropic-beta")
         .iter()
@@ -87,26 +87,29 @@ fn messages_call(headers: &HeaderMap, body: Map<String, Value>) -> MessagesCall 
     MessagesCall {
         body,
         beta: (!beta.is_empty()).then(|| beta.join(",")),
+        who,
     }
 }
 
 pub async fn create(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
+    who: Option<Extension<Attribution>>,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
+    let who = who.map(|Extension(who)| who).unwrap_or_default();
     let body = into_map(body);
     let (model, route) = route(&app, &headers, &body)?;
     match route {
-        Route::Passthrough(targets) => passthrough(&app, &targets, messages_call(&headers, body)).await,
-        Route::Translate => translated(&app, &headers, &body, &model).await,
+        Route::Passthrough(targets) => passthrough(&app, &targets, messages_call(&headers, body, who)).await,
+        Route::Translate => translated(&app, &headers, &body, &model, who).await,
     }
 }
 
 async fn passthrough(app: &App, targets: &[ModelTarget], call: MessagesCall) -> Result<Response, ApiError> {
-    let (answer, _) = app.router.messages(targets, &call).await?;
+    let (answer, _, cost) = app.router.messages(targets, &call).await?;
     Ok(match answer {
-        MessagesAnswer::Message(message) => Json(message).into_response(),
+        MessagesAnswer::Message(message) => super::usage::with_cost(Json(message).into_response(), cost),
         MessagesAnswer::Events(events) => {
             let events = events.map(|event| {
                 let data = match event {
@@ -125,12 +128,13 @@ async fn translated(
     headers: &HeaderMap,
     body: &Map<String, Value>,
     model: &str,
+    who: Attribution,
 ) -> Result<Response, ApiError> {
     let chat = request::to_chat(body)?;
     let chat = Value::Object(chat);
     let chat_request: ChatRequest = typed(&chat)?;
     let session_ref = session_header(headers)?;
-    let answered = chat_core::answer(app, headers, into_map(chat), chat_request, session_ref).await?;
+    let answered = chat_core::answer(app, headers, into_map(chat), chat_request, session_ref, who).await?;
     let mut response = match answered.answer {
         Answer::Complete(completion) => Json(response::to_message(&completion, model)).into_response(),
         Answer::Chunks(chunks) => {
@@ -164,14 +168,16 @@ async fn translated(
 pub async fn count_tokens(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
+    who: Option<Extension<Attribution>>,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
+    let who = who.map(|Extension(who)| who).unwrap_or_default();
     let mut body = into_map(body);
     let (_, route) = route(&app, &headers, &body)?;
     if let Route::Passthrough(targets) = route {
         let count = app
             .router
-            .count_tokens(&targets, &messages_call(&headers, body))
+            .count_tokens(&targets, &messages_call(&headers, body, who))
             .await?;
         return Ok(Json(count).into_response());
     }

@@ -19,10 +19,10 @@ mod stream;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use serde_json::{Map, Value, json};
 
 use self::keep::Keeper;
@@ -32,6 +32,7 @@ use super::chat_core::{self, Answer};
 use super::chat_session::session_header;
 use super::error::ApiError;
 use crate::app::App;
+use crate::providers::Attribution;
 use crate::providers::types::ChatRequest;
 use crate::responses::{ResponseError, ResponseStore};
 
@@ -66,8 +67,10 @@ fn text<'a>(body: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>,
 pub async fn create(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
+    who: Option<Extension<Attribution>>,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
+    let who = who.map(|Extension(who)| who).unwrap_or_default();
     let body = into_map(body);
     let model = text(&body, "model")?
         .ok_or_else(|| ApiError::bad_request("model: is required", Some("model".into())))?
@@ -94,7 +97,7 @@ pub async fn create(
             stream,
             keep,
         };
-        return passthrough::create(&app, store, &targets, request).await;
+        return passthrough::create(&app, store, &targets, request, &who).await;
     }
     if let (Some(id), None) = (&previous_id, &previous) {
         return Err(ResponseError::PreviousNotFound(id.clone()).into());
@@ -105,7 +108,7 @@ pub async fn create(
     let chat = Value::Object(request::chat_body(&body, &conversation, stream)?);
     let chat_request: ChatRequest = typed(&chat)?;
     let session_ref = session_header(&headers)?;
-    let answered = chat_core::answer(&app, &headers, into_map(chat), chat_request, session_ref).await?;
+    let answered = chat_core::answer(&app, &headers, into_map(chat), chat_request, session_ref, who).await?;
     let skeleton = output::skeleton(&ids::response(), &body, &model);
     let keeper = Keeper {
         store,

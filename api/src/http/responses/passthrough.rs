@@ -18,7 +18,7 @@ use super::stream::encode;
 use crate::app::App;
 use crate::http::error::ApiError;
 use crate::http::sse;
-use crate::providers::{ModelTarget, ResponsesAnswer};
+use crate::providers::{Attribution, ModelTarget, ResponsesAnswer};
 use crate::responses::{ResponseStore, Stored};
 
 pub struct Passthrough {
@@ -35,6 +35,7 @@ pub async fn create(
     store: ResponseStore,
     targets: &[ModelTarget],
     request: Passthrough,
+    who: &Attribution,
 ) -> Result<Response, ApiError> {
     let Passthrough {
         mut body,
@@ -58,7 +59,7 @@ pub async fn create(
         }
     }
     conversation.extend(items);
-    let (answer, served_by) = app.router.responses(targets, &body, stream).await?;
+    let (answer, served_by, cost) = app.router.responses(targets, &body, stream, who).await?;
     let keeper = Keeper {
         store,
         input: conversation,
@@ -68,7 +69,7 @@ pub async fn create(
     Ok(match answer {
         ResponsesAnswer::Response(response) => {
             keeper.save(&response).await;
-            Json(response).into_response()
+            crate::http::usage::with_cost(Json(response).into_response(), cost)
         }
         ResponsesAnswer::Events(events) => {
             let events = async_stream::stream! {

@@ -170,7 +170,8 @@ impl Provider for Anthropic {
         async move {
             let body = request::messages_request(&call.request, model, true)?;
             let response = self.send(self.request(reqwest::Method::POST, "/messages").json(&body)).await?;
-            let mut translator = stream::StreamTranslator::new(&self.name, model, call.request.include_usage());
+            // Always with usage: the router records it and drops it for a client that did not ask.
+            let mut translator = stream::StreamTranslator::new(&self.name, model, true);
             let name = self.name.clone();
             let mut events = response.bytes_stream().eventsource();
             let chunks = async_stream::stream! {

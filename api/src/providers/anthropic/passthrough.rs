@@ -19,6 +19,7 @@ impl Anthropic {
             model,
             body: &call.body,
             without: &[],
+            stream_usage: false,
         });
         if let Some(beta) = &call.beta {
             builder = builder.header("anthropic-beta", beta);

@@ -112,7 +112,6 @@ impl Provider for Ollama {
             let request = translate::chat_request(&call.request, model)?;
             let mut upstream = self.within(self.client.send_chat_messages_stream(request)).await?;
             let factory = ChunkFactory::new(super::completion_id(), model.to_string());
-            let include_usage = call.request.include_usage();
             let name = self.name.clone();
             let chunks = async_stream::stream! {
                 let mut first = true;
@@ -130,9 +129,8 @@ impl Provider for Ollama {
                     if response.done {
                         let reason = if tools > 0 { "tool_calls" } else { "stop" };
                         yield Ok(factory.delta(Default::default(), Some(reason)));
-                        if include_usage {
-                            yield Ok(factory.usage(translate::usage(&response)));
-                        }
+                        // Always: the router records it and drops it for a client that did not ask.
+                        yield Ok(factory.usage(translate::usage(&response)));
                         return;
                     }
                 }

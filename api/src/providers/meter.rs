@@ -1,0 +1,130 @@
+//! What the router tells the usage meter about every upstream model call:
+//! who it is for (`Attribution`), a budget/limit check before it goes out
+//! (`UsageMeter::admit`, which may refuse it) and the tokens it used after
+//! (`UsageMeter::settle`). The meter itself lives in `usage`, which imports
+//! `providers`; this trait keeps the dependency one way.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use serde_json::{Map, Value};
+
+use super::{ModelRef, Usage};
+use crate::limits::Limits;
+
+/// Who an upstream call is made for; travels on every `ChatCall`.
+#[derive(Debug, Clone, Default)]
+pub struct Attribution {
+    /// The API key's id (never the secret): a stored key's UUID, or
+    /// `config:<digest prefix>` for a key from the config or environment.
+    pub key: Option<Arc<str>>,
+    /// The key's own budgets and limits, if it has any.
+    pub key_limits: Option<Limits>,
+    pub agent: Option<String>,
+    /// The scheduled task that started the run.
+    pub task: Option<String>,
+    pub session: Option<String>,
+    pub run: Option<String>,
+}
+
+/// Why a call was refused before it went out (answered as 429).
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    /// `budget_exceeded` or `rate_limit_exceeded`.
+    pub code: &'static str,
+    /// Names the limit: "key budget dailyUsd (1.00 USD) reached", …
+    pub message: String,
+    /// Seconds until the limit's window resets.
+    pub retry_after: u64,
+}
+
+/// A reservation made by `admit`, handed back to `settle`.
+#[derive(Debug, Clone)]
+pub struct Reservation {
+    pub id: String,
+    /// The counter windows it holds an estimate in.
+    pub windows: Vec<String>,
+    /// The estimate held: USD and tokens.
+    pub usd: f64,
+    pub tokens: u64,
+}
+
+pub trait UsageMeter: Send + Sync {
+    /// Checks and reserves against the budgets and limits of `who`,
+    /// estimating the cost of the request `body` (any protocol's: see
+    /// [`estimate`]) at `target`'s price. `Ok(None)` when none apply (then it
+    /// must not touch the database).
+    fn admit<'a>(
+        &'a self,
+        who: &'a Attribution,
+        body: &'a Map<String, Value>,
+        target: &'a ModelRef,
+    ) -> BoxFuture<'a, Result<Option<Reservation>, Refusal>>;
+
+    /// Records a finished (or failed: `usage` is `None`) call and settles its
+    /// reservation; returns the cost in USD when the price is known. Must not block.
+    fn settle(
+        &self,
+        who: &Attribution,
+        served_by: &ModelRef,
+        usage: Option<&Usage>,
+        reservation: Option<Reservation>,
+    ) -> Option<f64>;
+}
+
+/// Records nothing and limits nothing (unit tests, tools that build a router alone).
+pub struct NoMeter;
+
+impl UsageMeter for NoMeter {
+    fn admit<'a>(
+        &'a self,
+        _: &'a Attribution,
+        _: &'a Map<String, Value>,
+        _: &'a ModelRef,
+    ) -> BoxFuture<'a, Result<Option<Reservation>, Refusal>> {
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
+    fn settle(
+        &self,
+        _: &Attribution,
+        _: &ModelRef,
+        _: Option<&Usage>,
+        _: Option<Reservation>,
+    ) -> Option<f64> {
+        None
+    }
+}
+
+/// A request's size before it goes out, for budget reservations, from its
+/// body in any protocol: about four bytes of JSON per prompt token (messages,
+/// system prompt and tools alike), and the output limit it asks for.
+pub fn estimate(body: &Map<String, Value>) -> (u64, Option<u64>) {
+    let bytes = serde_json::to_vec(body).map_or(0, |b| b.len());
+    let output = ["max_completion_tokens", "max_tokens", "max_output_tokens"]
+        .iter()
+        .find_map(|key| body.get(*key).and_then(Value::as_u64));
+    ((bytes as u64).div_ceil(4), output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn estimates_any_protocols_body() {
+        let Value::Object(chat) =
+            serde_json::json!({"messages": [{"role": "user", "content": "hello there"}], "max_tokens": 7})
+        else {
+            unreachable!()
+        };
+        let (prompt, output) = estimate(&chat);
+        assert!((10..=30).contains(&prompt), "{prompt}");
+        assert_eq!(output, Some(7));
+        let Value::Object(responses) = serde_json::json!({"input": "hi", "max_output_tokens": 3}) else {
+            unreachable!()
+        };
+        assert_eq!(estimate(&responses).1, Some(3));
+    }
+}

@@ -1,1 +1,0 @@
-import"../chunks/xihTtKlq.js";import{D as e,H as t,J as n,K as r,T as i,it as a,k as o,q as s,rt as c}from"../chunks/QPJALeOH.js";import{t as l}from"../chunks/4J7PUz0K.js";var u=o(`<h1> </h1> <p> </p>`,1);function d(o,d){a(d,!0);var f=u(),p=r(f),m=s(p,!0),h=n(p,2),g=s(h,!0);t(()=>{i(m,l.status),i(g,l.error?.message)}),e(o,f),c()}export{d as component};
