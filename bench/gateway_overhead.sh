@@ -10,7 +10,12 @@
 #               cross cores equally and the difference is Onyx's own work;
 #   throughput: upstream "far" sits on core 1 with wrk, so Onyx has core 0 alone.
 #
+# Every call is metered (usage records, cost). LIMITS=on adds a gateway-wide
+# budget and rate limit that no request reaches, so every call also makes and
+# settles an atomic reservation in SurrealDB.
+#
 #   bench/gateway_overhead.sh            (needs: wrk, curl, taskset, python3)
+#   LIMITS=on bench/gateway_overhead.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
@@ -34,8 +39,13 @@ start_fake 1 far
 near=$(url_of near)
 far=$(url_of far)
 upstream_key=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["key"])' "$tmp/near.json")
+limits=""
+if [ "${LIMITS:-off}" = on ]; then
+  limits='usage: { limits: { dailyUsd: 1000000, rpm: 100000000, tpm: 100000000000 } },'
+fi
 cat > "$tmp/onyx.json5" <<JSON
 { gateway: { auth: { apiKeys: ["$KEY"] } },
+  $limits
   providers: {
     near: { type: "openai", baseUrl: "$near", apiKey: "$upstream_key", maxRetries: 0 },
     far: { type: "openai", baseUrl: "$far", apiKey: "$upstream_key", maxRetries: 0 },
@@ -50,10 +60,11 @@ until curl -sf "$onyx/health" >/dev/null; do sleep 0.05; done
 rss() { awk '/VmRSS/ {printf "%.1f", $2/1024}' "/proc/$onyx_pid/status"; }
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "limits: ${LIMITS:-off}"
 echo "onyx idle RSS: $(rss) MB"
 
-run() { # label base-url model key conns delay-ms description
-  BENCH_MODEL=$3 BENCH_KEY=$4 BENCH_DELAY_MS=$6 \
+run() { # label base-url model key conns delay-ms description [api]
+  BENCH_MODEL=$3 BENCH_KEY=$4 BENCH_DELAY_MS=$6 BENCH_API=${8:-chat} \
     taskset -c 1 wrk -t1 -c"$5" -d"$DURATION" --latency -s bench/chat.lua "$2" > "$tmp/wrk.txt"
   local p50 p99 rps errors
   p50=$(awk '$1=="50%" {print $2}' "$tmp/wrk.txt")
@@ -72,6 +83,8 @@ run direct "${near%/v1}" fake-echo "$upstream_key" 4 3 "latency: ~1,000 req/s pa
 run onyx "$onyx" near/fake-echo "$KEY" 4 3 "latency: ~1,000 req/s paced"
 run direct "${far%/v1}" fake-echo "$upstream_key" 64 0 "throughput: 64 connections"
 run onyx "$onyx" far/fake-echo "$KEY" 64 0 "throughput: 64 connections"
+run onyx "$onyx" near/fake-echo "$KEY" 1 0 "responses → chat: 1 conn" responses
+run onyx "$onyx" near/fake-echo "$KEY" 1 0 "messages → chat: 1 conn" messages
 echo
 echo "onyx RSS after load: $(rss) MB"
 
