@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
+use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -17,18 +17,17 @@ use super::body::{JsonObject, into_map, typed};
 use super::chat_core::{self, Answer, Answered, Chunks};
 use super::chat_session::{SESSION_HEADER, session_header};
 use super::error::ApiError;
+use super::middleware::Caller;
 use super::sse;
 use crate::app::App;
-use crate::providers::Attribution;
 use crate::providers::types::ChatRequest;
 
 pub async fn chat_completions(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
-    who: Option<Extension<Attribution>>,
+    Caller(who): Caller,
     JsonObject(mut body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let who = who.map(|Extension(who)| who).unwrap_or_default();
     let session_ref = take_session_ref(&headers, &mut body)?;
     let request: ChatRequest = typed(&body)?;
     let answered = chat_core::answer(&app, &headers, into_map(body), request, session_ref, who).await?;

@@ -119,3 +119,20 @@ pub async fn require_admin(req: Request, next: Next) -> Response {
         _ => ApiError::Forbidden("this route needs an API key with the admin scope").into_response(),
     }
 }
+
+/// Who a request is for, as `require_api_key` found it: the key's id and
+/// limits (empty when auth is off). Handlers pass it on to the chat path.
+pub struct Caller(pub Attribution);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(Self(
+            parts.extensions.get::<Attribution>().cloned().unwrap_or_default(),
+        ))
+    }
+}

@@ -21,7 +21,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::{Extension, Json, Router};
+use axum::{Json, Router};
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
@@ -29,6 +29,7 @@ use super::body::{JsonObject, into_map, typed};
 use super::chat_core::{self, Answer};
 use super::chat_session::session_header;
 use super::error::ApiError;
+use super::middleware::Caller;
 use super::{middleware, ops, sse};
 use crate::agents::context::count_request;
 use crate::app::App;
@@ -94,10 +95,9 @@ fn messages_call(headers: &HeaderMap, body: Map<String, Value>, who: Attribution
 pub async fn create(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
-    who: Option<Extension<Attribution>>,
+    Caller(who): Caller,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let who = who.map(|Extension(who)| who).unwrap_or_default();
     let body = into_map(body);
     let (model, route) = route(&app, &headers, &body)?;
     match route {
@@ -168,10 +168,9 @@ async fn translated(
 pub async fn count_tokens(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
-    who: Option<Extension<Attribution>>,
+    Caller(who): Caller,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let who = who.map(|Extension(who)| who).unwrap_or_default();
     let mut body = into_map(body);
     let (_, route) = route(&app, &headers, &body)?;
     if let Route::Passthrough(targets) = route {

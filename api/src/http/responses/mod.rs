@@ -19,10 +19,10 @@ mod stream;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
 use serde_json::{Map, Value, json};
 
 use self::keep::Keeper;
@@ -31,8 +31,8 @@ use super::body::{JsonObject, into_map, query_number, typed};
 use super::chat_core::{self, Answer};
 use super::chat_session::session_header;
 use super::error::ApiError;
+use super::middleware::Caller;
 use crate::app::App;
-use crate::providers::Attribution;
 use crate::providers::types::ChatRequest;
 use crate::responses::{ResponseError, ResponseStore};
 
@@ -67,10 +67,9 @@ fn text<'a>(body: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>,
 pub async fn create(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
-    who: Option<Extension<Attribution>>,
+    Caller(who): Caller,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let who = who.map(|Extension(who)| who).unwrap_or_default();
     let body = into_map(body);
     let model = text(&body, "model")?
         .ok_or_else(|| ApiError::bad_request("model: is required", Some("model".into())))?
