@@ -106,18 +106,20 @@ impl Writer {
 async fn write_loop(db: Db, mut rx: mpsc::Receiver<Message>) {
     let mut batch: Vec<Record> = Vec::with_capacity(BATCH_ROWS);
     let mut waiting: Vec<oneshot::Sender<()>> = Vec::new();
+    // When the oldest unwritten record must be written: a steady trickle of
+    // records must not keep postponing it.
+    let mut due: Option<tokio::time::Instant> = None;
     loop {
         let mut buffer = Vec::with_capacity(BATCH_ROWS);
-        let received = if batch.is_empty() {
-            rx.recv_many(&mut buffer, BATCH_ROWS).await
-        } else {
-            match tokio::time::timeout(BATCH_EVERY, rx.recv_many(&mut buffer, BATCH_ROWS - batch.len())).await
-            {
-                Ok(n) => n,
-                Err(_) => usize::MAX,
-            }
+        let limit = BATCH_ROWS - batch.len();
+        let (received, timed_out) = match due {
+            None => (rx.recv_many(&mut buffer, limit).await, false),
+            Some(due) => match tokio::time::timeout_at(due, rx.recv_many(&mut buffer, limit)).await {
+                Ok(n) => (n, false),
+                Err(_) => (0, true),
+            },
         };
-        if received == 0 {
+        if received == 0 && !timed_out {
             write(&db, &mut batch).await;
             return;
         }
@@ -127,12 +129,17 @@ async fn write_loop(db: Db, mut rx: mpsc::Receiver<Message>) {
                 Message::Flush(done) => waiting.push(done),
             }
         }
-        if received == usize::MAX || batch.len() >= BATCH_ROWS || !waiting.is_empty() {
+        if timed_out || batch.len() >= BATCH_ROWS || !waiting.is_empty() {
             write(&db, &mut batch).await;
             for done in waiting.drain(..) {
                 let _ = done.send(());
             }
         }
+        due = match (batch.is_empty(), due) {
+            (true, _) => None,
+            (false, Some(due)) => Some(due),
+            (false, None) => Some(tokio::time::Instant::now() + BATCH_EVERY),
+        };
     }
 }
 
