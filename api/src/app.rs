@@ -111,7 +111,7 @@ impl App {
         let sessions = Sessions::new(objects.clone(), db.clone()).await?;
         let auth = Authenticator::new(ApiKeys::new(&keys), db.clone()).await?;
         let background = Background::new();
-        background.spawn("usage: expired budget reservations", usage.clone().sweep_loop());
+        background.spawn("usage: budget write-back and sweep", usage.clone().upkeep_loop());
         background.spawn(
             "sessions: parked turns",
             sessions.retry_loop(Duration::from_secs(2)),

@@ -42,7 +42,6 @@ pub struct Refusal {
 /// A reservation made by `admit`, handed back to `settle`.
 #[derive(Debug, Clone)]
 pub struct Reservation {
-    pub id: String,
     /// The counter windows it holds an estimate in.
     pub windows: Vec<String>,
     /// The estimate held: USD and tokens.

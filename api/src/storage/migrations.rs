@@ -84,6 +84,18 @@ const MIGRATIONS: &[&str] = &[
      DEFINE INDEX IF NOT EXISTS usage_window_expires ON usage_window FIELDS expires_at;
      DEFINE TABLE IF NOT EXISTS usage_reservation SCHEMALESS;
      DEFINE INDEX IF NOT EXISTS usage_reservation_expires ON usage_reservation FIELDS expires_at;",
+    // 12: usage records summed per minute and caller (`requests` calls each),
+    // and budget holds per replica and window (`usage_lease`) instead of per
+    // call: per-call reservations still held are given back.
+    "DEFINE TABLE IF NOT EXISTS usage_lease SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS usage_lease_expires ON usage_lease FIELDS expires_at;
+     UPDATE usage_record SET requests = 1, priced_requests = IF priced { 1 } ELSE { 0 } WHERE requests IS NONE;
+     FOR $r IN (SELECT windows, usd, tokens FROM usage_reservation) {
+         FOR $w IN $r.windows {
+             UPDATE type::record('usage_window', $w) SET reserved_usd -= $r.usd, reserved_tokens -= $r.tokens;
+         };
+     };
+     DELETE usage_reservation;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;
@@ -181,5 +193,57 @@ mod tests {
         assert_eq!(db.schema_version().await.unwrap(), 0, "still not migrated");
         db.migrate().await.unwrap();
         assert_eq!(db.schema_version().await.unwrap(), LATEST);
+    }
+
+    #[tokio::test]
+    async fn version_12_counts_old_usage_records_and_gives_back_old_reservations() {
+        let db = Db::connect(&scratch_config()).await.unwrap();
+        db.execute("DEFINE TABLE IF NOT EXISTS onyx_meta SCHEMALESS", json!({}))
+            .await
+            .unwrap();
+        for (index, statements) in MIGRATIONS.iter().enumerate().take(11) {
+            db.execute(statements, json!({})).await.unwrap();
+            db.execute(
+                "UPSERT onyx_meta:schema SET version = $v",
+                json!({"v": index + 1}),
+            )
+            .await
+            .unwrap();
+        }
+        db.execute(
+            "CREATE usage_record SET priced = true, priced_usd = 0.5;
+             CREATE usage_record SET priced = false, priced_usd = 0;
+             CREATE usage_window:w SET usd = 1.0, reserved_usd = 0.25, tokens = 0, reserved_tokens = 30;
+             CREATE usage_reservation:r SET windows = ['w'], usd = 0.25, tokens = 30;",
+            json!({}),
+        )
+        .await
+        .unwrap();
+        db.migrate().await.unwrap();
+        let sums: Vec<serde_json::Value> = db
+            .rows(
+                "SELECT math::sum(requests) AS requests, math::sum(priced_requests) AS priced FROM usage_record GROUP ALL",
+                json!({}),
+                0,
+            )
+            .await
+            .unwrap();
+        assert_eq!(sums[0]["requests"], 2, "{sums:?}");
+        assert_eq!(sums[0]["priced"], 1, "{sums:?}");
+        let window: Vec<serde_json::Value> = db
+            .rows(
+                "SELECT reserved_usd, reserved_tokens FROM usage_window:w",
+                json!({}),
+                0,
+            )
+            .await
+            .unwrap();
+        assert_eq!(window[0]["reserved_usd"], 0.0, "{window:?}");
+        assert_eq!(window[0]["reserved_tokens"], 0, "{window:?}");
+        let left: Vec<serde_json::Value> = db
+            .rows("SELECT * FROM usage_reservation", json!({}), 0)
+            .await
+            .unwrap();
+        assert!(left.is_empty());
     }
 }

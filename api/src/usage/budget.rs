@@ -1,15 +1,15 @@
-//! Budgets and rate limits, enforced with reservations in SurrealDB so that
-//! any number of replicas and concurrent requests cannot overspend.
+//! Budgets and rate limits in SurrealDB: the windows every replica shares
+//! and the transactions that move them, so that any number of replicas and
+//! concurrent requests cannot overspend.
 //!
 //! Each limited scope (a key, an agent, the whole gateway) has counters per
-//! window (`usage_window`: the UTC day, the UTC month, the minute). Admitting
-//! a call is one transaction: every window is updated only if the call's
-//! estimated cost (or one more request, or its estimated tokens) still fits
-//! — `UPDATE … WHERE spent + reserved + $est <= $limit` — and a failed
-//! condition throws, rolling all of them back. The reservation is a
-//! `usage_reservation` row; settling it moves the estimate from `reserved`
-//! to the real spend. A reservation whose request died (the replica crashed)
-//! is released by any replica after its lease.
+//! window (`usage_window`: the UTC day, the UTC month, the minute): real use
+//! (`usd`, `requests`, `tokens`) and what replicas hold (`reserved_*`). A
+//! replica takes a hold with [`grow`] (all windows or none, each only if it
+//! fits under its limit), spends it in memory (`slices`), and writes real
+//! use back with [`write_back`]. Each hold has a `usage_lease` row; a
+//! replica that dies stops renewing it, and [`sweep`] on any replica gives
+//! it back.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::limits::Limits;
-use crate::providers::{Refusal, Reservation};
+use crate::providers::Refusal;
 use crate::storage::{Db, DbError};
 
 /// How long a reservation holds before a sweeper gives it back.
@@ -138,129 +138,227 @@ pub(crate) fn retry_after(kind: WindowKind, now: DateTime<Utc>) -> u64 {
     (window_end(kind, now) - now).num_seconds().max(1) as u64
 }
 
-/// The admission transaction for `windows` (statement per window, each
-/// throwing `limit:<index>` when its condition fails).
-fn admit_query(windows: &[Window]) -> String {
+/// A quantity in every dimension a window counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Amount {
+    pub usd: f64,
+    pub requests: u64,
+    pub tokens: u64,
+}
+
+impl Amount {
+    pub fn is_zero(&self) -> bool {
+        self.usd == 0.0 && self.requests == 0 && self.tokens == 0
+    }
+
+    pub fn add(&mut self, other: Amount) {
+        self.usd += other.usd;
+        self.requests += other.requests;
+        self.tokens += other.tokens;
+    }
+
+    /// `self - other`, never below zero.
+    pub fn minus(self, other: Amount) -> Amount {
+        Amount {
+            usd: (self.usd - other.usd).max(0.0),
+            requests: self.requests.saturating_sub(other.requests),
+            tokens: self.tokens.saturating_sub(other.tokens),
+        }
+    }
+
+    /// The smaller of each dimension.
+    pub fn min(self, other: Amount) -> Amount {
+        Amount {
+            usd: self.usd.min(other.usd),
+            requests: self.requests.min(other.requests),
+            tokens: self.tokens.min(other.tokens),
+        }
+    }
+}
+
+impl Window {
+    /// `amount` with the dimensions this window does not limit set to 0.
+    pub fn limited(&self, amount: Amount) -> Amount {
+        Amount {
+            usd: if self.usd.is_some() { amount.usd } else { 0.0 },
+            requests: if self.rpm.is_some() { amount.requests } else { 0 },
+            tokens: if self.tpm.is_some() { amount.tokens } else { 0 },
+        }
+    }
+
+    /// A fiftieth of each limit: how much more than it needs a replica
+    /// takes when it goes to the database, so most calls need no trip.
+    pub fn headroom(&self) -> Amount {
+        Amount {
+            usd: self.usd.map_or(0.0, |l| l / 50.0),
+            requests: self.rpm.map_or(0, |l| l / 50),
+            tokens: self.tpm.map_or(0, |l| l / 50),
+        }
+    }
+}
+
+/// Why [`grow`] took nothing.
+#[derive(Debug)]
+pub(crate) enum GrowError {
+    /// The window at this index has no room for its grant.
+    Limit(usize),
+    Db(DbError),
+}
+
+/// The lease row of `replica` on window `window`.
+fn lease_id(replica: &str, window: &str) -> String {
+    format!("{replica}|{window}")
+}
+
+/// Adds each grant to what `replica` holds (`reserved_*`) in its window, all
+/// or nothing: every window is updated only if the grant still fits —
+/// `UPDATE … WHERE usd + reserved_usd + $usd <= $limit` — and a failed
+/// condition throws, rolling all of them back. The lease row says how much
+/// the replica holds, so a sweep can give it back if the replica dies.
+/// `spare`: each window must also keep ten times its headroom free after
+/// the grant (a generous grant is only for when much is left).
+pub(crate) async fn grow(
+    db: &Db,
+    replica: &str,
+    grants: &[(&Window, Amount)],
+    spare: bool,
+) -> Result<(), GrowError> {
+    let lease = crate::clock::now() + chrono::Duration::from_std(LEASE).unwrap_or_default();
     let mut sql = String::from("BEGIN TRANSACTION;\n");
-    for (i, w) in windows.iter().enumerate() {
+    let mut vars = serde_json::Map::new();
+    vars.insert("lease".into(), json!(crate::clock::stamp(lease)));
+    for (i, (w, grant)) in grants.iter().enumerate() {
+        let room = if spare {
+            let h = w.headroom();
+            Amount {
+                usd: h.usd * 10.0,
+                requests: h.requests * 10,
+                tokens: h.tokens * 10,
+            }
+        } else {
+            Amount::default()
+        };
+        let mut conditions = Vec::new();
+        if let Some(l) = w.usd {
+            conditions.push(format!("usd + reserved_usd + $u{i} <= $lu{i}"));
+            vars.insert(format!("lu{i}"), json!(l - room.usd));
+        }
+        if let Some(r) = w.rpm {
+            conditions.push(format!("requests + reserved_requests + $r{i} <= $lr{i}"));
+            vars.insert(format!("lr{i}"), json!(r.saturating_sub(room.requests)));
+        }
+        if let Some(t) = w.tpm {
+            conditions.push(format!("tokens + reserved_tokens + $t{i} <= $lt{i}"));
+            vars.insert(format!("lt{i}"), json!(t.saturating_sub(room.tokens)));
+        }
         let _ = writeln!(
             sql,
             "UPSERT type::record('usage_window', $w{i}) SET usd = usd ?? 0, reserved_usd = reserved_usd ?? 0, \
-             requests = requests ?? 0, tokens = tokens ?? 0, reserved_tokens = reserved_tokens ?? 0, \
-             scope = $s{i}, expires_at = <datetime>$e{i};"
+             requests = requests ?? 0, reserved_requests = reserved_requests ?? 0, tokens = tokens ?? 0, \
+             reserved_tokens = reserved_tokens ?? 0, scope = $s{i}, expires_at = <datetime>$e{i};\n\
+             IF array::len(UPDATE type::record('usage_window', $w{i}) SET reserved_usd += $u{i}, \
+             reserved_requests += $r{i}, reserved_tokens += $t{i} WHERE {} RETURN AFTER) = 0 {{ THROW 'limit:{i}' }};\n\
+             UPSERT type::record('usage_lease', $l{i}) SET window = $w{i}, usd = (usd ?? 0) + $u{i}, \
+             requests = (requests ?? 0) + $r{i}, tokens = (tokens ?? 0) + $t{i}, expires_at = <datetime>$lease;",
+            conditions.join(" AND ")
         );
-        let (set, condition) = match w.kind {
-            WindowKind::Day | WindowKind::Month => (
-                "reserved_usd += $usd".to_string(),
-                format!("usd + reserved_usd + $usd <= $l{i}"),
-            ),
-            WindowKind::Minute => {
-                let mut conditions = Vec::new();
-                if w.rpm.is_some() {
-                    conditions.push(format!("requests + 1 <= $r{i}"));
-                }
-                if w.tpm.is_some() {
-                    conditions.push(format!("tokens + reserved_tokens + $tokens <= $t{i}"));
-                }
-                (
-                    "requests += 1, reserved_tokens += $tokens".to_string(),
-                    conditions.join(" AND "),
-                )
-            }
-        };
-        let _ = writeln!(
-            sql,
-            "IF array::len(UPDATE type::record('usage_window', $w{i}) SET {set} WHERE {condition} RETURN AFTER) = 0 \
-             {{ THROW 'limit:{i}' }};"
-        );
-    }
-    sql.push_str(
-        "CREATE type::record('usage_reservation', $rid) SET windows = $windows, usd = $usd, tokens = $tokens, \
-         expires_at = <datetime>$lease;\nCOMMIT TRANSACTION;",
-    );
-    sql
-}
-
-/// Reserves `usd` and `tokens` in every window of `scopes`, or says which limit refused.
-pub async fn reserve(
-    db: &Db,
-    scopes: &[Scope],
-    usd: f64,
-    tokens: u64,
-) -> Result<Option<Reservation>, Refusal> {
-    let now = crate::clock::now();
-    let windows = windows(scopes, now);
-    if windows.is_empty() {
-        return Ok(None);
-    }
-    let id = uuid::Uuid::now_v7().simple().to_string();
-    let mut vars = serde_json::Map::new();
-    for (i, w) in windows.iter().enumerate() {
         vars.insert(format!("w{i}"), json!(w.id));
+        vars.insert(format!("l{i}"), json!(lease_id(replica, &w.id)));
         vars.insert(format!("s{i}"), json!(w.scope));
         vars.insert(format!("e{i}"), json!(crate::clock::stamp(w.expires)));
-        if let Some(l) = w.usd {
-            vars.insert(format!("l{i}"), json!(l));
-        }
-        if let Some(r) = w.rpm {
-            vars.insert(format!("r{i}"), json!(r));
-        }
-        if let Some(t) = w.tpm {
-            vars.insert(format!("t{i}"), json!(t));
-        }
+        vars.insert(format!("u{i}"), json!(grant.usd));
+        vars.insert(format!("r{i}"), json!(grant.requests));
+        vars.insert(format!("t{i}"), json!(grant.tokens));
     }
-    let ids: Vec<String> = windows.iter().map(|w| w.id.clone()).collect();
-    let lease = now + chrono::Duration::from_std(LEASE).unwrap_or_default();
-    vars.insert("rid".into(), json!(id));
-    vars.insert("windows".into(), json!(ids));
-    vars.insert("usd".into(), json!(usd));
-    vars.insert("tokens".into(), json!(tokens));
-    vars.insert("lease".into(), json!(crate::clock::stamp(lease)));
-    let sql = admit_query(&windows);
+    sql.push_str("COMMIT TRANSACTION;");
     let vars = serde_json::Value::Object(vars);
     let mut rounds = 0;
-    // Many callers on one budget conflict often; past the database's own
+    // Many replicas on one budget conflict often; past the database's own
     // retries, a few more rounds with a longer, jittered pause.
-    let result = loop {
-        let result = db.execute_retrying(&sql, vars.clone()).await;
-        match &result {
-            Err(DbError::Surreal(message)) if is_conflict(message) && rounds < CONFLICT_ROUNDS => {
+    loop {
+        match db.execute_retrying(&sql, vars.clone()).await {
+            Ok(_) => return Ok(()),
+            Err(DbError::Surreal(message)) if message.contains("limit:") => {
+                return Err(GrowError::Limit(limit_index(&message)));
+            }
+            Err(DbError::Surreal(message)) if is_conflict(&message) && rounds < CONFLICT_ROUNDS => {
                 rounds += 1;
                 let jitter = u64::from(uuid::Uuid::new_v4().as_bytes()[0] % 50);
                 tokio::time::sleep(Duration::from_millis(20 * u64::from(rounds) + jitter)).await;
             }
-            _ => break result,
-        }
-    };
-    match result {
-        Ok(_) => Ok(Some(Reservation {
-            id,
-            windows: ids,
-            usd,
-            tokens,
-        })),
-        Err(DbError::Surreal(message)) if message.contains("limit:") => Err(refusal(&windows, &message, now)),
-        Err(err) => {
-            // Fail closed: a budget that cannot be checked is not spent.
-            tracing::error!(error = %err, "could not check budgets and rate limits");
-            Err(Refusal {
-                code: "budget_unavailable",
-                message: "budgets and rate limits cannot be checked right now; try again shortly".into(),
-                retry_after: 5,
-            })
+            Err(err) => return Err(GrowError::Db(err)),
         }
     }
 }
 
-/// The refusal for the window whose condition threw.
-fn refusal(windows: &[Window], message: &str, now: DateTime<Utc>) -> Refusal {
-    let index = message
+fn limit_index(message: &str) -> usize {
+    message
         .split("limit:")
         .nth(1)
         .map(|rest| rest.chars().take_while(char::is_ascii_digit).collect::<String>())
         .and_then(|digits| digits.parse::<usize>().ok())
-        .unwrap_or(0);
-    let Some(w) = windows.get(index) else {
+        .unwrap_or(0)
+}
+
+/// What a replica writes back for one window: real use to count, and how
+/// much of its hold to give back (`release`: all of it, so the lease row
+/// goes once empty). Writes add up, so a failed one can be retried later.
+#[derive(Debug, Clone)]
+pub(crate) struct Writeback {
+    pub window: String,
+    pub spent: Amount,
+    pub give_back: Amount,
+    pub release: bool,
+}
+
+/// Counts the spend and shrinks the holds of `replica`, in one transaction.
+/// A hold a sweep already gave back is not given back twice. Every lease
+/// written is renewed.
+pub(crate) async fn write_back(db: &Db, replica: &str, writes: &[Writeback]) -> Result<(), DbError> {
+    if writes.is_empty() {
+        return Ok(());
+    }
+    let lease = crate::clock::now() + chrono::Duration::from_std(LEASE).unwrap_or_default();
+    let mut sql = String::from("BEGIN TRANSACTION;\n");
+    let mut vars = serde_json::Map::new();
+    vars.insert("lease".into(), json!(crate::clock::stamp(lease)));
+    for (i, write) in writes.iter().enumerate() {
+        // A lease is an accumulator: subtracting and deleting it only once
+        // empty keeps a hold another call of this replica took meanwhile.
+        let finish = if write.release {
+            format!(
+                "DELETE type::record('usage_lease', $l{i}) WHERE usd <= 0.000000001 AND requests <= 0 AND tokens <= 0;"
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            sql,
+            "LET $h{i} = IF record::exists(type::record('usage_lease', $l{i})) {{ 1 }} ELSE {{ 0 }};\n\
+             UPDATE type::record('usage_window', $w{i}) SET usd += $su{i}, requests += $sr{i}, tokens += $st{i}, \
+             reserved_usd -= $gu{i} * $h{i}, reserved_requests -= $gr{i} * $h{i}, reserved_tokens -= $gt{i} * $h{i};\n\
+             UPDATE type::record('usage_lease', $l{i}) SET usd -= $gu{i}, requests -= $gr{i}, tokens -= $gt{i}, \
+             expires_at = <datetime>$lease;\n\
+             {finish}"
+        );
+        vars.insert(format!("w{i}"), json!(write.window));
+        vars.insert(format!("l{i}"), json!(lease_id(replica, &write.window)));
+        vars.insert(format!("su{i}"), json!(write.spent.usd));
+        vars.insert(format!("sr{i}"), json!(write.spent.requests));
+        vars.insert(format!("st{i}"), json!(write.spent.tokens));
+        vars.insert(format!("gu{i}"), json!(write.give_back.usd));
+        vars.insert(format!("gr{i}"), json!(write.give_back.requests));
+        vars.insert(format!("gt{i}"), json!(write.give_back.tokens));
+    }
+    sql.push_str("COMMIT TRANSACTION;");
+    db.execute_retrying(&sql, serde_json::Value::Object(vars))
+        .await
+        .map(|_| ())
+}
+
+/// The refusal naming window `w`'s limit.
+pub(crate) fn refusal(w: Option<&Window>, now: DateTime<Utc>) -> Refusal {
+    let Some(w) = w else {
         return Refusal {
             code: "rate_limit_exceeded",
             message: "a limit was reached".into(),
@@ -302,52 +400,40 @@ fn describe(scope: &str) -> String {
     }
 }
 
-/// Moves a reservation's estimate to the real spend (0 and 0 for a failed
-/// call). The real spend counts even when the lease already expired.
-pub async fn settle(db: &Db, reservation: &Reservation, usd: f64, tokens: u64) -> Result<(), DbError> {
-    let sql = "BEGIN TRANSACTION;
-        LET $held = IF array::len(DELETE type::record('usage_reservation', $rid) RETURN BEFORE) > 0 { 1 } ELSE { 0 };
-        FOR $w IN $windows {
-            UPDATE type::record('usage_window', $w) SET usd += $usd, tokens += $tokens,
-                reserved_usd -= $rusd * $held, reserved_tokens -= $rtokens * $held;
-        };
-        COMMIT TRANSACTION;";
-    db.execute_retrying(
-        sql,
-        json!({
-            "rid": reservation.id, "windows": reservation.windows, "usd": usd, "tokens": tokens,
-            "rusd": reservation.usd, "rtokens": reservation.tokens,
-        }),
-    )
-    .await
-    .map(|_| ())
-}
-
-/// Releases reservations past their lease and deletes windows that ended.
+/// Gives back the holds of replicas that stopped renewing them (they died),
+/// and deletes windows that ended.
 pub async fn sweep(db: &Db) -> Result<usize, DbError> {
     #[derive(Deserialize)]
     struct Expired {
         id: String,
-        windows: Vec<String>,
+        window: String,
         usd: f64,
+        requests: u64,
         tokens: u64,
     }
     let expired: Vec<Expired> = db
         .rows(
-            "SELECT record::id(id) AS id, windows, usd, tokens FROM usage_reservation WHERE expires_at < time::now() LIMIT 500",
+            "SELECT record::id(id) AS id, window, usd, requests, tokens FROM usage_lease WHERE expires_at < time::now() LIMIT 500",
             json!({}),
             0,
         )
         .await?;
     let count = expired.len();
     for e in expired {
-        let reservation = Reservation {
-            id: e.id,
-            windows: e.windows,
-            usd: e.usd,
-            tokens: e.tokens,
+        let Some(replica) = e.id.strip_suffix(&format!("|{}", e.window)) else {
+            continue;
         };
-        settle(db, &reservation, 0.0, 0).await?;
+        let write = Writeback {
+            window: e.window,
+            spent: Amount::default(),
+            give_back: Amount {
+                usd: e.usd,
+                requests: e.requests,
+                tokens: e.tokens,
+            },
+            release: true,
+        };
+        write_back(db, replica, &[write]).await?;
     }
     db.execute("DELETE usage_window WHERE expires_at < time::now()", json!({}))
         .await?;

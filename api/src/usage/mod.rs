@@ -4,13 +4,15 @@
 //!
 //! [`Meter`] is the router's [`UsageMeter`]: for a caller with no budget or
 //! limit (no key limits, no agent limits, no global limits) admitting a call
-//! costs nothing and recording it is a channel send; only limited callers pay
-//! a database round trip before and after the call.
+//! costs nothing; for a limited one it is a lookup in this replica's slices
+//! of the limits (`slices`), with a database round trip only when a slice
+//! runs out. Recording a call is a channel send.
 
 mod budget;
 pub mod prices;
 mod query;
 mod record;
+mod slices;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -31,6 +33,7 @@ pub use query::{GroupBy, Report, ReportRow, UsageQuery};
 
 /// Output tokens assumed for a reservation when the request sets no maximum.
 const DEFAULT_OUTPUT_ESTIMATE: u64 = 4096;
+/// How often expired holds of dead replicas are looked for.
 const SWEEP_EVERY: Duration = Duration::from_secs(30);
 
 /// The settings `usage` needs from the config.
@@ -49,6 +52,7 @@ pub struct Meter {
     global: Option<Limits>,
     agents: BTreeMap<String, Limits>,
     writer: record::Writer,
+    limiter: slices::Limiter,
     metrics: Arc<Metrics>,
 }
 
@@ -56,6 +60,7 @@ impl Meter {
     pub fn new(db: Db, settings: UsageSettings, metrics: Arc<Metrics>) -> Arc<Self> {
         Arc::new(Self {
             writer: record::Writer::start(db.clone()),
+            limiter: slices::Limiter::new(db.clone()),
             prices: PriceTable::new(&settings.prices),
             global: settings.global.and_then(Limits::non_empty),
             agents: settings
@@ -68,21 +73,30 @@ impl Meter {
         })
     }
 
-    /// Releases reservations whose request died, forever (a background loop).
-    pub async fn sweep_loop(self: Arc<Self>) {
+    /// Writes budget use back every second and gives back the holds of
+    /// dead replicas, forever (a background loop).
+    pub async fn upkeep_loop(self: Arc<Self>) {
+        let mut swept_at = tokio::time::Instant::now();
         loop {
-            tokio::time::sleep(SWEEP_EVERY).await;
+            tokio::time::sleep(slices::WRITE_EVERY).await;
+            self.limiter.write_back(false).await;
+            if swept_at.elapsed() < SWEEP_EVERY {
+                continue;
+            }
+            swept_at = tokio::time::Instant::now();
             match budget::sweep(&self.db).await {
                 Ok(0) => {}
-                Ok(released) => tracing::info!(released, "released expired budget reservations"),
-                Err(err) => tracing::warn!(error = %err, "could not sweep budget reservations"),
+                Ok(released) => tracing::info!(released, "gave back budget holds of replicas that stopped"),
+                Err(err) => tracing::warn!(error = %err, "could not sweep budget holds"),
             }
         }
     }
 
-    /// Waits until every record so far is stored (shutdown).
+    /// Waits until every record so far is stored, and gives back every
+    /// budget hold with nothing in flight (shutdown).
     pub async fn flush(&self) {
         self.writer.flush().await;
+        self.limiter.write_back(true).await;
     }
 
     pub fn prices(&self) -> &PriceTable {
@@ -91,7 +105,7 @@ impl Meter {
 
     /// The report `GET /v1/usage` answers.
     pub async fn report(&self, query: &UsageQuery) -> Result<Report, crate::storage::DbError> {
-        self.flush().await;
+        self.writer.flush().await;
         query::report(&self.db, query).await
     }
 
@@ -113,6 +127,8 @@ impl Meter {
             self.global
                 .map(|l| ("global".to_string(), "global".to_string(), l)),
         );
+        // This replica's use so far, so the numbers include it.
+        self.limiter.write_back(false).await;
         let mut out = Vec::with_capacity(scopes.len());
         for (scope, name, limits) in scopes {
             let spent = budget::spent(&self.db, &scope).await?;
@@ -189,7 +205,7 @@ impl UsageMeter for Meter {
                 .prices
                 .price(target)
                 .map_or(0.0, |price| price.ceiling(prompt, output));
-            budget::reserve(&self.db, &self.scopes(who), usd, prompt + output).await
+            self.limiter.admit(&self.scopes(who), usd, prompt + output).await
         })
     }
 
@@ -209,14 +225,8 @@ impl UsageMeter for Meter {
             self.writer.send(record::Record::new(who, served_by, usage, cost));
         }
         if let Some(reservation) = reservation {
-            let db = self.db.clone();
             let tokens = usage.map_or(0, |u| u.prompt_tokens + u.completion_tokens);
-            let usd = cost.unwrap_or(0.0);
-            tokio::spawn(async move {
-                if let Err(err) = budget::settle(&db, &reservation, usd, tokens).await {
-                    tracing::warn!(error = %err, reservation = %reservation.id, "could not settle a budget reservation; its lease will release it");
-                }
-            });
+            self.limiter.settle(&reservation, cost.unwrap_or(0.0), tokens);
         }
         cost
     }

@@ -126,10 +126,10 @@ pub async fn report(db: &Db, query: &UsageQuery) -> Result<Report, DbError> {
     } else {
         "WHERE at >= $from AND at < $to"
     };
-    let sums = "count() AS requests, math::sum(prompt_tokens) AS prompt_tokens, \
+    let sums = "math::sum(requests) AS requests, math::sum(prompt_tokens) AS prompt_tokens, \
         math::sum(completion_tokens) AS completion_tokens, math::sum(cached_tokens) AS cached_tokens, \
         math::sum(cache_write_tokens) AS cache_write_tokens, math::sum(reasoning_tokens) AS reasoning_tokens, \
-        math::sum(priced_usd) AS priced_usd, count(priced = true) AS priced";
+        math::sum(priced_usd) AS priced_usd, math::sum(priced_requests) AS priced";
     let sql = format!(
         "SELECT {field} AS grp, {sums} FROM usage_record {filter} GROUP BY grp;
          SELECT {sums} FROM usage_record {filter} GROUP ALL;",

@@ -1,8 +1,14 @@
-//! Usage records: one row per upstream model call, written off the request
-//! path. Requests put records on a channel; one writer inserts them in
-//! batches (every 100 ms or 200 rows) and flushes what is left on shutdown.
+//! Usage records, written off the request path. Requests put one record per
+//! upstream call on a channel; one writer sums them per minute and caller
+//! (key, agent, task, session, run, provider, model) and inserts the sums
+//! every second, so a busy gateway writes a few rows a second, not one per
+//! call. What is left is written on shutdown.
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::time::Duration;
+
+use chrono::Timelike;
 
 use serde::Serialize;
 use serde_json::json;
@@ -11,16 +17,18 @@ use tokio::sync::{mpsc, oneshot};
 use crate::providers::{Attribution, ModelRef, Usage};
 use crate::storage::Db;
 
-const BATCH_EVERY: Duration = Duration::from_millis(100);
+const BATCH_EVERY: Duration = Duration::from_secs(1);
+/// Distinct sums held before they are written early.
 const BATCH_ROWS: usize = 200;
 /// Past this many records waiting, new ones are dropped (and logged) rather
 /// than let memory grow while the database is down.
 const QUEUE_CAPACITY: usize = 50_000;
 
-/// One upstream call, as stored in `usage_record`.
+/// Upstream calls of one caller in one minute, as stored in `usage_record`
+/// (several rows may sum the same minute: one per write).
 #[derive(Debug, Clone, Serialize)]
 pub struct Record {
-    /// RFC 3339 UTC with microseconds (sorts as text).
+    /// The minute's start, RFC 3339 UTC with microseconds (sorts as text).
     pub at: String,
     /// `YYYY-MM-DD` (UTC), for grouping by day.
     pub day: String,
@@ -32,6 +40,10 @@ pub struct Record {
     pub provider: String,
     /// The upstream model name.
     pub model: String,
+    /// Calls summed here.
+    pub requests: u64,
+    /// Of those, the calls with a known price.
+    pub priced_requests: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub cached_tokens: u64,
@@ -45,10 +57,15 @@ pub struct Record {
 }
 
 impl Record {
+    /// One call.
     pub fn new(who: &Attribution, served_by: &ModelRef, usage: &Usage, cost: Option<f64>) -> Self {
         let now = crate::clock::now();
+        let minute = now
+            .with_second(0)
+            .and_then(|t| t.with_nanosecond(0))
+            .unwrap_or(now);
         Self {
-            at: crate::clock::stamp(now),
+            at: crate::clock::stamp(minute),
             day: crate::clock::day(now),
             key_id: who.key.as_deref().map(String::from),
             agent: who.agent.clone(),
@@ -57,6 +74,8 @@ impl Record {
             run: who.run.clone(),
             provider: served_by.provider.clone(),
             model: served_by.model.clone(),
+            requests: 1,
+            priced_requests: u64::from(cost.is_some()),
             prompt_tokens: usage.prompt_tokens,
             completion_tokens: usage.completion_tokens,
             cached_tokens: usage.cached_tokens(),
@@ -66,6 +85,70 @@ impl Record {
             priced_usd: cost.unwrap_or(0.0),
             priced: cost.is_some(),
         }
+    }
+
+    /// What makes two records one sum.
+    fn group(&self) -> String {
+        let parts = [
+            Some(self.at.as_str()),
+            self.key_id.as_deref(),
+            self.agent.as_deref(),
+            self.task.as_deref(),
+            self.session.as_deref(),
+            self.run.as_deref(),
+            Some(self.provider.as_str()),
+            Some(self.model.as_str()),
+        ];
+        let mut group = String::with_capacity(128);
+        for part in parts {
+            // Unit separators keep `a`+`bc` apart from `ab`+`c`; absent
+            // fields differ from empty ones.
+            group.push_str(part.map_or("\u{0}", |p| p));
+            group.push('\u{1f}');
+        }
+        group.push(if self.priced { 'p' } else { 'u' });
+        group
+    }
+
+    fn add(&mut self, other: &Record) {
+        self.requests += other.requests;
+        self.priced_requests += other.priced_requests;
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.cached_tokens += other.cached_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
+        self.priced_usd += other.priced_usd;
+        self.cost_usd = self.cost_usd.map(|c| c + other.cost_usd.unwrap_or(0.0));
+    }
+}
+
+/// Records summed by [`Record::group`] until they are written.
+#[derive(Default)]
+struct Sums {
+    rows: HashMap<String, Record>,
+}
+
+impl Sums {
+    fn add(&mut self, record: Record) {
+        match self.rows.entry(record.group()) {
+            Entry::Occupied(mut sum) => sum.get_mut().add(&record),
+            Entry::Vacant(slot) => {
+                slot.insert(record);
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    fn take(&mut self) -> Vec<Record> {
+        self.rows.drain().map(|(_, r)| r).collect()
     }
 }
 
@@ -104,14 +187,14 @@ impl Writer {
 }
 
 async fn write_loop(db: Db, mut rx: mpsc::Receiver<Message>) {
-    let mut batch: Vec<Record> = Vec::with_capacity(BATCH_ROWS);
+    let mut batch = Sums::default();
     let mut waiting: Vec<oneshot::Sender<()>> = Vec::new();
     // When the oldest unwritten record must be written: a steady trickle of
     // records must not keep postponing it.
     let mut due: Option<tokio::time::Instant> = None;
     loop {
-        let mut buffer = Vec::with_capacity(BATCH_ROWS);
-        let limit = BATCH_ROWS - batch.len();
+        let mut buffer = Vec::with_capacity(256);
+        let limit = 256;
         let (received, timed_out) = match due {
             None => (rx.recv_many(&mut buffer, limit).await, false),
             Some(due) => match tokio::time::timeout_at(due, rx.recv_many(&mut buffer, limit)).await {
@@ -125,7 +208,7 @@ async fn write_loop(db: Db, mut rx: mpsc::Receiver<Message>) {
         }
         for message in buffer {
             match message {
-                Message::Record(record) => batch.push(*record),
+                Message::Record(record) => batch.add(*record),
                 Message::Flush(done) => waiting.push(done),
             }
         }
@@ -143,16 +226,58 @@ async fn write_loop(db: Db, mut rx: mpsc::Receiver<Message>) {
     }
 }
 
-async fn write(db: &Db, batch: &mut Vec<Record>) {
+async fn write(db: &Db, batch: &mut Sums) {
     if batch.is_empty() {
         return;
     }
-    let rows = std::mem::take(batch);
+    let rows = batch.take();
     let count = rows.len();
     let result = db
         .execute_retrying("INSERT INTO usage_record $rows", json!({ "rows": rows }))
         .await;
     if let Err(err) = result {
         tracing::error!(error = %err, count, "could not store usage records");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn calls_of_one_caller_in_one_minute_are_one_row() {
+        let db = Db::scratch().await;
+        let writer = Writer::start(db.clone());
+        let target = ModelRef {
+            provider: "openai".into(),
+            model: "gpt".into(),
+        };
+        let mut who = Attribution {
+            session: Some("s1".into()),
+            ..Attribution::default()
+        };
+        for _ in 0..3 {
+            writer.send(Record::new(&who, &target, &Usage::new(10, 5), Some(0.25)));
+        }
+        writer.send(Record::new(&who, &target, &Usage::new(1, 1), None));
+        who.session = Some("s2".into());
+        writer.send(Record::new(&who, &target, &Usage::new(1, 1), Some(0.5)));
+        writer.flush().await;
+        let rows: Vec<serde_json::Value> = db
+            .rows(
+                "SELECT session, requests, priced_requests, prompt_tokens, cost_usd FROM usage_record ORDER BY session, requests DESC",
+                json!({}),
+                0,
+            )
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 3, "{rows:?}");
+        assert_eq!(rows[0]["session"], "s1");
+        assert_eq!(rows[0]["requests"], 3);
+        assert_eq!(rows[0]["prompt_tokens"], 30);
+        assert_eq!(rows[0]["cost_usd"], 0.75);
+        assert_eq!(rows[1]["requests"], 1, "unpriced calls sum apart: {rows:?}");
+        assert!(rows[1]["cost_usd"].is_null(), "{rows:?}");
+        assert_eq!(rows[2]["session"], "s2");
     }
 }

@@ -211,8 +211,8 @@ fn surreal_config(url: String, credentials: bool) -> SurrealConfig {
 }
 
 async fn database_roundtrip(db: &Db) {
-    assert_eq!(onyx::storage::SCHEMA_VERSION, 11);
-    // Versions 2–11 defined memory, agent, task, chat, run, owner-chat, stored-response and usage tables (reading an undefined table is an error).
+    assert_eq!(onyx::storage::SCHEMA_VERSION, 12);
+    // Versions 2–12 defined memory, agent, task, chat, run, owner-chat, stored-response and usage tables (reading an undefined table is an error).
     for table in [
         "memory_chunk",
         "memory_search",
@@ -232,6 +232,7 @@ async fn database_roundtrip(db: &Db) {
         "usage_record",
         "usage_window",
         "usage_reservation",
+        "usage_lease",
     ] {
         let rows: Vec<serde_json::Value> = db
             .rows(&format!("SELECT * FROM {table}"), json!({}), 0)
