@@ -57,11 +57,15 @@ pids+=($onyx_pid)
 until grep -q '^listening on' "$tmp/onyx.out" 2>/dev/null; do sleep 0.05; done
 onyx=$(sed -n 's/^listening on //p' "$tmp/onyx.out")
 until curl -sf "$onyx/health" >/dev/null; do sleep 0.05; done
-rss() { awk '/VmRSS/ {printf "%.1f", $2/1024}' "/proc/$onyx_pid/status"; }
+# Total RSS, and the part that is the process's own memory (anonymous) rather
+# than the binary's code pages mapped from the page cache (clean, shared, reclaimable).
+rss() {
+  awk '/^VmRSS/ {t=$2} /^RssAnon/ {a=$2} END {printf "%.1f MB (anonymous %.1f MB)", t/1024, a/1024}' "/proc/$onyx_pid/status"
+}
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "limits: ${LIMITS:-off}"
-echo "onyx idle RSS: $(rss) MB"
+echo "onyx idle RSS: $(rss)"
 
 run() { # label base-url model key conns delay-ms description [api]
   BENCH_MODEL=$3 BENCH_KEY=$4 BENCH_DELAY_MS=$6 BENCH_API=${8:-chat} \
@@ -79,14 +83,14 @@ echo "| path   | load                         |       p50 |       p99 |      req
 echo "| ------ | ---------------------------- | --------- | --------- | ---------- | ------"
 run direct "${near%/v1}" fake-echo "$upstream_key" 1 0 "latency: 1 connection"
 run onyx "$onyx" near/fake-echo "$KEY" 1 0 "latency: 1 connection"
-run direct "${near%/v1}" fake-echo "$upstream_key" 4 3 "latency: ~1,000 req/s paced"
-run onyx "$onyx" near/fake-echo "$KEY" 4 3 "latency: ~1,000 req/s paced"
+run direct "${near%/v1}" fake-echo "$upstream_key" 6 2 "latency: ~3,000 req/s paced"
+run onyx "$onyx" near/fake-echo "$KEY" 6 2 "latency: ~3,000 req/s paced"
 run direct "${far%/v1}" fake-echo "$upstream_key" 64 0 "throughput: 64 connections"
 run onyx "$onyx" far/fake-echo "$KEY" 64 0 "throughput: 64 connections"
 run onyx "$onyx" near/fake-echo "$KEY" 1 0 "responses → chat: 1 conn" responses
 run onyx "$onyx" near/fake-echo "$KEY" 1 0 "messages → chat: 1 conn" messages
 echo
-echo "onyx RSS after load: $(rss) MB"
+echo "onyx RSS after load: $(rss)"
 
 ttfb() { # base-url model key
   for _ in $(seq 200); do

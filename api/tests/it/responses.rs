@@ -55,8 +55,8 @@ async fn bad_input_names_the_field_in_openai_shape() {
             "input[0].type",
         ),
         (
-            json!({"model": model, "input": "x", "tools": [{"type": "web_search_preview"}]}),
-            "tools[0].type",
+            json!({"model": model, "input": "x", "tools": [{"type": "namespace", "name": "n"}]}),
+            "tools[0].tools",
         ),
         (
             json!({"model": model, "input": "x", "tools": [{"type": "function"}]}),

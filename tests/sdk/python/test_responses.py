@@ -163,8 +163,8 @@ def test_errors_are_the_sdks_own_exceptions(client):
         client.responses.create(model="openai/fake-echo", input="x", previous_response_id="resp_unknown")
     assert missing.value.code == "previous_response_not_found"
     with pytest.raises(openai.BadRequestError) as bad:
-        client.responses.create(model="anthropic/fake-echo", input="x", tools=[{"type": "web_search_preview"}])
-    assert bad.value.param == "tools[0].type"
+        client.responses.create(model="anthropic/fake-echo", input="x", tools=[{"type": "namespace", "name": "n"}])
+    assert bad.value.param == "tools[0].tools"
     with pytest.raises(openai.BadRequestError) as bad:
         client.responses.create(
             model="openai/fake-echo", input=[{"type": "function_call_output", "output": "lost"}]
@@ -172,3 +172,15 @@ def test_errors_are_the_sdks_own_exceptions(client):
     assert bad.value.param == "input[0].call_id"
     with pytest.raises(openai.NotFoundError):
         client.responses.retrieve("resp_missing")
+
+
+def test_built_in_tools_are_left_out_for_a_translated_model_and_named_in_a_header(client):
+    raw = client.responses.with_raw_response.create(
+        model="anthropic/fake-echo",
+        input="Say hi",
+        tools=[{"type": "web_search_preview"}, {"type": "function", "name": "lookup", "parameters": {"type": "object"}}],
+    )
+    assert raw.headers["x-onyx-tools-left-out"] == "web_search_preview"
+    response = raw.parse()
+    assert response.status == "completed"
+    assert "Say hi" in response.output_text

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
@@ -104,7 +104,8 @@ pub async fn create(
     request::check_translatable(&body, &items)?;
     let mut conversation = previous.map(|p| p.conversation()).unwrap_or_default();
     conversation.extend(items);
-    let chat = Value::Object(request::chat_body(&body, &conversation, stream)?);
+    let (chat, left_out) = request::chat_body(&body, &conversation, stream)?;
+    let chat = Value::Object(chat);
     let chat_request: ChatRequest = typed(&chat)?;
     let session_ref = session_header(&headers)?;
     let answered = chat_core::answer(&app, &headers, into_map(chat), chat_request, session_ref, who).await?;
@@ -128,8 +129,17 @@ pub async fn create(
         ),
     };
     response.headers_mut().extend(answered.headers);
+    if !left_out.is_empty()
+        && let Ok(value) = HeaderValue::from_str(&left_out.join(", "))
+    {
+        // Built-in tools only OpenAI runs: this model answers without them.
+        response.headers_mut().insert(LEFT_OUT_TOOLS_HEADER, value);
+    }
     Ok(response)
 }
+
+/// Names the built-in tools a translated request went without.
+const LEFT_OUT_TOOLS_HEADER: &str = "x-onyx-tools-left-out";
 
 pub async fn get(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
     let stored = ResponseStore::new(app.db.clone()).require(&id).await?;

@@ -184,12 +184,13 @@ pub fn check_translatable(body: &Map<String, Value>, items: &[Value]) -> Result<
 }
 
 /// The chat-completions body for `conversation` (earlier items, then this
-/// request's), with the request's parameters translated.
+/// request's), with the request's parameters translated, and the types of
+/// the built-in tools it had to leave out.
 pub fn chat_body(
     body: &Map<String, Value>,
     conversation: &[Value],
     stream: bool,
-) -> Result<Map<String, Value>, ApiError> {
+) -> Result<(Map<String, Value>, Vec<String>), ApiError> {
     let mut chat = Map::new();
     chat.insert("model".into(), body.get("model").cloned().unwrap_or(Value::Null));
     let mut messages = Vec::new();
@@ -200,8 +201,13 @@ pub fn chat_body(
     }
     messages.extend(to_messages(conversation));
     chat.insert("messages".into(), Value::Array(messages));
+    let mut left_out = Vec::new();
     if let Some(tools) = body.get("tools").filter(|t| !t.is_null()) {
-        chat.insert("tools".into(), function_tools(tools)?);
+        let (tools, built_in) = function_tools(tools)?;
+        left_out = built_in;
+        if tools.as_array().is_some_and(|t| !t.is_empty()) {
+            chat.insert("tools".into(), tools);
+        }
     }
     if let Some(choice) = body.get("tool_choice").filter(|t| !t.is_null()) {
         chat.insert("tool_choice".into(), tool_choice(choice)?);
@@ -233,7 +239,7 @@ pub fn chat_body(
         chat.insert("stream".into(), json!(true));
         chat.insert("stream_options".into(), json!({"include_usage": true}));
     }
-    Ok(chat)
+    Ok((chat, left_out))
 }
 
 /// Stored items as chat messages: function calls join the assistant message
@@ -304,31 +310,46 @@ fn chat_content(role: &str, parts: &Value) -> Value {
     )
 }
 
-fn function_tools(tools: &Value) -> Result<Value, ApiError> {
+/// Chat-completions tools for the request's `tools`: function tools as they
+/// are, the function tools of a `namespace` (Codex groups tools so) by their
+/// own names, and built-in tools (`web_search`, `file_search`, …), which
+/// only OpenAI runs, left out: their types come back in the second value.
+fn function_tools(tools: &Value) -> Result<(Value, Vec<String>), ApiError> {
     let Some(tools) = tools.as_array() else {
         return Err(bad("tools", "must be an array"));
     };
     let mut out = Vec::with_capacity(tools.len());
+    let mut left_out = Vec::new();
     for (i, tool) in tools.iter().enumerate() {
         let path = format!("tools[{i}]");
-        let kind = string_at(tool, "type", &path)?;
-        if kind != "function" {
-            return Err(bad(
-                format!("{path}.type"),
-                format!(
-                    "the built-in tool '{kind}' is not supported by this model's provider; only function tools are"
-                ),
-            ));
-        }
-        let mut function = json!({"name": string_at(tool, "name", &path)?});
-        for field in ["description", "parameters", "strict"] {
-            if let Some(value) = tool.get(field).filter(|v| !v.is_null()) {
-                function[field] = value.clone();
+        match string_at(tool, "type", &path)? {
+            "function" => out.push(function_tool(tool, &path)?),
+            "namespace" => {
+                let Some(inner) = tool.get("tools").and_then(Value::as_array) else {
+                    return Err(bad(format!("{path}.tools"), "must be an array of function tools"));
+                };
+                for (j, tool) in inner.iter().enumerate() {
+                    let path = format!("{path}.tools[{j}]");
+                    match string_at(tool, "type", &path)? {
+                        "function" => out.push(function_tool(tool, &path)?),
+                        kind => left_out.push(kind.to_string()),
+                    }
+                }
             }
+            kind => left_out.push(kind.to_string()),
         }
-        out.push(json!({"type": "function", "function": function}));
     }
-    Ok(Value::Array(out))
+    Ok((Value::Array(out), left_out))
+}
+
+fn function_tool(tool: &Value, path: &str) -> Result<Value, ApiError> {
+    let mut function = json!({"name": string_at(tool, "name", path)?});
+    for field in ["description", "parameters", "strict"] {
+        if let Some(value) = tool.get(field).filter(|v| !v.is_null()) {
+            function[field] = value.clone();
+        }
+    }
+    Ok(json!({"type": "function", "function": function}))
 }
 
 fn tool_choice(choice: &Value) -> Result<Value, ApiError> {
@@ -410,7 +431,7 @@ mod tests {
             "tool_choice": {"type": "function", "name": "lookup"},
             "text": {"format": {"type": "json_schema", "name": "out", "schema": {"type": "object"}}},
             "reasoning": {"effort": "low"}});
-        let chat = chat_body(body.as_object().unwrap(), &items, true).unwrap();
+        let (chat, _) = chat_body(body.as_object().unwrap(), &items, true).unwrap();
         let messages = chat["messages"].as_array().unwrap();
         assert_eq!(messages[0], json!({"role": "system", "content": "be brief"}));
         assert_eq!(
@@ -432,10 +453,30 @@ mod tests {
     }
 
     #[test]
-    fn built_in_tools_are_refused() {
-        let body = json!({"model": "m", "tools": [{"type": "web_search"}]});
-        match chat_body(body.as_object().unwrap(), &[], false) {
-            Err(ApiError::BadRequest { param, .. }) => assert_eq!(param.as_deref(), Some("tools[0].type")),
+    fn built_in_tools_are_left_out_and_namespaces_flattened() {
+        let body = json!({"model": "m", "tools": [
+            {"type": "web_search", "external_web_access": false},
+            {"type": "namespace", "name": "agents", "tools": [
+                {"type": "function", "name": "spawn", "parameters": {"type": "object"}},
+            ]},
+            {"type": "function", "name": "shell"},
+        ]});
+        let (chat, left_out) = chat_body(body.as_object().unwrap(), &[], false).unwrap();
+        assert_eq!(left_out, ["web_search"]);
+        let names: Vec<&str> = chat["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["spawn", "shell"]);
+        let only_built_in = json!({"model": "m", "tools": [{"type": "file_search"}]});
+        let (chat, left_out) = chat_body(only_built_in.as_object().unwrap(), &[], false).unwrap();
+        assert!(chat.get("tools").is_none(), "no empty tools list: {chat:?}");
+        assert_eq!(left_out, ["file_search"]);
+        let broken = json!({"model": "m", "tools": [{"type": "namespace", "name": "n"}]});
+        match chat_body(broken.as_object().unwrap(), &[], false) {
+            Err(ApiError::BadRequest { param, .. }) => assert_eq!(param.as_deref(), Some("tools[0].tools")),
             other => panic!("expected a bad request, got {other:?}"),
         }
     }
