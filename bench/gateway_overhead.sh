@@ -21,7 +21,8 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 DURATION=${DURATION:-10s}
 KEY=onyx_sk_bench_key_0000000000
-cargo build --release -q -p onyx -p onyx-test-fakes
+# BUILD=0 measures the binaries already built (while other work changes the source).
+[ "${BUILD:-1}" = 0 ] || cargo build --release -q -p onyx -p onyx-test-fakes
 bin=$CARGO_TARGET_DIR/release
 tmp=$(mktemp -d)
 pids=()
