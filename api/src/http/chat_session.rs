@@ -44,3 +44,11 @@ pub fn session_header(headers: &HeaderMap) -> Result<Option<String>, super::erro
     })?;
     Ok(Some(text.trim().to_string()))
 }
+
+/// Whether the request is kept in a session (the header names one, or the
+/// gateway keeps every conversation): such requests go through the chat
+/// core, which adds the history and records the turn, even when the model's
+/// provider could take the protocol as it is.
+pub fn keeps_a_session(record_sessions: bool, headers: &HeaderMap) -> bool {
+    record_sessions || headers.contains_key(SESSION_HEADER)
+}

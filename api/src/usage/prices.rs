@@ -133,7 +133,11 @@ mod tests {
         assert_eq!(input_of(&table, "openai", "gpt-4o-2024-08-06"), Some(2.5));
         assert_eq!(input_of(&table, "openai", "gpt-4.1-mini"), Some(0.4));
         assert_eq!(input_of(&table, "openai", "gpt-5"), Some(1.25));
-        assert_eq!(input_of(&table, "openai", "gpt-5.4"), Some(2.5), "not gpt-5's price");
+        assert_eq!(
+            input_of(&table, "openai", "gpt-5.4"),
+            Some(2.5),
+            "not gpt-5's price"
+        );
         assert_eq!(input_of(&table, "openai", "gpt-5.4-2026-03-05"), Some(2.5));
         assert_eq!(input_of(&table, "openai", "o3-mini-2025-01-31"), Some(1.1));
         assert_eq!(input_of(&table, "openrouter", "openai/gpt-4o-mini"), Some(0.15));

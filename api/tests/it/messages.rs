@@ -360,3 +360,45 @@ async fn agents_answer_in_the_messages_shape_and_keep_the_session() {
         "{sent}"
     );
 }
+
+#[tokio::test]
+async fn a_session_keeps_a_plain_anthropic_models_conversation() {
+    let (fakes, onyx) = start().await;
+    let response = anthropic(&onyx, "/v1/messages")
+        .header("x-onyx-session-id", "new")
+        .json(&json!({"model": "anthropic/fake-echo", "max_tokens": 50, "messages": user("my name is Ada")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let session = session_id(&response);
+    let message: Value = response.json().await.unwrap();
+    assert_eq!(message["content"][0]["text"], "echo: my name is Ada");
+
+    let response = anthropic(&onyx, "/v1/messages")
+        .header("x-onyx-session-id", &session)
+        .json(
+            &json!({"model": "anthropic/fake-echo", "max_tokens": 50, "messages": user("what is my name?")}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(session_id(&response), session);
+    // The Anthropic upstream got the first turn as history.
+    let sent = fakes.anthropic.state.last_request().unwrap().to_string();
+    assert!(
+        sent.contains("my name is Ada")
+            && sent.contains("echo: my name is Ada")
+            && sent.contains("what is my name?"),
+        "{sent}"
+    );
+    let kept = wait_until(secs(10), "the second turn kept", async || {
+        let kept = onyx.get_json(&format!("/v1/sessions/{session}")).await;
+        (kept["total_messages"] == 4).then_some(kept)
+    })
+    .await;
+    assert!(
+        kept["messages"].to_string().contains("what is my name?"),
+        "{kept}"
+    );
+}

@@ -285,3 +285,32 @@ async fn an_agent_answers_through_onyx_main() {
     assert_eq!(last["type"], "response.completed", "{last}");
     assert_eq!(output_text(&last["response"]), "echo: stream it");
 }
+
+#[tokio::test]
+async fn a_session_keeps_the_conversation_even_for_a_provider_that_speaks_responses() {
+    let fakes = Fakes::start().await;
+    let config = TestConfig::new(&fakes)
+        .set(
+            "providers.openai_resp",
+            json!({"type": "openai", "baseUrl": format!("{}/v1", fakes.openai.url()),
+            "apiKey": "${FAKE_KEY}", "responses": true}),
+        )
+        .build();
+    let onyx = Onyx::start(Some(&config), &[]).await;
+    let ask = |session: &str, input: &str| {
+        onyx.post("/v1/responses")
+            .header("x-onyx-session-id", session)
+            .json(&json!({"model": "openai_resp/fake-echo", "input": input}))
+    };
+    let first = ask("new", "the colour is teal").send().await.unwrap();
+    assert_eq!(first.status(), 200);
+    let session = session_id(&first);
+    let second = ask(&session, "which colour?").send().await.unwrap();
+    assert_eq!(session_id(&second), session);
+    let second: Value = second.json().await.unwrap();
+    assert_eq!(output_text(&second), "echo: which colour?");
+    // Answered through chat completions, with the first turn as history.
+    let sent = fakes.openai.state.last_request().unwrap();
+    assert!(sent.get("messages").is_some(), "{sent}");
+    assert!(sent.to_string().contains("echo: the colour is teal"), "{sent}");
+}

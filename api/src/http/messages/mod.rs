@@ -62,7 +62,9 @@ fn route(app: &App, headers: &HeaderMap, body: &Map<String, Value>) -> Result<(S
         Some(_) => return Err(errors::invalid("model", "Input should be a valid string")),
         None => return Err(errors::invalid("model", "Field required")),
     };
-    if super::agent_chat::agent_of(headers, &model).is_some() {
+    if super::agent_chat::agent_of(headers, &model).is_some()
+        || super::chat_session::keeps_a_session(app.record_sessions, headers)
+    {
         return Ok((model, Route::Translate));
     }
     let targets = app.router.resolve(&model)?;

@@ -29,7 +29,7 @@ use self::keep::Keeper;
 use super::agent_chat::agent_of;
 use super::body::{JsonObject, into_map, query_number, typed};
 use super::chat_core::{self, Answer};
-use super::chat_session::session_header;
+use super::chat_session::{keeps_a_session, session_header};
 use super::error::ApiError;
 use super::middleware::Caller;
 use crate::app::App;
@@ -84,6 +84,7 @@ pub async fn create(
         None => None,
     };
     if agent_of(&headers, &model).is_none()
+        && !keeps_a_session(app.record_sessions, &headers)
         && let Ok(targets) = app.router.resolve(&model)
         && !targets.is_empty()
         && targets.iter().all(|t| t.provider.speaks_responses())
