@@ -2,8 +2,11 @@
 
 use std::os::unix::process::CommandExt;
 
-/// mimalloc instead of glibc's malloc: at saturation glibc's allocator took a
-/// fifth of the gateway's CPU (bench/README.md, "Where the time goes").
+/// mimalloc instead of glibc's malloc in release builds: at saturation
+/// glibc's allocator took a fifth of the gateway's CPU (bench/README.md,
+/// "Where the time goes"). Debug builds (the tests) keep glibc's: mimalloc
+/// is compiled unoptimized there and slowed the long tests.
+#[cfg(not(debug_assertions))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -11,7 +14,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const EAGER_COMMIT: &str = "MIMALLOC_ARENA_EAGER_COMMIT";
 
 fn main() -> std::process::ExitCode {
-    if std::env::var_os(EAGER_COMMIT).is_none() {
+    if cfg!(not(debug_assertions)) && std::env::var_os(EAGER_COMMIT).is_none() {
         commit_memory_as_used();
     }
     onyx::cli::main()
