@@ -67,7 +67,7 @@ The quarterly roadmap review with my manager is on Friday.
 /// Waits for the model and the vectors, then asks in other words than the notes use.
 async fn finds_paraphrases(onyx: &Onyx) {
     let written = onyx
-        .put("/v1/memory/files/MEMORY.md")
+        .put("/v1/memory/files/main/MEMORY.md")
         .header("content-type", "text/markdown")
         .body(NOTES)
         .send()
@@ -101,8 +101,8 @@ async fn finds_paraphrases(onyx: &Onyx) {
         .await;
         assert_eq!(code, 200, "{hits}");
         assert_eq!(hits["mode"], "vector", "{hits}");
-        let top = hits["data"][0]["heading"].as_str().unwrap_or_default();
-        assert!(top.contains(heading), "{query}: {hits}");
+        let top = hits["data"][0]["snippet"].as_str().unwrap_or_default();
+        assert!(top.contains(&format!("## {heading}")), "{query}: {hits}");
     }
     let embedder = dependency(&onyx.health().await, "embedder");
     assert_eq!(embedder["status"], "up", "{embedder}");
@@ -154,13 +154,8 @@ async fn the_model_is_downloaded_once_with_progress_and_reused_after_a_restart()
             onyx.stderr.lock().unwrap()
         )
     });
-    assert!(
-        search["data"][0]["heading"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("Pets"),
-        "{search}"
-    );
+    let top = search["data"][0]["snippet"].as_str().unwrap_or_default();
+    assert!(top.contains("## Pets"), "{search}");
     assert_eq!(served.load(Ordering::Relaxed), fetched, "nothing fetched again");
 }
 
