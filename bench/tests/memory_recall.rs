@@ -71,17 +71,21 @@ async fn hybrid_recalls_at_least_its_better_leg_with_the_real_model() {
         api_key: None,
         dimensions: None,
     };
+    let started = std::time::Instant::now();
     let served = recall_of(&dataset, spec.into()).await;
+    let served_took = started.elapsed();
     let Ok(dir) = std::env::var("MINILM_DIR") else {
         panic!("MINILM_DIR is not set: tests/run sets it with MINILM_PYTHON");
     };
+    let started = std::time::Instant::now();
     let local = recall_of(&dataset, Embedding::Local(dir.into())).await;
+    let local_took = started.elapsed();
     eprintln!(
-        "all-MiniLM-L6-v2 served by tests/embedder/server.py:\n{}",
+        "all-MiniLM-L6-v2 served by tests/embedder/server.py ({served_took:.1?}):\n{}",
         recall::table(&served)
     );
     eprintln!(
-        "all-MiniLM-L6-v2 in Onyx's local embedder:\n{}",
+        "all-MiniLM-L6-v2 in Onyx's local embedder ({local_took:.1?}):\n{}",
         recall::table(&local)
     );
     check(&served);

@@ -17,6 +17,7 @@ mod files;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use tokenizers::{Tokenizer, TruncationParams};
 use tokio::sync::{OnceCell, Semaphore, watch};
@@ -26,6 +27,8 @@ pub use files::Progress;
 
 /// Texts each thread embeds per turn (one turn holds the threads it uses).
 const TEXTS_PER_THREAD: usize = 4;
+/// How long a failure to load the model is answered without trying again.
+const RETRY_AFTER: Duration = Duration::from_secs(30);
 /// Threads used when none are configured: the cores, at most this many.
 const DEFAULT_MAX_THREADS: usize = 4;
 
@@ -43,6 +46,8 @@ pub enum LocalError {
     Tokenizer(String),
     #[error("the embedding model stopped: {0}")]
     Stopped(String),
+    #[error("{0} (tried again 30 s after it failed)")]
+    Earlier(String),
 }
 
 impl LocalError {
@@ -71,6 +76,9 @@ pub struct LocalEmbedder {
     /// Held by the task that downloads and loads, so two never write one file.
     loading: Arc<tokio::sync::Mutex<()>>,
     progress: watch::Sender<Progress>,
+    /// The last failure to load, repeated without a new attempt until
+    /// `RETRY_AFTER` has passed (the memory worker asks on every tick).
+    failed: std::sync::Mutex<Option<(Instant, String)>>,
 }
 
 impl LocalEmbedder {
@@ -101,6 +109,7 @@ impl LocalEmbedder {
             loaded: OnceCell::new(),
             loading: Arc::new(tokio::sync::Mutex::new(())),
             progress: watch::channel(Progress::default()).0,
+            failed: std::sync::Mutex::new(None),
         }
     }
 
@@ -169,6 +178,23 @@ impl LocalEmbedder {
     }
 
     async fn model_loaded(&self) -> Result<Arc<Model>, LocalError> {
+        if let Some(model) = self.loaded.get() {
+            return Ok(model.clone());
+        }
+        let earlier = self.failed.lock().ok().and_then(|f| f.clone());
+        if let Some((at, message)) = earlier
+            && at.elapsed() < RETRY_AFTER
+        {
+            return Err(LocalError::Earlier(message));
+        }
+        let loaded = self.load().await;
+        if let (Err(err), Ok(mut failed)) = (&loaded, self.failed.lock()) {
+            *failed = Some((Instant::now(), err.to_string()));
+        }
+        loaded
+    }
+
+    async fn load(&self) -> Result<Arc<Model>, LocalError> {
         self.loaded
             .get_or_try_init(|| {
                 let source = self.source.clone();
