@@ -11,11 +11,11 @@
 //!   relevance > 0 counts)
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use onyx::config::{ProviderKind, SurrealConfig};
+use onyx::config::{LocalEmbedderConfig, ProviderKind, SurrealConfig};
 use onyx::memory::{Embedder, Memory, Mode, ProviderEmbedder, Ranking, Settings};
 use onyx::storage::{Db, LocalStore, ObjectStore};
 use serde::Deserialize;
@@ -62,6 +62,35 @@ pub struct EmbedderSpec {
     pub model: String,
     pub api_key: Option<String>,
     pub dimensions: Option<u32>,
+}
+
+/// The embedder a run uses: a provider's endpoint, or the built-in local
+/// model read from a directory of model files.
+#[derive(Debug, Clone)]
+pub enum Embedding {
+    Provider(EmbedderSpec),
+    Local(PathBuf),
+}
+
+impl From<EmbedderSpec> for Embedding {
+    fn from(spec: EmbedderSpec) -> Self {
+        Self::Provider(spec)
+    }
+}
+
+/// The built-in embedder over the all-MiniLM-L6-v2 files in `dir`.
+pub fn local_embedder(
+    dir: PathBuf,
+    threads: Option<usize>,
+) -> Result<onyx::memory::local_embedder::LocalEmbedder, String> {
+    let config = LocalEmbedderConfig {
+        model: "all-MiniLM-L6-v2".into(),
+        path: Some(dir.clone()),
+        // Unused: the files are read from `dir`.
+        download_url: url::Url::parse("http://127.0.0.1:9/").map_err(|e| e.to_string())?,
+        threads,
+    };
+    Ok(onyx::memory::local_embedder::LocalEmbedder::new(&config, &dir))
 }
 
 #[derive(Debug, Clone)]
@@ -133,7 +162,7 @@ fn file_for(id: &str, index: usize) -> String {
 /// this embedder, its resident index loaded and the embedder checked.
 /// `ranking` replaces the default ranking settings.
 pub async fn empty_memory(
-    embedder: Option<EmbedderSpec>,
+    embedder: Option<Embedding>,
     work_dir: &Path,
     ranking: Option<Ranking>,
 ) -> Result<Arc<Memory>, String> {
@@ -151,7 +180,8 @@ pub async fn empty_memory(
     objects.ensure_buckets().await.map_err(|e| e.to_string())?;
     let embedder: Option<Arc<dyn Embedder>> = match embedder {
         None => None,
-        Some(spec) => {
+        Some(Embedding::Local(dir)) => Some(Arc::new(local_embedder(dir, None)?)),
+        Some(Embedding::Provider(spec)) => {
             let mut provider =
                 onyx::config::detected_provider("embedder", spec.kind, spec.url.clone(), spec.api_key);
             provider.timeout = Duration::from_secs(300);
@@ -185,7 +215,7 @@ pub async fn empty_memory(
 pub async fn evaluate(
     corpus: &[Document],
     queries: &[Query],
-    embedder: Option<EmbedderSpec>,
+    embedder: Option<Embedding>,
     work_dir: &Path,
     on_progress: &(dyn Fn(&str, usize, usize) + Send + Sync),
 ) -> Result<Vec<ModeMetrics>, String> {

@@ -2,8 +2,8 @@
 //!
 //! ```sh
 //! memory-eval [--corpus F] [--queries F] [--qrels F]
-//!             [--embedder ollama|openai|none] [--url URL] [--model M]
-//!             [--api-key K] [--dimensions N]
+//!             [--embedder ollama|openai|local|none] [--url URL] [--model M]
+//!             [--api-key K] [--dimensions N] [--model-dir DIR]
 //! memory-eval --dataset DIR [--slice] [--dump FILE] [--fusion linear|rrf]
 //!             [--vector-weight W] [--text-weight W] [--half-life DAYS] [--embedder …]
 //! ```
@@ -11,14 +11,15 @@
 //! `$OLLAMA_HOST` (or 127.0.0.1:11434) with `nomic-embed-text`. With
 //! `--dataset` (e.g. `bench/data/memory-recall`) it scores hits by evidence
 //! lines instead (`onyx_bench::recall`); `--slice` keeps the dataset's small part,
-//! `--dump` writes every hit list to a file.
+//! `--dump` writes every hit list to a file. `--embedder local --model-dir DIR`
+//! runs the built-in embedder over the all-MiniLM-L6-v2 files in DIR.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use onyx::config::ProviderKind;
-use onyx_bench::eval::{self, EmbedderSpec};
+use onyx_bench::eval::{self, EmbedderSpec, Embedding};
 use onyx_bench::recall;
 
 fn arg(args: &[String], name: &str) -> Option<String> {
@@ -27,12 +28,20 @@ fn arg(args: &[String], name: &str) -> Option<String> {
         .and_then(|i| args.get(i + 1).cloned())
 }
 
-fn spec(args: &[String]) -> Result<Option<EmbedderSpec>, String> {
+fn spec(args: &[String]) -> Result<Option<Embedding>, String> {
     let kind = match arg(args, "--embedder").as_deref().unwrap_or("ollama") {
         "none" => return Ok(None),
+        "local" => {
+            let dir = arg(args, "--model-dir").ok_or("--embedder local needs --model-dir DIR")?;
+            return Ok(Some(Embedding::Local(PathBuf::from(dir))));
+        }
         "ollama" => ProviderKind::Ollama,
         "openai" => ProviderKind::OpenAi,
-        other => return Err(format!("--embedder: {other:?} is not ollama, openai or none")),
+        other => {
+            return Err(format!(
+                "--embedder: {other:?} is not ollama, openai, local or none"
+            ));
+        }
     };
     let url = match arg(args, "--url") {
         Some(url) => url::Url::parse(&url).map_err(|e| format!("--url: {e}"))?,
@@ -47,13 +56,16 @@ fn spec(args: &[String]) -> Result<Option<EmbedderSpec>, String> {
     } else {
         "text-embedding-3-small"
     };
-    Ok(Some(EmbedderSpec {
-        kind,
-        url,
-        model: arg(args, "--model").unwrap_or_else(|| default_model.into()),
-        api_key: arg(args, "--api-key").or_else(|| std::env::var("OPENAI_API_KEY").ok()),
-        dimensions: arg(args, "--dimensions").and_then(|d| d.parse().ok()),
-    }))
+    Ok(Some(
+        EmbedderSpec {
+            kind,
+            url,
+            model: arg(args, "--model").unwrap_or_else(|| default_model.into()),
+            api_key: arg(args, "--api-key").or_else(|| std::env::var("OPENAI_API_KEY").ok()),
+            dimensions: arg(args, "--dimensions").and_then(|d| d.parse().ok()),
+        }
+        .into(),
+    ))
 }
 
 /// The default ranking with `--fusion linear|rrf`, `--vector-weight W`,
@@ -103,7 +115,10 @@ async fn main() -> ExitCode {
         };
         let described = embedder.as_ref().map_or_else(
             || "none (text only)".to_string(),
-            |e| format!("{} {} at {}", e.kind.as_str(), e.model, e.url),
+            |e| match e {
+                Embedding::Provider(e) => format!("{} {} at {}", e.kind.as_str(), e.model, e.url),
+                Embedding::Local(dir) => format!("local all-MiniLM-L6-v2 from {}", dir.display()),
+            },
         );
         if let Some(dir) = arg(&args, "--dataset") {
             let dataset = recall::Dataset::load(&PathBuf::from(dir), args.iter().any(|a| a == "--slice"))?;

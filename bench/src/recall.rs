@@ -19,7 +19,7 @@ use std::path::Path;
 use onyx::memory::{Mode, Ranking};
 use serde::Deserialize;
 
-use crate::eval::{EmbedderSpec, empty_memory, mode_name};
+use crate::eval::{Embedding, empty_memory, mode_name};
 
 const CUTOFFS: [usize; 3] = [1, 5, 10];
 /// Context budgets, in characters of hit text.
@@ -207,7 +207,7 @@ pub struct Options<'a> {
 /// Writes the dataset's files as one agent's memory under `work_dir` and scores every mode.
 pub async fn evaluate(
     dataset: &Dataset,
-    embedder: Option<EmbedderSpec>,
+    embedder: Option<Embedding>,
     work_dir: &Path,
     options: Options<'_>,
     on_progress: &(dyn Fn(&str, usize, usize) + Send + Sync),

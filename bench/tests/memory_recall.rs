@@ -1,10 +1,13 @@
 //! A slice of the memory-recall dataset (one month of daily logs, MEMORY.md and a
-//! runbook; 40 questions) with the real all-MiniLM-L6-v2 (`tests/embedder/server.py`):
-//! hybrid search recalls at least what its better leg does, and each leg adds to it.
+//! runbook; 40 questions) with the real all-MiniLM-L6-v2, served by
+//! `tests/embedder/server.py` and run by Onyx's built-in local embedder:
+//! hybrid search recalls at least what its better leg does, each leg adds to it,
+//! and both embedders (the same model) recall the same.
 //!
 //! Needs a Python with the model (`tests/run` sets up `tests/.venv`): set
-//! `MINILM_PYTHON` to it. Without it the test says so and checks nothing, so a plain
-//! `cargo test` runs on machines without Python; `tests/run` sets it.
+//! `MINILM_PYTHON` to it and `MINILM_DIR` to the model files. Without them the
+//! test says so and checks nothing, so a plain `cargo test` runs on machines
+//! without Python; `tests/run` sets both.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -14,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 
 use onyx::config::ProviderKind;
 use onyx::memory::Mode;
-use onyx_bench::eval::EmbedderSpec;
+use onyx_bench::eval::{EmbedderSpec, Embedding};
 use onyx_bench::recall::{self, Dataset};
 
 struct Server(Child);
@@ -68,30 +71,67 @@ async fn hybrid_recalls_at_least_its_better_leg_with_the_real_model() {
         api_key: None,
         dimensions: None,
     };
+    let started = std::time::Instant::now();
+    let served = recall_of(&dataset, spec.into()).await;
+    let served_took = started.elapsed();
+    let Ok(dir) = std::env::var("MINILM_DIR") else {
+        panic!("MINILM_DIR is not set: tests/run sets it with MINILM_PYTHON");
+    };
+    let started = std::time::Instant::now();
+    let local = recall_of(&dataset, Embedding::Local(dir.into())).await;
+    let local_took = started.elapsed();
+    eprintln!(
+        "all-MiniLM-L6-v2 served by tests/embedder/server.py ({served_took:.1?}):\n{}",
+        recall::table(&served)
+    );
+    eprintln!(
+        "all-MiniLM-L6-v2 in Onyx's local embedder ({local_took:.1?}):\n{}",
+        recall::table(&local)
+    );
+    check(&served);
+    check(&local);
+    for mode in [Mode::Text, Mode::Vector, Mode::Hybrid] {
+        let (a, b) = (
+            recall::of(&served, mode, "all").unwrap().recall,
+            recall::of(&local, mode, "all").unwrap().recall,
+        );
+        // The same model: equal but for ties between near-equal scores.
+        assert!(
+            (a[1] - b[1]).abs() <= 0.02,
+            "{mode:?} recall@5: served {} vs local {}",
+            a[1],
+            b[1]
+        );
+    }
+}
+
+async fn recall_of(dataset: &Dataset, embedding: Embedding) -> Vec<recall::Metrics> {
     let work = tempfile::tempdir().unwrap();
-    let metrics = recall::evaluate(
-        &dataset,
-        Some(spec),
+    recall::evaluate(
+        dataset,
+        Some(embedding),
         work.path(),
         Default::default(),
         &|_, _, _| {},
     )
     .await
-    .unwrap();
-    let table = recall::table(&metrics);
-    eprintln!("{table}");
-    let at5 = |mode| recall::of(&metrics, mode, "all").unwrap().recall[1];
+    .unwrap()
+}
+
+fn check(metrics: &[recall::Metrics]) {
+    let table = recall::table(metrics);
+    let at5 = |mode| recall::of(metrics, mode, "all").unwrap().recall[1];
     let (text, vector, hybrid) = (at5(Mode::Text), at5(Mode::Vector), at5(Mode::Hybrid));
     assert!(!table.contains("ran as"), "every mode ran as asked: {table}");
     assert!(hybrid >= text.max(vector), "hybrid below its better leg: {table}");
     // Each leg matters: within ten hits hybrid beats either alone (at five the
     // 40-question slice moves in steps of 2.5 points; the full set: +8 points).
-    let at10 = |mode| recall::of(&metrics, mode, "all").unwrap().recall[2];
+    let at10 = |mode| recall::of(metrics, mode, "all").unwrap().recall[2];
     assert!(
         at10(Mode::Hybrid) > at10(Mode::Text) && at10(Mode::Hybrid) > at10(Mode::Vector),
         "{table}"
     );
     // Paraphrases share few words with their answer: the vector leg carries them.
-    let paraphrase = |mode| recall::of(&metrics, mode, "paraphrase").unwrap().recall[1];
+    let paraphrase = |mode| recall::of(metrics, mode, "paraphrase").unwrap().recall[1];
     assert!(paraphrase(Mode::Vector) > paraphrase(Mode::Text), "{table}");
 }

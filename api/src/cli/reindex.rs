@@ -1,6 +1,7 @@
 //! `onyx reindex`: rebuilds every derived table from the object store, with
 //! progress bars: session metadata, then the memory index (chunks, then
-//! embeddings when an embedder answers, then SurrealDB's search indexes).
+//! embeddings when an embedder answers, downloading the local embedder's model
+//! first when it needs one, then SurrealDB's search indexes).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -57,6 +58,14 @@ async fn reindex(config_path: Option<PathBuf>) -> Result<(), CliError> {
     let report = memory.rebuild(&reporter(&progress)).await?;
     progress.finish_and_clear();
     eprintln!("reindexed {} memory file(s)", report.files);
+    let progress = ProgressBar::new(0).with_style(
+        ProgressStyle::with_template("embedding model  {bar:40} {bytes}/{total_bytes} ({eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    // The local embedder downloads its model here on first use; the error, if
+    // any, is reported with the embeddings below.
+    let _ = memory.prepare_embedder(&reporter(&progress)).await;
+    progress.finish_and_clear();
     let progress = bar("embeddings");
     let embedded = memory.prepare_embedding(&reporter(&progress)).await;
     progress.finish_and_clear();

@@ -6,7 +6,9 @@
 //! `~/.config/onyx/onyx.json5`; with none of them present the embedded default
 //! (no file at all) is used.
 
+mod embedder;
 mod env;
+mod fields;
 mod raw;
 mod scheduling;
 pub mod tool_names;

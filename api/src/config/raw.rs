@@ -227,6 +227,12 @@ pub struct RawEmbedder {
     pub provider: Option<String>,
     pub base_url: Option<String>,
     pub dimensions: Option<u32>,
+    /// `local` only: a directory holding the model files.
+    pub path: Option<String>,
+    /// `local` only: where the model files are downloaded from.
+    pub download_url: Option<String>,
+    /// `local` only: the most CPU threads inference uses.
+    pub threads: Option<u32>,
 }
 
 /// OpenClaw's `agents` block: shared defaults plus the agent list.

@@ -268,3 +268,49 @@ fn the_readme_configuration_reference_lists_every_example_key() {
         );
     }
 }
+
+#[test]
+fn the_local_embedder_defaults_to_minilm_downloaded_once() {
+    let home = env(&[("HOME", "/home/u")]);
+    let config = parse(Some(r#"{memory: {embedder: {type: "local"}}}"#), None, &home).unwrap();
+    let Some(EmbedderConfig::Local(local)) = &config.memory.embedder else {
+        panic!("{:?}", config.memory.embedder)
+    };
+    assert_eq!(local.model, "all-MiniLM-L6-v2");
+    assert_eq!(local.path, None);
+    assert_eq!(
+        local.download_url.as_str(),
+        "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main/"
+    );
+    assert_eq!(local.threads, None);
+
+    let text = r#"{memory: {embedder: {type: "local", model: "all-MiniLM-L12-v2", path: "~/models/l12", threads: 2}}}"#;
+    let config = parse(Some(text), None, &home).unwrap();
+    let Some(EmbedderConfig::Local(local)) = &config.memory.embedder else {
+        panic!("{:?}", config.memory.embedder)
+    };
+    assert_eq!(local.path.as_deref(), Some(Path::new("/home/u/models/l12")));
+    assert_eq!(local.threads, Some(2));
+    assert!(local.download_url.as_str().contains("/all-MiniLM-L12-v2/"));
+
+    for (text, path) in [
+        (
+            r#"{memory: {embedder: {type: "local", threads: 0}}}"#,
+            "memory.embedder.threads",
+        ),
+        (
+            r#"{memory: {embedder: {type: "local", model: "../etc"}}}"#,
+            "memory.embedder.model",
+        ),
+        (
+            r#"{memory: {embedder: {type: "local", downloadUrl: "ftp://x/"}}}"#,
+            "memory.embedder.downloadUrl",
+        ),
+        (r#"{memory: {embedder: {type: "onnx"}}}"#, "memory.embedder.type"),
+    ] {
+        let err = parse(Some(text), None, &home).unwrap_err().to_string();
+        assert!(err.starts_with(path), "{text}: {err}");
+    }
+    let err = parse(Some(r#"{memory: {embedder: {type: "onnx"}}}"#), None, &home).unwrap_err();
+    assert!(err.to_string().contains("\"local\""), "{err}");
+}

@@ -252,13 +252,34 @@ pub struct MemoryConfig {
 }
 
 #[derive(Debug)]
-pub struct EmbedderConfig {
+pub enum EmbedderConfig {
+    /// An embeddings endpoint: Ollama or an OpenAI-compatible provider.
+    Provider(ProviderEmbedderConfig),
+    /// A sentence-embedding model run inside Onyx (`type: "local"`).
+    Local(LocalEmbedderConfig),
+}
+
+#[derive(Debug)]
+pub struct ProviderEmbedderConfig {
     pub kind: ProviderKind,
     pub model: String,
     /// The provider whose endpoint and key are used (`openai` type), if any.
     pub provider: Option<String>,
     pub base_url: Option<Url>,
     pub dimensions: Option<u32>,
+}
+
+#[derive(Debug)]
+pub struct LocalEmbedderConfig {
+    /// The model's name (a sentence-transformers BERT model with mean pooling).
+    pub model: String,
+    /// A directory holding `model.safetensors`, `tokenizer.json` and
+    /// `config.json`; without one they are downloaded into the data dir.
+    pub path: Option<PathBuf>,
+    /// The base URL the model files are downloaded from.
+    pub download_url: Url,
+    /// The most CPU threads inference uses; none: the machine's cores, up to 4.
+    pub threads: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,11 +10,10 @@ use secrecy::SecretString;
 use url::Url;
 
 use super::ConfigError;
+use super::fields::{Env, expand_home, parse_url, provider_kind};
 use super::raw::{self, OneOrMany, RawConfig};
 use super::types::*;
 use crate::model_ref::ModelRef;
-
-type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Config, ConfigError> {
     let mut providers = BTreeMap::new();
@@ -34,7 +33,7 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
         aliases,
         context_windows,
         storage: storage(raw.storage, env)?,
-        memory: memory(raw.memory)?,
+        memory: memory(raw.memory, env)?,
         scheduler: super::scheduling::scheduler(raw.scheduler, agents.timezone)?,
         agents,
         bindings: raw.bindings.into_iter().map(binding).collect(),
@@ -212,30 +211,6 @@ fn gateway(raw: raw::RawGateway, env: Env) -> Result<GatewayConfig, ConfigError>
         shutdown_grace: Duration::from_secs(raw.shutdown_grace_seconds.unwrap_or(30)),
         models_cache_ttl: Duration::from_secs(raw.models_cache_seconds.unwrap_or(300)),
     })
-}
-
-fn parse_url(text: &str, path: &str) -> Result<Url, ConfigError> {
-    let url =
-        Url::parse(text).map_err(|err| ConfigError::invalid(path, format!("not a URL ({err}): {text:?}")))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(ConfigError::invalid(
-            path,
-            format!("not an http(s) URL: {text:?}"),
-        ));
-    }
-    Ok(url)
-}
-
-fn provider_kind(text: &str, path: &str) -> Result<ProviderKind, ConfigError> {
-    match text {
-        "openai" | "openai-compatible" => Ok(ProviderKind::OpenAi),
-        "anthropic" => Ok(ProviderKind::Anthropic),
-        "ollama" => Ok(ProviderKind::Ollama),
-        other => Err(ConfigError::invalid(
-            format!("{path}.type"),
-            format!("unknown provider type {other:?}; expected \"openai\", \"anthropic\" or \"ollama\""),
-        )),
-    }
 }
 
 fn default_base_url(name: &str, kind: ProviderKind) -> &'static str {
@@ -450,13 +425,6 @@ fn aliases(
     Ok(out)
 }
 
-fn expand_home(path: &str, env: Env) -> PathBuf {
-    match (path.strip_prefix("~/"), env("HOME")) {
-        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
-        _ => PathBuf::from(path),
-    }
-}
-
 fn storage(raw: raw::RawStorage, env: Env) -> Result<StorageConfig, ConfigError> {
     let data_dir = match raw
         .data_dir
@@ -534,7 +502,7 @@ fn unit_interval(value: Option<f64>, default: f64, path: &str) -> Result<f64, Co
     }
 }
 
-fn memory(raw: raw::RawMemory) -> Result<MemoryConfig, ConfigError> {
+fn memory(raw: raw::RawMemory, env: Env) -> Result<MemoryConfig, ConfigError> {
     let fusion = match raw.fusion.as_deref() {
         None | Some("rrf") => Fusion::Rrf,
         Some("linear") => Fusion::Linear,
@@ -545,29 +513,10 @@ fn memory(raw: raw::RawMemory) -> Result<MemoryConfig, ConfigError> {
             ));
         }
     };
-    let embedder = match raw.embedder {
-        None => None,
-        Some(embedder) => {
-            let kind = provider_kind(&embedder.kind, "memory.embedder")?;
-            if kind == ProviderKind::Anthropic {
-                return Err(ConfigError::invalid(
-                    "memory.embedder.type",
-                    "anthropic offers no embeddings",
-                ));
-            }
-            Some(EmbedderConfig {
-                kind,
-                model: embedder.model.unwrap_or_else(|| "nomic-embed-text".into()),
-                provider: embedder.provider,
-                base_url: embedder
-                    .base_url
-                    .as_deref()
-                    .map(|u| parse_url(u, "memory.embedder.baseUrl"))
-                    .transpose()?,
-                dimensions: embedder.dimensions,
-            })
-        }
-    };
+    let embedder = raw
+        .embedder
+        .map(|embedder| super::embedder::embedder(embedder, env))
+        .transpose()?;
     let chunk_tokens = raw.chunk_tokens.unwrap_or(400);
     let chunk_overlap = raw.chunk_overlap.unwrap_or(80);
     if chunk_tokens < 32 {

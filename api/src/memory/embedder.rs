@@ -3,6 +3,7 @@
 //! (`POST /v1/embeddings`). Texts are sent in batches. Which embedder runs is
 //! decided here from config: the one configured, else Ollama when available,
 //! else an OpenAI provider, else none (memory search is then BM25-only).
+//! `type: "local"` runs the model inside Onyx (`local_embedder`).
 
 use std::sync::Arc;
 
@@ -10,7 +11,8 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use crate::config::{Config, EmbedderConfig, ProviderKind};
+use super::local_embedder::{LocalEmbedder, LocalError};
+use crate::config::{Config, EmbedderConfig, ProviderEmbedderConfig, ProviderKind};
 use crate::providers::types::{EmbeddingInput, EmbeddingsRequest};
 use crate::providers::{self, EmbeddingsCall, Provider, ProviderError};
 
@@ -30,6 +32,8 @@ pub enum EmbedError {
     NotConfigured,
     #[error("the embedder did not answer within {0:?}")]
     Timeout(std::time::Duration),
+    #[error(transparent)]
+    Local(#[from] LocalError),
 }
 
 impl EmbedError {
@@ -41,7 +45,7 @@ impl EmbedError {
 }
 
 pub trait Embedder: Send + Sync {
-    /// `ollama` or `openai`.
+    /// `ollama`, `openai` or `local`.
     fn kind(&self) -> &'static str;
     fn model(&self) -> &str;
     /// One vector per text, in order.
@@ -50,6 +54,15 @@ pub trait Embedder: Send + Sync {
     /// embedder can tell: longer text is cut off, so chunks stay within it.
     fn input_tokens(&self) -> BoxFuture<'_, Option<usize>> {
         async { None }.boxed()
+    }
+    /// Gets the embedder ready ahead of its first use, reporting long work as
+    /// (done, of): the local embedder downloads and loads its model.
+    fn prepare<'a>(
+        &'a self,
+        on_progress: &'a (dyn Fn(usize, usize) + Send + Sync),
+    ) -> BoxFuture<'a, Result<(), EmbedError>> {
+        let _ = on_progress;
+        async { Ok(()) }.boxed()
     }
 }
 
@@ -159,6 +172,41 @@ impl Embedder for ProviderEmbedder {
     }
 }
 
+impl Embedder for LocalEmbedder {
+    fn kind(&self) -> &'static str {
+        "local"
+    }
+
+    fn model(&self) -> &str {
+        LocalEmbedder::model(self)
+    }
+
+    fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
+        async move { Ok(LocalEmbedder::embed(self, texts).await?) }.boxed()
+    }
+
+    fn input_tokens(&self) -> BoxFuture<'_, Option<usize>> {
+        LocalEmbedder::input_tokens(self).boxed()
+    }
+
+    fn prepare<'a>(
+        &'a self,
+        on_progress: &'a (dyn Fn(usize, usize) + Send + Sync),
+    ) -> BoxFuture<'a, Result<(), EmbedError>> {
+        async move {
+            let bytes = |done: u64, total: Option<u64>| {
+                let total = total.unwrap_or(done);
+                on_progress(
+                    usize::try_from(done).unwrap_or(usize::MAX),
+                    usize::try_from(total).unwrap_or(usize::MAX),
+                );
+            };
+            Ok(LocalEmbedder::prepare(self, &bytes).await?)
+        }
+        .boxed()
+    }
+}
+
 /// OpenAI's embedding models (`text-embedding-3-*`, `-ada-002`) read 8,191 tokens.
 const OPENAI_INPUT_TOKENS: usize = 8191;
 
@@ -198,14 +246,16 @@ fn parse_vectors(response: &Value) -> Result<Vec<Vec<f32>>, EmbedError> {
 
 /// The embedder this config asks for, if any (see the module doc for the order).
 pub fn from_config(config: &Config) -> Result<Option<Arc<dyn Embedder>>, ProviderError> {
-    let chosen = match &config.memory.embedder {
-        Some(embedder) => Some(configured(config, embedder)?),
-        None => automatic(config)?,
-    };
-    Ok(chosen.map(|e| Arc::new(e) as Arc<dyn Embedder>))
+    Ok(match &config.memory.embedder {
+        Some(EmbedderConfig::Local(local)) => {
+            Some(Arc::new(LocalEmbedder::new(local, &config.storage.data_dir)))
+        }
+        Some(EmbedderConfig::Provider(embedder)) => Some(Arc::new(configured(config, embedder)?)),
+        None => automatic(config)?.map(|e| Arc::new(e) as Arc<dyn Embedder>),
+    })
 }
 
-fn configured(config: &Config, wanted: &EmbedderConfig) -> Result<ProviderEmbedder, ProviderError> {
+fn configured(config: &Config, wanted: &ProviderEmbedderConfig) -> Result<ProviderEmbedder, ProviderError> {
     let named = wanted
         .provider
         .as_deref()

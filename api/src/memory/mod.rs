@@ -7,6 +7,7 @@
 //! - `paths`: agent ids, file paths, which files are indexed
 //! - `chunker`: markdown-aware chunks with line numbers and content hashes
 //! - `embedder`: the `Embedder` trait over Ollama and OpenAI-compatible providers
+//! - `local_embedder`: the built-in embedding model, run in process
 //! - `index`: the SurrealDB tables and statements
 //! - `resident`: the in-process search index each replica answers queries from
 //! - `search`: the two legs and their fusion
@@ -18,6 +19,7 @@
 pub mod chunker;
 pub mod embedder;
 mod index;
+pub mod local_embedder;
 pub mod paths;
 pub mod resident;
 pub mod search;
@@ -178,6 +180,18 @@ impl Memory {
             Ok(Err(err)) => Err(err),
             Err(_) => Err(EmbedError::Timeout(within)),
         })
+    }
+
+    /// Gets the embedder ready now (`onyx reindex` shows the local model's
+    /// download with this); does nothing without an embedder.
+    pub async fn prepare_embedder(
+        &self,
+        on_progress: &(dyn Fn(usize, usize) + Send + Sync),
+    ) -> Result<(), EmbedError> {
+        match &self.embedder {
+            Some(embedder) => embedder.prepare(on_progress).await,
+            None => Ok(()),
+        }
     }
 
     pub async fn pending_count(&self) -> usize {

@@ -16,6 +16,7 @@ mod chat_approvals;
 mod compaction;
 mod deployment;
 mod keys;
+mod local_embedder;
 mod memory;
 mod messages;
 mod observability;

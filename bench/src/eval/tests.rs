@@ -24,7 +24,7 @@ async fn the_shipped_dataset_shows_what_each_leg_answers() {
         api_key: None,
         dimensions: Some(128),
     };
-    let metrics = eval::evaluate(&corpus, &queries, Some(spec), work.path(), &|_, _, _| {})
+    let metrics = eval::evaluate(&corpus, &queries, Some(spec.into()), work.path(), &|_, _, _| {})
         .await
         .unwrap();
     let table = eval::table(&metrics);
