@@ -81,7 +81,7 @@ test('errors are the SDK error classes', async () => {
     (err) => err instanceof OpenAI.NotFoundError && err.code === 'previous_response_not_found',
   );
   await assert.rejects(
-    client.responses.create({ model: 'anthropic/fake-echo', input: 'x', tools: [{ type: 'web_search_preview' }] }),
-    (err) => err instanceof OpenAI.BadRequestError && err.param === 'tools[0].type',
+    client.responses.create({ model: 'anthropic/fake-echo', input: 'x', tools: [{ type: 'namespace', name: 'n' }] }),
+    (err) => err instanceof OpenAI.BadRequestError && err.param === 'tools[0].tools',
   );
 });
