@@ -37,6 +37,13 @@ fn is_conflict(message: &str) -> bool {
     message.contains("can be retried") || message.contains("onflict")
 }
 
+impl DbError {
+    /// A transaction that lost to a concurrent one: trying again may succeed.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Self::Surreal(message) if is_conflict(message))
+    }
+}
+
 /// A cheap-to-clone database handle.
 #[derive(Clone)]
 pub struct Db {

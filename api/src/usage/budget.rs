@@ -27,10 +27,6 @@ pub const LEASE: Duration = Duration::from_secs(15 * 60);
 
 const CONFLICT_ROUNDS: u32 = 8;
 
-fn is_conflict(message: &str) -> bool {
-    !message.contains("limit:") && (message.contains("can be retried") || message.contains("onflict"))
-}
-
 /// A limited scope: `key:<id>`, `agent:<id>` or `global`, with its limits.
 #[derive(Debug, Clone)]
 pub struct Scope {
@@ -281,7 +277,7 @@ pub(crate) async fn grow(
             Err(DbError::Surreal(message)) if message.contains("limit:") => {
                 return Err(GrowError::Limit(limit_index(&message)));
             }
-            Err(DbError::Surreal(message)) if is_conflict(&message) && rounds < CONFLICT_ROUNDS => {
+            Err(err) if err.is_conflict() && rounds < CONFLICT_ROUNDS => {
                 rounds += 1;
                 let jitter = u64::from(uuid::Uuid::new_v4().as_bytes()[0] % 50);
                 tokio::time::sleep(Duration::from_millis(20 * u64::from(rounds) + jitter)).await;
