@@ -1,19 +1,20 @@
 //! `memory-bench`: memory search speed at scale. Ingests N chunks with
 //! precomputed 384-dimension vectors (so the embedder is not measured) into
 //! the real memory index (SurrealDB's `memory_chunk` rows, and the resident
-//! index every write also updates) while SurrealDB's own search indexes
-//! (`memory_search`, HNSW + FULLTEXT) catch up alongside as in `onyx serve`,
-//! and times how long they take to finish. Then times loading the resident
-//! index from SurrealDB as a restarted replica does, searches per mode in the
-//! resident index and, for comparison, a few in SurrealDB (what answers while
-//! a replica's resident index loads). Reports RSS.
+//! index every write also updates), writes every file again unchanged (what
+//! content-derived chunk ids make nearly free), saves the resident index's
+//! snapshot, then times a restarted replica's load: from SurrealDB alone
+//! (a new replica) and from the snapshot. Times searches per mode in the
+//! resident index, checks both loads answer the same, and reports RSS.
 //!
 //! ```sh
-//! memory-bench CHUNKS [DB_URL] [QUERIES] [SURREALDB_QUERIES]
+//! memory-bench CHUNKS [DB_URL] [QUERIES]
 //! # DB_URL: surrealkv://DIR (default: a temp dir) or mem://
-//! # MEMORY_BENCH_CATCH_UP=after: SurrealDB's indexes catch up only once ingest ends
+//! MEMORY_BENCH_RESTART=SNAPSHOT memory-bench CHUNKS surrealkv://DIR [QUERIES]
+//! # a replica restarting on an existing database: loads, searches, RSS only
 //! ```
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use futures::StreamExt;
@@ -107,6 +108,7 @@ fn bench_file(file: usize, chunks: usize, centroids: &[Vec<f32>], rng: &mut Rng)
                     hash: format!("{file}-{i}"),
                     text: body,
                 },
+                0,
             );
             row.embedding = Some(vector_near(centroids, topic, rng));
             row.pending = false;
@@ -120,6 +122,7 @@ fn bench_file(file: usize, chunks: usize, centroids: &[Vec<f32>], rng: &mut Rng)
         etag: String::new(),
         size: 0,
         chunks: count,
+        version: String::new(),
     };
     (file_row, rows)
 }
@@ -137,8 +140,18 @@ async fn main() -> ExitCode {
         .cloned()
         .unwrap_or_else(|| format!("surrealkv://{}", temp.display()));
     let queries = args.get(3).and_then(|n| n.parse().ok()).unwrap_or(500);
-    let surrealdb_queries = args.get(4).and_then(|n| n.parse().ok()).unwrap_or(20);
-    let result = run(chunks, &url, queries, surrealdb_queries).await;
+    let result = match std::env::var("MEMORY_BENCH_RESTART") {
+        Ok(snapshot) => run_restart(&url, queries, Path::new(&snapshot)).await,
+        Err(_) => {
+            let kept = std::env::var("MEMORY_BENCH_SNAPSHOT").ok().map(PathBuf::from);
+            let snapshot = kept.clone().unwrap_or_else(|| temp.with_extension("snapshot"));
+            let result = run(chunks, &url, queries, &snapshot).await;
+            if kept.is_none() {
+                let _ = std::fs::remove_file(&snapshot);
+            }
+            result
+        }
+    };
     let _ = std::fs::remove_dir_all(&temp);
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -149,9 +162,7 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(chunks: usize, url: &str, queries: usize, surrealdb_queries: usize) -> Result<(), String> {
-    println!("machine: {}", machine());
-    println!("database: {url}; {chunks} chunks of ~{WORDS_PER_CHUNK} words, {DIMENSIONS}-d vectors");
+async fn connect(url: &str) -> Result<Db, String> {
     let db = Db::connect(&SurrealConfig {
         url: url.into(),
         user: None,
@@ -162,52 +173,40 @@ async fn run(chunks: usize, url: &str, queries: usize, surrealdb_queries: usize)
     .await
     .map_err(|e| e.to_string())?;
     db.migrate().await.map_err(|e| e.to_string())?;
+    Ok(db)
+}
+
+/// Loads a fresh resident index as a restarted replica does; prints and returns it.
+async fn restart(db: &Db, snapshot: Option<&Path>, label: &str) -> Result<Index, String> {
     let index = Index::new(db.clone());
-    index
-        .reset_vectors(Some(DIMENSIONS))
+    let started = Instant::now();
+    let loaded = resident::load(index.db(), index.resident(), snapshot)
         .await
         .map_err(|e| e.to_string())?;
+    let (rss, _) = rss_mb();
+    println!(
+        "restart {label}: searchable after {:.2} s ({} chunks, {} from the snapshot, {} files read from SurrealDB); rss {rss:.0} MB",
+        started.elapsed().as_secs_f64(),
+        loaded.chunks,
+        loaded.from_snapshot,
+        loaded.files_read
+    );
+    Ok(index)
+}
+
+async fn run(chunks: usize, url: &str, queries: usize, snapshot: &Path) -> Result<(), String> {
+    println!("machine: {}", machine());
+    println!("database: {url}; {chunks} chunks of ~{WORDS_PER_CHUNK} words, {DIMENSIONS}-d vectors");
+    let db = connect(url).await?;
+    let index = Index::new(db.clone());
     // Loaded (empty) before ingesting, as in a running replica: each write
     // also updates the resident index, and ingest pays for that.
-    resident::load(index.db(), index.resident())
+    resident::load(index.db(), index.resident(), None)
         .await
         .map_err(|e| e.to_string())?;
 
     let mut rng = Rng(42);
-    let centroids: Vec<Vec<f32>> = (0..TOPICS)
-        .map(|_| {
-            let mut c: Vec<f32> = (0..DIMENSIONS).map(|_| rng.unit()).collect();
-            normalise(&mut c);
-            c
-        })
-        .collect();
-    let bar = ProgressBar::new(chunks as u64).with_style(
-        ProgressStyle::with_template("ingest {bar:40} {pos}/{len} ({per_sec}, {eta})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    // Which SurrealDB indexes to keep while ingesting, to attribute the cost.
-    let without = std::env::var("MEMORY_BENCH_WITHOUT").unwrap_or_default();
-    for (name, surreal_index) in [
-        ("fulltext", "memory_search_body"),
-        ("hnsw", "memory_search_embedding"),
-    ] {
-        if without == name || without == "both" {
-            let sql = format!("REMOVE INDEX {surreal_index} ON memory_search");
-            index
-                .db()
-                .execute(&sql, serde_json::json!({}))
-                .await
-                .map_err(|e| e.to_string())?;
-        }
-    }
-    // Or any schema change to try (e.g. other index parameters).
-    if let Ok(sql) = std::env::var("MEMORY_BENCH_SETUP_SQL") {
-        index
-            .db()
-            .execute(&sql, serde_json::json!({}))
-            .await
-            .map_err(|e| e.to_string())?;
-    }
+    let centroids = centroids(&mut rng);
     let concurrency: usize = std::env::var("MEMORY_BENCH_CONCURRENCY")
         .ok()
         .and_then(|n| n.parse().ok())
@@ -215,133 +214,116 @@ async fn run(chunks: usize, url: &str, queries: usize, surrealdb_queries: usize)
     let files: Vec<(FileRow, Vec<ChunkRow>)> = (0..chunks.div_ceil(chunks_per_file()))
         .map(|file| bench_file(file, chunks, &centroids, &mut rng))
         .collect();
-    let catch_up_during = std::env::var("MEMORY_BENCH_CATCH_UP").as_deref() != Ok("after");
-    let follower = catch_up_during.then(|| {
-        let index = index.clone();
-        tokio::spawn(async move { index.follow_writes().await })
-    });
-    let started = Instant::now();
-    let mut writes = futures::stream::iter(files.iter().map(|(file, rows)| {
-        let index = &index;
-        async move { index.replace_file(file, rows).await.map(|()| rows.len()) }
-    }))
-    .buffer_unordered(concurrency.max(1));
-    while let Some(written) = writes.next().await {
-        bar.inc(written.map_err(|e| e.to_string())? as u64);
-    }
-    drop(writes);
-    let ingest_time = started.elapsed();
-    bar.finish_and_clear();
-    let (rss_after_ingest, _) = rss_mb();
-    let rate = chunks as f64 / ingest_time.as_secs_f64();
-    println!(
-        "ingest: {chunks} chunks in {:.1} s = {rate:.0} chunks/s (files of {} chunks, one transaction each, {concurrency} at a time; SurrealDB's search indexes catching up {}{})",
-        ingest_time.as_secs_f64(),
-        chunks_per_file(),
-        if catch_up_during {
-            "alongside"
-        } else {
-            "afterwards"
-        },
-        if without.is_empty() {
-            String::new()
-        } else {
-            format!(", without its {without} index")
-        }
-    );
-    if let Some(follower) = follower {
-        follower.abort();
-        let _ = follower.await;
-    }
-    let behind_at_end = index.files_behind().await.map_err(|e| e.to_string())?;
-    let bar = ProgressBar::new(0).with_style(
-        ProgressStyle::with_template("surrealdb search indexes {bar:40} {pos}/{len} files ({eta})")
+    for pass in ["ingest", "unchanged rewrite"] {
+        let bar = ProgressBar::new(chunks as u64).with_style(
+            ProgressStyle::with_template(&format!(
+                "{pass} {{bar:40}} {{pos}}/{{len}} ({{per_sec}}, {{eta}})"
+            ))
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let finishing = Instant::now();
-    index
-        .catch_up_all(&|done, total| {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        })
-        .await
-        .map_err(|e| e.to_string())?;
-    bar.finish_and_clear();
-    let behind_time = finishing.elapsed();
-    let caught_up = started.elapsed();
-    println!(
-        "surrealdb search indexes: {behind_at_end} of {} files still queued when ingest ended, caught up {:.1} s later; all {chunks} chunks indexed {:.1} s after ingest began = {:.0} chunks/s",
-        chunks.div_ceil(chunks_per_file()),
-        behind_time.as_secs_f64(),
-        caught_up.as_secs_f64(),
-        chunks as f64 / caught_up.as_secs_f64()
-    );
-
-    // A restarted replica: a fresh resident index read from SurrealDB.
-    drop(index);
-    let loaded = Index::new(db.clone());
-    let started = Instant::now();
-    resident::load(loaded.db(), loaded.resident())
-        .await
-        .map_err(|e| e.to_string())?;
-    let load_time = started.elapsed();
-    let (rss_after_load, _) = rss_mb();
-    println!(
-        "resident index: loaded {} chunks from SurrealDB in {:.1} s",
-        loaded.resident().chunks().unwrap_or(0),
-        load_time.as_secs_f64()
-    );
-
-    let mut rng = Rng(7);
-    let in_surrealdb = Index::new(db.clone());
-    let mut report = Vec::new();
-    for (engine, index, count) in [
-        ("resident", &loaded, queries),
-        ("surrealdb", &in_surrealdb, surrealdb_queries),
-    ] {
-        if count == 0 {
-            continue;
+        );
+        let started = Instant::now();
+        let mut writes = futures::stream::iter(files.iter().map(|(file, rows)| {
+            let index = &index;
+            async move { index.replace_file(file, rows).await.map(|()| rows.len()) }
+        }))
+        .buffer_unordered(concurrency.max(1));
+        while let Some(written) = writes.next().await {
+            bar.inc(written.map_err(|e| e.to_string())? as u64);
         }
-        for (label, samples, hits) in time_searches(index, &centroids, &mut rng, count).await? {
-            report.push((engine, label, samples, hits));
-        }
+        drop(writes);
+        let took = started.elapsed();
+        bar.finish_and_clear();
+        let (rss, _) = rss_mb();
+        println!(
+            "{pass}: {chunks} chunks in {:.1} s = {:.0} chunks/s (files of {} chunks, one transaction each, {concurrency} at a time); rss {rss:.0} MB",
+            took.as_secs_f64(),
+            chunks as f64 / took.as_secs_f64(),
+            chunks_per_file(),
+        );
     }
+    let started = Instant::now();
+    index.resident().save(snapshot).map_err(|e| e.to_string())?;
+    let size = std::fs::metadata(snapshot).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "snapshot: saved in {:.2} s, {:.0} MB",
+        started.elapsed().as_secs_f64(),
+        size as f64 / 1e6
+    );
+    let reference = search_results(&index, &centroids).await?;
+    drop(index);
+
+    let cold = restart(&db, None, "from SurrealDB alone").await?;
+    let same = search_results(&cold, &centroids).await? == reference;
+    drop(cold);
+    let warm = restart(&db, Some(snapshot), "from the snapshot").await?;
+    let same_warm = search_results(&warm, &centroids).await? == reference;
+    println!("same top 10 as the writing replica: from SurrealDB {same}, from the snapshot {same_warm}");
+    report_searches(&warm, &centroids, queries).await
+}
+
+/// A replica restarting on an existing database and snapshot.
+async fn run_restart(url: &str, queries: usize, snapshot: &Path) -> Result<(), String> {
+    println!("machine: {}", machine());
+    let db = connect(url).await?;
+    let index = restart(&db, Some(snapshot), "from the snapshot").await?;
+    let centroids = centroids(&mut Rng(42));
+    report_searches(&index, &centroids, queries).await
+}
+
+fn centroids(rng: &mut Rng) -> Vec<Vec<f32>> {
+    (0..TOPICS)
+        .map(|_| {
+            let mut c: Vec<f32> = (0..DIMENSIONS).map(|_| rng.unit()).collect();
+            normalise(&mut c);
+            c
+        })
+        .collect()
+}
+
+/// The hits of 20 searches per mode, to compare replicas.
+async fn search_results(index: &Index, centroids: &[Vec<f32>]) -> Result<Vec<Vec<(String, usize)>>, String> {
+    let found = time_searches(index, centroids, &mut Rng(7), 20, true).await?;
+    Ok(found.into_iter().flat_map(|(_, _, _, hits)| hits).collect())
+}
+
+async fn report_searches(index: &Index, centroids: &[Vec<f32>], queries: usize) -> Result<(), String> {
     println!("search: top 10 of 30 candidates per leg, one agent of four (plus _shared)");
-    println!("| engine | mode | queries | p50 | p99 | hits/query |");
-    println!("| --- | --- | --- | --- | --- | --- |");
-    for (engine, label, mut samples, hits) in report {
+    println!("| mode | queries | p50 | p99 | hits/query |");
+    println!("| --- | --- | --- | --- | --- |");
+    for (label, mut samples, hits, _) in time_searches(index, centroids, &mut Rng(11), queries, false).await?
+    {
         let n = samples.len();
         println!(
-            "| {engine} | {label} | {n} | {} | {} | {:.1} |",
+            "| {label} | {n} | {} | {} | {:.1} |",
             ms(percentile(&mut samples, 0.5)),
             ms(percentile(&mut samples, 0.99)),
             hits as f64 / n.max(1) as f64
         );
     }
     let (rss, peak) = rss_mb();
-    println!(
-        "rss: {rss_after_ingest:.0} MB after ingest, {rss_after_load:.0} MB after loading, {rss:.0} MB after searching, peak {peak:.0} MB"
-    );
+    println!("rss after searching: {rss:.0} MB, peak {peak:.0} MB");
     Ok(())
 }
 
+/// Per mode: the search times, the number of hits and (when kept) the hits.
+type Timed = (&'static str, Vec<Duration>, usize, Vec<Vec<(String, usize)>>);
+
 /// Times `count` searches per mode (after up to 10 warm-up rounds), the modes
-/// taking turns so each sees the same conditions; per mode, the samples and
-/// the total number of hits.
+/// taking turns so each sees the same conditions.
 async fn time_searches(
     index: &Index,
     centroids: &[Vec<f32>],
     rng: &mut Rng,
     count: usize,
-) -> Result<Vec<(&'static str, Vec<Duration>, usize)>, String> {
-    // The shipped defaults: linear fusion, vector 0.7, text 0.3.
+    keep: bool,
+) -> Result<Vec<Timed>, String> {
+    // The shipped defaults.
     let ranking = Settings::default().ranking;
     let agents = ["agent1", "_shared"];
-    let mut modes = vec![
-        ("vector", Vec::with_capacity(count), 0),
-        ("text", Vec::with_capacity(count), 0),
-        ("hybrid", Vec::with_capacity(count), 0),
-    ];
+    let mut modes: Vec<Timed> = ["vector", "text", "hybrid"]
+        .into_iter()
+        .map(|label| (label, Vec::with_capacity(count), 0, Vec::new()))
+        .collect();
     let warm_up = (count / 10).clamp(1, 10);
     for q in 0..count + warm_up {
         let vector = vector_near(centroids, q % TOPICS, rng);
@@ -352,7 +334,7 @@ async fn time_searches(
             50 + rng.word() % 2000,
             q % TOPICS
         );
-        for (label, samples, hits_total) in &mut modes {
+        for (label, samples, hits_total, kept) in &mut modes {
             let legs = Legs {
                 agents: &agents,
                 vector: (*label != "text").then_some(vector.as_slice()),
@@ -361,11 +343,13 @@ async fn time_searches(
             };
             let started = Instant::now();
             let hits = search::run(index, legs, ranking, 10, "2026-11-22")
-                .await
-                .map_err(|e| e.to_string())?;
+                .ok_or("the resident index is not loaded")?;
             if q >= warm_up {
                 samples.push(started.elapsed());
                 *hits_total += hits.len();
+                if keep {
+                    kept.push(hits.into_iter().map(|h| (h.path, h.start_line)).collect());
+                }
             }
         }
     }

@@ -69,10 +69,6 @@ async fn reindex(config_path: Option<PathBuf>) -> Result<(), CliError> {
     let progress = bar("embeddings");
     let embedded = memory.prepare_embedding(&reporter(&progress)).await;
     progress.finish_and_clear();
-    let progress = bar("search indexes");
-    let caught_up = memory.catch_up_surrealdb_search(&reporter(&progress)).await?;
-    progress.finish_and_clear();
-    eprintln!("SurrealDB's search indexes caught up on {caught_up} memory file(s)");
     let status = memory.status().await?;
     match embedded {
         Ok(()) => eprintln!(

@@ -329,6 +329,7 @@ fn memory_entry(err: &MemoryError) -> Entry {
             None,
             "the embedder did not answer in time",
         ),
+        MemoryError::IndexLoading => entry(S::SERVICE_UNAVAILABLE, Some("index_loading"), None, message),
         MemoryError::Store(StoreError::Unavailable(_)) | MemoryError::Db(_) => unavailable("memory storage"),
         MemoryError::Store(store) => store_entry(store, Some("path")),
     }

@@ -2,27 +2,28 @@
 //! lines and embedding), one `memory_file` row per indexed file (its checksum
 //! and change token, to detect edits made outside Onyx), the `embedding_cache`
 //! (vectors by content hash, so unchanged text is never re-embedded) and the
-//! fingerprint of how the index was built (`onyx_meta:memory`). Every write
-//! also queues its file for SurrealDB's search indexes (`surreal_search`) and
-//! is applied to the resident index once committed.
+//! fingerprint of how the index was built (`onyx_meta:memory`). Chunk ids
+//! derive from their content, so rewriting a file writes only the chunks that
+//! changed; every change gives the file a new `version` (what a restarted
+//! replica compares with its snapshot) and is applied to the resident index
+//! once committed.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use std::collections::HashMap;
 use std::sync::Arc;
-
-use tokio::sync::watch;
 
 use super::chunker::{Chunk, content_hash};
 use super::paths::{FileKind, daily_date};
-use super::resident::{Change, Resident, ResidentChunk};
+use super::resident::{Change, FilePatch, Resident, ResidentChunk};
 use crate::storage::{Db, DbError};
 
 /// One chunk as stored.
 #[derive(Debug, Clone, Serialize)]
 pub struct ChunkRow {
-    /// The record key, chosen here so the resident index knows it without
-    /// reading the row back.
+    /// The record key, derived from the agent, path, content and which
+    /// occurrence of that content in the file it is: unchanged chunks keep it.
     pub id: String,
     pub agent: String,
     pub path: String,
@@ -43,9 +44,25 @@ pub struct ChunkRow {
 }
 
 impl ChunkRow {
-    pub fn new(agent: &str, path: &str, kind: FileKind, chunk: Chunk) -> Self {
+    /// A file's chunks as rows, in order.
+    pub fn for_file(agent: &str, path: &str, kind: FileKind, chunks: Vec<Chunk>) -> Vec<Self> {
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        chunks
+            .into_iter()
+            .map(|chunk| {
+                let occurrence = seen.entry(chunk.hash.clone()).or_default();
+                let row = Self::new(agent, path, kind, chunk, *occurrence);
+                *occurrence += 1;
+                row
+            })
+            .collect()
+    }
+
+    /// The `occurrence`th chunk with this content in the file (0 for the first).
+    pub fn new(agent: &str, path: &str, kind: FileKind, chunk: Chunk, occurrence: usize) -> Self {
+        let key = content_hash(&format!("{agent}\n{path}\n{}\n{occurrence}", chunk.hash));
         Self {
-            id: uuid::Uuid::new_v4().simple().to_string(),
+            id: key[..32].to_string(),
             agent: agent.into(),
             path: path.into(),
             kind: kind.as_str(),
@@ -90,6 +107,9 @@ pub struct FileRow {
     pub etag: String,
     pub size: u64,
     pub chunks: usize,
+    /// New on every change to the file's chunks (set by `Index`).
+    #[serde(default)]
+    pub version: String,
 }
 
 /// How the index was built; a change means rebuilding.
@@ -113,29 +133,38 @@ pub struct PendingChunk {
 pub struct Index {
     db: Db,
     resident: Arc<Resident>,
-    /// How many writes this replica has committed: `surreal_search` wakes on
-    /// a change and waits for it to stop changing.
-    writes: Arc<watch::Sender<u64>>,
 }
 
-/// Queues the file named by the SurrealQL expressions `agent` and `path` for
-/// SurrealDB's search indexes; a new version tells a catch-up already under
-/// way that it must come back.
-fn queue_file(agent: &str, path: &str) -> String {
-    format!(
-        "UPSERT type::record('memory_search_queue', {agent} + '/' + {path}) \
-         SET agent = {agent}, path = {path}, version = <string> rand::uuid();"
-    )
+/// What rewriting a file changes in its chunks, against its `version`.
+#[derive(Debug, Default)]
+pub struct FilePlan {
+    /// The file's version the plan was made against (empty: no file row).
+    version: String,
+    /// Chunks not stored yet: the only ones to embed and write.
+    pub new: Vec<ChunkRow>,
+    /// Stored chunks whose lines moved: (id, start, end).
+    moved: Vec<(String, usize, usize)>,
+    removed: Vec<String>,
+    /// Chunks in the new content.
+    pub total: usize,
 }
 
-/// The HNSW index on `memory_search` for vectors of `dimensions`.
-fn vector_index(dimensions: usize, if_not_exists: bool) -> String {
-    let guard = if if_not_exists { "IF NOT EXISTS " } else { "" };
-    format!(
-        "DEFINE INDEX {guard}memory_search_embedding ON memory_search FIELDS embedding \
-         HNSW DIMENSION {dimensions} DIST COSINE TYPE F32 EFC 150 M 12;"
-    )
+/// A stored chunk's id and lines, to plan a rewrite against.
+#[derive(Deserialize)]
+struct Stored {
+    id: String,
+    start_line: usize,
+    end_line: usize,
 }
+
+#[derive(Deserialize)]
+struct VersionRow {
+    #[serde(default)]
+    version: Option<String>,
+}
+
+/// A SurrealDB error raised on purpose when a file changed since its plan.
+const FILE_MOVED_ON: &str = "memory file moved on";
 
 #[derive(Deserialize)]
 struct Count {
@@ -153,7 +182,6 @@ impl Index {
         Self {
             db,
             resident: Arc::default(),
-            writes: Arc::new(watch::Sender::new(0)),
         }
     }
 
@@ -164,15 +192,6 @@ impl Index {
     /// The in-process search index (see `resident`).
     pub fn resident(&self) -> &Arc<Resident> {
         &self.resident
-    }
-
-    /// Follows how many writes this replica has committed.
-    pub(super) fn writes(&self) -> watch::Receiver<u64> {
-        self.writes.subscribe()
-    }
-
-    fn file_written(&self) {
-        self.writes.send_modify(|count| *count += 1);
     }
 
     pub async fn fingerprint(&self) -> Result<Fingerprint, DbError> {
@@ -194,60 +213,121 @@ impl Index {
         Ok(())
     }
 
-    /// Drops every vector and (re)creates the HNSW index for `dimensions`;
-    /// chunks become pending until re-embedded.
-    pub async fn reset_vectors(&self, dimensions: Option<usize>) -> Result<(), DbError> {
-        let define = dimensions.map_or_else(String::new, |d| vector_index(d, false));
-        let sql = format!(
-            "REMOVE INDEX IF EXISTS memory_search_embedding ON memory_search;
-             UPDATE memory_chunk SET embedding = NONE, pending = true;
-             UPDATE memory_search UNSET embedding;
-             DELETE embedding_cache;
-             {define}"
-        );
-        self.db.execute_retrying(&sql, json!({})).await?;
-        self.resident.apply(Change::DropVectors);
-        Ok(())
-    }
-
-    /// Defines the HNSW index for `dimensions` unless it exists (a database
-    /// migrated from an older Onyx has vectors but no index on `memory_search`).
-    pub async fn ensure_vector_index(&self, dimensions: usize) -> Result<(), DbError> {
+    /// Drops every vector; chunks become pending until re-embedded.
+    pub async fn reset_vectors(&self) -> Result<(), DbError> {
+        let version = new_version();
         self.db
-            .execute_retrying(&vector_index(dimensions, true), json!({}))
+            .execute_retrying(
+                "BEGIN TRANSACTION;
+                 UPDATE memory_chunk SET embedding = NONE, pending = true;
+                 UPDATE memory_file SET version = $version;
+                 DELETE embedding_cache;
+                 COMMIT TRANSACTION;",
+                json!({"version": version}),
+            )
             .await?;
+        self.resident.apply(Change::DropVectors { version });
         Ok(())
     }
 
-    /// Replaces a file's chunks and its file row in one transaction.
-    pub async fn replace_file(&self, file: &FileRow, chunks: &[ChunkRow]) -> Result<(), DbError> {
-        self.db
+    /// What writing `rows` as a file's chunks changes: only new content is
+    /// written (and embedded), moved chunks get their new lines.
+    pub async fn plan_file(&self, agent: &str, path: &str, rows: Vec<ChunkRow>) -> Result<FilePlan, DbError> {
+        let mut response = self
+            .db
+            .execute(
+                "SELECT version FROM type::record('memory_file', $key);
+                 SELECT record::id(id) AS id, start_line, end_line FROM memory_chunk
+                     WHERE agent = $agent AND path = $path;",
+                json!({"key": file_key(agent, path), "agent": agent, "path": path}),
+            )
+            .await?;
+        let version: Vec<VersionRow> = Db::take_rows(&mut response, 0)?;
+        let stored: Vec<Stored> = Db::take_rows(&mut response, 1)?;
+        let mut stored: HashMap<String, (usize, usize)> = stored
+            .into_iter()
+            .map(|s| (s.id, (s.start_line, s.end_line)))
+            .collect();
+        let mut plan = FilePlan {
+            version: version
+                .into_iter()
+                .next()
+                .and_then(|v| v.version)
+                .unwrap_or_default(),
+            total: rows.len(),
+            ..FilePlan::default()
+        };
+        for row in rows {
+            match stored.remove(&row.id) {
+                None => plan.new.push(row),
+                Some(lines) if lines != (row.start_line, row.end_line) => {
+                    plan.moved.push((row.id, row.start_line, row.end_line));
+                }
+                Some(_) => {}
+            }
+        }
+        plan.removed = stored.into_keys().collect();
+        Ok(plan)
+    }
+
+    /// Writes a plan and the file row in one transaction; `Ok(false)` when
+    /// the file changed since the plan was made (plan again).
+    pub async fn apply_plan(&self, file: &FileRow, plan: FilePlan) -> Result<bool, DbError> {
+        let version = new_version();
+        let moved: Vec<Value> = plan
+            .moved
+            .iter()
+            .map(|(id, start, end)| json!({"id": id, "start": start, "end": end}))
+            .collect();
+        let result = self
+            .db
             .execute_retrying(
                 &format!(
                     "BEGIN TRANSACTION;
-                     DELETE memory_chunk WHERE agent = $agent AND path = $path;
+                     IF ((SELECT VALUE version FROM type::record('memory_file', $key))[0] ?? '') != $expected
+                         {{ THROW '{FILE_MOVED_ON}' }};
+                     FOR $id IN $removed {{ DELETE type::record('memory_chunk', $id) }};
+                     FOR $m IN $moved {{
+                         UPDATE type::record('memory_chunk', $m.id) SET start_line = $m.start, end_line = $m.end
+                     }};
                      IF array::len($rows) > 0 {{ INSERT INTO memory_chunk $rows }};
                      UPSERT type::record('memory_file', $key) CONTENT $file;
-                     {queue}
-                     COMMIT TRANSACTION;",
-                    queue = queue_file("$agent", "$path")
+                     COMMIT TRANSACTION;"
                 ),
                 json!({
-                    "agent": file.agent,
-                    "path": file.path,
-                    "rows": chunks,
                     "key": file_key(&file.agent, &file.path),
-                    "file": file,
+                    "expected": plan.version,
+                    "removed": plan.removed,
+                    "moved": moved,
+                    "rows": plan.new,
+                    "file": FileRow { version: version.clone(), ..file.clone() },
                 }),
             )
-            .await?;
-        self.file_written();
-        self.resident.apply(Change::ReplaceFile {
+            .await;
+        match result {
+            Err(DbError::Surreal(message)) if message.contains(FILE_MOVED_ON) => return Ok(false),
+            other => other?,
+        };
+        self.resident.apply(Change::PatchFile(FilePatch {
             agent: file.agent.clone(),
             path: file.path.clone(),
-            chunks: chunks.iter().map(ChunkRow::resident).collect(),
-        });
-        Ok(())
+            version,
+            removed: plan.removed,
+            moved: plan.moved,
+            added: plan.new.iter().map(ChunkRow::resident).collect(),
+        }));
+        Ok(true)
+    }
+
+    /// Makes `rows` a file's chunks (planning again while other writers
+    /// move the file on); for callers that attach vectors beforehand.
+    pub async fn replace_file(&self, file: &FileRow, rows: &[ChunkRow]) -> Result<(), DbError> {
+        loop {
+            let plan = self.plan_file(&file.agent, &file.path, rows.to_vec()).await?;
+            if self.apply_plan(file, plan).await? {
+                return Ok(());
+            }
+        }
     }
 
     /// Records a new change token for a file whose content did not change.
@@ -264,18 +344,13 @@ impl Index {
     pub async fn remove_file(&self, agent: &str, path: &str) -> Result<(), DbError> {
         self.db
             .execute_retrying(
-                &format!(
-                    "BEGIN TRANSACTION;
-                     DELETE memory_chunk WHERE agent = $agent AND path = $path;
-                     DELETE type::record('memory_file', $key);
-                     {queue}
-                     COMMIT TRANSACTION;",
-                    queue = queue_file("$agent", "$path")
-                ),
+                "BEGIN TRANSACTION;
+                 DELETE memory_chunk WHERE agent = $agent AND path = $path;
+                 DELETE type::record('memory_file', $key);
+                 COMMIT TRANSACTION;",
                 json!({"agent": agent, "path": path, "key": file_key(agent, path)}),
             )
             .await?;
-        self.file_written();
         self.resident.apply(Change::RemoveFile {
             agent: agent.into(),
             path: path.into(),
@@ -288,7 +363,7 @@ impl Index {
         self.db
             .execute_retrying(
                 "BEGIN TRANSACTION;
-                 DELETE memory_chunk; DELETE memory_file; DELETE memory_search; DELETE memory_search_queue;
+                 DELETE memory_chunk; DELETE memory_file;
                  COMMIT TRANSACTION;",
                 json!({}),
             )
@@ -339,29 +414,32 @@ impl Index {
         Ok(rows.first().map_or(0, |r| r.count))
     }
 
-    /// Stores vectors for pending chunks (rows replaced meanwhile are skipped).
+    /// Stores vectors for pending chunks (rows replaced meanwhile are
+    /// skipped); their files get a new version.
     pub async fn set_vectors(&self, updates: &[(String, Vec<f32>)]) -> Result<(), DbError> {
+        let version = new_version();
         let rows: Vec<Value> = updates
             .iter()
             .map(|(id, vector)| json!({"id": id, "embedding": vector}))
             .collect();
         self.db
             .execute_retrying(
-                &format!(
-                    "BEGIN TRANSACTION;
-                     FOR $row IN $rows {{
-                         LET $chunk = (UPDATE type::record('memory_chunk', $row.id)
-                             SET embedding = $row.embedding, pending = false RETURN agent, path)[0];
-                         IF $chunk {{ {queue} }};
-                     }};
-                     COMMIT TRANSACTION;",
-                    queue = queue_file("$chunk.agent", "$chunk.path")
-                ),
-                json!({"rows": rows}),
+                "BEGIN TRANSACTION;
+                 FOR $row IN $rows {
+                     LET $chunk = (UPDATE type::record('memory_chunk', $row.id)
+                         SET embedding = $row.embedding, pending = false RETURN agent, path)[0];
+                     IF $chunk {
+                         UPDATE type::record('memory_file', $chunk.agent + '/' + $chunk.path) SET version = $version;
+                     };
+                 };
+                 COMMIT TRANSACTION;",
+                json!({"rows": rows, "version": version}),
             )
             .await?;
-        self.file_written();
-        self.resident.apply(Change::SetVectors(updates.to_vec()));
+        self.resident.apply(Change::SetVectors {
+            vectors: updates.to_vec(),
+            version,
+        });
         Ok(())
     }
 
@@ -430,9 +508,10 @@ pub(crate) fn test_file(
                     start_line: i + 1,
                     end_line: i + 1,
                     heading: String::new(),
-                    hash: format!("{path}-{i}"),
+                    hash: content_hash(text),
                     text: (*text).into(),
                 },
+                0,
             );
             row.pending = vector.is_none();
             row.embedding = vector.clone();
@@ -446,8 +525,14 @@ pub(crate) fn test_file(
         etag: String::new(),
         size: 0,
         chunks: rows.len(),
+        version: String::new(),
     };
     (file, rows)
+}
+
+/// A file's new version: any value another write could not have chosen.
+fn new_version() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
 }
 
 fn file_key(agent: &str, path: &str) -> String {
@@ -456,4 +541,117 @@ fn file_key(agent: &str, path: &str) -> String {
 
 fn cache_key(embedding: &str, hash: &str) -> String {
     content_hash(&format!("{embedding}\n{hash}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::chunker::{self, ChunkParams};
+
+    fn rows(content: &str) -> (FileRow, Vec<ChunkRow>) {
+        let params = ChunkParams {
+            target_tokens: 12,
+            overlap_tokens: 0,
+        };
+        let rows = ChunkRow::for_file(
+            "main",
+            "MEMORY.md",
+            FileKind::Curated,
+            chunker::chunk(content, params),
+        );
+        let file = FileRow {
+            agent: "main".into(),
+            path: "MEMORY.md".into(),
+            checksum: content_hash(content),
+            etag: String::new(),
+            size: content.len() as u64,
+            chunks: rows.len(),
+            version: String::new(),
+        };
+        (file, rows)
+    }
+
+    async fn stored(index: &Index) -> Vec<(String, usize, String)> {
+        let mut rows: Vec<(String, usize, String)> = index
+            .db()
+            .rows::<serde_json::Value>(
+                "SELECT record::id(id) AS id, start_line, text FROM memory_chunk",
+                json!({}),
+                0,
+            )
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| {
+                (
+                    r["id"].as_str().unwrap().to_string(),
+                    r["start_line"].as_u64().unwrap() as usize,
+                    r["text"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        rows.sort_by_key(|r| r.1);
+        rows
+    }
+
+    const FIRST: &str = "# Memory\n\nThe deploy key lives in the vault under ops.\n\n\
+                         Lunch is at noon on weekdays in the canteen.\n\n\
+                         The dog Rex needs his vaccination in March.\n";
+
+    #[tokio::test]
+    async fn rewriting_a_file_writes_only_the_chunks_that_changed() {
+        let index = Index::new(Db::scratch().await);
+        let (file, first) = rows(FIRST);
+        assert!(first.len() >= 3, "{first:?}");
+        index.replace_file(&file, &first).await.unwrap();
+        let before = stored(&index).await;
+
+        // The same content again: nothing to write.
+        let plan = index.plan_file("main", "MEMORY.md", first.clone()).await.unwrap();
+        assert!(plan.new.is_empty() && plan.moved.is_empty() && plan.removed.is_empty());
+
+        // A paragraph added in the middle, one changed: the rest keep their
+        // ids (and their vectors); the one below the new paragraph moves down.
+        let second = FIRST
+            .replace("ops.\n\n", "ops.\n\nA new note about the garden.\n\n")
+            .replace("in March", "in April");
+        let (file, rows) = rows(&second);
+        let plan = index.plan_file("main", "MEMORY.md", rows.clone()).await.unwrap();
+        assert_eq!(plan.new.len(), 2, "{:?}", plan.new);
+        assert_eq!(plan.removed.len(), 1, "{rows:?}");
+        assert_eq!(plan.moved.len(), 1, "{:?}", plan.moved);
+        assert!(index.apply_plan(&file, plan).await.unwrap());
+        let after = stored(&index).await;
+        assert_eq!(after.len(), rows.len());
+        let kept: Vec<&(String, usize, String)> = after
+            .iter()
+            .filter(|a| before.iter().any(|b| b.0 == a.0))
+            .collect();
+        assert_eq!(kept.len(), rows.len() - 2);
+        let lunch = |rows: &[(String, usize, String)]| {
+            rows.iter().find(|r| r.2.starts_with("Lunch")).cloned().unwrap()
+        };
+        assert_eq!(lunch(&after).0, lunch(&before).0, "same chunk");
+        assert_eq!(lunch(&after).1, lunch(&before).1 + 2, "moved down two lines");
+        assert!(after.iter().any(|a| a.2.contains("April")));
+        assert!(!after.iter().any(|a| a.2.contains("March")));
+    }
+
+    #[tokio::test]
+    async fn a_plan_made_before_another_write_is_refused() {
+        let index = Index::new(Db::scratch().await);
+        let (file, first) = rows(FIRST);
+        index.replace_file(&file, &first).await.unwrap();
+        let (_, mine) = rows(&FIRST.replace("noon", "one"));
+        let stale = index.plan_file("main", "MEMORY.md", mine).await.unwrap();
+        let (_, theirs) = rows(&FIRST.replace("noon", "two"));
+        index.replace_file(&file, &theirs).await.unwrap();
+        assert!(
+            !index.apply_plan(&file, stale).await.unwrap(),
+            "the file moved on"
+        );
+        let texts: Vec<String> = stored(&index).await.into_iter().map(|r| r.2).collect();
+        assert!(texts.iter().any(|t| t.contains("at two")), "{texts:?}");
+        assert!(!texts.iter().any(|t| t.contains("at one")), "{texts:?}");
+    }
 }

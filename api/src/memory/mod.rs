@@ -1,8 +1,8 @@
 //! Files-first memory. Agents and users write markdown files in the
 //! `onyx-memory` bucket (`{agent}/MEMORY.md`, `USER.md`, `memory/YYYY-MM-DD.md`,
 //! and `_shared/…` for every agent); SurrealDB holds a derived index of their
-//! chunks for hybrid search (HNSW vectors + FULLTEXT BM25), rebuilt from the
-//! files whenever it is lost or built differently.
+//! chunks (text and vectors), rebuilt from the files whenever it is lost or
+//! built differently, and each replica searches it in process (`resident`).
 //!
 //! - `paths`: agent ids, file paths, which files are indexed
 //! - `chunker`: markdown-aware chunks with line numbers and content hashes
@@ -11,7 +11,6 @@
 //! - `index`: the SurrealDB tables and statements
 //! - `resident`: the in-process search index each replica answers queries from
 //! - `search`: the two legs and their fusion
-//! - `surreal_search`: SurrealDB's own search indexes, kept behind the writes
 //! - `service`: the files API and search
 //! - `sync`: the background worker (file sync, re-embedding, pending queue)
 //! - `state`: embedder availability and progress, for health and status
@@ -25,7 +24,6 @@ pub mod resident;
 pub mod search;
 mod service;
 mod state;
-mod surreal_search;
 mod sync;
 
 use std::sync::Arc;
@@ -61,6 +59,7 @@ impl Default for Settings {
                 half_life_days: 365.0,
             },
             sync_interval: Duration::from_secs(60),
+            snapshot: None,
         }
     }
 }
@@ -80,6 +79,7 @@ impl Settings {
                 half_life_days: config.half_life_days,
             },
             sync_interval: config.sync_interval,
+            snapshot: None,
         }
     }
 }
@@ -96,18 +96,15 @@ pub struct Status {
     pub search_index: SearchIndexInfo,
 }
 
-/// Where searches run: the resident index once loaded, SurrealDB until then.
+/// The in-process search index this replica answers from.
 #[derive(Debug, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SearchIndexInfo {
-    /// `ready` (in process) or `loading` (SurrealDB answers meanwhile).
+    /// `ready`, or `loading` (searches wait for it).
     pub state: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
     pub chunks: Option<usize>,
-    /// Files whose latest writes SurrealDB's own search indexes (what answers
-    /// while loading) have not caught up on yet.
-    pub surrealdb_files_behind: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -130,11 +127,10 @@ impl Memory {
 
     /// The index at a glance, for `/v1/memory/status` and the UI.
     pub async fn status(&self) -> Result<Status, MemoryError> {
-        let (chunks, pending, files, files_behind) = futures::try_join!(
+        let (chunks, pending, files) = futures::try_join!(
             self.index.count(false),
             self.index.count(true),
-            self.index.files(),
-            self.index.files_behind()
+            self.index.files()
         )?;
         Ok(Status {
             embedder: self.embedder_info(),
@@ -142,32 +138,35 @@ impl Memory {
             pending,
             files: files.len(),
             progress: self.progress.snapshot(),
-            search_index: self.search_index(files_behind),
+            search_index: self.search_index(),
         })
     }
 
     /// Loads the resident search index now (the memory worker does it on its
     /// own; tools that drive `Memory` directly call this).
-    pub async fn load_search_index(&self) -> Result<(), MemoryError> {
-        Ok(resident::load(self.index.db(), self.index.resident()).await?)
+    pub async fn load_search_index(&self) -> Result<resident::Loaded, MemoryError> {
+        let snapshot = self.settings.snapshot.as_deref();
+        Ok(resident::load(self.index.db(), self.index.resident(), snapshot).await?)
     }
 
-    fn search_index(&self, surrealdb_files_behind: usize) -> SearchIndexInfo {
+    /// Saves the search index for the next start, if it changed since the
+    /// last save and a place is configured; whether it wrote.
+    pub async fn save_search_index(&self) -> std::io::Result<bool> {
+        let Some(path) = self.settings.snapshot.clone() else {
+            return Ok(false);
+        };
+        let resident = self.index.resident().clone();
+        tokio::task::spawn_blocking(move || resident.save(&path))
+            .await
+            .map_err(std::io::Error::other)?
+    }
+
+    fn search_index(&self) -> SearchIndexInfo {
         let chunks = self.index.resident().chunks();
         SearchIndexInfo {
             state: if chunks.is_some() { "ready" } else { "loading" },
             chunks,
-            surrealdb_files_behind,
         }
-    }
-
-    /// Brings SurrealDB's own search indexes up to date now (`onyx reindex`;
-    /// `onyx serve` does it in the background), reporting (files, of files).
-    pub async fn catch_up_surrealdb_search(
-        &self,
-        on_progress: &(dyn Fn(usize, usize) + Send + Sync),
-    ) -> Result<usize, MemoryError> {
-        Ok(self.index.catch_up_all(on_progress).await?)
     }
 
     /// Asks the embedder whether it answers now (for `/health`); `None` when
@@ -207,10 +206,9 @@ pub fn build(
     db: crate::storage::Db,
 ) -> Result<Arc<Memory>, crate::providers::ProviderError> {
     let embedder = embedder::from_config(config)?;
-    Ok(Memory::new(
-        objects,
-        db,
-        embedder,
-        Settings::from_config(&config.memory),
-    ))
+    let settings = Settings {
+        snapshot: Some(config.storage.data_dir.join("memory-index.snapshot")),
+        ..Settings::from_config(&config.memory)
+    };
+    Ok(Memory::new(objects, db, embedder, settings))
 }

@@ -1,5 +1,5 @@
-//! Hybrid search over the index: a vector leg (HNSW, cosine) and a text leg
-//! (FULLTEXT BM25, any query word may match), fused by weighted linear
+//! Hybrid search over the resident index: a vector leg (exact cosine) and a
+//! text leg (BM25, any query word may match), fused by weighted linear
 //! combination or reciprocal rank fusion, with daily logs decaying by age.
 //! Linear fusion adds calibrated scores: cosine similarity, and BM25 as the
 //! share of the query a chunk matches (not scaled per result set, so a leg
@@ -9,14 +9,12 @@
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::chunker::indexed_text;
 use super::index::Index;
-use super::resident::{Candidate, LegResults, Query, Shown, analyzer};
+use super::resident::{Candidate, Query, Shown, analyzer};
 use crate::clock::day_number;
 use crate::config::Fusion;
-use crate::storage::{Db, DbError};
 
 const SNIPPET_CHARS: usize = 300;
 /// Reciprocal rank fusion's k: small, so rank 1 in a leg counts much more
@@ -24,11 +22,6 @@ const SNIPPET_CHARS: usize = 300;
 /// 14 points of recall@5 on the memory-recall dataset; see bench/README.md).
 const RRF_K: f64 = 1.0;
 const HIGHLIGHT: &str = "**";
-/// How many more vector candidates than needed are fetched before filtering by agent.
-const OVERFETCH: usize = 4;
-const MAX_OVERFETCH: usize = 400;
-/// The text score of the weakest match while SurrealDB answers (see `in_surrealdb`).
-const TEXT_FLOOR: f64 = 0.2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -78,37 +71,6 @@ pub struct Hit {
     pub text: String,
 }
 
-/// A SurrealDB leg's row (the fallback while the resident index loads).
-#[derive(Debug, Deserialize)]
-struct LegRow {
-    id: String,
-    agent: String,
-    path: String,
-    kind: String,
-    day: Option<String>,
-    start_line: usize,
-    #[serde(default)]
-    distance: Option<f64>,
-    #[serde(default)]
-    ft_score: Option<f64>,
-}
-
-impl LegRow {
-    fn candidate(self, score: f64) -> Candidate {
-        Candidate {
-            daily: (self.kind == "daily")
-                .then(|| self.day.as_deref().and_then(day_number))
-                .flatten(),
-            id: self.id,
-            path: self.path,
-            start_line: self.start_line,
-            score,
-        }
-    }
-}
-
-const LEG_FIELDS: &str = "record::id(id) AS id, agent, path, kind, day, start_line";
-
 /// English words that carry no meaning for BM25 (the analyzer has no stop list).
 const STOPWORDS: &[&str] = &[
     "a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "is", "are", "was",
@@ -137,16 +99,9 @@ pub struct Legs<'a> {
     pub candidates: usize,
 }
 
-/// Runs the requested legs (in the resident index once it has loaded, else
-/// in SurrealDB's search indexes, which catch up behind the writes), fuses
-/// them and reads the winners' text.
-pub async fn run(
-    index: &Index,
-    legs: Legs<'_>,
-    ranking: Ranking,
-    limit: usize,
-    today: &str,
-) -> Result<Vec<Hit>, DbError> {
+/// Runs the requested legs in the resident index, fuses them and shows the
+/// winners; `None` until the index has loaded.
+pub fn run(index: &Index, legs: Legs<'_>, ranking: Ranking, limit: usize, today: &str) -> Option<Vec<Hit>> {
     let k = legs.candidates.max(limit);
     let words = legs.text.map(analyzer::query_terms).unwrap_or_default();
     let query = Query {
@@ -155,113 +110,9 @@ pub async fn run(
         words: legs.text.map(|_| words.as_slice()),
         k,
     };
-    let found = match index.resident().search(&query) {
-        Some(found) => found,
-        None => in_surrealdb(index.db(), &legs, k).await?,
-    };
+    let found = index.resident().search(&query)?;
     let ranked = fuse(found.vector, found.text, ranking, limit, today);
-    show(index, ranked, &words).await
-}
-
-/// Both legs in SurrealDB, in one round trip.
-async fn in_surrealdb(db: &Db, legs: &Legs<'_>, k: usize) -> Result<LegResults, DbError> {
-    // HNSW search with a filter is slow in SurrealDB 3.3 (the predicate is
-    // checked during the graph walk), so the vector leg searches unfiltered,
-    // over-fetching, and keeps the requested agents' rows here; only when too
-    // few of them come back does it run the filtered search.
-    let overfetch = (k * OVERFETCH).min(MAX_OVERFETCH);
-    let ef = overfetch.max(64);
-    let mut statements = Vec::new();
-    if legs.vector.is_some() {
-        statements.push(format!(
-            "SELECT {LEG_FIELDS}, vector::distance::knn() AS distance FROM memory_search \
-             WHERE embedding <|{overfetch},{ef}|> $vector ORDER BY distance"
-        ));
-    }
-    if legs.text.is_some() {
-        statements.push(format!(
-            "SELECT {LEG_FIELDS}, search::score(1) AS ft_score \
-             FROM memory_search WHERE body @1,OR@ $text ORDER BY ft_score DESC LIMIT {overfetch}"
-        ));
-    }
-    let mut found = LegResults::default();
-    if statements.is_empty() {
-        return Ok(found);
-    }
-    let sql = statements.join(";\n");
-    let vars = json!({"agents": legs.agents, "vector": legs.vector, "text": legs.text});
-    let mut results = db.execute(&sql, vars.clone()).await?;
-    let mut index = 0;
-    if legs.vector.is_some() {
-        let (mut rows, complete) = of_agents(Db::take_rows(&mut results, index)?, legs.agents, k, overfetch);
-        if !complete {
-            // Mostly other agents' chunks nearby: search within this agent's only.
-            let filtered = format!(
-                "SELECT {LEG_FIELDS}, vector::distance::knn() AS distance FROM memory_search \
-                 WHERE agent IN $agents AND embedding <|{k},{ef}|> $vector ORDER BY distance"
-            );
-            let mut response = db.execute(&filtered, vars.clone()).await?;
-            rows = Db::take_rows(&mut response, 0)?;
-        }
-        found.vector = rows
-            .into_iter()
-            .map(|row| {
-                let similarity = (1.0 - row.distance.unwrap_or(1.0)).clamp(0.0, 1.0);
-                row.candidate(similarity)
-            })
-            .collect();
-        index += 1;
-    }
-    if legs.text.is_some() {
-        // Same reason as above: with the agent in the WHERE clause SurrealDB
-        // scans the table instead of using the full-text index.
-        let (mut rows, complete) = of_agents(Db::take_rows(&mut results, index)?, legs.agents, k, overfetch);
-        if !complete {
-            let filtered = format!(
-                "SELECT {LEG_FIELDS}, search::score(1) AS ft_score \
-                 FROM memory_search WHERE agent IN $agents AND body @1,OR@ $text ORDER BY ft_score DESC LIMIT {k}"
-            );
-            let mut response = db.execute(&filtered, vars).await?;
-            rows = Db::take_rows(&mut response, 0)?;
-        }
-        // SurrealDB does not tell how much of the query a row matches (the
-        // resident index does), and its BM25 goes negative in small corpora:
-        // scaled into [0.2, 1] within the result set instead (every match
-        // counts, the best fully).
-        let (low, high) = rows
-            .iter()
-            .filter_map(|r| r.ft_score)
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), s| {
-                (lo.min(s), hi.max(s))
-            });
-        found.text = rows
-            .into_iter()
-            .map(|row| {
-                let ft = row.ft_score.unwrap_or(low);
-                let score = if high > low {
-                    TEXT_FLOOR + (1.0 - TEXT_FLOOR) * (ft - low) / (high - low)
-                } else {
-                    1.0
-                };
-                row.candidate(score)
-            })
-            .collect();
-    }
-    Ok(found)
-}
-
-/// Keeps the first `k` over-fetched rows that belong to `agents`; `false`
-/// when fewer were found and the leg filled its whole over-fetch (so more of
-/// the agents' rows may exist further down: search again with the filter).
-fn of_agents(rows: Vec<LegRow>, agents: &[&str], k: usize, overfetch: usize) -> (Vec<LegRow>, bool) {
-    let fetched = rows.len();
-    let kept: Vec<LegRow> = rows
-        .into_iter()
-        .filter(|r| agents.contains(&r.agent.as_str()))
-        .take(k)
-        .collect();
-    let complete = kept.len() >= k || fetched < overfetch;
-    (kept, complete)
+    show(index, ranked, &words)
 }
 
 /// A fused result before its text is read.
@@ -272,48 +123,36 @@ struct Ranked {
     legs: Vec<&'static str>,
 }
 
-/// Builds the hits from the ranked chunks' text: held by the resident index,
-/// or read in one query while it loads (a chunk replaced since it was ranked
-/// is left out).
-async fn show(index: &Index, ranked: Vec<Ranked>, words: &[String]) -> Result<Vec<Hit>, DbError> {
+/// Builds the hits from the ranked chunks' text, held by the resident index
+/// (a chunk replaced since it was ranked is left out).
+fn show(index: &Index, ranked: Vec<Ranked>, words: &[String]) -> Option<Vec<Hit>> {
     if ranked.is_empty() {
-        return Ok(Vec::new());
+        return Some(Vec::new());
     }
     let ids: Vec<&str> = ranked.iter().map(|r| r.id.as_str()).collect();
-    let rows = match index.resident().shown(&ids) {
-        Some(rows) => rows,
-        None => {
-            let mut response = index
-                .db()
-                .execute(
-                    "SELECT record::id(id) AS id, agent, path, start_line, end_line, heading, text \
-                     FROM $ids.map(|$id| type::record('memory_chunk', $id))",
-                    json!({"ids": ids}),
-                )
-                .await?;
-            Db::take_rows(&mut response, 0)?
-        }
-    };
+    let rows = index.resident().shown(&ids)?;
     let mut by_id: HashMap<String, Shown> = rows.into_iter().map(|r| (r.id.clone(), r)).collect();
-    Ok(ranked
-        .into_iter()
-        .filter_map(|r| {
-            let row = by_id.remove(&r.id)?;
-            let highlighted = (!words.is_empty())
-                .then(|| analyzer::highlight(&indexed_text(&row.heading, &row.text), words, HIGHLIGHT));
-            Some(Hit {
-                snippet: snippet(highlighted.as_deref(), &row.text),
-                agent: row.agent,
-                path: row.path,
-                start_line: row.start_line,
-                end_line: row.end_line,
-                heading: row.heading,
-                score: r.score,
-                legs: r.legs,
-                text: row.text,
+    Some(
+        ranked
+            .into_iter()
+            .filter_map(|r| {
+                let row = by_id.remove(&r.id)?;
+                let highlighted = (!words.is_empty())
+                    .then(|| analyzer::highlight(&indexed_text(&row.heading, &row.text), words, HIGHLIGHT));
+                Some(Hit {
+                    snippet: snippet(highlighted.as_deref(), &row.text),
+                    agent: row.agent,
+                    path: row.path,
+                    start_line: row.start_line,
+                    end_line: row.end_line,
+                    heading: row.heading,
+                    score: r.score,
+                    legs: r.legs,
+                    text: row.text,
+                })
             })
-        })
-        .collect())
+            .collect(),
+    )
 }
 
 struct Scored {
@@ -661,8 +500,7 @@ mod engines {
     ];
 
     async fn indexed() -> Index {
-        let index = Index::new(Db::scratch().await);
-        index.reset_vectors(Some(3)).await.unwrap();
+        let index = Index::new(crate::storage::Db::scratch().await);
         for (agent, path) in [
             ("main", "MEMORY.md"),
             ("main", "USER.md"),
@@ -677,15 +515,14 @@ mod engines {
             let (file, rows) = test_file(agent, path, &chunks);
             index.replace_file(&file, &rows).await.unwrap();
         }
-        index.catch_up_all(&|_, _| {}).await.unwrap();
         index
     }
 
-    async fn found(
+    fn found(
         index: &Index,
         vector: Option<&[f32]>,
         text: Option<&str>,
-    ) -> Vec<(String, Vec<&'static str>)> {
+    ) -> Option<Vec<(String, Vec<&'static str>)>> {
         let legs = Legs {
             agents: &["main", "_shared"],
             vector,
@@ -693,62 +530,73 @@ mod engines {
             candidates: 10,
         };
         let ranking = crate::memory::Settings::default().ranking;
-        run(index, legs, ranking, 10, "2026-11-22")
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|h| (h.snippet, h.legs))
-            .collect()
+        Some(
+            run(index, legs, ranking, 10, "2026-11-22")?
+                .into_iter()
+                .map(|h| (h.snippet, h.legs))
+                .collect(),
+        )
     }
 
+    const QUERIES: [(Option<&[f32]>, Option<&str>); 4] = [
+        (None, Some("ox 4711")),
+        (None, Some("deploying")),
+        (Some(&[0.0, 0.9, 0.1]), None),
+        (Some(&[0.1, 0.0, 1.0]), Some("deployment flights")),
+    ];
+
     #[tokio::test]
-    async fn resident_and_surrealdb_search_agree() {
+    async fn searches_run_once_loaded_and_find_the_same_after_a_restart_from_a_snapshot() {
+        use crate::memory::resident::load;
         let index = indexed().await;
-        let queries: [(Option<&[f32]>, Option<&str>); 4] = [
-            (None, Some("ox 4711")),
-            (None, Some("deploying")),
-            (Some(&[0.0, 0.9, 0.1]), None),
-            (Some(&[0.1, 0.0, 1.0]), Some("deployment flights")),
-        ];
-        let mut in_surrealdb = Vec::new();
-        for (vector, text) in queries {
-            in_surrealdb.push(found(&index, vector, text).await);
-        }
-        assert!(
-            index
-                .resident()
-                .search(&Query {
-                    agents: &[],
-                    vector: None,
-                    words: None,
-                    k: 1
-                })
-                .is_none()
-        );
-        crate::memory::resident::load(index.db(), index.resident())
-            .await
-            .unwrap();
-        assert_eq!(index.resident().chunks(), Some(DOCS.len()));
-        // The same hits from the same legs. The order may differ on near-ties:
-        // SurrealDB's BM25 counts document lengths its own way.
-        for ((vector, text), mut expected) in queries.into_iter().zip(in_surrealdb) {
-            let mut resident = found(&index, vector, text).await;
-            resident.sort();
-            expected.sort();
-            assert_eq!(resident, expected, "{text:?}");
-        }
+        assert!(found(&index, None, Some("ox 4711")).is_none(), "not loaded yet");
+        let loaded = load(index.db(), index.resident(), None).await.unwrap();
+        assert_eq!((loaded.chunks, loaded.from_snapshot), (DOCS.len(), 0));
+        let before: Vec<_> = QUERIES
+            .iter()
+            .map(|(v, t)| found(&index, *v, *t).unwrap())
+            .collect();
         // Spot checks, so agreeing on nothing would fail.
-        let ticket = found(&index, None, Some("ox 4711")).await;
         assert_eq!(
-            ticket[0].0,
+            before[0][0].0,
             "Deployment ticket **OX**-**4711** tracks the flaky migration"
         );
-        let deploy = found(&index, None, Some("deploying")).await;
-        assert_eq!(deploy.len(), 2, "{deploy:?}");
-        let dog = found(&index, Some(&[0.0, 0.9, 0.1]), None).await;
+        assert_eq!(before[1].len(), 2, "{:?}", before[1]);
         assert!(
-            dog[0].0.contains("Rex") && dog.len() == 3,
-            "orthogonal chunks score 0: {dog:?}"
+            before[2][0].0.contains("Rex") && before[2].len() == 3,
+            "orthogonal chunks score 0: {:?}",
+            before[2]
         );
+
+        let dir = tempfile::tempdir().unwrap();
+        let snapshot = dir.path().join("memory-index.snapshot");
+        assert!(index.resident().save(&snapshot).unwrap());
+        assert!(
+            !index.resident().save(&snapshot).unwrap(),
+            "nothing changed since"
+        );
+        let restarted = Index::new(index.db().clone());
+        let loaded = load(restarted.db(), restarted.resident(), Some(&snapshot))
+            .await
+            .unwrap();
+        assert_eq!((loaded.from_snapshot, loaded.files_read), (DOCS.len(), 0));
+        for ((vector, text), expected) in QUERIES.iter().zip(&before) {
+            assert_eq!(&found(&restarted, *vector, *text).unwrap(), expected, "{text:?}");
+        }
+
+        // A file rewritten while this replica was down is read again; the rest is not.
+        let (file, rows) = test_file(
+            "main",
+            "USER.md",
+            &[("Deploys moved to Thursdays", Some(vec![0.9, 0.1, 0.0]))],
+        );
+        index.replace_file(&file, &rows).await.unwrap();
+        let again = Index::new(index.db().clone());
+        let loaded = load(again.db(), again.resident(), Some(&snapshot)).await.unwrap();
+        assert_eq!(loaded.files_read, 1);
+        assert_eq!(loaded.from_snapshot, DOCS.len() - 1);
+        let thursday = found(&again, None, Some("thursdays")).unwrap();
+        assert_eq!(thursday[0].0, "Deploys moved to **Thursdays**");
+        assert!(found(&again, None, Some("fridays")).unwrap().is_empty());
     }
 }

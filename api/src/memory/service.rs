@@ -20,6 +20,9 @@ use crate::storage::{Bucket, Db, DbError, ObjectStore, PutCondition, StoreError,
 
 /// How long a write or search waits for the embedder before carrying on without it.
 const EMBED_WAIT: Duration = Duration::from_secs(20);
+/// How long a search waits for the search index to load (a second or two
+/// from a snapshot) before answering that it is still loading.
+const LOAD_WAIT: Duration = Duration::from_secs(20);
 /// Each lost race means another writer's append landed, so this bounds how
 /// many simultaneous writers one append can outlast.
 const APPEND_ATTEMPTS: usize = 64;
@@ -40,6 +43,8 @@ pub enum MemoryError {
     EmbedderUnavailable(#[source] EmbedError),
     #[error("the embedder did not answer in time")]
     EmbedderTimeout(#[source] EmbedError),
+    #[error("the memory search index is still loading; try again in a few seconds")]
+    IndexLoading,
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -50,6 +55,9 @@ pub struct Settings {
     pub chunking: ChunkParams,
     pub ranking: Ranking,
     pub sync_interval: Duration,
+    /// Where this replica saves its search index for the next start (`None`:
+    /// it reads the whole index from SurrealDB at every start).
+    pub snapshot: Option<std::path::PathBuf>,
 }
 
 pub struct Memory {
@@ -329,12 +337,7 @@ impl Memory {
         let Some(kind) = paths::indexed_kind(agent, path) else {
             return Ok((0, 0));
         };
-        let mut rows: Vec<ChunkRow> = chunker::chunk(content, self.chunk_params())
-            .into_iter()
-            .map(|c| ChunkRow::new(agent, path, kind, c))
-            .collect();
-        self.attach_vectors(&mut rows).await?;
-        let pending = rows.iter().filter(|r| r.pending).count();
+        let rows = ChunkRow::for_file(agent, path, kind, chunker::chunk(content, self.chunk_params()));
         let file = FileRow {
             agent: agent.into(),
             path: path.into(),
@@ -342,9 +345,17 @@ impl Memory {
             etag: etag.into(),
             size: content.len() as u64,
             chunks: rows.len(),
+            version: String::new(),
         };
-        self.index.replace_file(&file, &rows).await?;
-        Ok((rows.len(), pending))
+        loop {
+            let mut plan = self.index.plan_file(agent, path, rows.clone()).await?;
+            self.attach_vectors(&mut plan.new).await?;
+            let pending = plan.new.iter().filter(|r| r.pending).count();
+            let total = plan.total;
+            if self.index.apply_plan(&file, plan).await? {
+                return Ok((total, pending));
+            }
+        }
     }
 
     /// Fills vectors from the cache, then from the embedder if it is up;
@@ -476,7 +487,11 @@ impl Memory {
             text: (run_text && !text.is_empty()).then_some(text.as_str()),
             candidates: (limit * 3).max(20),
         };
-        let data = search::run(&self.index, legs, self.settings.ranking, limit, today).await?;
+        if !self.index.resident().wait_ready(LOAD_WAIT).await {
+            return Err(MemoryError::IndexLoading);
+        }
+        let data = search::run(&self.index, legs, self.settings.ranking, limit, today)
+            .ok_or(MemoryError::IndexLoading)?;
         Ok(SearchResults {
             object: "list",
             mode,

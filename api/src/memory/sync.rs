@@ -24,6 +24,9 @@ const MAX_PROBE_BACKOFF: Duration = Duration::from_secs(60);
 const DRAIN_BATCH: usize = 64;
 /// How often an idle, healthy embedder is asked whether it still answers.
 const LIVENESS_EVERY: Duration = Duration::from_secs(30);
+/// How often the search index is saved for the next start, when it changed.
+/// What a crash loses is read again from SurrealDB at the next start.
+const SNAPSHOT_EVERY: Duration = Duration::from_secs(60);
 
 /// What a comparison with the files changed.
 #[derive(Debug, Default, Serialize, PartialEq, Eq)]
@@ -46,13 +49,12 @@ impl Memory {
         )
     }
 
-    /// Sync, embedding and recovery, and beside them the catch-up of
-    /// SurrealDB's own search indexes: loops for the app's `Background`.
+    /// Sync, embedding, recovery and snapshots: the loop for the app's `Background`.
     pub fn background_loops(self: &Arc<Self>) -> impl Future<Output = ()> + Send + 'static {
         let memory = self.clone();
         async move {
             let _feed = StopsFeed(memory.clone());
-            tokio::join!(memory.background(), memory.index.follow_writes());
+            memory.background().await;
         }
     }
 
@@ -64,6 +66,8 @@ impl Memory {
         let mut last_liveness = Instant::now();
         let mut load_backoff = Backoff::new(TICK, MAX_PROBE_BACKOFF);
         let mut next_load = Instant::now();
+        let mut last_snapshot = Instant::now();
+        let mut save_now = false;
         loop {
             if !prepared {
                 match self.prepare_chunking().await {
@@ -72,17 +76,28 @@ impl Memory {
                 }
             }
             if prepared && !self.index.resident().is_ready() && Instant::now() >= next_load {
-                let wait = match super::resident::load(self.index.db(), self.index.resident()).await {
-                    Ok(()) => {
+                let wait = match self.load_search_index().await {
+                    Ok(loaded) => {
                         load_backoff.succeeded();
+                        // A full read from SurrealDB is what the next start should not repeat.
+                        if loaded.chunks > loaded.from_snapshot {
+                            save_now = true;
+                        }
                         TICK
                     }
                     Err(err) => {
-                        tracing::warn!(error = %err, "loading the memory search index failed; searching in SurrealDB meanwhile");
+                        tracing::warn!(error = %crate::error_chain::chain(&err), "loading the memory search index failed; searches wait for it");
                         load_backoff.failed()
                     }
                 };
                 next_load = Instant::now() + wait;
+            }
+            if save_now || last_snapshot.elapsed() >= SNAPSHOT_EVERY {
+                last_snapshot = Instant::now();
+                save_now = false;
+                if let Err(err) = self.save_search_index().await {
+                    tracing::warn!(error = %err, "saving the memory search index snapshot failed");
+                }
             }
             if self.embedder.is_some() && !self.state.is_ready() && Instant::now() >= next_probe {
                 let wait = match self.prepare_embedding(&|_, _| {}).await {
@@ -157,7 +172,7 @@ impl Memory {
 
     /// Asks the embedder for its dimensions; when they or the model differ from
     /// what the index was built with, drops every vector (re-embedded by the
-    /// drain, with progress) and recreates the HNSW index.
+    /// drain, with progress).
     pub async fn prepare_embedding(&self, on_progress: OnProgress<'_>) -> Result<(), MemoryError> {
         let Some(embedder) = self.embedder.clone() else {
             return Ok(());
@@ -170,12 +185,10 @@ impl Memory {
             if stored.embedding.is_some() {
                 tracing::info!(from = ?stored.embedding, to = %wanted, "embedder changed; re-embedding all memory");
             }
-            self.index.reset_vectors(Some(dimensions)).await?;
+            self.index.reset_vectors().await?;
             stored.embedding = Some(wanted.clone());
             stored.dimensions = Some(dimensions);
             self.index.set_fingerprint(&stored).await?;
-        } else {
-            self.index.ensure_vector_index(dimensions).await?;
         }
         self.state.set_ready(wanted, dimensions);
         self.drain_pending(on_progress).await?;
@@ -331,12 +344,18 @@ impl Memory {
     }
 }
 
-/// When the loops stop (on shutdown), the resident index's live feed, which
-/// they started, stops with them.
+/// When the loops stop (on shutdown), the resident index is saved for the
+/// next start, and its live feed, which they started, stops with them.
 struct StopsFeed(Arc<Memory>);
 
 impl Drop for StopsFeed {
     fn drop(&mut self) {
-        self.0.index.resident().unload();
+        let resident = self.0.index.resident();
+        if let Some(path) = &self.0.settings.snapshot
+            && let Err(err) = resident.save(path)
+        {
+            tracing::warn!(error = %err, "saving the memory search index snapshot failed");
+        }
+        resident.unload();
     }
 }

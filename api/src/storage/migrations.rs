@@ -96,6 +96,16 @@ const MIGRATIONS: &[&str] = &[
          };
      };
      DELETE usage_reservation;",
+    // 13: memory search is the resident index alone: SurrealDB's copy of the
+    // chunks for its own HNSW and BM25 indexes, its catch-up queue and the
+    // analyzer go; every file gets a version (what a restarted replica checks
+    // its snapshot against). Chunk ids become content-derived at each file's
+    // next write.
+    "REMOVE TABLE IF EXISTS memory_search;
+     REMOVE TABLE IF EXISTS memory_search_queue;
+     REMOVE INDEX IF EXISTS memory_chunk_body ON memory_chunk;
+     REMOVE ANALYZER IF EXISTS memory_az;
+     UPDATE memory_file SET version = <string> rand::uuid() WHERE version IS NONE;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

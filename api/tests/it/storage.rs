@@ -211,12 +211,10 @@ fn surreal_config(url: String, credentials: bool) -> SurrealConfig {
 }
 
 async fn database_roundtrip(db: &Db) {
-    assert_eq!(onyx::storage::SCHEMA_VERSION, 12);
-    // Versions 2–12 defined memory, agent, task, chat, run, owner-chat, stored-response and usage tables (reading an undefined table is an error).
+    assert_eq!(onyx::storage::SCHEMA_VERSION, 13);
+    // Versions 2–13 defined memory, agent, task, chat, run, owner-chat, stored-response and usage tables (reading an undefined table is an error).
     for table in [
         "memory_chunk",
-        "memory_search",
-        "memory_search_queue",
         "login_failure",
         "memory_file",
         "embedding_cache",

@@ -1,34 +1,62 @@
-//! Filling the resident index from SurrealDB, and (with a shared SurrealDB
-//! server) keeping it current with other replicas' writes through a live query.
+//! Filling the resident index at startup: from this replica's snapshot when
+//! it has one, reading again from SurrealDB only the files whose version
+//! changed since; from SurrealDB alone otherwise. With a shared SurrealDB
+//! server a live query then keeps it current with other replicas' writes.
 
+use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 
 use futures::StreamExt;
+use serde::Deserialize;
 use serde_json::json;
 use surrealdb::types::{RecordIdKey, Value};
 
-use super::{Change, Resident, ResidentChunk, State};
+use super::{Change, Resident, ResidentChunk, State, snapshot};
 use crate::storage::{Db, DbError};
 
 /// Rows read per query while loading.
 const PAGE: usize = 2_000;
+/// Files read per query when only some changed since the snapshot.
+const FILES_PER_QUERY: usize = 32;
 
 const FIELDS: &str =
     "record::id(id) AS id, agent, path, kind, day, start_line, end_line, heading, text, embedding";
 
+#[derive(Deserialize)]
+struct FileVersion {
+    agent: String,
+    path: String,
+    #[serde(default)]
+    version: Option<String>,
+}
+
+/// How a load went, for the log and the bench.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Loaded {
+    pub chunks: usize,
+    /// Chunks that came from the snapshot.
+    pub from_snapshot: usize,
+    /// Files read again from SurrealDB because they changed since.
+    pub files_read: usize,
+}
+
 /// Loads the resident index unless it is loaded or loading. Changes committed
 /// meanwhile (here or, through the feed, on other replicas) are replayed on top.
-pub async fn load(db: &Db, resident: &Arc<Resident>) -> Result<(), DbError> {
+pub async fn load(db: &Db, resident: &Arc<Resident>, snapshot: Option<&Path>) -> Result<Loaded, DbError> {
     if !resident.begin_loading() {
-        return Ok(());
+        return Ok(Loaded::default());
     }
-    let result = read_all(db, resident, PAGE).await;
-    match result {
-        Ok(state) => {
-            let chunks = state.chunks();
+    match read_all(db, resident, snapshot).await {
+        Ok((state, loaded)) => {
             resident.finish_loading(state);
-            tracing::info!(chunks, "memory search index loaded");
-            Ok(())
+            tracing::info!(
+                chunks = loaded.chunks,
+                from_snapshot = loaded.from_snapshot,
+                files_read = loaded.files_read,
+                "memory search index loaded"
+            );
+            Ok(loaded)
         }
         Err(err) => {
             resident.unload();
@@ -37,12 +65,91 @@ pub async fn load(db: &Db, resident: &Arc<Resident>) -> Result<(), DbError> {
     }
 }
 
-async fn read_all(db: &Db, resident: &Arc<Resident>, page: usize) -> Result<State, DbError> {
+async fn read_all(
+    db: &Db,
+    resident: &Arc<Resident>,
+    snapshot: Option<&Path>,
+) -> Result<(State, Loaded), DbError> {
     if db.is_shared() {
         // Subscribed before reading, so nothing written during the read is missed.
         let feed = follow(db, resident.clone()).await?;
         *resident.feed_slot() = Some(feed);
     }
+    let saved = match snapshot {
+        Some(path) => read_snapshot(path.to_path_buf()).await,
+        None => None,
+    };
+    // Versions first: a file written while its chunks are read then shows an
+    // older version than its content, so the next load reads it again.
+    let files: Vec<FileVersion> = db
+        .rows("SELECT agent, path, version FROM memory_file", json!({}), 0)
+        .await?;
+    let Some(saved) = saved else {
+        let state = read_every_chunk(db, files, PAGE).await?;
+        let chunks = state.chunks();
+        return Ok((
+            state,
+            Loaded {
+                chunks,
+                ..Loaded::default()
+            },
+        ));
+    };
+    let mut current: HashMap<(String, String), Option<String>> = files
+        .into_iter()
+        .map(|f| ((f.agent, f.path), f.version))
+        .collect();
+    let saved_versions: HashMap<(String, String), String> = saved.versions.into_iter().collect();
+    let mut state = State::default();
+    let mut from_snapshot = 0;
+    for chunk in saved.chunks {
+        let file = (chunk.agent.clone(), chunk.path.clone());
+        if let (Some(Some(now)), Some(then)) = (current.get(&file), saved_versions.get(&file))
+            && now == then
+        {
+            state.upsert(chunk);
+            from_snapshot += 1;
+        }
+    }
+    let mut stale = Vec::new();
+    for (file, version) in current.drain() {
+        match (&version, saved_versions.get(&file)) {
+            (Some(now), Some(then)) if now == then => state.set_version(file.0, file.1, version),
+            _ => stale.push((file, version)),
+        }
+    }
+    let files_read = stale.len();
+    for batch in stale.chunks(FILES_PER_QUERY) {
+        read_files(db, &mut state, batch).await?;
+    }
+    let chunks = state.chunks();
+    Ok((
+        state,
+        Loaded {
+            chunks,
+            from_snapshot,
+            files_read,
+        },
+    ))
+}
+
+async fn read_snapshot(path: std::path::PathBuf) -> Option<snapshot::Snapshot> {
+    let shown = path.display().to_string();
+    match tokio::task::spawn_blocking(move || snapshot::read(&path)).await {
+        Ok(Ok(saved)) => saved,
+        Ok(Err(err)) => {
+            tracing::warn!(path = %shown, error = %err, "memory index snapshot unreadable; reading the index from the database");
+            None
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "reading the memory index snapshot failed");
+            None
+        }
+    }
+}
+
+/// Every chunk, page by page, with the files' versions as read before.
+async fn read_every_chunk(db: &Db, files: Vec<FileVersion>, page: usize) -> Result<State, DbError> {
     let mut state = State::default();
     let mut after: Option<String> = None;
     loop {
@@ -62,9 +169,42 @@ async fn read_all(db: &Db, resident: &Arc<Resident>, page: usize) -> Result<Stat
             state.upsert(row);
         }
         if !full {
-            return Ok(state);
+            break;
         }
     }
+    for file in files {
+        state.set_version(file.agent, file.path, file.version);
+    }
+    Ok(state)
+}
+
+/// Reads these files' chunks (one statement per file, one round trip).
+async fn read_files(
+    db: &Db,
+    state: &mut State,
+    files: &[((String, String), Option<String>)],
+) -> Result<(), DbError> {
+    let sql: Vec<String> = (0..files.len())
+        .map(|i| format!("SELECT {FIELDS} FROM memory_chunk WHERE agent = $a{i} AND path = $p{i};"))
+        .collect();
+    let mut vars = serde_json::Map::new();
+    for (i, ((agent, path), _)) in files.iter().enumerate() {
+        vars.insert(format!("a{i}"), json!(agent));
+        vars.insert(format!("p{i}"), json!(path));
+    }
+    let mut response = db
+        .execute(&sql.join("\n"), serde_json::Value::Object(vars))
+        .await?;
+    for (i, ((agent, path), version)) in files.iter().enumerate() {
+        let chunks: Vec<ResidentChunk> = Db::take_rows(&mut response, i)?;
+        state.apply(Change::ReplaceFile {
+            agent: agent.clone(),
+            path: path.clone(),
+            chunks,
+            version: version.clone(),
+        });
+    }
+    Ok(())
 }
 
 /// Applies every `memory_chunk` change from any replica until the live query
@@ -139,9 +279,8 @@ mod tests {
         )
         .await
         .unwrap();
-        let resident = Arc::new(Resident::default());
         for page in [2, 3, 100] {
-            let state = read_all(&db, &resident, page).await.unwrap();
+            let state = read_every_chunk(&db, Vec::new(), page).await.unwrap();
             assert_eq!(state.chunks(), 8, "page {page}");
             assert!(state.shown("odd key").is_some());
         }

@@ -1,32 +1,39 @@
 //! The resident search index: each replica keeps the memory index's ranking
 //! data (analysed words, vectors, which agent and file each chunk belongs to)
 //! in process and answers both search legs from it in a few milliseconds.
-//! SurrealDB stays the source of truth: the index is loaded from
-//! `memory_chunk` at startup, every write `Index` commits is applied here too,
-//! and with a shared SurrealDB server a live query brings in other replicas'
-//! writes. Until it has loaded, search runs in SurrealDB (HNSW + FULLTEXT).
+//! SurrealDB stays the store of record: the index is loaded at startup (from
+//! this replica's snapshot, checked against SurrealDB file by file), every
+//! write `Index` commits is applied here too, and with a shared SurrealDB
+//! server a live query brings in other replicas' writes. It is the only
+//! search path: searches wait for the load, which takes a second or two from
+//! a snapshot.
 //!
-//! Why not SurrealDB's own indexes for every query: in 3.3 its BM25 scores
+//! Why not SurrealDB's own HNSW and BM25 indexes: in 3.3 its BM25 scores
 //! every matching row before `LIMIT` (~0.8 ms each), and its HNSW walk checks
 //! the agent filter as it goes; see `bench/README.md`.
 //!
-//! - `analyzer`: words as the `memory_az` analyzer makes them, highlighting
-//! - `load`: reading `memory_chunk` at startup, the live feed from other replicas
+//! - `analyzer`: how text becomes words (tokenizing, stemming), highlighting
+//! - `load`: filling the index at startup, the live feed from other replicas
+//! - `snapshot`: the index saved on local disk for the next start
 //! - `text`: BM25 postings
 //! - `vectors`: per-agent packed vectors, exact cosine search
 //! - `state`: the documents and the operations that change them
 
 pub mod analyzer;
 mod load;
+pub mod snapshot;
 mod state;
 mod text;
 mod vectors;
 
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
+use std::time::Duration;
 
 use serde::Deserialize;
 
-pub use load::load;
+pub use load::{Loaded, load};
 pub use state::{Candidate, State};
 
 /// A chunk as the resident index keeps it: what ranking needs, and what a
@@ -61,26 +68,47 @@ pub struct Shown {
 }
 
 /// A committed change to `memory_chunk`, in the order it was committed.
+/// Versions are the file's `memory_file.version` after the change.
 #[derive(Debug, Clone)]
 pub enum Change {
-    /// A file's chunks are now exactly these.
+    /// A file's chunks are now exactly these (`None`: version unknown).
     ReplaceFile {
         agent: String,
         path: String,
         chunks: Vec<ResidentChunk>,
+        version: Option<String>,
     },
+    /// A file rewritten: only what changed.
+    PatchFile(FilePatch),
     RemoveFile {
         agent: String,
         path: String,
     },
     /// Vectors for chunks that were pending (unknown ids are ignored).
-    SetVectors(Vec<(String, Vec<f32>)>),
+    SetVectors {
+        vectors: Vec<(String, Vec<f32>)>,
+        version: String,
+    },
     /// Every vector dropped (the embedder changed).
-    DropVectors,
+    DropVectors {
+        version: String,
+    },
     Clear,
     /// One chunk as another replica wrote it (from the live query).
     Upsert(ResidentChunk),
     Delete(String),
+}
+
+/// What rewriting a file changed in its chunks.
+#[derive(Debug, Clone)]
+pub struct FilePatch {
+    pub agent: String,
+    pub path: String,
+    pub version: String,
+    pub removed: Vec<String>,
+    /// Chunks kept whose lines moved: (id, start, end).
+    pub moved: Vec<(String, usize, usize)>,
+    pub added: Vec<ResidentChunk>,
 }
 
 enum Phase {
@@ -95,6 +123,10 @@ pub struct Resident {
     phase: RwLock<Phase>,
     /// The live query feeding other replicas' writes, while one runs.
     feed: Mutex<Option<tokio::task::AbortHandle>>,
+    /// Changes applied, and how many of them the last snapshot held.
+    changes: AtomicU64,
+    saved: AtomicU64,
+    ready: tokio::sync::Notify,
 }
 
 impl Default for Resident {
@@ -102,6 +134,9 @@ impl Default for Resident {
         Self {
             phase: RwLock::new(Phase::Off),
             feed: Mutex::new(None),
+            changes: AtomicU64::new(0),
+            saved: AtomicU64::new(0),
+            ready: tokio::sync::Notify::new(),
         }
     }
 }
@@ -154,7 +189,39 @@ impl Resident {
                 state.apply(change);
             }
             *phase = Phase::Ready(Box::new(state));
+            self.changes.fetch_add(1, Ordering::Relaxed);
+            self.ready.notify_waiters();
         }
+    }
+
+    /// Waits up to `within` for the index to load; whether it has.
+    pub async fn wait_ready(&self, within: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let notified = self.ready.notified();
+            if self.is_ready() {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return self.is_ready();
+            }
+        }
+    }
+
+    /// Saves the index to `path` when it changed since the last save; whether
+    /// it wrote. Writes here wait while it runs (reads do not).
+    pub fn save(&self, path: &Path) -> std::io::Result<bool> {
+        let changes = self.changes.load(Ordering::Relaxed);
+        if changes == self.saved.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        let phase = self.read();
+        let Phase::Ready(state) = &*phase else {
+            return Ok(false);
+        };
+        snapshot::write(state, path)?;
+        self.saved.store(changes, Ordering::Relaxed);
+        Ok(true)
     }
 
     /// Back to not loaded (a failed load, or a live feed that ended and may
@@ -167,6 +234,7 @@ impl Resident {
     }
 
     pub fn apply(&self, change: Change) {
+        self.changes.fetch_add(1, Ordering::Relaxed);
         match &mut *self.write() {
             Phase::Off => {}
             Phase::Loading(changes) => changes.push(change),

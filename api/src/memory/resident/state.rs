@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::analyzer;
 use super::text::{DocTerms, TextIndex};
 use super::vectors::VectorIndex;
-use super::{Change, LegResults, Query, ResidentChunk, Shown};
+use super::{Change, FilePatch, LegResults, Query, ResidentChunk, Shown};
 use crate::clock::day_number;
 use crate::memory::chunker::indexed_text;
 
@@ -38,6 +38,8 @@ struct Doc {
     end_line: usize,
     heading: Box<str>,
     text: Box<str>,
+    kind: Box<str>,
+    day: Option<Box<str>>,
     daily: Option<i64>,
     terms: DocTerms,
     vector_row: Option<u32>,
@@ -54,6 +56,20 @@ impl Doc {
     }
 }
 
+/// A chunk as held, borrowed (see `State::each_chunk`).
+pub struct ChunkView<'a> {
+    pub id: &'a str,
+    pub agent: &'a str,
+    pub path: &'a str,
+    pub kind: &'a str,
+    pub day: Option<&'a str>,
+    pub start_line: usize,
+    pub end_line: usize,
+    pub heading: &'a str,
+    pub text: &'a str,
+    pub vector: Option<&'a [f32]>,
+}
+
 #[derive(Default)]
 pub struct State {
     docs: Vec<Doc>,
@@ -64,6 +80,10 @@ pub struct State {
     text: TextIndex,
     vectors: VectorIndex,
     dead: usize,
+    /// Each file's `memory_file.version` as held here; a file missing has
+    /// changed in ways this replica cannot vouch for (its snapshot must not
+    /// claim it is current).
+    versions: HashMap<(String, String), String>,
 }
 
 impl State {
@@ -73,35 +93,56 @@ impl State {
 
     pub fn apply(&mut self, change: Change) {
         match change {
-            Change::ReplaceFile { agent, path, chunks } => {
+            Change::ReplaceFile {
+                agent,
+                path,
+                chunks,
+                version,
+            } => {
                 self.remove_file(&agent, &path);
                 for chunk in chunks {
                     self.upsert(chunk);
                 }
+                self.set_version(agent, path, version);
             }
-            Change::RemoveFile { agent, path } => self.remove_file(&agent, &path),
-            Change::SetVectors(vectors) => {
+            Change::PatchFile(patch) => self.patch_file(patch),
+            Change::RemoveFile { agent, path } => {
+                self.remove_file(&agent, &path);
+                self.versions.remove(&(agent, path));
+            }
+            Change::SetVectors { vectors, version } => {
                 for (id, vector) in vectors {
                     if let Some(&slot) = self.by_id.get(&id) {
                         self.set_vector(slot, Some(&vector));
+                        let file = &self.docs[slot as usize].file;
+                        self.versions
+                            .insert((file.0.clone(), file.1.clone()), version.clone());
                     }
                 }
             }
-            Change::DropVectors => {
+            Change::DropVectors { version } => {
                 self.vectors.clear();
                 self.docs.iter_mut().for_each(|doc| doc.vector_row = None);
+                self.versions.values_mut().for_each(|v| v.clone_from(&version));
             }
             Change::Clear => *self = Self::default(),
             Change::Upsert(chunk) => match self.by_id.get(&chunk.id).copied() {
                 // The live feed echoes this replica's own writes, and chunk
-                // ids are new whenever text changes: at most the vector did.
+                // ids change whenever text changes: at most the vector did.
                 Some(slot) if self.docs[slot as usize].holds(&chunk) => {
-                    self.set_vector(slot, chunk.embedding.as_deref());
+                    if self.docs[slot as usize].vector_row.is_none() != chunk.embedding.is_none() {
+                        self.set_vector(slot, chunk.embedding.as_deref());
+                        self.forget_version(slot);
+                    }
                 }
-                _ => self.upsert(chunk),
+                _ => {
+                    self.versions.remove(&(chunk.agent.clone(), chunk.path.clone()));
+                    self.upsert(chunk);
+                }
             },
             Change::Delete(id) => {
                 if let Some(slot) = self.by_id.get(&id).copied() {
+                    self.forget_version(slot);
                     self.remove(slot);
                 }
             }
@@ -109,6 +150,60 @@ impl State {
         if self.dead >= COMPACT_AFTER && self.dead * 4 > self.by_id.len() {
             self.compact();
         }
+    }
+
+    fn patch_file(&mut self, patch: FilePatch) {
+        let file = (patch.agent, patch.path);
+        for id in &patch.removed {
+            if let Some(slot) = self.by_id.get(id).copied()
+                && *self.docs[slot as usize].file == file
+            {
+                self.remove(slot);
+            }
+        }
+        for (id, start, end) in patch.moved {
+            if let Some(&slot) = self.by_id.get(&id) {
+                let doc = &mut self.docs[slot as usize];
+                (doc.start_line, doc.end_line) = (start, end);
+            }
+        }
+        for chunk in patch.added {
+            self.upsert(chunk);
+        }
+        self.set_version(file.0, file.1, Some(patch.version));
+    }
+
+    pub(super) fn set_version(&mut self, agent: String, path: String, version: Option<String>) {
+        match version {
+            Some(version) => self.versions.insert((agent, path), version),
+            None => self.versions.remove(&(agent, path)),
+        };
+    }
+
+    fn forget_version(&mut self, slot: u32) {
+        let file = &self.docs[slot as usize].file;
+        self.versions.remove(&(file.0.clone(), file.1.clone()));
+    }
+
+    /// Every chunk held, as written (vectors at unit length), for a snapshot.
+    pub fn each_chunk(&self) -> impl Iterator<Item = ChunkView<'_>> {
+        self.docs.iter().filter(|doc| doc.alive).map(|doc| ChunkView {
+            id: &doc.id,
+            agent: &doc.file.0,
+            path: &doc.file.1,
+            kind: &doc.kind,
+            day: doc.day.as_deref(),
+            start_line: doc.start_line,
+            end_line: doc.end_line,
+            heading: &doc.heading,
+            text: &doc.text,
+            vector: doc.vector_row.and_then(|row| self.vectors.row(doc.agent, row)),
+        })
+    }
+
+    /// Each file's version as held (see `versions`).
+    pub fn versions(&self) -> &HashMap<(String, String), String> {
+        &self.versions
     }
 
     /// Adds a chunk, replacing the one with the same id.
@@ -138,6 +233,8 @@ impl State {
             end_line: chunk.end_line,
             heading: chunk.heading.into_boxed_str(),
             text: chunk.text.into_boxed_str(),
+            kind: chunk.kind.into_boxed_str(),
+            day: chunk.day.map(String::into_boxed_str),
             daily,
             terms,
             vector_row: None,
@@ -330,6 +427,7 @@ mod tests {
                 chunk("a", "main", "MEMORY.md", "the deploy key", Some(vec![1.0, 0.0])),
                 chunk("b", "main", "MEMORY.md", "lunch plans", None),
             ],
+            version: None,
         });
         state.apply(Change::Upsert(chunk(
             "c",
@@ -347,10 +445,14 @@ mod tests {
             agent: "main".into(),
             path: "MEMORY.md".into(),
             chunks: vec![chunk("d", "main", "MEMORY.md", "nothing relevant", None)],
+            version: None,
         });
         let found = search(&state, &["main"], &words, Some(&[1.0, 0.1]));
         assert!(found.text.is_empty() && found.vector.is_empty());
-        state.apply(Change::SetVectors(vec![("d".into(), vec![0.0, 1.0])]));
+        state.apply(Change::SetVectors {
+            vectors: vec![("d".into(), vec![0.0, 1.0])],
+            version: "v2".into(),
+        });
         let found = search(&state, &["main", "other"], &words, Some(&[1.0, 0.1]));
         assert_eq!(ids(&found.vector), ["c", "d"]);
         assert_eq!(state.chunks(), 2);
@@ -386,6 +488,7 @@ mod tests {
                         .filter(|c| c.path == format!("f{file}.md"))
                         .cloned()
                         .collect(),
+                    version: None,
                 });
             }
         }
@@ -418,7 +521,7 @@ mod tests {
         )));
         let alpha = analyzer::query_terms("alpha");
         assert!(search(&state, &["main"], &alpha, None).text.is_empty());
-        state.apply(Change::DropVectors);
+        state.apply(Change::DropVectors { version: "v3".into() });
         assert!(search(&state, &["main"], &alpha, Some(&[1.0])).vector.is_empty());
         state.apply(Change::Delete("a".into()));
         assert_eq!(state.chunks(), 0);
@@ -432,6 +535,7 @@ mod tests {
             agent: "main".into(),
             path: "x.md".into(),
             chunks: vec![written.clone()],
+            version: None,
         });
         // The live feed brings the same row back, now with its vector.
         state.apply(Change::Upsert(ResidentChunk {

@@ -60,6 +60,13 @@ impl VectorIndex {
         }
     }
 
+    /// Row `row` of `agent` (unit length).
+    pub fn row(&self, agent: u16, row: u32) -> Option<&[f32]> {
+        let dimensions = self.dimensions?;
+        let start = row as usize * dimensions;
+        self.partitions.get(&agent)?.rows.get(start..start + dimensions)
+    }
+
     pub fn clear(&mut self) {
         self.dimensions = None;
         self.partitions.clear();

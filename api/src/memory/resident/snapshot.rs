@@ -1,0 +1,243 @@
+//! The resident index saved on this replica's disk, so a restart is
+//! searchable in a second or two instead of re-reading every chunk from
+//! SurrealDB. The snapshot holds the chunks (text and unit vectors) and each
+//! file's `memory_file.version`; on load, only files whose version in
+//! SurrealDB differs are read again (see `load`). A snapshot that is missing,
+//! unreadable or from another format is ignored: the load reads everything.
+//!
+//! Format (little-endian): magic, the file versions (count, then agent, path,
+//! version), the chunks (count, then id, agent, path, kind, day, lines,
+//! heading, text, vector), and the magic again, so a torn write is refused.
+
+use std::fs;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use super::{ResidentChunk, State};
+
+const MAGIC: &[u8; 8] = b"ONYXMI01";
+
+/// Writes `state` to `path` (through a temporary file, renamed into place).
+pub fn write(state: &State, path: &Path) -> io::Result<()> {
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    let temporary = path.with_extension("tmp");
+    let mut out = BufWriter::with_capacity(1 << 20, fs::File::create(&temporary)?);
+    out.write_all(MAGIC)?;
+    let versions = state.versions();
+    put_u64(&mut out, versions.len() as u64)?;
+    for ((agent, file), version) in versions {
+        put_str(&mut out, agent)?;
+        put_str(&mut out, file)?;
+        put_str(&mut out, version)?;
+    }
+    put_u64(&mut out, state.chunks() as u64)?;
+    for chunk in state.each_chunk() {
+        put_str(&mut out, chunk.id)?;
+        put_str(&mut out, chunk.agent)?;
+        put_str(&mut out, chunk.path)?;
+        put_str(&mut out, chunk.kind)?;
+        put_str(&mut out, chunk.day.unwrap_or(""))?;
+        put_u64(&mut out, chunk.start_line as u64)?;
+        put_u64(&mut out, chunk.end_line as u64)?;
+        put_str(&mut out, chunk.heading)?;
+        put_str(&mut out, chunk.text)?;
+        let vector = chunk.vector.unwrap_or(&[]);
+        put_u64(&mut out, vector.len() as u64)?;
+        for value in vector {
+            out.write_all(&value.to_le_bytes())?;
+        }
+    }
+    out.write_all(MAGIC)?;
+    let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+    file.sync_all()?;
+    fs::rename(&temporary, path)
+}
+
+/// What a snapshot holds.
+pub struct Snapshot {
+    /// ((agent, path), version) per file.
+    pub versions: Vec<((String, String), String)>,
+    pub chunks: Vec<ResidentChunk>,
+}
+
+/// Reads a snapshot; `Ok(None)` when there is none.
+pub fn read(path: &Path) -> io::Result<Option<Snapshot>> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err),
+    };
+    let mut input = Reader { bytes: &bytes, at: 0 };
+    if input.take(MAGIC.len())? != MAGIC || !bytes.ends_with(MAGIC) {
+        return Err(invalid(
+            "not a memory index snapshot of this format, or cut short",
+        ));
+    }
+    let files = input.count()?;
+    let mut versions = Vec::with_capacity(files);
+    for _ in 0..files {
+        let file = (input.string()?, input.string()?);
+        versions.push((file, input.string()?));
+    }
+    let count = input.count()?;
+    let mut chunks = Vec::with_capacity(count);
+    for _ in 0..count {
+        let id = input.string()?;
+        let agent = input.string()?;
+        let path = input.string()?;
+        let kind = input.string()?;
+        let day = Some(input.string()?).filter(|d| !d.is_empty());
+        let start_line = input.count()?;
+        let end_line = input.count()?;
+        let heading = input.string()?;
+        let text = input.string()?;
+        let dimensions = input.count()?;
+        let vector: Vec<f32> = input
+            .take(dimensions * 4)?
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        chunks.push(ResidentChunk {
+            id,
+            agent,
+            path,
+            kind,
+            day,
+            start_line,
+            end_line,
+            heading,
+            text,
+            embedding: (!vector.is_empty()).then_some(vector),
+        });
+    }
+    if input.at + MAGIC.len() != bytes.len() {
+        return Err(invalid("trailing bytes"));
+    }
+    Ok(Some(Snapshot { versions, chunks }))
+}
+
+fn put_u64(out: &mut impl Write, value: u64) -> io::Result<()> {
+    out.write_all(&value.to_le_bytes())
+}
+
+fn put_str(out: &mut impl Write, value: &str) -> io::Result<()> {
+    put_u64(out, value.len() as u64)?;
+    out.write_all(value.as_bytes())
+}
+
+fn invalid(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, what.to_string())
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, length: usize) -> io::Result<&'a [u8]> {
+        let end = self.at.checked_add(length).filter(|end| *end <= self.bytes.len());
+        let end = end.ok_or_else(|| invalid("cut short"))?;
+        let slice = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(slice)
+    }
+
+    fn count(&mut self) -> io::Result<usize> {
+        let bytes = self.take(8)?;
+        let mut word = [0u8; 8];
+        word.copy_from_slice(bytes);
+        usize::try_from(u64::from_le_bytes(word)).map_err(|_| invalid("count too large"))
+    }
+
+    fn string(&mut self) -> io::Result<String> {
+        let length = self.count()?;
+        String::from_utf8(self.take(length)?.to_vec()).map_err(|_| invalid("text is not UTF-8"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::resident::Change;
+
+    fn chunk(id: &str, path: &str, text: &str, vector: Option<Vec<f32>>) -> ResidentChunk {
+        ResidentChunk {
+            id: id.into(),
+            agent: "main".into(),
+            path: path.into(),
+            kind: if path.starts_with("memory/") {
+                "daily"
+            } else {
+                "curated"
+            }
+            .into(),
+            day: path.starts_with("memory/").then(|| "2026-11-20".to_string()),
+            start_line: 3,
+            end_line: 4,
+            heading: "Projects".into(),
+            text: text.into(),
+            embedding: vector,
+        }
+    }
+
+    #[test]
+    fn a_snapshot_restores_chunks_vectors_and_versions() {
+        let mut state = State::default();
+        state.apply(Change::ReplaceFile {
+            agent: "main".into(),
+            path: "MEMORY.md".into(),
+            chunks: vec![
+                chunk("a", "MEMORY.md", "Onyx ships on Friday", Some(vec![3.0, 4.0])),
+                chunk("b", "MEMORY.md", "no vector yet ✓", None),
+            ],
+            version: Some("v1".into()),
+        });
+        state.apply(Change::ReplaceFile {
+            agent: "main".into(),
+            path: "memory/2026-11-20.md".into(),
+            chunks: vec![chunk("c", "memory/2026-11-20.md", "- 10:00 standup", None)],
+            version: None,
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.snapshot");
+        write(&state, &path).unwrap();
+        let snapshot = read(&path).unwrap().unwrap();
+        assert_eq!(
+            snapshot.versions,
+            vec![(("main".to_string(), "MEMORY.md".to_string()), "v1".to_string())],
+            "a file without a known version is not vouched for"
+        );
+        let mut by_id: Vec<ResidentChunk> = snapshot.chunks;
+        by_id.sort_by(|x, y| x.id.cmp(&y.id));
+        assert_eq!(by_id.len(), 3);
+        assert_eq!(by_id[0].embedding, Some(vec![0.6, 0.8]), "unit length");
+        assert_eq!(by_id[1].text, "no vector yet ✓");
+        assert_eq!(by_id[1].embedding, None);
+        assert_eq!(by_id[2].day.as_deref(), Some("2026-11-20"));
+        assert_eq!((by_id[2].start_line, by_id[2].end_line), (3, 4));
+        assert_eq!(by_id[2].heading, "Projects");
+    }
+
+    #[test]
+    fn a_torn_or_foreign_file_is_refused_and_a_missing_one_is_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.snapshot");
+        assert!(read(&path).unwrap().is_none());
+        let mut state = State::default();
+        state.apply(Change::ReplaceFile {
+            agent: "main".into(),
+            path: "MEMORY.md".into(),
+            chunks: vec![chunk("a", "MEMORY.md", "text", None)],
+            version: Some("v1".into()),
+        });
+        write(&state, &path).unwrap();
+        let bytes = fs::read(&path).unwrap();
+        fs::write(&path, &bytes[..bytes.len() - 3]).unwrap();
+        assert!(read(&path).is_err());
+        fs::write(&path, b"something else entirely").unwrap();
+        assert!(read(&path).is_err());
+    }
+}
