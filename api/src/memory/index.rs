@@ -319,6 +319,45 @@ impl Index {
         Ok(true)
     }
 
+    /// Adds chunks to a file whose other chunks stay as they are (a daily
+    /// log's new segment), updating its row; the file's chunk count after.
+    pub async fn append_chunks(&self, file: &FileRow, rows: Vec<ChunkRow>) -> Result<usize, DbError> {
+        let version = new_version();
+        let mut response = self
+            .db
+            .execute_retrying(
+                "BEGIN TRANSACTION;
+                 INSERT INTO memory_chunk $rows;
+                 UPSERT type::record('memory_file', $key) SET agent = $agent, path = $path,
+                     checksum = $checksum, etag = $etag, size = $size,
+                     chunks = (chunks ?? 0) + $added, version = $version RETURN VALUE chunks;
+                 COMMIT TRANSACTION;",
+                json!({
+                    "key": file_key(&file.agent, &file.path),
+                    "agent": file.agent,
+                    "path": file.path,
+                    "checksum": file.checksum,
+                    "etag": file.etag,
+                    "size": file.size,
+                    "added": rows.len(),
+                    "version": version,
+                    "rows": rows,
+                }),
+            )
+            .await?;
+        // Results: BEGIN, INSERT, UPSERT.
+        let chunks: Vec<usize> = Db::take_rows(&mut response, 2)?;
+        self.resident.apply(Change::PatchFile(FilePatch {
+            agent: file.agent.clone(),
+            path: file.path.clone(),
+            version,
+            removed: Vec::new(),
+            moved: Vec::new(),
+            added: rows.iter().map(ChunkRow::resident).collect(),
+        }));
+        Ok(chunks.first().copied().unwrap_or_default())
+    }
+
     /// Makes `rows` a file's chunks (planning again while other writers
     /// move the file on); for callers that attach vectors beforehand.
     pub async fn replace_file(&self, file: &FileRow, rows: &[ChunkRow]) -> Result<(), DbError> {

@@ -6,6 +6,8 @@
 //!
 //! - `paths`: agent ids, file paths, which files are indexed
 //! - `chunker`: markdown-aware chunks with line numbers and content hashes
+//! - `daily_log`: daily logs appended as segments, folded into the plain file later
+//! - `segments`: where segments live, and each replica's cache of them
 //! - `embedder`: the `Embedder` trait over Ollama and OpenAI-compatible providers
 //! - `local_embedder`: the built-in embedding model, run in process
 //! - `index`: the SurrealDB tables and statements
@@ -16,12 +18,14 @@
 //! - `state`: embedder availability and progress, for health and status
 
 pub mod chunker;
+mod daily_log;
 pub mod embedder;
 mod index;
 pub mod local_embedder;
 pub mod paths;
 pub mod resident;
 pub mod search;
+mod segments;
 mod service;
 mod state;
 mod sync;

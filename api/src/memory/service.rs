@@ -15,6 +15,7 @@ use super::embedder::{EmbedError, Embedder};
 use super::index::{ChunkRow, FileRow, Index};
 use super::paths::{self, PathError, SHARED};
 use super::search::{self, Hit, Legs, Mode, Ranking};
+use super::segments::{self, SegmentCache};
 use super::state::{EmbedderState, Progress};
 use crate::storage::{Bucket, Db, DbError, ObjectStore, PutCondition, StoreError, Version};
 
@@ -70,6 +71,8 @@ pub struct Memory {
     /// The embedder's input limit in tokens, once known (0 until then).
     pub(super) input_tokens: std::sync::atomic::AtomicUsize,
     locks: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// What this replica knows of daily logs kept as segments (`daily_log`).
+    pub(super) segments: SegmentCache,
 }
 
 #[derive(Debug, Serialize)]
@@ -143,6 +146,7 @@ impl Memory {
             progress: Progress::default(),
             input_tokens: std::sync::atomic::AtomicUsize::new(0),
             locks: std::sync::Mutex::new(HashMap::new()),
+            segments: SegmentCache::default(),
         })
     }
 
@@ -157,7 +161,7 @@ impl Memory {
         locks.entry(format!("{agent}/{path}")).or_default().clone()
     }
 
-    /// An agent's files and the shared ones, sorted.
+    /// An agent's files, then the shared ones, each sorted by path.
     pub async fn list_files(&self, agent: &str) -> Result<Vec<FileInfo>, MemoryError> {
         let agent = paths::agent(agent)?;
         let mut owners = vec![agent];
@@ -166,7 +170,15 @@ impl Memory {
         }
         let mut out = Vec::new();
         for owner in owners {
-            for object in self.objects.list(Bucket::Memory, &format!("{owner}/")).await? {
+            let first = out.len();
+            let mut listed = self.objects.list(Bucket::Memory, &format!("{owner}/")).await?;
+            listed.extend(
+                self.objects
+                    .list(Bucket::Memory, &segments::agent_prefix(owner))
+                    .await?,
+            );
+            let mut kept_as_segments: HashMap<(&str, &str), u64> = HashMap::new();
+            for object in &listed {
                 if let Some((owner, path)) = paths::split_key(&object.key) {
                     out.push(FileInfo {
                         indexed: paths::indexed_kind(owner, path).is_some(),
@@ -174,8 +186,21 @@ impl Memory {
                         path: path.into(),
                         size: object.size,
                     });
+                } else if let Some((owner, path, _)) = segments::parse(&object.key) {
+                    *kept_as_segments.entry((owner, path)).or_default() += object.size;
                 }
             }
+            for ((owner, path), size) in kept_as_segments {
+                if !out.iter().any(|f| f.agent == owner && f.path == path) {
+                    out.push(FileInfo {
+                        indexed: true,
+                        agent: owner.into(),
+                        path: path.into(),
+                        size,
+                    });
+                }
+            }
+            out[first..].sort_by(|a, b| a.path.cmp(&b.path));
         }
         Ok(out)
     }
@@ -183,16 +208,24 @@ impl Memory {
     pub async fn read_file(&self, agent: &str, path: &str) -> Result<FileContent, MemoryError> {
         let (agent, path) = (paths::agent(agent)?, paths::file(path)?);
         let key = paths::object_key(agent, path)?;
-        let object = self
-            .objects
-            .get(Bucket::Memory, &key)
-            .await?
-            .ok_or_else(|| not_found(agent, path))?;
+        if let Some(object) = self.objects.get(Bucket::Memory, &key).await? {
+            return Ok(FileContent {
+                agent: agent.into(),
+                path: path.into(),
+                content: String::from_utf8_lossy(&object.body).into_owned(),
+                etag: object.version.0,
+            });
+        }
+        let segmented = match paths::daily_date(path) {
+            Some(_) => self.read_segmented(agent, path).await?,
+            None => None,
+        };
+        let log = segmented.ok_or_else(|| not_found(agent, path))?;
         Ok(FileContent {
             agent: agent.into(),
             path: path.into(),
-            content: String::from_utf8_lossy(&object.body).into_owned(),
-            etag: object.version.0,
+            content: log.content,
+            etag: log.etag,
         })
     }
 
@@ -208,9 +241,16 @@ impl Memory {
         let key = paths::object_key(agent, path)?;
         let lock = self.lock_for(agent, path);
         let _guard = lock.lock().await;
-        let condition = match if_match {
-            Some(etag) => PutCondition::IfMatch(Version(etag)),
-            None => PutCondition::Overwrite,
+        // A daily log kept as segments becomes a plain file with this content.
+        let replaced = match paths::daily_date(path) {
+            Some(_) => self.read_segmented(agent, path).await?,
+            None => None,
+        };
+        let condition = match (if_match, &replaced) {
+            (Some(etag), Some(log)) if etag == log.etag => PutCondition::IfAbsent,
+            (Some(etag), _) if etag.starts_with(segments::ETAG_PREFIX) => return Err(conflict(agent, path)),
+            (Some(etag), _) => PutCondition::IfMatch(Version(etag)),
+            (None, _) => PutCondition::Overwrite,
         };
         let version = match self
             .objects
@@ -220,6 +260,18 @@ impl Memory {
             Err(StoreError::PreconditionFailed) => return Err(conflict(agent, path)),
             other => other?,
         };
+        if let Some(log) = replaced {
+            for seq in log.seqs {
+                self.objects
+                    .delete(Bucket::Memory, &segments::key(agent, path, seq)?)
+                    .await?;
+            }
+            self.segments.set_tail(agent, path, None);
+            // Notes appended on another replica since: they join the new content.
+            if self.read_segmented(agent, path).await?.is_some() {
+                return self.fold_into_plain(agent, path).await;
+            }
+        }
         self.index_written(agent, path, content, version).await
     }
 
@@ -228,7 +280,9 @@ impl Memory {
         let key = paths::object_key(agent, path)?;
         let lock = self.lock_for(agent, path);
         let _guard = lock.lock().await;
-        if self.objects.get(Bucket::Memory, &key).await?.is_none() {
+        let plain = self.objects.get(Bucket::Memory, &key).await?.is_some();
+        let segmented = paths::daily_date(path).is_some() && self.delete_segments(agent, path).await?;
+        if !plain && !segmented {
             return Err(not_found(agent, path));
         }
         self.objects.delete(Bucket::Memory, &key).await?;
@@ -275,6 +329,11 @@ impl Memory {
         let key = paths::object_key(agent, &path)?;
         let lock = self.lock_for(agent, &path);
         let _guard = lock.lock().await;
+        if matches!(target, NoteTarget::Daily(_))
+            && let Some(outcome) = self.append_segment(agent, &path, &header, &line).await?
+        {
+            return Ok(outcome);
+        }
         for _ in 0..APPEND_ATTEMPTS {
             let current = self.objects.get(Bucket::Memory, &key).await?;
             let (mut content, condition) = match current {
@@ -306,7 +365,7 @@ impl Memory {
         Err(conflict(agent, &path))
     }
 
-    async fn index_written(
+    pub(super) async fn index_written(
         &self,
         agent: &str,
         path: &str,
@@ -360,7 +419,7 @@ impl Memory {
 
     /// Fills vectors from the cache, then from the embedder if it is up;
     /// whatever is left stays pending for the background drain.
-    async fn attach_vectors(&self, rows: &mut [ChunkRow]) -> Result<(), MemoryError> {
+    pub(super) async fn attach_vectors(&self, rows: &mut [ChunkRow]) -> Result<(), MemoryError> {
         if self.embedder.is_none() {
             // Nothing will ever embed them; a configured embedder later re-embeds all.
             rows.iter_mut().for_each(|r| r.pending = false);

@@ -14,6 +14,7 @@ use serde::Serialize;
 use super::chunker::{CHUNKER_VERSION, content_hash};
 use super::index::Fingerprint;
 use super::paths;
+use super::segments;
 use super::service::{Memory, MemoryError};
 use super::state::Phase;
 use crate::backoff::Backoff;
@@ -270,13 +271,7 @@ impl Memory {
             .into_iter()
             .map(|f| (format!("{}/{}", f.agent, f.path), f))
             .collect();
-        let listed: Vec<_> = self
-            .objects
-            .list(Bucket::Memory, "")
-            .await?
-            .into_iter()
-            .filter(|o| paths::split_key(&o.key).is_some_and(|(a, p)| paths::indexed_kind(a, p).is_some()))
-            .collect();
+        let listed = self.listed_files().await?;
         let total = listed.len();
         let mut report = SyncReport {
             files: total,
@@ -284,34 +279,54 @@ impl Memory {
         };
         self.progress.set(Phase::Syncing, 0, total);
         let mut seen = HashSet::with_capacity(total);
-        for (done, object) in listed.iter().enumerate() {
-            seen.insert(object.key.as_str());
-            let Some((agent, path)) = paths::split_key(&object.key) else {
-                continue;
-            };
-            let row = known.get(&object.key);
-            if row.is_some_and(|r| r.etag == object.etag && r.size == object.size) {
+        let folds_before = paths::daily_path(&crate::clock::day(
+            crate::clock::now() - chrono::Duration::days(1),
+        ));
+        for (done, file) in listed.iter().enumerate() {
+            let key = format!("{}/{}", file.agent, file.path);
+            let row = known.get(&key);
+            seen.insert(key);
+            let (agent, path) = (file.agent.as_str(), file.path.as_str());
+            let lock = self.lock_for(agent, path);
+            // Segments beside a plain file (a fold cut short), or of a day
+            // over everywhere: into the plain file.
+            if file.segments && (file.plain || *path < *folds_before.as_str()) {
+                let _guard = lock.lock().await;
+                self.fold_into_plain(agent, path).await?;
+                report.reindexed += 1;
                 continue;
             }
-            let lock = self.lock_for(agent, path);
-            let _guard = lock.lock().await;
-            let key = paths::object_key(agent, path)?;
-            // Gone since the listing: the next sync removes it.
-            let Some(current) = self.objects.get(Bucket::Memory, &key).await? else {
+            if row.is_some_and(|r| r.etag == file.etag && r.size == file.size) {
                 continue;
-            };
-            let content = String::from_utf8_lossy(&current.body).into_owned();
-            if row.is_some_and(|r| r.checksum == content_hash(&content)) {
-                self.index.touch_file(agent, path, &object.etag).await?;
+            }
+            let _guard = lock.lock().await;
+            let (content, etag) = if file.segments {
+                match self.read_segmented(agent, path).await? {
+                    Some(log) => (log.content, log.etag),
+                    None => continue,
+                }
             } else {
-                self.index_content(agent, path, &content, &object.etag).await?;
+                let key = paths::object_key(agent, path)?;
+                // Gone since the listing: the next sync removes it.
+                let Some(current) = self.objects.get(Bucket::Memory, &key).await? else {
+                    continue;
+                };
+                (
+                    String::from_utf8_lossy(&current.body).into_owned(),
+                    file.etag.clone(),
+                )
+            };
+            if row.is_some_and(|r| r.checksum == content_hash(&content)) {
+                self.index.touch_file(agent, path, &etag).await?;
+            } else {
+                self.index_content(agent, path, &content, &etag).await?;
                 report.reindexed += 1;
             }
             self.progress.set(Phase::Syncing, done + 1, total);
             on_progress(done + 1, total);
         }
         for (key, row) in &known {
-            if !seen.contains(key.as_str()) {
+            if !seen.contains(key) {
                 let lock = self.lock_for(&row.agent, &row.path);
                 let _guard = lock.lock().await;
                 let key = paths::object_key(&row.agent, &row.path)?;
@@ -333,6 +348,43 @@ impl Memory {
         Ok(report)
     }
 
+    /// Every indexed file in the bucket with its change token: plain files,
+    /// and daily logs kept as segments (one entry per log).
+    async fn listed_files(&self) -> Result<Vec<Listed>, MemoryError> {
+        let mut files: HashMap<(String, String), Listed> = HashMap::new();
+        for object in self.objects.list(Bucket::Memory, "").await? {
+            if let Some((agent, path)) = paths::split_key(&object.key)
+                && paths::indexed_kind(agent, path).is_some()
+            {
+                let file = files
+                    .entry((agent.into(), path.into()))
+                    .or_insert_with(|| Listed::new(agent, path));
+                file.plain = true;
+                file.etag = object.etag;
+                file.size = object.size;
+            } else if let Some((agent, path, seq)) = segments::parse(&object.key) {
+                let file = files
+                    .entry((agent.into(), path.into()))
+                    .or_insert_with(|| Listed::new(agent, path));
+                file.segments = true;
+                file.last_seq = file.last_seq.max(seq);
+                file.segment_bytes += object.size;
+            }
+        }
+        let mut listed: Vec<Listed> = files
+            .into_values()
+            .map(|mut file| {
+                if !file.plain {
+                    file.etag = segments::etag(file.last_seq);
+                    file.size = file.segment_bytes;
+                }
+                file
+            })
+            .collect();
+        listed.sort_by(|a, b| (&a.agent, &a.path).cmp(&(&b.agent, &b.path)));
+        Ok(listed)
+    }
+
     /// Forgets the derived index and rebuilds it from the files (`onyx reindex`).
     pub async fn rebuild(&self, on_progress: OnProgress<'_>) -> Result<SyncReport, MemoryError> {
         self.index.clear().await?;
@@ -341,6 +393,34 @@ impl Memory {
         self.index.set_fingerprint(&fingerprint).await?;
         self.progress.set(Phase::Rebuilding, 0, 0);
         self.sync_files(on_progress).await
+    }
+}
+
+/// A file as the bucket lists it.
+struct Listed {
+    agent: String,
+    path: String,
+    /// The plain file's, or the segments' (`segments::etag`).
+    etag: String,
+    size: u64,
+    plain: bool,
+    segments: bool,
+    last_seq: u64,
+    segment_bytes: u64,
+}
+
+impl Listed {
+    fn new(agent: &str, path: &str) -> Self {
+        Self {
+            agent: agent.into(),
+            path: path.into(),
+            etag: String::new(),
+            size: 0,
+            plain: false,
+            segments: false,
+            last_seq: 0,
+            segment_bytes: 0,
+        }
     }
 }
 

@@ -1,0 +1,499 @@
+//! Daily logs kept as segments (keys and cache in `segments`). A note
+//! appended to a day that has no plain file is written as one new object and
+//! indexed as one chunk, so the agent's per-turn log line costs the same at
+//! the end of a busy day as at its start. Such a log reads as its segments in
+//! order. A day with a plain file (written by a person, or by an older Onyx)
+//! is appended to in place.
+//!
+//! Once no timezone's today is that day any more (two days later, in UTC), the
+//! sync worker folds the segments into the plain file. Segments found beside a
+//! plain file are what a cut-short fold or a racing whole-file write leaves:
+//! their text is appended to the plain file unless it already holds it.
+
+use bytes::Bytes;
+
+use super::chunker::{Chunk, content_hash, indexed_text};
+use super::index::{ChunkRow, FileRow};
+use super::paths::{self, FileKind};
+use super::segments::{self, Tail};
+use super::service::{Memory, MemoryError, WriteOutcome};
+use crate::storage::{Bucket, PutCondition, StoreError};
+
+/// Each lost race is another replica's append landing first.
+const APPEND_ATTEMPTS: usize = 64;
+
+/// A log kept as segments, read whole.
+pub(super) struct Segmented {
+    pub content: String,
+    pub etag: String,
+    /// The segments' sequence numbers, in order.
+    pub seqs: Vec<u64>,
+}
+
+impl Memory {
+    /// A daily log's segments in order, with their text; empty when it has none.
+    async fn segments_of(&self, agent: &str, path: &str) -> Result<Vec<(u64, Bytes)>, MemoryError> {
+        let mut listed: Vec<(u64, String)> = self
+            .objects
+            .list(Bucket::Memory, &segments::prefix(agent, path))
+            .await?
+            .into_iter()
+            // Keyed by content token too: a fold frees sequence numbers for reuse.
+            .filter_map(|o| Some((segments::parse(&o.key)?.2, format!("{} {}", o.key, o.etag))))
+            .collect();
+        listed.sort_unstable();
+        let mut out = Vec::with_capacity(listed.len());
+        for (seq, cache_key) in listed {
+            if let Some(body) = self.segments.body(&cache_key) {
+                out.push((seq, body));
+                continue;
+            }
+            let object_key = segments::key(agent, path, seq)?;
+            // Gone since the listing: a fold took it into the plain file.
+            if let Some(object) = self.objects.get(Bucket::Memory, &object_key).await? {
+                self.segments.keep_body(&cache_key, object.body.clone());
+                out.push((seq, object.body));
+            }
+        }
+        Ok(out)
+    }
+
+    /// A daily log kept as segments, whole; `None` when it has no segments.
+    pub(super) async fn read_segmented(
+        &self,
+        agent: &str,
+        path: &str,
+    ) -> Result<Option<Segmented>, MemoryError> {
+        let parts = self.segments_of(agent, path).await?;
+        let Some(&(last, _)) = parts.last() else {
+            return Ok(None);
+        };
+        let mut content = String::new();
+        for (_, body) in &parts {
+            content.push_str(&String::from_utf8_lossy(body));
+        }
+        Ok(Some(Segmented {
+            content,
+            etag: segments::etag(last),
+            seqs: parts.iter().map(|(seq, _)| *seq).collect(),
+        }))
+    }
+
+    /// Appends `line` to a daily log as a new segment (`header` first when it
+    /// starts the log) and indexes it; `Ok(None)` when the day has a plain
+    /// file, which is appended to in place instead. The caller holds the
+    /// file's lock.
+    pub(super) async fn append_segment(
+        &self,
+        agent: &str,
+        path: &str,
+        header: &str,
+        line: &str,
+    ) -> Result<Option<WriteOutcome>, MemoryError> {
+        let plain = paths::object_key(agent, path)?;
+        let mut tail = match self.segments.tail(agent, path) {
+            Some(tail) => tail,
+            None => {
+                if self.objects.get(Bucket::Memory, &plain).await?.is_some() {
+                    return Ok(None);
+                }
+                self.tail_from_store(agent, path).await?
+            }
+        };
+        for _ in 0..APPEND_ATTEMPTS {
+            let starts = tail.next == 1 && tail.bytes == 0;
+            let body = if starts {
+                format!("{header}{line}")
+            } else {
+                line.to_string()
+            };
+            let key = segments::key(agent, path, tail.next)?;
+            match self
+                .objects
+                .put(
+                    Bucket::Memory,
+                    &key,
+                    Bytes::from(body.clone()),
+                    PutCondition::IfAbsent,
+                )
+                .await
+            {
+                Err(StoreError::PreconditionFailed) => {
+                    tail = self.tail_from_store(agent, path).await?;
+                    continue;
+                }
+                Err(err) => return Err(err.into()),
+                Ok(_) => {}
+            }
+            // A whole-file write on another replica may have made the plain
+            // file meanwhile: then this note belongs in it.
+            if self.objects.get(Bucket::Memory, &plain).await?.is_some() {
+                self.segments.set_tail(agent, path, None);
+                return self.fold_into_plain(agent, path).await.map(Some);
+            }
+            let first_line = tail.lines + 1 + if starts { header.lines().count() } else { 0 };
+            let written = Tail {
+                next: tail.next + 1,
+                lines: tail.lines + body.lines().count(),
+                bytes: tail.bytes + body.len() as u64,
+            };
+            self.segments.set_tail(agent, path, Some(written));
+            let outcome = self
+                .index_segment(agent, path, tail.next, first_line, line, written)
+                .await?;
+            return Ok(Some(outcome));
+        }
+        Err(MemoryError::Conflict {
+            agent: agent.into(),
+            path: path.into(),
+        })
+    }
+
+    /// Where the log ends, read from the store.
+    async fn tail_from_store(&self, agent: &str, path: &str) -> Result<Tail, MemoryError> {
+        let parts = self.segments_of(agent, path).await?;
+        Ok(Tail {
+            next: parts.last().map_or(1, |(seq, _)| seq + 1),
+            lines: parts.iter().map(|(_, body)| count_lines(body)).sum(),
+            bytes: parts.iter().map(|(_, body)| body.len() as u64).sum(),
+        })
+    }
+
+    /// Indexes one segment's note as one chunk, under the day's heading.
+    async fn index_segment(
+        &self,
+        agent: &str,
+        path: &str,
+        seq: u64,
+        first_line: usize,
+        line: &str,
+        tail: Tail,
+    ) -> Result<WriteOutcome, MemoryError> {
+        let day = paths::daily_date(path).unwrap_or_default();
+        let text = line.trim_end().to_string();
+        let chunk = Chunk {
+            start_line: first_line,
+            end_line: first_line + text.lines().count().max(1) - 1,
+            heading: day.to_string(),
+            hash: content_hash(&indexed_text(day, &text)),
+            text,
+        };
+        let mut rows = vec![ChunkRow::new(agent, path, FileKind::Daily, chunk, 0)];
+        // Unique per segment, whatever the note says.
+        rows[0].id = content_hash(&format!("{agent}\n{path}\nsegment {seq}"))[..32].to_string();
+        self.attach_vectors(&mut rows).await?;
+        let pending = rows.iter().filter(|r| r.pending).count();
+        let etag = segments::etag(seq);
+        let file = FileRow {
+            agent: agent.into(),
+            path: path.into(),
+            checksum: String::new(),
+            etag: etag.clone(),
+            size: tail.bytes,
+            chunks: 0,
+            version: String::new(),
+        };
+        let chunks = self.index.append_chunks(&file, rows).await?;
+        Ok(WriteOutcome {
+            agent: agent.into(),
+            path: path.into(),
+            size: tail.bytes as usize,
+            etag,
+            chunks,
+            pending,
+        })
+    }
+
+    /// Makes the plain file hold every segment's text (unless it already
+    /// does), deletes the segments and indexes the result. With no plain
+    /// file, it is created from the segments. The caller holds the lock.
+    pub(super) async fn fold_into_plain(&self, agent: &str, path: &str) -> Result<WriteOutcome, MemoryError> {
+        let key = paths::object_key(agent, path)?;
+        let parts = self.segments_of(agent, path).await?;
+        for _ in 0..APPEND_ATTEMPTS {
+            let current = self.objects.get(Bucket::Memory, &key).await?;
+            let (mut content, condition) = match &current {
+                Some(object) => (
+                    String::from_utf8_lossy(&object.body).into_owned(),
+                    PutCondition::IfMatch(object.version.clone()),
+                ),
+                None => (String::new(), PutCondition::IfAbsent),
+            };
+            for (_, body) in &parts {
+                let text = String::from_utf8_lossy(body);
+                // The heading a log's first segment starts with, when the plain file has its own.
+                let text = match text.strip_prefix("# ") {
+                    Some(rest) if !content.is_empty() => rest
+                        .split_once('\n')
+                        .map_or("", |(_, r)| r)
+                        .trim_start_matches('\n'),
+                    _ => &text,
+                };
+                if !text.trim().is_empty() && !content.contains(text.trim_end()) {
+                    if !content.is_empty() && !content.ends_with('\n') {
+                        content.push('\n');
+                    }
+                    content.push_str(text);
+                }
+            }
+            let version = match self
+                .objects
+                .put(Bucket::Memory, &key, Bytes::from(content.clone()), condition)
+                .await
+            {
+                Err(StoreError::PreconditionFailed) => continue,
+                other => other?,
+            };
+            for (seq, _) in &parts {
+                self.objects
+                    .delete(Bucket::Memory, &segments::key(agent, path, *seq)?)
+                    .await?;
+            }
+            self.segments.set_tail(agent, path, None);
+            return self.index_written(agent, path, content, version).await;
+        }
+        Err(MemoryError::Conflict {
+            agent: agent.into(),
+            path: path.into(),
+        })
+    }
+
+    /// Deletes a daily log's segments; whether it had any.
+    pub(super) async fn delete_segments(&self, agent: &str, path: &str) -> Result<bool, MemoryError> {
+        let listed = self
+            .objects
+            .list(Bucket::Memory, &segments::prefix(agent, path))
+            .await?;
+        for object in &listed {
+            if let Some((_, _, seq)) = segments::parse(&object.key) {
+                self.objects
+                    .delete(Bucket::Memory, &segments::key(agent, path, seq)?)
+                    .await?;
+            }
+        }
+        self.segments.set_tail(agent, path, None);
+        Ok(!listed.is_empty())
+    }
+}
+
+fn count_lines(body: &[u8]) -> usize {
+    String::from_utf8_lossy(body).lines().count()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use futures::future::BoxFuture;
+
+    use super::*;
+    use crate::memory::{NoteTarget, Settings};
+    use crate::storage::{Db, LocalStore, Object, ObjectInfo, ObjectKey, ObjectStore, Version};
+
+    /// A real local store that counts the bytes moved through it.
+    struct Counting {
+        inner: LocalStore,
+        moved: AtomicU64,
+    }
+
+    impl ObjectStore for Counting {
+        fn backend(&self) -> &'static str {
+            "local"
+        }
+        fn ensure_buckets(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+            self.inner.ensure_buckets()
+        }
+        fn get<'a>(
+            &'a self,
+            bucket: Bucket,
+            key: &'a ObjectKey,
+        ) -> BoxFuture<'a, Result<Option<Object>, StoreError>> {
+            Box::pin(async move {
+                let object = self.inner.get(bucket, key).await?;
+                let size = object.as_ref().map_or(0, |o| o.body.len() as u64);
+                self.moved.fetch_add(size, Ordering::Relaxed);
+                Ok(object)
+            })
+        }
+        fn put<'a>(
+            &'a self,
+            bucket: Bucket,
+            key: &'a ObjectKey,
+            body: Bytes,
+            condition: PutCondition,
+        ) -> BoxFuture<'a, Result<Version, StoreError>> {
+            self.moved.fetch_add(body.len() as u64, Ordering::Relaxed);
+            self.inner.put(bucket, key, body, condition)
+        }
+        fn delete<'a>(&'a self, bucket: Bucket, key: &'a ObjectKey) -> BoxFuture<'a, Result<(), StoreError>> {
+            self.inner.delete(bucket, key)
+        }
+        fn list<'a>(
+            &'a self,
+            bucket: Bucket,
+            prefix: &'a str,
+        ) -> BoxFuture<'a, Result<Vec<ObjectInfo>, StoreError>> {
+            self.inner.list(bucket, prefix)
+        }
+    }
+
+    async fn setup() -> (tempfile::TempDir, Arc<Counting>, Arc<Memory>, Db) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Counting {
+            inner: LocalStore::new(dir.path()),
+            moved: AtomicU64::new(0),
+        });
+        store.ensure_buckets().await.unwrap();
+        let db = Db::scratch().await;
+        let memory = Memory::new(store.clone(), db.clone(), None, Settings::default());
+        memory.load_search_index().await.unwrap();
+        (dir, store, memory, db)
+    }
+
+    async fn chunk_rows(db: &Db) -> usize {
+        let rows: Vec<serde_json::Value> = db
+            .rows(
+                "SELECT count() AS n FROM memory_chunk GROUP ALL",
+                serde_json::json!({}),
+                0,
+            )
+            .await
+            .unwrap();
+        rows.first().and_then(|r| r["n"].as_u64()).unwrap_or(0) as usize
+    }
+
+    fn at(day: u32, minute: u32) -> chrono::DateTime<chrono::Utc> {
+        use chrono::TimeZone;
+        chrono::Utc.with_ymd_and_hms(2026, 11, day, 9, minute, 0).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_append_costs_the_same_at_the_end_of_a_long_day_as_at_its_start() {
+        let (_dir, store, memory, db) = setup().await;
+        let daily = NoteTarget::Daily(chrono_tz::UTC);
+        let mut moved = Vec::new();
+        for i in 0..200 {
+            let before = store.moved.load(Ordering::Relaxed);
+            let note = format!(
+                "turn {i:03}: asked about the {} garden",
+                if i % 2 == 0 { "herb" } else { "rose" }
+            );
+            let outcome = memory
+                .append_note_at("main", daily, &note, at(24, i % 60))
+                .await
+                .unwrap();
+            assert_eq!(outcome.path, "memory/2026-11-24.md");
+            moved.push(store.moved.load(Ordering::Relaxed) - before);
+        }
+        // One segment written per append, and nothing of the log read back.
+        assert!(moved[199] <= moved[1] + 8, "bytes moved per append: {moved:?}");
+        assert_eq!(chunk_rows(&db).await, 200, "one chunk per note");
+        let plain = paths::object_key("main", "memory/2026-11-24.md").unwrap();
+        assert!(
+            store.get(Bucket::Memory, &plain).await.unwrap().is_none(),
+            "no plain file yet"
+        );
+
+        let log = memory.read_file("main", "memory/2026-11-24.md").await.unwrap();
+        assert!(
+            log.content.starts_with("# 2026-11-24\n\n- 09:00 turn 000"),
+            "{}",
+            &log.content[..60]
+        );
+        assert_eq!(log.content.lines().count(), 202);
+        assert_eq!(log.etag, segments::etag(200));
+        let listed = memory.list_files("main").await.unwrap();
+        assert!(
+            listed
+                .iter()
+                .any(|f| f.path == "memory/2026-11-24.md" && f.size == log.content.len() as u64)
+        );
+
+        let found = memory
+            .search("main", "turn 137", 3, crate::memory::Mode::Text)
+            .await
+            .unwrap();
+        let hit = &found.data[0];
+        assert!(hit.snippet.contains("137"), "{hit:?}");
+        // Its lines are where the note is in the log.
+        let line = log.content.lines().nth(hit.start_line - 1).unwrap();
+        assert!(line.contains("turn 137"), "{line}");
+    }
+
+    #[tokio::test]
+    async fn editing_a_segmented_log_makes_it_a_plain_file_and_a_finished_day_is_folded() {
+        let (_dir, store, memory, _db) = setup().await;
+        let daily = NoteTarget::Daily(chrono_tz::UTC);
+        let today = crate::clock::now();
+        let path = paths::daily_path(&crate::clock::day(today));
+        for i in 0..3 {
+            memory
+                .append_note_at("main", daily, &format!("note {i}"), today)
+                .await
+                .unwrap();
+        }
+        let read = memory.read_file("main", &path).await.unwrap();
+        let stale = memory
+            .write_file("main", &path, "nope".into(), Some(segments::etag(1)))
+            .await;
+        assert!(matches!(stale, Err(MemoryError::Conflict { .. })), "{stale:?}");
+        let edited = read.content.replace("note 1", "note one");
+        memory
+            .write_file("main", &path, edited.clone(), Some(read.etag))
+            .await
+            .unwrap();
+        assert_eq!(memory.read_file("main", &path).await.unwrap().content, edited);
+        assert!(
+            store
+                .list(Bucket::Memory, &segments::prefix("main", &path))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        // Appends to a day with a plain file go into it.
+        memory
+            .append_note_at("main", daily, "note 3", today)
+            .await
+            .unwrap();
+        let now = memory.read_file("main", &path).await.unwrap().content;
+        assert!(now.contains("note one") && now.ends_with("note 3\n"), "{now}");
+
+        // A day long over, kept as segments: the sync folds it into a plain file.
+        let old = "memory/2026-01-05.md";
+        for i in 0..2 {
+            memory
+                .append_note_at(
+                    "main",
+                    daily,
+                    &format!("old note {i}"),
+                    chrono::DateTime::parse_from_rfc3339("2026-01-05T10:00:00Z")
+                        .unwrap()
+                        .into(),
+                )
+                .await
+                .unwrap();
+        }
+        let before = memory.read_file("main", old).await.unwrap().content;
+        memory.sync_files(&|_, _| {}).await.unwrap();
+        let plain = store
+            .get(Bucket::Memory, &paths::object_key("main", old).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&plain.unwrap().body), before);
+        assert!(
+            store
+                .list(Bucket::Memory, &segments::prefix("main", old))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let found = memory
+            .search("main", "old note", 5, crate::memory::Mode::Text)
+            .await
+            .unwrap();
+        let old_hits: Vec<_> = found.data.iter().filter(|h| h.path == old).collect();
+        assert_eq!(old_hits.len(), 2, "{:?}", found.data);
+        assert_eq!((old_hits[0].start_line, old_hits[1].start_line), (3, 4));
+    }
+}

@@ -1,0 +1,127 @@
+//! Where a daily log's segments live and what a replica remembers of them.
+//! A note appended to a day's log that has no plain file becomes its own
+//! object, `_segments/{agent}/memory/YYYY-MM-DD.md/{seq}.md` (see
+//! `daily_log`). Segments never change once written, so each replica keeps
+//! their text, and where the day's log ends (next sequence number, lines,
+//! bytes), to append without reading the log again.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use bytes::Bytes;
+
+use super::paths::{self, PathError};
+use crate::storage::ObjectKey;
+
+/// The top folder segments live under: no agent id starts with '_' (but
+/// `_shared`), so no listing of memory files takes them for one.
+const DIR: &str = "_segments";
+
+/// The prefix of an agent's segment objects.
+pub fn agent_prefix(agent: &str) -> String {
+    format!("{DIR}/{agent}/")
+}
+
+/// The prefix of a daily log's segment objects.
+pub fn prefix(agent: &str, path: &str) -> String {
+    format!("{DIR}/{agent}/{path}/")
+}
+
+pub fn key(agent: &str, path: &str, seq: u64) -> Result<ObjectKey, PathError> {
+    ObjectKey::new(format!("{}{seq:010}.md", prefix(agent, path))).map_err(|_| PathError::Path {
+        path: path.into(),
+        reason: "not a valid storage key",
+    })
+}
+
+/// The (agent, daily log path, sequence number) a segment key belongs to.
+pub fn parse(key: &str) -> Option<(&str, &str, u64)> {
+    let rest = key.strip_prefix(DIR)?.strip_prefix('/')?;
+    let (agent, rest) = rest.split_once('/')?;
+    let (path, name) = rest.rsplit_once('/')?;
+    let seq = name.strip_suffix(".md")?.parse().ok()?;
+    let agent = paths::agent(agent).ok()?;
+    paths::daily_date(path)?;
+    Some((agent, paths::file(path).ok()?, seq))
+}
+
+/// How a log kept as segments' change token starts.
+pub const ETAG_PREFIX: &str = "segments-";
+
+/// The change token of a log kept as segments: what the index records and
+/// what `If-Match` compares (it changes with every append).
+pub fn etag(last_seq: u64) -> String {
+    format!("{ETAG_PREFIX}{last_seq}")
+}
+
+/// Where a day's log ends, as far as this replica knows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tail {
+    /// The next sequence number to try.
+    pub next: u64,
+    pub lines: usize,
+    pub bytes: u64,
+}
+
+/// Each replica's memory of segments: their text by key, and each log's tail.
+#[derive(Default)]
+pub struct SegmentCache {
+    bodies: Mutex<HashMap<String, Bytes>>,
+    tails: Mutex<HashMap<String, Tail>>,
+}
+
+/// Segment texts kept before the oldest are dropped (a busy day's log is a few
+/// hundred; today's and yesterday's logs are read into every prompt).
+const MAX_BODIES: usize = 20_000;
+
+impl SegmentCache {
+    pub fn body(&self, key: &str) -> Option<Bytes> {
+        lock(&self.bodies).get(key).cloned()
+    }
+
+    pub fn keep_body(&self, key: &str, body: Bytes) {
+        let mut bodies = lock(&self.bodies);
+        if bodies.len() >= MAX_BODIES {
+            bodies.clear();
+        }
+        bodies.insert(key.to_string(), body);
+    }
+
+    pub fn tail(&self, agent: &str, path: &str) -> Option<Tail> {
+        lock(&self.tails).get(&prefix(agent, path)).copied()
+    }
+
+    pub fn set_tail(&self, agent: &str, path: &str, tail: Option<Tail>) {
+        let mut tails = lock(&self.tails);
+        match tail {
+            Some(tail) => tails.insert(prefix(agent, path), tail),
+            None => tails.remove(&prefix(agent, path)),
+        };
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segment_keys_round_trip_and_nothing_else_parses() {
+        let key = key("main", "memory/2026-11-24.md", 7).unwrap();
+        assert_eq!(key.as_str(), "_segments/main/memory/2026-11-24.md/0000000007.md");
+        assert_eq!(parse(key.as_str()), Some(("main", "memory/2026-11-24.md", 7)));
+        for other in [
+            "main/memory/2026-11-24.md",
+            "_segments/main/MEMORY.md/0000000001.md",
+            "_segments/main/memory/2026-11-24.md/x.md",
+            "_segments/../memory/2026-11-24.md/0000000001.md",
+            "_segments/_x/memory/2026-11-24.md/0000000001.md",
+        ] {
+            assert_eq!(parse(other), None, "{other}");
+        }
+        assert_eq!(paths::split_key(key.as_str()), None, "not a memory file");
+    }
+}
