@@ -330,10 +330,11 @@ impl State {
         if agents.is_empty() {
             return results;
         }
+        let by_id = |a: u32, b: u32| self.docs[a as usize].id.cmp(&self.docs[b as usize].id);
         if let Some(vector) = query.vector {
             results.vector = self
                 .vectors
-                .search(&agents, vector, query.k)
+                .search(&agents, vector, query.k, &by_id)
                 .into_iter()
                 .map(|(slot, similarity)| self.candidate(slot, f64::from(similarity)))
                 .collect();
@@ -347,7 +348,7 @@ impl State {
             let full = f64::from(self.text.full_match(words)).max(f64::EPSILON);
             results.text = self
                 .text
-                .search(words, query.k, accept)
+                .search(words, query.k, accept, &by_id)
                 .into_iter()
                 .map(|(slot, score)| self.candidate(slot, f64::from(score) / full))
                 .collect();
@@ -415,6 +416,34 @@ mod tests {
             words: Some(words),
             k: 10,
         })
+    }
+
+    #[test]
+    fn replicas_that_loaded_in_another_order_break_ties_the_same_way() {
+        // 30 chunks that score exactly alike in both legs, fewer places than chunks.
+        let chunks: Vec<ResidentChunk> = (0..30)
+            .map(|i| {
+                chunk(
+                    &format!("id{i:02}"),
+                    "main",
+                    "MEMORY.md",
+                    "same words",
+                    Some(vec![1.0, 0.0]),
+                )
+            })
+            .collect();
+        let mut forward = State::default();
+        chunks.iter().cloned().for_each(|c| forward.upsert(c));
+        let mut backward = State::default();
+        chunks.iter().rev().cloned().for_each(|c| backward.upsert(c));
+        let words = analyzer::query_terms("same");
+        let (a, b) = (
+            search(&forward, &["main"], &words, Some(&[1.0, 0.0])),
+            search(&backward, &["main"], &words, Some(&[1.0, 0.0])),
+        );
+        assert_eq!(ids(&a.text), ids(&b.text));
+        assert_eq!(ids(&a.vector), ids(&b.vector));
+        assert_eq!(ids(&a.text)[0], "id00");
     }
 
     #[test]

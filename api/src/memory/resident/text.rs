@@ -135,6 +135,7 @@ impl TextIndex {
         words: &[String],
         k: usize,
         accept: impl Fn(u32) -> Option<&'a DocTerms>,
+        tie: TieBreak<'_>,
     ) -> Vec<(u32, f32)> {
         if self.live_documents == 0 || k == 0 {
             return Vec::new();
@@ -210,7 +211,7 @@ impl TextIndex {
             .into_iter()
             .map(|doc| (doc, scores[doc as usize]))
             .collect();
-        top_k(scored, k)
+        top_k(scored, k, tie)
     }
 }
 
@@ -221,10 +222,14 @@ fn kth_best(docs: &[u32], scores: &[f32], k: usize) -> f32 {
     *kth
 }
 
-/// The `k` highest-scoring entries, best first (ties by document id, so
-/// results are stable).
-pub fn top_k(mut scored: Vec<(u32, f32)>, k: usize) -> Vec<(u32, f32)> {
-    let order = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+/// How two documents with the same score are ordered: by something every
+/// replica agrees on (the chunk id), since slots differ between replicas.
+pub type TieBreak<'a> = &'a dyn Fn(u32, u32) -> std::cmp::Ordering;
+
+/// The `k` highest-scoring entries, best first (ties as `tie` says, so every
+/// replica returns the same).
+pub fn top_k(mut scored: Vec<(u32, f32)>, k: usize, tie: TieBreak<'_>) -> Vec<(u32, f32)> {
+    let order = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then_with(|| tie(a.0, b.0));
     if scored.len() > k {
         scored.select_nth_unstable_by(k, order);
         scored.truncate(k);
@@ -249,12 +254,20 @@ mod tests {
             index.add(1, words("the server the server")),
             index.add(2, words("the cat")),
         ];
-        let hits = index.search(&words("deploy server"), 10, |doc| docs.get(doc as usize));
+        let hits = index.search(
+            &words("deploy server"),
+            10,
+            |doc| docs.get(doc as usize),
+            &|a, b| a.cmp(&b),
+        );
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [0, 1]);
         index.remove(&docs[0]);
-        let hits = index.search(&words("deploy server"), 10, |doc| {
-            (doc != 0).then(|| &docs[doc as usize])
-        });
+        let hits = index.search(
+            &words("deploy server"),
+            10,
+            |doc| (doc != 0).then(|| &docs[doc as usize]),
+            &|a, b| a.cmp(&b),
+        );
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [1]);
     }
 
@@ -300,7 +313,7 @@ mod tests {
                     scored.push((doc as u32, score));
                 }
             }
-            top_k(scored, k)
+            top_k(scored, k, &|a, b| a.cmp(&b))
         };
         for query in [
             &["w3", "w950", "every"][..],
@@ -310,7 +323,7 @@ mod tests {
         ] {
             let query: Vec<String> = query.iter().map(|w| w.to_string()).collect();
             for k in [1, 10, 30] {
-                let pruned = index.search(&query, k, |doc| docs.get(doc as usize));
+                let pruned = index.search(&query, k, |doc| docs.get(doc as usize), &|a, b| a.cmp(&b));
                 let expected = exhaustive(&query, k);
                 let ids = |v: &[(u32, f32)]| v.iter().map(|h| h.0).collect::<Vec<_>>();
                 assert_eq!(ids(&pruned), ids(&expected), "{query:?} k={k}");
@@ -324,6 +337,9 @@ mod tests {
     #[test]
     fn top_k_keeps_the_best_in_order() {
         let scored = vec![(1, 0.5), (2, 2.0), (3, 1.0), (4, 2.0)];
-        assert_eq!(top_k(scored, 3), vec![(2, 2.0), (4, 2.0), (3, 1.0)]);
+        assert_eq!(
+            top_k(scored, 3, &|a, b| a.cmp(&b)),
+            vec![(2, 2.0), (4, 2.0), (3, 1.0)]
+        );
     }
 }

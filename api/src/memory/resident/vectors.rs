@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::text::top_k;
+use super::text::{TieBreak, top_k};
 
 #[derive(Default)]
 struct Partition {
@@ -74,7 +74,7 @@ impl VectorIndex {
 
     /// The `k` documents of `agents` closest to `query` by cosine, with
     /// their similarity, best first.
-    pub fn search(&self, agents: &[u16], query: &[f32], k: usize) -> Vec<(u32, f32)> {
+    pub fn search(&self, agents: &[u16], query: &[f32], k: usize, tie: TieBreak<'_>) -> Vec<(u32, f32)> {
         if self.dimensions != Some(query.len()) {
             return Vec::new();
         }
@@ -89,7 +89,7 @@ impl VectorIndex {
                 score_rows(&partition.rows, &partition.docs, &query, &mut scored);
             }
         }
-        top_k(scored, k)
+        top_k(scored, k, tie)
     }
 }
 
@@ -134,10 +134,10 @@ mod tests {
         index.insert(0, 10, &[1.0, 0.0, 0.0]);
         index.insert(0, 11, &[0.0, 1.0, 0.0]);
         index.insert(1, 12, &[1.0, 0.1, 0.0]);
-        let hits = index.search(&[0], &[2.0, 0.0, 0.0], 5);
+        let hits = index.search(&[0], &[2.0, 0.0, 0.0], 5, &|a, b| a.cmp(&b));
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [10, 11]);
         assert!((hits[0].1 - 1.0).abs() < 1e-6);
-        let hits = index.search(&[0, 1], &[1.0, 0.2, 0.0], 1);
+        let hits = index.search(&[0, 1], &[1.0, 0.2, 0.0], 1, &|a, b| a.cmp(&b));
         assert_eq!(hits[0].0, 12);
     }
 
@@ -148,7 +148,7 @@ mod tests {
         index.insert(0, 2, &[0.0, 1.0]);
         index.insert(0, 3, &[-1.0, 0.0]);
         assert_eq!(index.remove(0, 0), Some(3));
-        let hits = index.search(&[0], &[-1.0, 0.0], 1);
+        let hits = index.search(&[0], &[-1.0, 0.0], 1, &|a, b| a.cmp(&b));
         assert_eq!(hits[0].0, 3);
         assert_eq!(index.remove(0, 1), None);
         assert_eq!(index.insert(0, 4, &[1.0, 2.0, 3.0]), None, "wrong dimension");
