@@ -17,6 +17,7 @@ mod compaction;
 mod deployment;
 mod keys;
 mod local_embedder;
+mod logging;
 mod memory;
 mod messages;
 mod observability;
