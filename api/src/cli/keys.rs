@@ -57,10 +57,25 @@ async fn keys(config_path: Option<PathBuf>, command: KeysCommand) -> Result<(), 
             }
         };
     }
-    let auth = Authenticator::new(ApiKeys::new([]), db).await?;
+    let auth = Authenticator::new(ApiKeys::new([]), db.clone()).await?;
+    let audit = |action, target: String, detail| {
+        let db = db.clone();
+        async move {
+            let event = crate::audit::NewEvent {
+                action,
+                actor: "cli",
+                target: Some(&target),
+                ip: None,
+                detail,
+            };
+            crate::audit::record(&db, event).await;
+        }
+    };
     match command {
         KeysCommand::Create { name, scope } => {
-            let (stored, secret) = auth.create(&name, scope, None).await?;
+            let (stored, secret) = auth.create(&name, scope, None, Default::default()).await?;
+            let detail = format!("name {:?}, scope {scope:?}", stored.name);
+            audit(crate::audit::Action::KeyCreated, stored.id.clone(), Some(detail)).await;
             println!("{secret}");
             eprintln!(
                 "created key {} ({:?}, id {}); it is shown only this once",
@@ -70,6 +85,7 @@ async fn keys(config_path: Option<PathBuf>, command: KeysCommand) -> Result<(), 
         KeysCommand::List => print_keys(auth.list().await?),
         KeysCommand::Revoke { id } => {
             auth.revoke(&id).await?;
+            audit(crate::audit::Action::KeyRevoked, id.clone(), None).await;
             eprintln!("revoked {id}");
         }
     }

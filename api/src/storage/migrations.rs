@@ -96,6 +96,9 @@ const MIGRATIONS: &[&str] = &[
          };
      };
      DELETE usage_reservation;",
+    // N (harden): the audit log of admin actions, read newest first.
+    "DEFINE TABLE IF NOT EXISTS audit_event SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS audit_event_at ON audit_event FIELDS at;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;
