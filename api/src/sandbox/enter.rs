@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
-    RulesetStatus, path_beneath_rules,
+    RulesetStatus, Scope, path_beneath_rules,
 };
 use nix::sys::resource::{Resource, setrlimit};
 
@@ -126,7 +126,11 @@ fn landlock(policy: &Policy) -> Result<RulesetStatus, landlock::RulesetError> {
     let abi = ABI_WANTED;
     let roots: Vec<PathBuf> = super::SYSTEM_DIRS.iter().map(PathBuf::from).collect();
     let readable = super::paths::readable(&roots, &policy.hidden);
-    let mut ruleset = Ruleset::default().handle_access(AccessFs::from_all(abi))?;
+    // Scopes (ABI 6+): no signals to processes outside the sandbox (the
+    // gateway runs as the same user), no abstract sockets outside it.
+    let mut ruleset = Ruleset::default()
+        .handle_access(AccessFs::from_all(abi))?
+        .scope(Scope::from_all(abi))?;
     if !policy.network {
         // Beside the namespace: no TCP connect or bind at all (Landlock ABI 4+).
         ruleset = ruleset.handle_access(AccessNet::from_all(abi))?;

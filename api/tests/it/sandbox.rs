@@ -1,6 +1,7 @@
 //! The `exec` tool's sandbox on this machine's kernel: a command cannot read
 //! the data dir, `/root` or the config, cannot write outside its workspace,
-//! sees no secrets in its environment, reaches no network, and a fork flood
+//! sees no secrets in its environment, reaches no network, cannot signal the
+//! gateway, and a fork flood
 //! or a memory hog is stopped by its limits. `/health` says it is confined.
 
 use crate::harness::*;
@@ -86,6 +87,10 @@ async fn exec_is_confined_to_its_workspace_without_secrets_or_network() {
         );
     }
     assert!(!env.contains("ONYX_"), "{env}");
+
+    // No signal reaches the gateway (same user, outside the sandbox).
+    let out = exec(&onyx, &format!("kill -0 {} && echo SIGNALLED", onyx.pid())).await;
+    assert!(!out.contains("SIGNALLED"), "the command could signal onyx: {out}");
 
     let url = format!("http://{}/health", onyx.url.trim_start_matches("http://"));
     let out = exec(&onyx, &format!("curl -sS -m 5 {url} && echo REACHED")).await;
