@@ -98,13 +98,7 @@ fn join_pids_cgroup(max: u64) {
         if joined {
             return;
         }
-        // The last ones may take a moment to leave the cgroup.
-        for _ in 0..50 {
-            if std::fs::remove_dir(&dir).is_ok() || !dir.exists() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        let _ = std::fs::remove_dir(&dir);
     }
 }
 
@@ -146,7 +140,8 @@ fn landlock(policy: &Policy) -> Result<RulesetStatus, landlock::RulesetError> {
 }
 
 /// Kills the process group `pgid` and whatever is left in its pids cgroup,
-/// then removes the cgroup.
+/// then removes the cgroup (and any left by helpers whose process is gone,
+/// such as those of a gateway that crashed).
 pub(super) fn reap(pgid: u32) {
     use nix::sys::signal::{Signal, kill, killpg};
     use nix::unistd::Pid;
@@ -174,6 +169,24 @@ pub(super) fn reap(pgid: u32) {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        sweep(Path::new(root));
+    }
+}
+
+/// Removes the empty cgroups of helpers that no longer run. (One whose
+/// helper still runs is left alone: it may be about to join it.)
+fn sweep(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(CGROUP_PREFIX)) else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir(entry.path());
         }
     }
 }

@@ -266,3 +266,69 @@ async fn admin_actions_are_audited_newest_first() {
     let (status, _) = reply(onyx.with_key("GET", "/v1/audit", chat_key["key"].as_str().unwrap())).await;
     assert_eq!(status, 403, "the audit log is for admins");
 }
+
+#[tokio::test]
+async fn the_cli_makes_scoped_expiring_keys_and_audits_them() {
+    let fakes = Fakes::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = agents_config(&fakes);
+    std::fs::write(dir.path().join("onyx.json5"), &config).unwrap();
+    let args = [
+        "keys",
+        "create",
+        "--name",
+        "ops-cli",
+        "--agents",
+        "ops",
+        "--expires-at",
+        "2999-01-01T00:00:00Z",
+    ];
+    let output = Onyx::cli(dir.path(), &args).await;
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let key = String::from_utf8(output.stdout).unwrap().trim().to_string();
+    let bad = Onyx::cli(
+        dir.path(),
+        &[
+            "keys",
+            "create",
+            "--name",
+            "x",
+            "--expires-at",
+            "2001-01-01T00:00:00Z",
+        ],
+    )
+    .await;
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("expiresAt"),
+        "{bad:?}"
+    );
+
+    let onyx = Onyx::start_in(dir, Some(&config), &[]).await;
+    let chat = |model: &str| {
+        reply(
+            onyx.with_key("POST", "/v1/chat/completions", &key)
+                .json(&json!({"model": model, "messages": [{"role": "user", "content": "hi"}]})),
+        )
+    };
+    assert_eq!(chat("onyx:ops").await.0, 200);
+    assert_eq!(chat("onyx:main").await.0, 403);
+    let listed = onyx.get_json("/v1/keys").await;
+    assert_eq!(listed["data"][0]["agents"], json!(["ops"]), "{listed}");
+    assert_eq!(
+        listed["data"][0]["expires_at"], "2999-01-01T00:00:00.000000Z",
+        "{listed}"
+    );
+    let audit = onyx.get_json("/v1/audit").await;
+    let made = audit["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["action"] == "key.created")
+        .unwrap_or_else(|| panic!("{audit}"));
+    assert_eq!(made["actor"], "cli", "{audit}");
+}
