@@ -1,7 +1,7 @@
 //! What a key scoped to agents (`POST /v1/keys` with `agents`) may reach: chat
 //! (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`) only with one of
 //! its agents (`onyx:{agent}` or `x-onyx-agent-id`) and only that agent's
-//! sessions; `/v1/agents/{agent}…` and `/v1/memory…` of its agents; sessions
+//! sessions and stored responses; `/v1/agents/{agent}…` and `/v1/memory…` of its agents; sessions
 //! and runs of its agents; the model list. Everything else is refused with
 //! 403: a key that reaches one agent must not see another's history, memory
 //! or workspace, nor use the providers directly.
@@ -19,6 +19,7 @@ use super::error::ApiError;
 use crate::agents::MAIN;
 use crate::app::App;
 use crate::auth::KeyError;
+use crate::responses::ResponseStore;
 
 fn refuse(agents: &[String], what: impl std::fmt::Display) -> ApiError {
     KeyError::OutOfScope(format!(
@@ -83,6 +84,9 @@ pub async fn check(app: &App, req: Request, agents: &[String]) -> Result<Request
             if let Some(session) = session.filter(|s| s.trim() != "new") {
                 session_agent(app, agents, session.trim()).await?;
             }
+            if let Some(previous) = json.get("previous_response_id").and_then(Value::as_str) {
+                previous_response_agent(app, agents, previous).await?;
+            }
             body = Some(Body::from(bytes));
         }
         "/v1/agents/{id}" | "/v1/agents/{id}/files/{name}" => {
@@ -133,6 +137,22 @@ async fn session_agent(app: &App, agents: &[String], id: &str) -> Result<(), Api
     match app.sessions.get(id).await {
         Ok(session) => allow(agents, &session.agent_id),
         Err(_) => Ok(()),
+    }
+}
+
+/// A stored response the request continues must be one of the agents' own
+/// (its `model` is `onyx:{agent}`); one that does not exist is the handler's 404.
+async fn previous_response_agent(app: &App, agents: &[String], id: &str) -> Result<(), ApiError> {
+    let Ok(Some(stored)) = ResponseStore::new(app.db.clone()).get(id).await else {
+        return Ok(());
+    };
+    let model = stored.response["model"].as_str().unwrap_or_default();
+    match model.strip_prefix("onyx:") {
+        Some(agent) => allow(agents, agent),
+        None => Err(refuse(
+            agents,
+            "previous_response_id names a response of no agent of it",
+        )),
     }
 }
 

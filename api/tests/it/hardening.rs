@@ -199,6 +199,23 @@ async fn a_key_scoped_to_an_agent_reaches_only_that_agent() {
         let (status, body) = get(path.clone()).await;
         assert_eq!(status, 200, "{path}: {body}");
     }
+    // A stored response of another agent cannot be continued; its own can.
+    let respond = |key: &str, model: &str, previous: Option<&str>| {
+        let mut body = json!({"model": model, "input": "hi"});
+        if let Some(previous) = previous {
+            body["previous_response_id"] = json!(previous);
+        }
+        reply(onyx.with_key("POST", "/v1/responses", key).json(&body))
+    };
+    let (status, theirs) = respond(ONYX_KEY, "onyx:main", None).await;
+    assert_eq!(status, 200, "{theirs}");
+    let (status, mine) = respond(&key, "onyx:ops", None).await;
+    assert_eq!(status, 200, "{mine}");
+    let (status, body) = respond(&key, "onyx:ops", theirs["id"].as_str()).await;
+    refused(status, &body, "another agent's stored response");
+    let (status, body) = respond(&key, "onyx:ops", mine["id"].as_str()).await;
+    assert_eq!(status, 200, "its own stored response: {body}");
+
     // The Anthropic-shaped route refuses in its own shape.
     let (status, body) = reply(onyx.with_key("POST", "/v1/messages", &key).json(
         &json!({"model": "onyx:main", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}),
