@@ -44,6 +44,11 @@ async fn serve(
         None => tracing::info!("no config file: running on the embedded default"),
     }
     detect_local_ollama(&mut config).await;
+    // Probed once here (it starts the sandbox helper) rather than on the first /health.
+    let sandbox = tokio::task::spawn_blocking(crate::sandbox::support).await;
+    if let Ok(sandbox) = sandbox {
+        tracing::info!(exec = %sandbox.describe(), "exec sandbox");
+    }
     let app = Arc::new(App::new(&config).await?);
     let addr = config.gateway.listen;
     if !app.auth.required() {

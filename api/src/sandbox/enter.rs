@@ -37,15 +37,43 @@ pub(super) fn probe() -> Support {
         .map(|abi| abi as u8);
     Support {
         landlock_abi,
-        network_namespace: nix::unistd::geteuid().is_root() || user_namespaces_allowed(),
+        network_namespace: network_namespace_works(),
     }
 }
 
-fn user_namespaces_allowed() -> bool {
-    let read = |p: &str| std::fs::read_to_string(p).ok().map(|s| s.trim().to_string());
-    read("/proc/sys/user/max_user_namespaces").is_some_and(|n| n != "0")
-        && read("/proc/sys/kernel/unprivileged_userns_clone").is_none_or(|v| v != "0")
+/// Runs the helper once, network cut and required, on `true`: whether a
+/// network namespace can really be made here (root in a container may lack
+/// the capability; unprivileged user namespaces may be off).
+fn network_namespace_works() -> bool {
+    let Ok(exe) = std::env::current_exe() else {
+        return false;
+    };
+    let policy = Policy {
+        workspace: std::env::temp_dir(),
+        hidden: Vec::new(),
+        network: false,
+        require: false,
+        limits: super::Limits::default(),
+    };
+    let child = std::process::Command::new(exe)
+        .args(super::helper_args(&policy, "true", &[]))
+        .env(NETWORK_REQUIRED, "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    let Ok(mut child) = child else {
+        return false;
+    };
+    let pid = child.id();
+    let ok = child.wait().is_ok_and(|status| status.success());
+    reap(pid);
+    ok
 }
+
+/// Set by the probe: a helper that cannot cut the network fails instead of
+/// running with it.
+const NETWORK_REQUIRED: &str = "ONYX_SANDBOX_PROBE";
 
 pub(super) fn enter_and_exec(policy: &Policy, command: &[String]) -> u8 {
     if let Err(message) = confine(policy) {
@@ -56,10 +84,15 @@ pub(super) fn enter_and_exec(policy: &Policy, command: &[String]) -> u8 {
 }
 
 fn confine(policy: &Policy) -> Result<(), String> {
-    if !policy.network {
-        cut_network().map_err(|e| {
-            format!("cannot cut the network ({e}); set tools.exec.network: true to run with it")
-        })?;
+    if !policy.network
+        && let Err(e) = cut_network()
+    {
+        // Reported by /health and doctor (the probe); refused only when confinement is required.
+        if policy.require || std::env::var_os(NETWORK_REQUIRED).is_some() {
+            return Err(format!(
+                "cannot cut the network ({e}); set tools.exec.network: true to run with it"
+            ));
+        }
     }
     join_pids_cgroup(policy.limits.processes);
     limit(policy)?;
