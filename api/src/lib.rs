@@ -15,7 +15,7 @@
 //!   `sessions` records conversations; `providers` routes `provider/model` to
 //!   OpenAI-compatible, Anthropic and Ollama upstreams; `plugins` connects
 //!   chat platforms and `channels` delivers to them; `auth` checks keys and
-//!   passwords; `health` and `observability` report on the running gateway;
+//!   passwords; `audit` records admin actions; `sandbox` confines `exec`; `health` and `observability` report on the running gateway;
 //!   `config` loads and validates `onyx.json5`; `usage` records every
 //!   upstream call's tokens and cost and enforces budgets and rate limits.
 //! - Storage: `storage` holds the object store and SurrealDB (with its
@@ -31,6 +31,7 @@ pub mod agents;
 pub mod app;
 #[cfg(test)]
 mod architecture_tests;
+pub mod audit;
 pub mod auth;
 pub mod background;
 pub mod backoff;
@@ -50,6 +51,7 @@ pub mod plugins;
 pub mod providers;
 pub mod replica;
 pub mod responses;
+pub mod sandbox;
 pub mod scheduler;
 pub mod sessions;
 pub mod storage;

@@ -3,7 +3,8 @@
 // throttling, cookie surviving a restart, cross-site refusal), chat with
 // streaming, tool cards, approvals, stop (cancelling the run) and re-attaching
 // to a run after a reload, then every page doing its job (the Usage page too),
-// at desktop and phone widths. Needs ONYX_BIN and FAKE_UPSTREAM_BIN (set by
+// at desktop and phone widths, all under the strict Content-Security-Policy
+// (no page may report a violation). Needs ONYX_BIN and FAKE_UPSTREAM_BIN (set by
 // tests/run) and /usr/bin/chromium.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -105,6 +106,24 @@ after(async () => {
 	for (const child of children) child.kill('SIGKILL');
 });
 
+/** Every Content-Security-Policy violation any page reported (none may happen). */
+const cspViolations = [];
+
+/** A browser context whose pages report CSP violations (console and the DOM event). */
+async function newContext(options = {}) {
+	const context = await browser.newContext(options);
+	await context.addInitScript(() => {
+		document.addEventListener('securitypolicyviolation', (e) =>
+			console.error(`CSP violation: ${e.violatedDirective} blocked ${e.blockedURI}`)
+		);
+	});
+	context.on('console', (message) => {
+		const text = message.text();
+		if (/Content Security Policy|CSP violation/i.test(text)) cspViolations.push(`${message.location().url}: ${text}`);
+	});
+	return context;
+}
+
 /** Polls `GET path` until `done(body)` holds (5 s at most); the last body. */
 async function eventually(path, done) {
 	let body;
@@ -117,7 +136,7 @@ async function eventually(path, done) {
 }
 
 async function signedInPage(viewport = { width: 1280, height: 900 }) {
-	const context = await browser.newContext({ viewport });
+	const context = await newContext({ viewport });
 	const page = await context.newPage();
 	await page.goto(onyx.url);
 	await page.getByLabel('Password').fill(PASSWORD);
@@ -127,7 +146,7 @@ async function signedInPage(viewport = { width: 1280, height: 900 }) {
 }
 
 test('login: a wrong password is refused in words, the right one opens the app', async () => {
-	const context = await browser.newContext();
+	const context = await newContext();
 	const page = await context.newPage();
 	await page.goto(onyx.url);
 	await page.getByLabel('Password').fill('not it');
@@ -434,11 +453,25 @@ test('the login survives a restart, and without a password the UI says how to se
 
 	const bare = mkdtempSync(join(tmpdir(), 'onyx-ui-bare-'));
 	const withoutPassword = await startOnyx(`{ gateway: { auth: { apiKeys: ["${KEY}"] } } }`, bare);
-	const fresh = await browser.newContext();
+	const fresh = await newContext();
 	const view = await fresh.newPage();
 	await view.goto(withoutPassword.url);
 	await view.getByTestId('no-password').getByText('onyx hash-password').waitFor();
 	await fresh.close();
+});
+
+test('the UI is served with a strict CSP and security headers, and no page broke it', async () => {
+	const response = await fetch(`${onyx.url}/sessions`);
+	const csp = response.headers.get('content-security-policy');
+	assert.ok(csp, 'a Content-Security-Policy header');
+	assert.match(csp, /script-src 'self' 'sha256-[A-Za-z0-9+/=]+'/);
+	assert.match(csp, /frame-ancestors 'none'/);
+	assert.doesNotMatch(csp, /script-src[^;]*unsafe-inline/);
+	assert.equal(response.headers.get('x-content-type-options'), 'nosniff');
+	assert.equal(response.headers.get('referrer-policy'), 'no-referrer');
+	assert.equal(response.headers.get('x-frame-options'), 'DENY');
+	// Every page the tests above opened ran under that policy without a violation.
+	assert.deepEqual(cspViolations, []);
 });
 
 test('five failed logins a minute from one address get 429', async () => {

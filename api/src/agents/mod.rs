@@ -77,6 +77,11 @@ pub struct Parts {
 }
 
 impl Agents {
+    /// The tools' settings (`tools.*`), as configured.
+    pub fn tool_settings(&self) -> &ToolsConfig {
+        &self.tools
+    }
+
     /// Builds the service and starts, in `background`, the loop that runs
     /// agents woken by messages.
     pub fn start(config: &Config, parts: Parts, background: &Background) -> Arc<Self> {

@@ -1,7 +1,8 @@
 //! API keys kept in SurrealDB (`onyx keys …`, `/v1/keys`): shown once at
 //! creation, stored as SHA-256 digests with a display prefix, a scope (`chat`
 //! or `admin`) and `last_used_at`. Keys from the config and `ONYX_API_KEY` keep
-//! working and carry the admin scope.
+//! working and carry the admin scope. A stored key may expire (`expires_at`)
+//! and may be scoped to agents (`agents`: then it reaches only those agents).
 //!
 //! Lookups are cached for a few seconds so a request costs no database round
 //! trip; a revoke clears this replica's cache at once and others' within the TTL.
@@ -59,6 +60,22 @@ pub struct StoredKey {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
     pub limits: Option<Limits>,
+    /// The agents this key may reach (all when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub agents: Option<Vec<String>>,
+    /// When the key stops working (RFC 3339 UTC; never when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub expires_at: Option<String>,
+}
+
+/// What a new key may do beyond its scope: which agents, until when.
+#[derive(Debug, Clone, Default)]
+pub struct KeyBounds {
+    pub agents: Option<Vec<String>>,
+    /// RFC 3339, any offset; stored in UTC.
+    pub expires_at: Option<String>,
 }
 
 /// Who presented a valid key: its scope, its id (never the secret) and its limits.
@@ -69,6 +86,17 @@ pub struct Caller {
     /// a key from the config or `ONYX_API_KEY`.
     pub key_id: std::sync::Arc<str>,
     pub limits: Option<Limits>,
+    /// The agents the key is scoped to (`None`: every agent).
+    pub agents: Option<std::sync::Arc<[String]>>,
+}
+
+/// Why a presented key was not accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Denied {
+    /// Not a key Onyx knows (or a revoked one).
+    Invalid,
+    /// A known key past its `expires_at` (the time, RFC 3339).
+    Expired(String),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +109,15 @@ pub enum KeyError {
     BadLimits { param: &'static str, message: String },
     #[error("no API key {0}")]
     NotFound(String),
+    #[error("agents: {0}")]
+    BadAgents(String),
+    #[error("expiresAt: {0}")]
+    BadExpiry(String),
+    #[error("this API key expired at {0}")]
+    Expired(String),
+    /// A key scoped to agents asked for something else.
+    #[error("{0}")]
+    OutOfScope(String),
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -92,10 +129,21 @@ fn digest_hex(key: &str) -> String {
         .collect()
 }
 
-/// A cached lookup: when it was made, and the key's id, scope and limits if it exists.
-type CachedLookup = (Instant, Option<(String, Scope, Option<Limits>)>);
+/// A stored key as a request needs it.
+#[derive(Debug, Clone, Deserialize)]
+struct Found {
+    id: String,
+    scope: Scope,
+    limits: Option<Limits>,
+    agents: Option<Vec<String>>,
+    expires_at: Option<String>,
+}
 
-const FIELDS: &str = "record::id(id) AS id, name, scope, prefix, created_at, last_used_at, limits";
+/// A cached lookup: when it was made, and the key if it exists.
+type CachedLookup = (Instant, Option<Found>);
+
+const FIELDS: &str =
+    "record::id(id) AS id, name, scope, prefix, created_at, last_used_at, limits, agents, expires_at";
 
 pub struct Authenticator {
     config_keys: ApiKeys,
@@ -147,45 +195,41 @@ impl Authenticator {
 
     /// The scope of a presented key, or `None` when it is not valid.
     pub async fn authenticate(&self, presented: &str) -> Option<Scope> {
-        self.identify(presented).await.map(|caller| caller.scope)
+        self.identify(presented).await.ok().map(|caller| caller.scope)
     }
 
-    /// Who presented `presented`, or `None` when it is not a valid key.
-    pub async fn identify(&self, presented: &str) -> Option<Caller> {
+    /// Who presented `presented`, or why the key is refused.
+    pub async fn identify(&self, presented: &str) -> Result<Caller, Denied> {
         if self.config_keys.verify(presented) {
-            return Some(Caller {
+            return Ok(Caller {
                 scope: Scope::Admin,
                 key_id: format!("config:{}", &digest_hex(presented)[..12]).into(),
                 limits: None,
+                agents: None,
             });
         }
         if !presented.starts_with(KEY_PREFIX) {
-            return None;
+            return Err(Denied::Invalid);
         }
         let digest = digest_hex(presented);
         let cached = self.cache.lock().ok().and_then(|c| c.get(&digest).cloned());
         let found = match cached {
             Some((at, found)) if at.elapsed() < CACHE_TTL => found,
             _ => {
-                #[derive(Deserialize)]
-                struct Row {
-                    id: String,
-                    scope: Scope,
-                    limits: Option<Limits>,
-                }
-                let rows: Result<Vec<Row>, _> = self
+                let rows: Result<Vec<Found>, _> = self
                     .db
                     .rows(
-                        "SELECT record::id(id) AS id, scope, limits FROM api_key WHERE digest = $digest AND revoked_at = NONE",
+                        "SELECT record::id(id) AS id, scope, limits, agents, expires_at FROM api_key
+                         WHERE digest = $digest AND revoked_at = NONE",
                         json!({"digest": digest}),
                         0,
                     )
                     .await;
                 let found = match rows {
-                    Ok(rows) => rows.into_iter().next().map(|r| (r.id, r.scope, r.limits)),
+                    Ok(rows) => rows.into_iter().next(),
                     Err(err) => {
                         tracing::error!(error = %err, "API key lookup failed");
-                        return None;
+                        return Err(Denied::Invalid);
                     }
                 };
                 if let Ok(mut cache) = self.cache.lock() {
@@ -194,13 +238,19 @@ impl Authenticator {
                 found
             }
         };
-        let (id, scope, limits) = found?;
-        let key_id: std::sync::Arc<str> = id.as_str().into();
-        self.touch(id);
-        Some(Caller {
-            scope,
+        let found = found.ok_or(Denied::Invalid)?;
+        if let Some(expires_at) = &found.expires_at
+            && crate::clock::parse_stamp(expires_at).is_none_or(|at| at <= crate::clock::now())
+        {
+            return Err(Denied::Expired(expires_at.clone()));
+        }
+        let key_id: std::sync::Arc<str> = found.id.as_str().into();
+        self.touch(found.id);
+        Ok(Caller {
+            scope: found.scope,
             key_id,
-            limits: limits.and_then(Limits::non_empty),
+            limits: found.limits.and_then(Limits::non_empty),
+            agents: found.agents.map(Into::into),
         })
     }
 
@@ -231,6 +281,7 @@ impl Authenticator {
         name: &str,
         scope: Scope,
         limits: Option<Limits>,
+        bounds: KeyBounds,
     ) -> Result<(StoredKey, String), KeyError> {
         let name = name.trim();
         if name.is_empty() || name.chars().count() > 100 {
@@ -243,6 +294,7 @@ impl Authenticator {
             })?;
         }
         let limits = limits.and_then(Limits::non_empty);
+        let (agents, expires_at) = check_bounds(scope, bounds)?;
         let secret = format!(
             "{KEY_PREFIX}{}{}",
             uuid::Uuid::new_v4().simple(),
@@ -252,9 +304,11 @@ impl Authenticator {
         self.db
             .execute(
                 "CREATE type::record('api_key', $id) SET name = $name, scope = $scope, digest = $digest,
-                 prefix = $prefix, created_at = $now, last_used_at = NONE, revoked_at = NONE, limits = $limits",
+                 prefix = $prefix, created_at = $now, last_used_at = NONE, revoked_at = NONE, limits = $limits,
+                 agents = $agents, expires_at = $expires_at",
                 json!({
                     "id": id, "name": name, "scope": scope, "digest": digest_hex(&secret), "limits": limits,
+                    "agents": agents, "expires_at": expires_at,
                     "prefix": &secret[..KEY_PREFIX.len() + 6], "now": crate::clock::now_stamp(),
                 }),
             )
@@ -289,9 +343,99 @@ impl Authenticator {
             )
             .await?;
         if let Ok(mut cache) = self.cache.lock() {
-            cache.retain(|_, (_, found)| found.as_ref().is_none_or(|(cached, _, _)| cached != &key.id));
+            cache.retain(|_, (_, found)| found.as_ref().is_none_or(|cached| cached.id != key.id));
         }
         self.refresh_count().await?;
         Ok(())
+    }
+}
+
+/// Validates a new key's agents and expiry: agents named at most once, not
+/// blank, and only on `chat` keys (an admin key reaches everything anyway);
+/// an expiry in RFC 3339 and in the future, kept in UTC.
+fn check_bounds(scope: Scope, bounds: KeyBounds) -> Result<(Option<Vec<String>>, Option<String>), KeyError> {
+    let agents = match bounds.agents {
+        None => None,
+        Some(_) if scope == Scope::Admin => {
+            return Err(KeyError::BadAgents(
+                "an admin key cannot be scoped to agents; use scope \"chat\"".into(),
+            ));
+        }
+        Some(list) if list.is_empty() => {
+            return Err(KeyError::BadAgents(
+                "name at least one agent, or leave agents out".into(),
+            ));
+        }
+        Some(list) => {
+            let mut seen = Vec::with_capacity(list.len());
+            for agent in list {
+                let agent = agent.trim().to_string();
+                if agent.is_empty() || agent.len() > 100 {
+                    return Err(KeyError::BadAgents(
+                        "each agent id must be 1 to 100 characters".into(),
+                    ));
+                }
+                if !seen.contains(&agent) {
+                    seen.push(agent);
+                }
+            }
+            Some(seen)
+        }
+    };
+    let expires_at = match bounds.expires_at {
+        None => None,
+        Some(text) => {
+            let Some(at) = crate::clock::parse_stamp(text.trim()) else {
+                return Err(KeyError::BadExpiry(format!(
+                    "{text:?} is not an RFC 3339 time such as 2027-01-31T00:00:00Z"
+                )));
+            };
+            if at <= crate::clock::now() {
+                return Err(KeyError::BadExpiry(format!("{text:?} is in the past")));
+            }
+            Some(crate::clock::stamp(at))
+        }
+    };
+    Ok((agents, expires_at))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bounds(agents: Option<&[&str]>, expires_at: Option<&str>) -> KeyBounds {
+        KeyBounds {
+            agents: agents.map(|a| a.iter().map(|s| s.to_string()).collect()),
+            expires_at: expires_at.map(String::from),
+        }
+    }
+
+    #[test]
+    fn bounds_are_checked_and_normalised() {
+        let (agents, expiry) = check_bounds(
+            Scope::Chat,
+            bounds(Some(&[" main", "main", "ops"]), Some("2999-01-01T01:00:00+01:00")),
+        )
+        .unwrap();
+        assert_eq!(agents.unwrap(), ["main", "ops"]);
+        assert_eq!(expiry.unwrap(), "2999-01-01T00:00:00.000000Z");
+        for (scope, b, field) in [
+            (Scope::Admin, bounds(Some(&["main"]), None), "agents"),
+            (Scope::Chat, bounds(Some(&[]), None), "agents"),
+            (Scope::Chat, bounds(Some(&[" "]), None), "agents"),
+            (Scope::Chat, bounds(None, Some("tomorrow")), "expiresAt"),
+            (
+                Scope::Chat,
+                bounds(None, Some("2001-01-01T00:00:00Z")),
+                "expiresAt",
+            ),
+        ] {
+            let err = check_bounds(scope, b).unwrap_err();
+            assert!(err.to_string().starts_with(field), "{err}");
+        }
+        assert_eq!(
+            check_bounds(Scope::Admin, KeyBounds::default()).unwrap(),
+            (None, None)
+        );
     }
 }

@@ -11,7 +11,7 @@ use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-pub use keys::{Authenticator, Caller, KEY_PREFIX, KeyError, Scope, StoredKey};
+pub use keys::{Authenticator, Caller, Denied, KEY_PREFIX, KeyBounds, KeyError, Scope, StoredKey};
 pub use password::{PasswordError, hash_password, verify_password};
 pub use throttle::LoginThrottle;
 

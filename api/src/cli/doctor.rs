@@ -63,6 +63,27 @@ pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
                     ),
                 },
             });
+            let support = crate::sandbox::support();
+            let exec = &config.tools.exec_sandbox;
+            rows.push(Row {
+                check: "exec sandbox".into(),
+                // Unconfined is reported; it fails only when exec would be refused.
+                ok: support.confined() || !exec.require,
+                detail: format!(
+                    "{}{}{}",
+                    support.describe(),
+                    if exec.network {
+                        "; tools.exec.network: true (network kept)"
+                    } else {
+                        ""
+                    },
+                    if exec.require && !support.confined() {
+                        "; tools.exec.requireSandbox: exec is refused"
+                    } else {
+                        ""
+                    }
+                ),
+            });
             if app.router.providers().next().is_none() {
                 rows.push(Row {
                     check: "providers".into(),

@@ -22,6 +22,12 @@ pub enum KeysCommand {
         /// `chat` (use models, agents, sessions, memory) or `admin` (also manage keys and config).
         #[arg(long, default_value = "chat")]
         scope: Scope,
+        /// Only these agents (comma-separated; a `chat` key).
+        #[arg(long, value_delimiter = ',')]
+        agents: Option<Vec<String>>,
+        /// When the key stops working (RFC 3339, e.g. 2027-01-31T00:00:00Z).
+        #[arg(long)]
+        expires_at: Option<String>,
     },
     /// List active keys (prefix, scope, last use).
     List,
@@ -57,10 +63,31 @@ async fn keys(config_path: Option<PathBuf>, command: KeysCommand) -> Result<(), 
             }
         };
     }
-    let auth = Authenticator::new(ApiKeys::new([]), db).await?;
+    let auth = Authenticator::new(ApiKeys::new([]), db.clone()).await?;
+    let audit = |action, target: String, detail| {
+        let db = db.clone();
+        async move {
+            let event = crate::audit::NewEvent {
+                action,
+                actor: "cli",
+                target: Some(&target),
+                ip: None,
+                detail,
+            };
+            crate::audit::record(&db, event).await;
+        }
+    };
     match command {
-        KeysCommand::Create { name, scope } => {
-            let (stored, secret) = auth.create(&name, scope, None).await?;
+        KeysCommand::Create {
+            name,
+            scope,
+            agents,
+            expires_at,
+        } => {
+            let bounds = crate::auth::KeyBounds { agents, expires_at };
+            let (stored, secret) = auth.create(&name, scope, None, bounds).await?;
+            let detail = format!("name {:?}, scope {scope:?}", stored.name);
+            audit(crate::audit::Action::KeyCreated, stored.id.clone(), Some(detail)).await;
             println!("{secret}");
             eprintln!(
                 "created key {} ({:?}, id {}); it is shown only this once",
@@ -70,6 +97,7 @@ async fn keys(config_path: Option<PathBuf>, command: KeysCommand) -> Result<(), 
         KeysCommand::List => print_keys(auth.list().await?),
         KeysCommand::Revoke { id } => {
             auth.revoke(&id).await?;
+            audit(crate::audit::Action::KeyRevoked, id.clone(), None).await;
             eprintln!("revoked {id}");
         }
     }

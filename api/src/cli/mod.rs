@@ -1,10 +1,12 @@
-//! The `onyx` command line: `serve`, `doctor`, `hash-password`.
+//! The `onyx` command line: `serve`, `doctor`, `hash-password`, `keys`,
+//! `reindex`, and the hidden `sandbox-exec` helper of the `exec` tool.
 
 mod doctor;
 mod error;
 mod hash_password;
 mod keys;
 mod reindex;
+mod sandbox_exec;
 mod serve;
 
 use std::net::SocketAddr;
@@ -55,10 +57,18 @@ enum Command {
         #[arg(long, short)]
         config: Option<PathBuf>,
     },
+    /// Internal: run a command confined (what the `exec` tool starts).
+    #[command(name = "sandbox-exec", hide = true)]
+    SandboxExec(sandbox_exec::SandboxArgs),
 }
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Before any thread exists: unsharing a namespace needs a single thread.
+    let command = match cli.command {
+        Command::SandboxExec(args) => return sandbox_exec::run(args),
+        command => command,
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -67,12 +77,14 @@ pub fn main() -> ExitCode {
         }
     };
     runtime.block_on(async {
-        match cli.command {
+        match command {
             Command::Serve { config, listen } => serve::run(config, listen).await,
             Command::Doctor { config } => doctor::run(config).await,
             Command::HashPassword => hash_password::run(),
             Command::Reindex { config } => reindex::run(config).await,
             Command::Keys { config, command } => keys::run(config, command).await,
+            // Handled above, before the runtime started.
+            Command::SandboxExec(args) => sandbox_exec::run(args),
         }
     })
 }

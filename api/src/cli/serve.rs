@@ -16,7 +16,9 @@ use crate::{config, http, observability};
 const BACKGROUND_STOP_MIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 pub async fn run(config_path: Option<PathBuf>, listen: Option<SocketAddr>) -> ExitCode {
-    match serve(config_path, listen).await {
+    // Held to the end so the last lines (the error below too) are written out.
+    let mut logs = None;
+    match serve(config_path, listen, &mut logs).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             tracing::error!("{err}");
@@ -26,18 +28,27 @@ pub async fn run(config_path: Option<PathBuf>, listen: Option<SocketAddr>) -> Ex
     }
 }
 
-async fn serve(config_path: Option<PathBuf>, listen: Option<SocketAddr>) -> Result<(), StartupError> {
+async fn serve(
+    config_path: Option<PathBuf>,
+    listen: Option<SocketAddr>,
+    logs: &mut Option<observability::LogGuard>,
+) -> Result<(), StartupError> {
     let path = config::locate(config_path.as_deref());
     let mut config = config::load(path.as_deref())?;
     if let Some(listen) = listen {
         config.gateway.listen = listen;
     }
-    observability::init_logging(config.gateway.log_format);
+    *logs = Some(observability::init_logging(config.gateway.log_format));
     match &config.source {
         Some(path) => tracing::info!(config = %path.display(), "config loaded"),
         None => tracing::info!("no config file: running on the embedded default"),
     }
     detect_local_ollama(&mut config).await;
+    // Probed once here (it starts the sandbox helper) rather than on the first /health.
+    let sandbox = tokio::task::spawn_blocking(crate::sandbox::support).await;
+    if let Ok(sandbox) = sandbox {
+        tracing::info!(exec = %sandbox.describe(), "exec sandbox");
+    }
     let app = Arc::new(App::new(&config).await?);
     let addr = config.gateway.listen;
     if !app.auth.required() {

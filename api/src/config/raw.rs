@@ -107,6 +107,19 @@ pub struct RawWebFetch {
 pub struct RawExec {
     pub timeout_seconds: Option<u64>,
     pub max_output_bytes: Option<usize>,
+    pub network: Option<bool>,
+    pub require_sandbox: Option<bool>,
+    #[serde(default)]
+    pub limits: RawExecLimits,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawExecLimits {
+    pub cpu_seconds: Option<u64>,
+    pub memory_mb: Option<u64>,
+    pub processes: Option<u64>,
+    pub file_size_mb: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

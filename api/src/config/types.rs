@@ -105,6 +105,18 @@ pub struct SchedulerConfig {
     pub run_timeout: Duration,
 }
 
+/// How `exec` is confined (`tools.exec.network`, `requireSandbox`, `limits`).
+#[derive(Debug, Clone, Default)]
+pub struct ExecSandbox {
+    /// Let commands reach the network (default: cut).
+    pub network: bool,
+    /// Refuse to run commands when Landlock is unavailable.
+    pub require: bool,
+    pub limits: crate::sandbox::Limits,
+    /// Never readable by a command: the data dir, the config file, `$HOME`.
+    pub hidden: Vec<PathBuf>,
+}
+
 #[derive(Debug, Clone)]
 pub struct ToolsConfig {
     /// SearXNG's base URL; without one `web_search` is not offered.
@@ -116,6 +128,7 @@ pub struct ToolsConfig {
     pub fetch_timeout: Duration,
     pub exec_timeout: Duration,
     pub exec_max_output: usize,
+    pub exec_sandbox: ExecSandbox,
     /// How long a dangerous tool call waits for approval in `ask` mode.
     pub approval_timeout: Duration,
     /// `tools.allow` / `tools.deny` for every agent: tool names and groups.
@@ -132,6 +145,7 @@ impl Default for ToolsConfig {
             fetch_timeout: Duration::from_secs(15),
             exec_timeout: Duration::from_secs(60),
             exec_max_output: 64 * 1024,
+            exec_sandbox: ExecSandbox::default(),
             approval_timeout: Duration::from_secs(300),
             allow: Vec::new(),
             deny: Vec::new(),

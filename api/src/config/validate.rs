@@ -26,13 +26,24 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
     let aliases = aliases(raw.models.aliases, &providers)?;
     let context_windows = context_windows(raw.models.context_window, &providers)?;
     let agents = agents(raw.agents)?;
+    let storage = storage(raw.storage, env)?;
+    let mut tools = tools(raw.tools, env)?;
+    // What a sandboxed command must never read.
+    tools.exec_sandbox.hidden = [
+        Some(storage.data_dir.clone()),
+        source.clone(),
+        env("HOME").map(PathBuf::from),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     Ok(Config {
         source,
         gateway: gateway(raw.gateway, env)?,
         providers,
         aliases,
         context_windows,
-        storage: storage(raw.storage, env)?,
+        storage,
         memory: memory(raw.memory, env)?,
         scheduler: super::scheduling::scheduler(raw.scheduler, agents.timezone)?,
         agents,
@@ -41,7 +52,7 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
             enabled: raw.plugins.enabled,
             settings: raw.plugins.settings,
         },
-        tools: tools(raw.tools, env)?,
+        tools,
         usage: super::usage::usage(raw.usage)?,
     })
 }
@@ -118,11 +129,37 @@ fn tools(raw: raw::RawTools, env: Env) -> Result<ToolsConfig, ConfigError> {
             .timeout_seconds
             .map_or(defaults.exec_timeout, Duration::from_secs),
         exec_max_output: raw.exec.max_output_bytes.unwrap_or(defaults.exec_max_output),
+        exec_sandbox: exec_sandbox(&raw.exec)?,
         approval_timeout: raw
             .approval_timeout_seconds
             .map_or(defaults.approval_timeout, Duration::from_secs),
         allow: super::tool_names::check(raw.allow, "tools.allow")?,
         deny: super::tool_names::check(raw.deny, "tools.deny")?,
+    })
+}
+
+fn exec_sandbox(raw: &raw::RawExec) -> Result<ExecSandbox, ConfigError> {
+    let defaults = crate::sandbox::Limits::default();
+    let positive = |value: Option<u64>, default: u64, path: &str, scale: u64| match value {
+        None => Ok(default),
+        Some(0) => Err(ConfigError::invalid(
+            format!("tools.exec.limits.{path}"),
+            "must be at least 1",
+        )),
+        Some(n) => Ok(n.saturating_mul(scale)),
+    };
+    let l = &raw.limits;
+    const MB: u64 = 1 << 20;
+    Ok(ExecSandbox {
+        network: raw.network.unwrap_or(false),
+        require: raw.require_sandbox.unwrap_or(false),
+        limits: crate::sandbox::Limits {
+            cpu_seconds: positive(l.cpu_seconds, defaults.cpu_seconds, "cpuSeconds", 1)?,
+            memory_bytes: positive(l.memory_mb, defaults.memory_bytes, "memoryMb", MB)?,
+            processes: positive(l.processes, defaults.processes, "processes", 1)?,
+            file_bytes: positive(l.file_size_mb, defaults.file_bytes, "fileSizeMb", MB)?,
+        },
+        hidden: Vec::new(),
     })
 }
 

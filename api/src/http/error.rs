@@ -187,6 +187,14 @@ impl ApiError {
                     message.clone(),
                 ),
                 KeyError::NotFound(_) => entry(S::NOT_FOUND, Some("key_not_found"), None, err.to_string()),
+                KeyError::BadAgents(_) => entry(S::BAD_REQUEST, None, Some("agents"), err.to_string()),
+                KeyError::BadExpiry(_) => entry(S::BAD_REQUEST, None, Some("expiresAt"), err.to_string()),
+                KeyError::Expired(_) => {
+                    entry(S::UNAUTHORIZED, Some("invalid_api_key"), None, err.to_string())
+                }
+                KeyError::OutOfScope(_) => {
+                    entry(S::FORBIDDEN, Some("insufficient_scope"), None, err.to_string())
+                }
                 KeyError::Db(_) => unavailable("storage"),
             },
             Self::Responses(err) => match err {

@@ -2,6 +2,7 @@
 //! `gateway.auth.passwordHash` and starts a cookie session (tower-sessions,
 //! stored in SurrealDB: it survives restarts and works on every replica);
 //! `POST /auth/logout` ends it; `GET /auth/me` tells the UI where it stands.
+//! Every login, right or wrong, is an audit event.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -63,7 +64,15 @@ pub async fn login(
     let ok = tokio::task::spawn_blocking(move || crate::auth::verify_password(&password, &hash))
         .await
         .unwrap_or(false);
+    let event = |action| crate::audit::NewEvent {
+        action,
+        actor: "ui",
+        target: None,
+        ip: Some(ip.to_string()),
+        detail: None,
+    };
     if !ok {
+        crate::audit::record(&app.db, event(crate::audit::Action::LoginFailed)).await;
         app.login_throttle.failed(ip).await?;
         tracing::warn!(%ip, "failed UI login");
         return Err(ApiError::Unauthorized("wrong password"));
@@ -72,6 +81,7 @@ pub async fn login(
     // A new id on sign-in: a session id planted before cannot be ridden.
     session.cycle_id().await?;
     session.insert(SIGNED_IN, true).await?;
+    crate::audit::record(&app.db, event(crate::audit::Action::LoginSucceeded)).await;
     tracing::info!(%ip, "UI login");
     Ok(Json(json!({"ok": true})).into_response())
 }

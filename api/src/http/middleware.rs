@@ -3,7 +3,8 @@
 //! `request_context` gives every request an id (the client's `x-request-id` when
 //! sane, else a UUIDv7), a tracing span carrying it, the id echoed on the
 //! response, and the request metrics. `require_api_key` checks the bearer key
-//! (or `x-api-key`, as Anthropic's clients send it).
+//! (or `x-api-key`, as Anthropic's clients send it), refuses an expired key,
+//! and holds a key scoped to agents to them (`agent_scope`).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -17,7 +18,7 @@ use tracing::Instrument;
 use super::body::BodyLimit;
 use super::error::ApiError;
 use crate::app::App;
-use crate::auth::Scope;
+use crate::auth::{Denied, KeyError, Scope};
 use crate::providers::Attribution;
 
 const REQUEST_ID: &str = "x-request-id";
@@ -99,16 +100,23 @@ pub async fn require_api_key(State(app): State<Arc<App>>, mut req: Request, next
         .into_response();
     };
     match app.auth.identify(&presented).await {
-        Some(caller) => {
+        Ok(caller) => {
             req.extensions_mut().insert(caller.scope);
             req.extensions_mut().insert(Attribution {
                 key: Some(caller.key_id),
                 key_limits: caller.limits,
                 ..Attribution::default()
             });
+            if let Some(agents) = caller.agents {
+                req = match super::agent_scope::check(&app, req, &agents).await {
+                    Ok(req) => req,
+                    Err(refused) => return refused.into_response(),
+                };
+            }
             next.run(req).await
         }
-        None => ApiError::Unauthorized("invalid API key").into_response(),
+        Err(Denied::Expired(at)) => ApiError::from(KeyError::Expired(at)).into_response(),
+        Err(Denied::Invalid) => ApiError::Unauthorized("invalid API key").into_response(),
     }
 }
 

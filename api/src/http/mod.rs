@@ -3,8 +3,10 @@
 //! methods, oversized or malformed bodies). Handlers are thin.
 
 mod agent_chat;
+mod agent_scope;
 mod agents;
 mod answer;
+mod audit;
 mod body;
 mod chat;
 mod chat_core;
@@ -28,6 +30,7 @@ mod tasks;
 #[cfg(test)]
 mod ts_types;
 mod ui;
+mod ui_headers;
 mod usage;
 mod views;
 
@@ -47,6 +50,7 @@ pub fn router(app: Arc<App>) -> Router {
     let admin = Router::new()
         .route("/v1/keys", get(keys::list).post(keys::create))
         .route("/v1/keys/{id}", axum::routing::delete(keys::revoke))
+        .route("/v1/audit", get(audit::list))
         // Provider addresses and the log tail are for whoever runs the gateway.
         .route("/v1/providers", get(console::providers))
         .route("/v1/providers/{name}/test", post(console::test_provider))

@@ -28,7 +28,18 @@ pub async fn health(State(app): State<Arc<App>>) -> impl IntoResponse {
         version: env!("CARGO_PKG_VERSION"),
         uptime_seconds: app.started.elapsed().as_secs(),
         dependencies,
+        exec: exec_health(app.agents.tool_settings()),
     })
+}
+
+fn exec_health(tools: &crate::config::ToolsConfig) -> super::views::ExecHealth {
+    let support = crate::sandbox::support();
+    super::views::ExecHealth {
+        confined: support.confined(),
+        network_cut: !tools.exec_sandbox.network && support.network_namespace,
+        require_sandbox: tools.exec_sandbox.require,
+        detail: support.describe(),
+    }
 }
 
 pub async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {

@@ -1,7 +1,8 @@
 //! The control UI: the SvelteKit app's static files, embedded in the binary at
 //! build time (`frontend/build`), served at `/` with index.html for every
 //! client-side route. Paths under the API answer in OpenAI's error shape
-//! instead, so a wrong URL never gets a web page by mistake.
+//! instead, so a wrong URL never gets a web page by mistake. Every UI response
+//! carries the security headers of `ui_headers`.
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -36,6 +37,13 @@ pub async fn fallback(request: Request) -> Response {
     if !is_read || API_PREFIXES.iter().any(|p| path == *p || path.starts_with(p)) {
         return super::ops::not_found(request.uri().clone()).await.into_response();
     }
+    let mut response = file_response(&path);
+    let index = UI.get_file("index.html").and_then(|f| f.contents_utf8());
+    super::ui_headers::add(response.headers_mut(), index);
+    response
+}
+
+fn file_response(path: &str) -> Response {
     let relative = path.trim_start_matches('/');
     if let Some(file) = UI.get_file(relative).filter(|_| !relative.is_empty()) {
         // Vite's hashed assets never change under the same name.

@@ -185,6 +185,23 @@ pub struct Health {
     #[serde(rename = "uptimeSeconds")]
     pub uptime_seconds: u64,
     pub dependencies: Vec<DependencyHealth>,
+    /// Whether the `exec` tool's commands are confined here.
+    pub exec: ExecHealth,
+}
+
+/// The `exec` sandbox, as `/health` reports it.
+#[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ExecHealth {
+    /// Landlock holds the file system rules (false: unconfined).
+    pub confined: bool,
+    /// Commands get no network (`tools.exec.network` is false and a network namespace can be made).
+    #[serde(rename = "networkCut")]
+    pub network_cut: bool,
+    /// `tools.exec.requireSandbox`: unconfined commands are refused.
+    #[serde(rename = "requireSandbox")]
+    pub require_sandbox: bool,
+    pub detail: String,
 }
 
 /// `GET /auth/me`.

@@ -45,6 +45,23 @@ struct ModelLabels {
     model: String,
 }
 
+/// `onyx_log_lines_dropped_total`: read from the log writer when rendered.
+#[derive(Debug)]
+struct LogLinesDropped;
+
+impl prometheus_client::encoding::EncodeMetric for LogLinesDropped {
+    fn encode(&self, mut encoder: prometheus_client::encoding::MetricEncoder) -> Result<(), std::fmt::Error> {
+        encoder.encode_counter::<prometheus_client::encoding::NoLabelSet, u64, u64>(
+            &super::logging::dropped_lines(),
+            None,
+        )
+    }
+
+    fn metric_type(&self) -> prometheus_client::metrics::MetricType {
+        prometheus_client::metrics::MetricType::Counter
+    }
+}
+
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
 fn latency_histogram() -> Histogram {
@@ -137,6 +154,11 @@ impl Metrics {
             "cost_usd",
             "Cost of upstream calls in USD by provider and model (calls with a known price only)",
             cost.clone(),
+        );
+        registry.register(
+            "log_lines_dropped",
+            "Log lines dropped because stderr did not keep up (the gateway never waits for it)",
+            LogLinesDropped,
         );
         Self {
             cost,

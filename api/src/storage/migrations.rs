@@ -106,6 +106,9 @@ const MIGRATIONS: &[&str] = &[
      REMOVE INDEX IF EXISTS memory_chunk_body ON memory_chunk;
      REMOVE ANALYZER IF EXISTS memory_az;
      UPDATE memory_file SET version = <string> rand::uuid() WHERE version IS NONE;",
+    // 14: the audit log of admin actions, read newest first.
+    "DEFINE TABLE IF NOT EXISTS audit_event SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS audit_event_at ON audit_event FIELDS at;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

@@ -211,8 +211,8 @@ fn surreal_config(url: String, credentials: bool) -> SurrealConfig {
 }
 
 async fn database_roundtrip(db: &Db) {
-    assert_eq!(onyx::storage::SCHEMA_VERSION, 13);
-    // Versions 2–13 defined memory, agent, task, chat, run, owner-chat, stored-response and usage tables (reading an undefined table is an error).
+    assert_eq!(onyx::storage::SCHEMA_VERSION, 14);
+    // Versions 2–14 defined memory, agent, task, chat, run, owner-chat, stored-response, usage and audit tables (reading an undefined table is an error).
     for table in [
         "memory_chunk",
         "login_failure",
@@ -231,6 +231,7 @@ async fn database_roundtrip(db: &Db) {
         "usage_window",
         "usage_reservation",
         "usage_lease",
+        "audit_event",
     ] {
         let rows: Vec<serde_json::Value> = db
             .rows(&format!("SELECT * FROM {table}"), json!({}), 0)

@@ -1,5 +1,9 @@
 //! `exec`: a shell command in the agent's work dir, with a time limit and an
-//! output cap. Never offered in `safe` mode; needs approval in `ask` mode.
+//! output cap, confined by `sandbox` (the `onyx sandbox-exec` helper:
+//! Landlock, resource limits, no network unless `tools.exec.network`) with
+//! an environment scrubbed of secrets. Never offered in `safe` mode; needs
+//! approval in `ask` mode. With `tools.exec.requireSandbox` it refuses to run
+//! where the kernel cannot confine it.
 
 use std::process::Stdio;
 
@@ -7,6 +11,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
 use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail, text};
+use crate::sandbox::{self, Policy};
 
 pub fn specs() -> Vec<ToolSpec> {
     vec![ToolSpec {
@@ -19,41 +24,88 @@ pub fn specs() -> Vec<ToolSpec> {
     }]
 }
 
+/// The helper command: this binary's `sandbox-exec`, the policy, `sh -c command`.
+fn sandboxed(ctx: &ToolContext, command: &str) -> Result<tokio::process::Command, ToolError> {
+    let settings = &ctx.settings.exec_sandbox;
+    if let Some(refused) = sandbox::refusal(sandbox::support(), settings.require) {
+        return Err(fail!("{refused}"));
+    }
+    let dir = &ctx.agent.work_dir;
+    let policy = Policy {
+        workspace: dir.clone(),
+        hidden: settings.hidden.clone(),
+        network: settings.network,
+        require: settings.require,
+        limits: settings.limits,
+    };
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the onyx binary: {e}"))?;
+    let mut cmd = tokio::process::Command::new(exe);
+    cmd.args(sandbox::helper_args(&policy, "sh", &["-c", command]));
+    for (name, _) in std::env::vars_os() {
+        if sandbox::is_secret_name(&name.to_string_lossy()) {
+            cmd.env_remove(&name);
+        }
+    }
+    let tmp = dir.join(".tmp");
+    cmd.env("HOME", dir)
+        .env("TMPDIR", &tmp)
+        .current_dir(dir)
+        // Its own process group: everything it starts is ended with it.
+        .process_group(0);
+    Ok(cmd)
+}
+
+/// How long the output may still take to arrive once the command ended.
+const READ_AFTER_EXIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Up to `cap` + 1 bytes of a pipe; the pipe is closed after (a writer that
+/// goes on gets EPIPE rather than blocking).
+async fn read_capped(pipe: Option<impl tokio::io::AsyncRead + Unpin>, cap: usize) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    if let Some(pipe) = pipe {
+        let _ = pipe.take(cap as u64 + 1).read_to_end(&mut bytes).await;
+    }
+    bytes
+}
+
 pub async fn call(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
     let command = text(args, "command")?;
     let dir = &ctx.agent.work_dir;
-    tokio::fs::create_dir_all(dir).await.map_err(|e| e.to_string())?;
-    let mut child = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(dir)
+    tokio::fs::create_dir_all(dir.join(".tmp"))
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut child = sandboxed(ctx, command)?
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| format!("cannot start sh: {e}"))?;
+    let pgid = child.id();
     let cap = ctx.settings.exec_max_output;
-    let (mut stdout, mut stderr) = (child.stdout.take(), child.stderr.take());
-    let read = async {
-        let mut out = Vec::new();
-        let mut err = Vec::new();
-        if let Some(s) = stdout.as_mut() {
-            let _ = s.take(cap as u64 + 1).read_to_end(&mut out).await;
-        }
-        if let Some(s) = stderr.as_mut() {
-            let _ = s.take(cap as u64 + 1).read_to_end(&mut err).await;
-        }
-        let status = child.wait().await;
-        (out, err, status)
-    };
+    let out = tokio::spawn(read_capped(child.stdout.take(), cap));
+    let err = tokio::spawn(read_capped(child.stderr.take(), cap));
     let limit = ctx.settings.exec_timeout;
-    let Ok((out, err, status)) = tokio::time::timeout(limit, read).await else {
+    let finished = tokio::time::timeout(limit, child.wait()).await;
+    // The command ends with its shell: what it left running (background
+    // jobs, a fork flood) is killed, which also closes the output pipes.
+    if let Some(pgid) = pgid {
+        let _ = tokio::task::spawn_blocking(move || sandbox::reap(pgid)).await;
+    }
+    let Ok(status) = finished else {
         return Err(fail!(
             "the command did not finish within {} s and was killed",
             limit.as_secs()
         ));
     };
+    let collect = |task: tokio::task::JoinHandle<Vec<u8>>| async move {
+        tokio::time::timeout(READ_AFTER_EXIT, task)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default()
+    };
+    let (out, err) = (collect(out).await, collect(err).await);
     let code = status.map_err(|e| e.to_string())?.code().unwrap_or(-1);
     let mut output = String::from_utf8_lossy(&out).into_owned();
     if !err.is_empty() {

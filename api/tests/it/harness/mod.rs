@@ -48,8 +48,19 @@ impl Fakes {
     }
 }
 
+/// What happens to the server's stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stderr {
+    /// Read continuously into [`Onyx::stderr`].
+    Drained,
+    /// A pipe kept open that nobody reads: once it is full, every write to it blocks.
+    Unread,
+}
+
 pub struct Onyx {
     pub child: Child,
+    /// The unread end of the stderr pipe ([`Stderr::Unread`]), held open.
+    _unread_stderr: Option<tokio::process::ChildStderr>,
     /// Everything the process wrote to stderr so far (drained continuously,
     /// so logging can never block the server on a full pipe).
     pub stderr: Arc<Mutex<String>>,
@@ -151,6 +162,23 @@ impl Onyx {
         config: Option<&str>,
         env: &[(&str, &str)],
     ) -> Result<Self, (Option<i32>, String)> {
+        Self::try_start_with(dir, config, env, Stderr::Drained).await
+    }
+
+    /// Starts with a stderr pipe nobody reads (its `stderr` stays empty).
+    pub async fn start_with_unread_stderr(config: Option<&str>, env: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        Self::try_start_with(dir, config, env, Stderr::Unread)
+            .await
+            .unwrap_or_else(|(code, _)| panic!("onyx failed to start ({code:?})"))
+    }
+
+    pub async fn try_start_with(
+        dir: tempfile::TempDir,
+        config: Option<&str>,
+        env: &[(&str, &str)],
+        stderr_mode: Stderr,
+    ) -> Result<Self, (Option<i32>, String)> {
         let mut cmd = Self::command(dir.path(), env);
         cmd.arg("serve").arg("--listen").arg("127.0.0.1:0");
         if let Some(config) = config {
@@ -165,10 +193,16 @@ impl Onyx {
             .spawn()
             .unwrap();
         let stderr = Arc::new(Mutex::new(String::new()));
+        let unread_stderr = match stderr_mode {
+            Stderr::Drained => None,
+            Stderr::Unread => child.stderr.take(),
+        };
         let stderr_reader = {
             let sink = stderr.clone();
-            let mut err_lines = BufReader::new(child.stderr.take().unwrap()).lines();
+            let pipe = child.stderr.take();
             tokio::spawn(async move {
+                let Some(pipe) = pipe else { return };
+                let mut err_lines = BufReader::new(pipe).lines();
                 while let Ok(Some(line)) = err_lines.next_line().await {
                     let mut sink = sink.lock().unwrap();
                     sink.push_str(&line);
@@ -206,6 +240,7 @@ impl Onyx {
         .await;
         Ok(Self {
             child,
+            _unread_stderr: unread_stderr,
             stderr,
             stderr_reader,
             url,

@@ -6,4 +6,12 @@ export type CreateKey = { name: string, scope: KeyScope,
 /**
  * Budgets and rate limits: `{ dailyUsd, monthlyUsd, rpm, tpm }`.
  */
-limits?: Limits, };
+limits?: Limits, 
+/**
+ * The only agents the key may reach (a `chat` key; all agents when absent).
+ */
+agents?: Array<string>, 
+/**
+ * When the key stops working (RFC 3339).
+ */
+expiresAt?: string, };

@@ -10,4 +10,12 @@ prefix: string, created_at: string, last_used_at: string | null,
 /**
  * Budgets and rate limits of this key (none when absent).
  */
-limits?: Limits, };
+limits?: Limits, 
+/**
+ * The agents this key may reach (all when absent).
+ */
+agents?: Array<string>, 
+/**
+ * When the key stops working (RFC 3339 UTC; never when absent).
+ */
+expires_at?: string, };

@@ -21,6 +21,7 @@ export type * from './Delta';
 export type * from './DependencyHealth';
 export type * from './DependencyState';
 export type * from './EmbedderInfo';
+export type * from './ExecHealth';
 export type * from './FileContent';
 export type * from './FileInfo';
 export type * from './FunctionDelta';

@@ -1,0 +1,52 @@
+//! `onyx sandbox-exec` (hidden): the helper `exec` starts. It confines
+//! itself (see `sandbox`) and execs the command; it runs before the async
+//! runtime exists, so it is still single-threaded when it unshares.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::sandbox::{Limits, Policy};
+
+#[derive(Debug, Args)]
+pub struct SandboxArgs {
+    /// Read-write directory (the agent's workspace).
+    #[arg(long)]
+    workspace: PathBuf,
+    /// A path never to grant, even beneath a system directory.
+    #[arg(long = "hide")]
+    hidden: Vec<PathBuf>,
+    /// Keep the network.
+    #[arg(long)]
+    network: bool,
+    /// Refuse to run unconfined.
+    #[arg(long)]
+    require: bool,
+    #[arg(long)]
+    cpu_seconds: u64,
+    #[arg(long)]
+    memory_bytes: u64,
+    #[arg(long)]
+    processes: u64,
+    #[arg(long)]
+    file_bytes: u64,
+    /// The command and its arguments.
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+}
+
+pub fn run(args: SandboxArgs) -> std::process::ExitCode {
+    let policy = Policy {
+        workspace: args.workspace,
+        hidden: args.hidden,
+        network: args.network,
+        require: args.require,
+        limits: Limits {
+            cpu_seconds: args.cpu_seconds,
+            memory_bytes: args.memory_bytes,
+            processes: args.processes,
+            file_bytes: args.file_bytes,
+        },
+    };
+    std::process::ExitCode::from(crate::sandbox::enter_and_exec(&policy, &args.command))
+}
