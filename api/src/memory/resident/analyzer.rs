@@ -1,7 +1,6 @@
-//! What a word is for the text leg: the same analysis as SurrealDB's
-//! `memory_az` analyzer (split at blanks, punctuation and letter/digit
-//! boundaries; lowercased; folded to ASCII; English Snowball stems), so the
-//! resident index, the FULLTEXT index and the highlighter agree.
+//! What a word is for the text leg: split at blanks, punctuation and
+//! letter/digit boundaries; lowercased; folded to ASCII; English Snowball
+//! stems. The one analysis the index, queries and the highlighter share.
 
 use std::sync::LazyLock;
 
@@ -111,7 +110,7 @@ mod tests {
     }
 
     #[test]
-    fn splits_like_the_surrealdb_analyzer() {
+    fn splits_at_blanks_punctuation_and_letter_digit_boundaries() {
         assert_eq!(
             terms("Deploying OX-1234 to prod!"),
             ["deploy", "ox", "1234", "to", "prod"]
