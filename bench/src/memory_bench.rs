@@ -258,7 +258,13 @@ async fn run(chunks: usize, url: &str, queries: usize, snapshot: &Path) -> Resul
     let warm = restart(&db, Some(snapshot), "from the snapshot").await?;
     let same_warm = search_results(&warm, &centroids).await? == reference;
     println!("same top 10 as the writing replica: from SurrealDB {same}, from the snapshot {same_warm}");
-    report_searches(&warm, &centroids, queries).await
+    report_searches(&warm, &centroids, queries).await?;
+    // Closed as `onyx serve` closes it on shutdown: the last handle dropped,
+    // SurrealKV gets to flush before the process ends.
+    drop(warm);
+    drop(db);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    Ok(())
 }
 
 /// A replica restarting on an existing database and snapshot.
