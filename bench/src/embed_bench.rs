@@ -104,12 +104,11 @@ async fn run(args: &[String]) -> Result<(), String> {
         let (rate, load) = throughput(&dir, &texts, n).await?;
         println!("| {n} | {rate:.1} | {} |", ms(load));
     }
+    let (rss, peak) = rss_mb();
     println!(
-        "\none-line query: p50 {}, p99 {}; RSS {:.0} MB (peak {:.0} MB)",
+        "\none-line query: p50 {}, p99 {}; RSS {rss:.0} MB (peak {peak:.0} MB)",
         ms(percentile(&mut latencies, 0.5)),
         ms(percentile(&mut latencies, 0.99)),
-        rss_mb().0,
-        rss_mb().1
     );
     Ok(())
 }

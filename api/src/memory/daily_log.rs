@@ -17,7 +17,7 @@ use super::index::{ChunkRow, FileRow};
 use super::paths::{self, FileKind};
 use super::segments::{self, Tail};
 use super::service::{Memory, MemoryError, WriteOutcome};
-use crate::storage::{Bucket, PutCondition, StoreError};
+use crate::storage::{Bucket, ObjectInfo, PutCondition, StoreError};
 
 /// Each lost race is another replica's append landing first.
 const APPEND_ATTEMPTS: usize = 64;
@@ -26,22 +26,41 @@ const APPEND_ATTEMPTS: usize = 64;
 pub(super) struct Segmented {
     pub content: String,
     pub etag: String,
-    /// The segments' sequence numbers, in order.
-    pub seqs: Vec<u64>,
 }
 
 impl Memory {
-    /// A daily log's segments in order, with their text; empty when it has none.
-    async fn segments_of(&self, agent: &str, path: &str) -> Result<Vec<(u64, Bytes)>, MemoryError> {
-        let mut listed: Vec<(u64, String)> = self
+    /// A daily log's segments as listed: (sequence number, object), in order.
+    async fn listed_segments(&self, agent: &str, path: &str) -> Result<Vec<(u64, ObjectInfo)>, MemoryError> {
+        let mut listed: Vec<(u64, ObjectInfo)> = self
             .objects
             .list(Bucket::Memory, &segments::prefix(agent, path))
             .await?
             .into_iter()
-            // Keyed by content token too: a fold frees sequence numbers for reuse.
-            .filter_map(|o| Some((segments::parse(&o.key)?.2, format!("{} {}", o.key, o.etag))))
+            .filter_map(|o| Some((segments::parse(&o.key)?.2, o)))
             .collect();
-        listed.sort_unstable();
+        listed.sort_unstable_by_key(|(seq, _)| *seq);
+        Ok(listed)
+    }
+
+    /// A daily log's segment numbers, in order (a listing; no text is read).
+    pub(super) async fn segment_seqs(&self, agent: &str, path: &str) -> Result<Vec<u64>, MemoryError> {
+        Ok(self
+            .listed_segments(agent, path)
+            .await?
+            .into_iter()
+            .map(|(seq, _)| seq)
+            .collect())
+    }
+
+    /// A daily log's segments in order, with their text; empty when it has none.
+    async fn segments_of(&self, agent: &str, path: &str) -> Result<Vec<(u64, Bytes)>, MemoryError> {
+        let listed: Vec<(u64, String)> = self
+            .listed_segments(agent, path)
+            .await?
+            .into_iter()
+            // Keyed by content token too: a fold frees sequence numbers for reuse.
+            .map(|(seq, o)| (seq, format!("{} {}", o.key, o.etag)))
+            .collect();
         let mut out = Vec::with_capacity(listed.len());
         for (seq, cache_key) in listed {
             if let Some(body) = self.segments.body(&cache_key) {
@@ -75,7 +94,6 @@ impl Memory {
         Ok(Some(Segmented {
             content,
             etag: segments::etag(last),
-            seqs: parts.iter().map(|(seq, _)| *seq).collect(),
         }))
     }
 
@@ -244,12 +262,8 @@ impl Memory {
                 Err(StoreError::PreconditionFailed) => continue,
                 other => other?,
             };
-            for (seq, _) in &parts {
-                self.objects
-                    .delete(Bucket::Memory, &segments::key(agent, path, *seq)?)
-                    .await?;
-            }
-            self.segments.set_tail(agent, path, None);
+            let folded: Vec<u64> = parts.iter().map(|(seq, _)| *seq).collect();
+            self.delete_segments(agent, path, &folded).await?;
             return self.index_written(agent, path, content, version).await;
         }
         Err(MemoryError::Conflict {
@@ -258,21 +272,21 @@ impl Memory {
         })
     }
 
-    /// Deletes a daily log's segments; whether it had any.
-    pub(super) async fn delete_segments(&self, agent: &str, path: &str) -> Result<bool, MemoryError> {
-        let listed = self
-            .objects
-            .list(Bucket::Memory, &segments::prefix(agent, path))
-            .await?;
-        for object in &listed {
-            if let Some((_, _, seq)) = segments::parse(&object.key) {
-                self.objects
-                    .delete(Bucket::Memory, &segments::key(agent, path, seq)?)
-                    .await?;
-            }
+    /// Deletes these segments of a daily log (what a fold or a whole-file
+    /// write took in) and forgets where the log ended.
+    pub(super) async fn delete_segments(
+        &self,
+        agent: &str,
+        path: &str,
+        seqs: &[u64],
+    ) -> Result<(), MemoryError> {
+        for seq in seqs {
+            self.objects
+                .delete(Bucket::Memory, &segments::key(agent, path, *seq)?)
+                .await?;
         }
         self.segments.set_tail(agent, path, None);
-        Ok(!listed.is_empty())
+        Ok(())
     }
 }
 

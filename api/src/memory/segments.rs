@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use bytes::Bytes;
 
 use super::paths::{self, PathError};
-use crate::storage::ObjectKey;
+use crate::storage::{ObjectInfo, ObjectKey};
 
 /// The top folder segments live under: no agent id starts with '_' (but
 /// `_shared`), so no listing of memory files takes them for one.
@@ -43,6 +43,26 @@ pub fn parse(key: &str) -> Option<(&str, &str, u64)> {
     let agent = paths::agent(agent).ok()?;
     paths::daily_date(path)?;
     Some((agent, paths::file(path).ok()?, seq))
+}
+
+/// A daily log kept as segments, as a listing shows it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Listed {
+    pub last_seq: u64,
+    pub bytes: u64,
+}
+
+/// The daily logs kept as segments among listed objects, by (agent, path).
+pub fn group<'a>(objects: impl IntoIterator<Item = &'a ObjectInfo>) -> HashMap<(&'a str, &'a str), Listed> {
+    let mut logs: HashMap<(&str, &str), Listed> = HashMap::new();
+    for object in objects {
+        if let Some((agent, path, seq)) = parse(&object.key) {
+            let log = logs.entry((agent, path)).or_default();
+            log.last_seq = log.last_seq.max(seq);
+            log.bytes += object.size;
+        }
+    }
+    logs
 }
 
 /// How a log kept as segments' change token starts.

@@ -177,7 +177,6 @@ impl Memory {
                     .list(Bucket::Memory, &segments::agent_prefix(owner))
                     .await?,
             );
-            let mut kept_as_segments: HashMap<(&str, &str), u64> = HashMap::new();
             for object in &listed {
                 if let Some((owner, path)) = paths::split_key(&object.key) {
                     out.push(FileInfo {
@@ -186,17 +185,15 @@ impl Memory {
                         path: path.into(),
                         size: object.size,
                     });
-                } else if let Some((owner, path, _)) = segments::parse(&object.key) {
-                    *kept_as_segments.entry((owner, path)).or_default() += object.size;
                 }
             }
-            for ((owner, path), size) in kept_as_segments {
-                if !out.iter().any(|f| f.agent == owner && f.path == path) {
+            for ((owner, path), log) in segments::group(&listed) {
+                if !out[first..].iter().any(|f| f.path == path) {
                     out.push(FileInfo {
                         indexed: true,
                         agent: owner.into(),
                         path: path.into(),
-                        size,
+                        size: log.bytes,
                     });
                 }
             }
@@ -243,11 +240,12 @@ impl Memory {
         let _guard = lock.lock().await;
         // A daily log kept as segments becomes a plain file with this content.
         let replaced = match paths::daily_date(path) {
-            Some(_) => self.read_segmented(agent, path).await?,
-            None => None,
+            Some(_) => self.segment_seqs(agent, path).await?,
+            None => Vec::new(),
         };
-        let condition = match (if_match, &replaced) {
-            (Some(etag), Some(log)) if etag == log.etag => PutCondition::IfAbsent,
+        let seen = replaced.last().map(|seq| segments::etag(*seq));
+        let condition = match (if_match, seen) {
+            (Some(etag), Some(seen)) if etag == seen => PutCondition::IfAbsent,
             (Some(etag), _) if etag.starts_with(segments::ETAG_PREFIX) => return Err(conflict(agent, path)),
             (Some(etag), _) => PutCondition::IfMatch(Version(etag)),
             (None, _) => PutCondition::Overwrite,
@@ -260,15 +258,10 @@ impl Memory {
             Err(StoreError::PreconditionFailed) => return Err(conflict(agent, path)),
             other => other?,
         };
-        if let Some(log) = replaced {
-            for seq in log.seqs {
-                self.objects
-                    .delete(Bucket::Memory, &segments::key(agent, path, seq)?)
-                    .await?;
-            }
-            self.segments.set_tail(agent, path, None);
+        if !replaced.is_empty() {
+            self.delete_segments(agent, path, &replaced).await?;
             // Notes appended on another replica since: they join the new content.
-            if self.read_segmented(agent, path).await?.is_some() {
+            if !self.segment_seqs(agent, path).await?.is_empty() {
                 return self.fold_into_plain(agent, path).await;
             }
         }
@@ -281,8 +274,12 @@ impl Memory {
         let lock = self.lock_for(agent, path);
         let _guard = lock.lock().await;
         let plain = self.objects.get(Bucket::Memory, &key).await?.is_some();
-        let segmented = paths::daily_date(path).is_some() && self.delete_segments(agent, path).await?;
-        if !plain && !segmented {
+        let seqs = match paths::daily_date(path) {
+            Some(_) => self.segment_seqs(agent, path).await?,
+            None => Vec::new(),
+        };
+        self.delete_segments(agent, path, &seqs).await?;
+        if !plain && seqs.is_empty() {
             return Err(not_found(agent, path));
         }
         self.objects.delete(Bucket::Memory, &key).await?;

@@ -351,36 +351,42 @@ impl Memory {
     /// Every indexed file in the bucket with its change token: plain files,
     /// and daily logs kept as segments (one entry per log).
     async fn listed_files(&self) -> Result<Vec<Listed>, MemoryError> {
-        let mut files: HashMap<(String, String), Listed> = HashMap::new();
-        for object in self.objects.list(Bucket::Memory, "").await? {
-            if let Some((agent, path)) = paths::split_key(&object.key)
-                && paths::indexed_kind(agent, path).is_some()
-            {
-                let file = files
-                    .entry((agent.into(), path.into()))
-                    .or_insert_with(|| Listed::new(agent, path));
-                file.plain = true;
-                file.etag = object.etag;
-                file.size = object.size;
-            } else if let Some((agent, path, seq)) = segments::parse(&object.key) {
-                let file = files
-                    .entry((agent.into(), path.into()))
-                    .or_insert_with(|| Listed::new(agent, path));
-                file.segments = true;
-                file.last_seq = file.last_seq.max(seq);
-                file.segment_bytes += object.size;
-            }
+        let objects = self.objects.list(Bucket::Memory, "").await?;
+        let mut files: HashMap<(&str, &str), Listed> = HashMap::new();
+        for ((agent, path), log) in segments::group(&objects) {
+            files.insert(
+                (agent, path),
+                Listed {
+                    agent: agent.into(),
+                    path: path.into(),
+                    etag: segments::etag(log.last_seq),
+                    size: log.bytes,
+                    plain: false,
+                    segments: true,
+                },
+            );
         }
-        let mut listed: Vec<Listed> = files
-            .into_values()
-            .map(|mut file| {
-                if !file.plain {
-                    file.etag = segments::etag(file.last_seq);
-                    file.size = file.segment_bytes;
-                }
-                file
-            })
-            .collect();
+        for object in &objects {
+            let Some((agent, path)) = paths::split_key(&object.key) else {
+                continue;
+            };
+            if paths::indexed_kind(agent, path).is_none() {
+                continue;
+            }
+            let file = files.entry((agent, path)).or_insert_with(|| Listed {
+                agent: agent.into(),
+                path: path.into(),
+                etag: String::new(),
+                size: 0,
+                plain: true,
+                segments: false,
+            });
+            // The plain file's token wins: segments beside it get folded in.
+            file.plain = true;
+            file.etag.clone_from(&object.etag);
+            file.size = object.size;
+        }
+        let mut listed: Vec<Listed> = files.into_values().collect();
         listed.sort_by(|a, b| (&a.agent, &a.path).cmp(&(&b.agent, &b.path)));
         Ok(listed)
     }
@@ -405,23 +411,6 @@ struct Listed {
     size: u64,
     plain: bool,
     segments: bool,
-    last_seq: u64,
-    segment_bytes: u64,
-}
-
-impl Listed {
-    fn new(agent: &str, path: &str) -> Self {
-        Self {
-            agent: agent.into(),
-            path: path.into(),
-            etag: String::new(),
-            size: 0,
-            plain: false,
-            segments: false,
-            last_seq: 0,
-            segment_bytes: 0,
-        }
-    }
 }
 
 /// When the loops stop (on shutdown), the resident index is saved for the
