@@ -1,7 +1,6 @@
 //! `App`: everything a running gateway shares across requests, built once from
 //! the validated config. Holds no per-user state, so replicas can be many.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,7 +16,8 @@ use crate::memory::Memory;
 use crate::observability::Metrics;
 use crate::plugins::{Conversations, Plugins};
 use crate::providers::catalog::ModelCatalog;
-use crate::providers::{self, ProviderError, Router};
+use crate::providers::stored::ProviderStore;
+use crate::providers::{ProviderError, ProviderRegistry, Router, Routes};
 use crate::scheduler::Runner;
 use crate::sessions::{SessionError, Sessions};
 use crate::storage::{self, Db, DbError, ObjectStore};
@@ -46,8 +46,8 @@ pub struct App {
     /// The control UI's password (argon2id), if one is set.
     pub password_hash: Option<String>,
     pub login_throttle: crate::auth::LoginThrottle,
-    /// What the UI's config page shows of each provider (keys redacted).
-    pub provider_summaries: Vec<ProviderSummary>,
+    /// The providers routed to: the config file's and those added through the API.
+    pub providers: Arc<ProviderRegistry>,
     /// Store plain proxy requests (without `x-onyx-session-id`) as sessions.
     pub record_sessions: bool,
     /// Usage records, prices, budgets and rate limits.
@@ -69,6 +69,8 @@ pub enum StartupError {
     OpenWithoutKey(std::net::SocketAddr),
     #[error(transparent)]
     Database(#[from] DbError),
+    #[error(transparent)]
+    Secrets(#[from] crate::secrets::SecretError),
     #[error("API keys: {0}")]
     Keys(#[from] KeyError),
     #[error("sessions: {0}")]
@@ -85,22 +87,24 @@ pub enum StartupError {
 impl App {
     pub async fn new(config: &Config) -> Result<Self, StartupError> {
         let metrics = Arc::new(Metrics::new());
-        let mut providers = Vec::with_capacity(config.providers.len());
-        let mut configured_models = BTreeMap::new();
-        for provider in config.providers.values() {
-            let client = providers::build(provider).map_err(|source| StartupError::Provider {
-                name: provider.name.clone(),
-                source: Box::new(source),
-            })?;
-            providers.push((client, provider.max_retries));
-            configured_models.insert(provider.name.clone(), provider.models.clone());
-        }
+        let vault = Arc::new(load_vault(config)?);
         let db = Db::connect(&config.storage.surrealdb).await?;
         db.migrate().await?;
         let usage = crate::usage::Meter::new(db.clone(), usage_settings(config), metrics.clone());
-        let router = Arc::new(
-            Router::new(providers, config.aliases.clone(), metrics.clone()).with_meter(usage.clone()),
+        let router = Arc::new(Router::new(Routes::default(), metrics.clone()).with_meter(usage.clone()));
+        let providers = Arc::new(
+            ProviderRegistry::new(
+                &config.providers,
+                &config.aliases,
+                ProviderStore::new(db.clone()),
+                vault,
+                router.clone(),
+            )
+            .map_err(|(name, source)| StartupError::Provider { name, source })?,
         );
+        if let Err(err) = providers.reload().await {
+            tracing::error!(error = %err, "could not read the providers added through the API; will retry");
+        }
         let mut keys: Vec<SecretString> = config.gateway.api_keys.clone();
         if let Ok(key) = std::env::var("ONYX_API_KEY")
             && !key.is_empty()
@@ -111,6 +115,10 @@ impl App {
         let sessions = Sessions::new(objects.clone(), db.clone()).await?;
         let auth = Authenticator::new(ApiKeys::new(&keys), db.clone()).await?;
         let background = Background::new();
+        background.spawn(
+            "providers: follow changes from every replica",
+            providers.clone().watch(),
+        );
         background.spawn("usage: budget write-back and sweep", usage.clone().upkeep_loop());
         background.spawn(
             "sessions: parked turns",
@@ -174,7 +182,7 @@ impl App {
             background,
             password_hash: config.gateway.password_hash.clone(),
             login_throttle: crate::auth::LoginThrottle::new(db.clone()),
-            provider_summaries: config.providers.values().map(provider_summary).collect(),
+            providers,
             tasks,
             scheduler,
             channels,
@@ -186,7 +194,7 @@ impl App {
             record_sessions: config.gateway.record_sessions,
             usage,
             router,
-            catalog: ModelCatalog::new(config.gateway.models_cache_ttl, configured_models),
+            catalog: ModelCatalog::new(config.gateway.models_cache_ttl),
             auth,
             metrics,
             health: HealthCache::default(),
@@ -223,46 +231,14 @@ fn usage_settings(config: &Config) -> crate::usage::UsageSettings {
     }
 }
 
-/// A provider as the config page shows it: the key only as its last four characters.
-/// A configured provider as `/v1/providers` shows it (the key's last characters only).
-#[derive(Debug, Clone, serde::Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct ProviderSummary {
-    pub name: String,
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub base_url: String,
-    pub api_key: Option<String>,
-    pub models: Vec<String>,
-    pub from_environment: bool,
-}
-
-fn provider_summary(provider: &crate::config::ProviderConfig) -> ProviderSummary {
-    use secrecy::ExposeSecret;
-    let key = provider.api_key.as_ref().map(|k| {
-        let k = k.expose_secret();
-        let tail: String = k
-            .chars()
-            .rev()
-            .take(4)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        if k.chars().count() > 8 {
-            format!("…{tail}")
-        } else {
-            "…".to_string()
-        }
-    });
-    ProviderSummary {
-        name: provider.name.clone(),
-        kind: provider.kind.as_str(),
-        base_url: provider.base_url.as_str().to_string(),
-        api_key: key,
-        models: provider.models.clone(),
-        from_environment: provider.detected,
-    }
+/// The master key: `ONYX_MASTER_KEY`, or the data dir's key file.
+fn load_vault(config: &Config) -> Result<crate::secrets::Vault, StartupError> {
+    let env = |name: &str| std::env::var(name).ok();
+    Ok(crate::secrets::load_vault(
+        &config.storage.data_dir,
+        env("ONYX_MASTER_KEY").as_deref(),
+        env("ONYX_MASTER_KEY_PREVIOUS").as_deref(),
+    )?)
 }
 
 /// The object store; when it cannot be reached at startup Onyx still serves

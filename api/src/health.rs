@@ -124,7 +124,7 @@ pub async fn probe_stores(stores: Stores<'_>) -> Vec<DependencyHealth> {
 
 /// Asks every provider at once; never takes longer than the probe timeout.
 pub async fn probe_providers(router: &Router) -> Vec<DependencyHealth> {
-    join_all(router.providers().map(|p| probe_provider(p.as_ref()))).await
+    join_all(router.providers().iter().map(|p| probe_provider(p.as_ref()))).await
 }
 
 /// Asks one provider for its models (the UI's "test connection" too).

@@ -15,7 +15,8 @@
 //!   `sessions` records conversations; `providers` routes `provider/model` to
 //!   OpenAI-compatible, Anthropic and Ollama upstreams; `plugins` connects
 //!   chat platforms and `channels` delivers to them; `auth` checks keys and
-//!   passwords; `audit` records admin actions; `sandbox` confines `exec`; `health` and `observability` report on the running gateway;
+//!   passwords; `audit` records admin actions; `secrets` seals credentials at rest;
+//!   `sandbox` confines `exec`; `health` and `observability` report on the running gateway;
 //!   `config` loads and validates `onyx.json5`; `usage` records every
 //!   upstream call's tokens and cost and enforces budgets and rate limits.
 //! - Storage: `storage` holds the object store and SurrealDB (with its
@@ -53,6 +54,7 @@ pub mod replica;
 pub mod responses;
 pub mod sandbox;
 pub mod scheduler;
+pub mod secrets;
 pub mod sessions;
 pub mod storage;
 pub mod tasks;

@@ -1,5 +1,5 @@
 //! The audit log: one `audit_event` record per admin action (an API key made
-//! or revoked, a UI login that succeeded or failed, later a provider changed),
+//! or revoked, a UI login that succeeded or failed, a provider or alias changed),
 //! read newest first through `GET /v1/audit`. Recording never fails the action
 //! it records: a write that fails is logged instead. Events name who acted
 //! (a key's id, never its secret; `ui` for a signed-in browser; `cli`) and
@@ -21,6 +21,8 @@ pub enum Action {
     LoginSucceeded,
     LoginFailed,
     ProviderChanged,
+    AliasChanged,
+    MasterKeyRotated,
 }
 
 impl Action {
@@ -31,6 +33,8 @@ impl Action {
             Self::LoginSucceeded => "login.succeeded",
             Self::LoginFailed => "login.failed",
             Self::ProviderChanged => "provider.changed",
+            Self::AliasChanged => "alias.changed",
+            Self::MasterKeyRotated => "master_key.rotated",
         }
     }
 }
@@ -41,7 +45,7 @@ pub struct AuditEvent {
     pub id: String,
     /// RFC 3339 UTC.
     pub at: String,
-    /// `key.created`, `key.revoked`, `login.succeeded`, `login.failed`, `provider.changed`.
+    /// `key.created`, `key.revoked`, `login.succeeded`, `login.failed`, `provider.changed`, `alias.changed`, `master_key.rotated`.
     pub action: String,
     /// Who acted: an API key's id, `ui` (a signed-in browser), `cli`, or `anonymous`.
     pub actor: String,

@@ -84,7 +84,7 @@ pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
                     }
                 ),
             });
-            if app.router.providers().next().is_none() {
+            if app.router.providers().is_empty() {
                 rows.push(Row {
                     check: "providers".into(),
                     ok: false,

@@ -28,6 +28,10 @@ pub enum CliError {
     Embedder(#[from] ProviderError),
     #[error(transparent)]
     Key(#[from] KeyError),
+    #[error(transparent)]
+    Secret(#[from] crate::secrets::SecretError),
+    #[error("stored providers: {0}")]
+    Providers(#[from] crate::providers::stored::StoreError),
 }
 
 /// Connecting failed: says so plainly when `onyx serve` holds the lock.

@@ -1,4 +1,5 @@
-//! `onyx keys create|list|revoke`: API keys in the database. With the embedded
+//! `onyx keys create|list|revoke`: API keys in the database; `onyx keys
+//! rotate-master` (in `rotate_master`) re-seals stored credentials. With the embedded
 //! database, stop `onyx serve` first (or use `/v1/keys` with an admin key).
 //! Only `create` migrates the schema (it may be the first thing ever stored,
 //! before any `onyx serve`); `list` and `revoke` only read what is there.
@@ -33,6 +34,11 @@ pub enum KeysCommand {
     List,
     /// Revoke a key by id.
     Revoke { id: String },
+    /// Seal every stored credential under a new master key. With the key in
+    /// the data dir, the file is replaced; with ONYX_MASTER_KEY, the new key is
+    /// printed (set it on every replica, with the old one as
+    /// ONYX_MASTER_KEY_PREVIOUS until they have all restarted).
+    RotateMaster,
 }
 
 pub async fn run(config_path: Option<PathBuf>, command: KeysCommand) -> ExitCode {
@@ -51,6 +57,9 @@ async fn keys(config_path: Option<PathBuf>, command: KeysCommand) -> Result<(), 
     let db = Db::connect(&config.storage.surrealdb)
         .await
         .map_err(connect_error)?;
+    if let KeysCommand::RotateMaster = command {
+        return super::rotate_master::rotate(&config, &db).await;
+    }
     if let KeysCommand::Create { .. } = command {
         db.migrate().await?;
     } else if db.schema_version().await? == 0 {
@@ -100,6 +109,7 @@ async fn keys(config_path: Option<PathBuf>, command: KeysCommand) -> Result<(), 
             audit(crate::audit::Action::KeyRevoked, id.clone(), None).await;
             eprintln!("revoked {id}");
         }
+        KeysCommand::RotateMaster => unreachable!("handled before the keys are read"),
     }
     Ok(())
 }

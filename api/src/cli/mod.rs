@@ -6,6 +6,7 @@ mod error;
 mod hash_password;
 mod keys;
 mod reindex;
+mod rotate_master;
 mod sandbox_exec;
 mod serve;
 

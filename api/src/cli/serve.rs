@@ -57,7 +57,12 @@ async fn serve(
         }
         tracing::warn!("no API key configured: accepting unauthenticated requests, on loopback only");
     }
-    let names: Vec<&str> = app.router.providers().map(|p| p.name()).collect();
+    let names: Vec<String> = app
+        .router
+        .providers()
+        .iter()
+        .map(|p| p.name().to_string())
+        .collect();
     if names.is_empty() {
         tracing::warn!(
             "no providers configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY or OLLAMA_HOST, or add providers to the config"

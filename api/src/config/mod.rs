@@ -18,8 +18,9 @@ mod validate;
 
 use std::path::{Path, PathBuf};
 
+pub use raw::RawProvider as ProviderSpec;
 pub use types::*;
-pub use validate::{detected_provider, ollama_url};
+pub use validate::{detected_provider, ollama_url, provider_from_spec};
 
 /// A config that cannot be used; startup stops and prints it.
 #[derive(Debug, thiserror::Error)]

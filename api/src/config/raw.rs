@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 #[derive(Debug, Default, Deserialize)]
@@ -143,7 +143,8 @@ pub struct RawAuth {
     pub password_hash: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+/// One provider as written in the config file, and as `POST /v1/providers` takes it.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawProvider {
     #[serde(rename = "type")]

@@ -261,6 +261,19 @@ fn default_base_url(name: &str, kind: ProviderKind) -> &'static str {
     }
 }
 
+/// A provider added through the API, checked as the config file's would be;
+/// errors name the field (`baseUrl`, `apiKey`, …) or `name`.
+pub fn provider_from_spec(name: &str, spec: raw::RawProvider) -> Result<ProviderConfig, ConfigError> {
+    check_name(name, "name")?;
+    provider_config(name.to_string(), spec, "").map_err(|err| match err {
+        ConfigError::Invalid { path, message } => ConfigError::Invalid {
+            path: path.trim_start_matches('.').to_string(),
+            message,
+        },
+        other => other,
+    })
+}
+
 fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<ProviderConfig, ConfigError> {
     let kind = provider_kind(&raw.kind, path)?;
     let base_text = raw.base_url.as_deref().unwrap_or(default_base_url(&name, kind));

@@ -1,6 +1,6 @@
 //! What the control UI reads about the running gateway: `/v1/status`
-//! (version, uptime, counters), `/v1/logs` (recent lines, or a live SSE tail
-//! with `?follow=true`), and `/v1/providers` with a live connection test.
+//! (version, uptime, counters) and `/v1/logs` (recent lines, or a live SSE tail
+//! with `?follow=true`).
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -8,14 +8,13 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::error::ApiError;
 use super::views::{GatewayStatus, List};
-use crate::app::{App, ProviderSummary};
-use crate::health::DependencyHealth;
+use crate::app::App;
 use crate::observability::tail::{LogLine, tail};
 
 pub async fn status(State(app): State<Arc<App>>) -> Json<GatewayStatus> {
@@ -78,23 +77,4 @@ pub async fn logs(Query(params): Query<HashMap<String, String>>) -> Result<Respo
         }
     };
     Ok(super::sse::response(Body::from_stream(stream)))
-}
-
-pub async fn providers(State(app): State<Arc<App>>) -> Json<List<ProviderSummary>> {
-    Json(List::new(app.provider_summaries.clone()))
-}
-
-pub async fn test_provider(
-    State(app): State<Arc<App>>,
-    Path(name): Path<String>,
-) -> Result<Json<DependencyHealth>, ApiError> {
-    let provider = app
-        .router
-        .providers()
-        .find(|p| p.name() == name)
-        .ok_or_else(|| ApiError::NotFound {
-            message: format!("no provider {name:?}"),
-            code: "provider_not_found",
-        })?;
-    Ok(Json(crate::health::probe_provider(provider.as_ref()).await))
 }

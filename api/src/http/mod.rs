@@ -21,6 +21,7 @@ mod messages;
 mod middleware;
 mod models;
 mod ops;
+mod providers;
 mod responses;
 mod run_events;
 mod runs;
@@ -52,8 +53,23 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/keys/{id}", axum::routing::delete(keys::revoke))
         .route("/v1/audit", get(audit::list))
         // Provider addresses and the log tail are for whoever runs the gateway.
-        .route("/v1/providers", get(console::providers))
-        .route("/v1/providers/{name}/test", post(console::test_provider))
+        .route("/v1/providers", get(providers::list).post(providers::create))
+        .route(
+            "/v1/providers/{name}",
+            get(providers::get)
+                .patch(providers::patch)
+                .delete(providers::delete),
+        )
+        .route("/v1/providers/{name}/test", post(providers::test))
+        .route(
+            "/v1/providers/{name}/refresh-models",
+            post(providers::refresh_models),
+        )
+        .route("/v1/aliases", get(providers::list_aliases))
+        .route(
+            "/v1/aliases/{name}",
+            axum::routing::put(providers::put_alias).delete(providers::delete_alias),
+        )
         .route("/v1/logs", get(console::logs))
         .route_layer(axum::middleware::from_fn(middleware::require_admin));
     let protected = Router::new()

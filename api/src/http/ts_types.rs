@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use ts_rs::{Config, TS};
 
 use super::views;
-use crate::{agents, app, auth, inbox, memory, observability};
+use crate::{agents, auth, inbox, memory, observability};
 
 fn committed_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../frontend/src/lib/api/types")
@@ -69,7 +69,9 @@ fn generate() -> BTreeMap<String, String> {
     export::<views::ToolActivity>(&cfg);
     export::<agents::approvals::Approval>(&cfg);
     export::<agents::runs::AgentRun>(&cfg);
-    export::<app::ProviderSummary>(&cfg);
+    export::<crate::providers::registry::ProviderView>(&cfg);
+    export::<crate::providers::registry::AliasView>(&cfg);
+    export::<super::providers::PutAlias>(&cfg);
     export::<auth::StoredKey>(&cfg);
     export::<inbox::InboxMessage>(&cfg);
     export::<memory::FileContent>(&cfg);

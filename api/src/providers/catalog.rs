@@ -9,7 +9,7 @@ use futures::future::join_all;
 use serde::Serialize;
 use tokio::sync::Mutex;
 
-use super::Router;
+use super::{Provider, ProviderError, Router};
 
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -34,8 +34,6 @@ impl ModelEntry {
 
 pub struct ModelCatalog {
     ttl: Duration,
-    /// Models listed in config, by provider: always offered.
-    configured: BTreeMap<String, Vec<String>>,
     state: Mutex<CatalogState>,
 }
 
@@ -44,22 +42,47 @@ struct CatalogState {
     fetched_at: Option<Instant>,
     /// Last successful upstream answer per provider.
     upstream: BTreeMap<String, Vec<String>>,
+    /// The providers asked at `fetched_at` (one added since makes the list stale).
+    asked: std::collections::BTreeSet<String>,
 }
 
 impl ModelCatalog {
-    pub fn new(ttl: Duration, configured: BTreeMap<String, Vec<String>>) -> Self {
+    pub fn new(ttl: Duration) -> Self {
         Self {
             ttl,
-            configured,
             state: Mutex::new(CatalogState::default()),
         }
     }
 
-    pub async fn list(&self, router: &Router) -> Vec<ModelEntry> {
+    /// Asks one provider for its models now (the Config page's "refresh
+    /// models"), keeping the answer for `/v1/models`.
+    pub async fn refresh(&self, provider: &dyn Provider) -> Result<Vec<String>, ProviderError> {
+        let models = tokio::time::timeout(FETCH_TIMEOUT, provider.list_models())
+            .await
+            .map_err(|_| ProviderError::Timeout {
+                provider: provider.name().into(),
+                after: FETCH_TIMEOUT,
+            })??;
         let mut state = self.state.lock().await;
-        let fresh = state.fetched_at.is_some_and(|at| at.elapsed() < self.ttl);
+        state.upstream.insert(provider.name().into(), models.clone());
+        Ok(models)
+    }
+
+    /// Drops what is known of `name`'s models (it was edited or removed).
+    pub async fn forget(&self, name: &str) {
+        let mut state = self.state.lock().await;
+        state.upstream.remove(name);
+        state.asked.remove(name);
+    }
+
+    pub async fn list(&self, router: &Router) -> Vec<ModelEntry> {
+        let routes = router.routes();
+        let mut state = self.state.lock().await;
+        let fresh = state.fetched_at.is_some_and(|at| at.elapsed() < self.ttl)
+            && routes.providers.keys().all(|name| state.asked.contains(name));
         if !fresh {
-            let fetches = router.providers().map(|provider| async move {
+            let fetches = routes.providers.values().map(|routed| async move {
+                let provider = &routed.client;
                 let result = tokio::time::timeout(FETCH_TIMEOUT, provider.list_models()).await;
                 (provider.name().to_string(), result)
             });
@@ -73,12 +96,12 @@ impl ModelCatalog {
                 }
             }
             state.fetched_at = Some(Instant::now());
+            state.asked = routes.providers.keys().cloned().collect();
         }
         let mut ids: BTreeMap<String, String> = BTreeMap::new();
-        for provider in router.providers() {
-            let name = provider.name();
+        for (name, routed) in &routes.providers {
             let listed = state.upstream.get(name).into_iter().flatten();
-            let configured = self.configured.get(name).into_iter().flatten();
+            let configured = routed.models.iter();
             for model in listed.chain(configured) {
                 ids.insert(format!("{name}/{model}"), name.to_string());
             }
@@ -88,8 +111,8 @@ impl ModelCatalog {
             .map(|(id, owner)| ModelEntry::new(id, owner))
             .collect();
         entries.extend(
-            router
-                .aliases()
+            routes
+                .aliases
                 .keys()
                 .map(|alias| ModelEntry::new(alias.clone(), "onyx-alias".into())),
         );

@@ -15,7 +15,9 @@ pub mod meter;
 mod ollama;
 mod openai_compat;
 mod passthrough_routes;
+pub mod registry;
 mod router;
+pub mod stored;
 pub mod types;
 
 use std::sync::Arc;
@@ -28,7 +30,8 @@ use serde_json::{Map, Value};
 pub use crate::model_ref::{ModelRef, ModelRefError};
 pub use error::ProviderError;
 pub use meter::{Attribution, NoMeter, Refusal, Reservation, UsageMeter};
-pub use router::{ModelTarget, ResponsesAnswer, RouteError, Router};
+pub use registry::ProviderRegistry;
+pub use router::{ModelTarget, ResponsesAnswer, RouteError, RoutedProvider, Router, Routes};
 pub use types::{ChatCall, EmbeddingsCall, Usage};
 
 use crate::config::{ProviderConfig, ProviderKind};

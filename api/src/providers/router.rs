@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
@@ -61,26 +62,32 @@ pub enum ResponsesAnswer {
     Events(ChunkStream),
 }
 
+/// A provider as the router uses it.
+#[derive(Clone)]
+pub struct RoutedProvider {
+    pub client: Arc<dyn Provider>,
+    pub max_retries: u32,
+    /// Models offered whether or not the upstream lists them.
+    pub models: Vec<String>,
+}
+
+/// What the router routes to: swapped whole when providers change.
+#[derive(Default)]
+pub struct Routes {
+    pub providers: BTreeMap<String, RoutedProvider>,
+    pub aliases: BTreeMap<String, Vec<ModelRef>>,
+}
+
 pub struct Router {
-    providers: BTreeMap<String, (Arc<dyn Provider>, u32)>,
-    aliases: BTreeMap<String, Vec<ModelRef>>,
+    routes: ArcSwap<Routes>,
     metrics: Arc<Metrics>,
     meter: Arc<dyn UsageMeter>,
 }
 
 impl Router {
-    pub fn new(
-        providers: Vec<(Arc<dyn Provider>, u32)>,
-        aliases: BTreeMap<String, Vec<ModelRef>>,
-        metrics: Arc<Metrics>,
-    ) -> Self {
-        let providers = providers
-            .into_iter()
-            .map(|(p, retries)| (p.name().to_string(), (p, retries)))
-            .collect();
+    pub fn new(routes: Routes, metrics: Arc<Metrics>) -> Self {
         Self {
-            providers,
-            aliases,
+            routes: ArcSwap::from_pointee(routes),
             metrics,
             meter: Arc::new(NoMeter),
         }
@@ -96,43 +103,50 @@ impl Router {
         &self.metrics
     }
 
-    pub fn providers(&self) -> impl Iterator<Item = &Arc<dyn Provider>> {
-        self.providers.values().map(|(p, _)| p)
+    /// Routes every later request by `routes` (calls under way finish on the old ones).
+    pub fn replace(&self, routes: Routes) {
+        self.routes.store(Arc::new(routes));
     }
 
-    pub fn aliases(&self) -> &BTreeMap<String, Vec<ModelRef>> {
-        &self.aliases
+    /// The routes as they are now.
+    pub fn routes(&self) -> Arc<Routes> {
+        self.routes.load_full()
+    }
+
+    pub fn providers(&self) -> Vec<Arc<dyn Provider>> {
+        self.routes
+            .load()
+            .providers
+            .values()
+            .map(|p| p.client.clone())
+            .collect()
+    }
+
+    pub fn provider(&self, name: &str) -> Option<Arc<dyn Provider>> {
+        self.routes.load().providers.get(name).map(|p| p.client.clone())
     }
 
     /// The targets for `model`: an alias's list, or the one `provider/model`.
     pub fn resolve(&self, model: &str) -> Result<Vec<ModelTarget>, RouteError> {
-        let refs = match self.aliases.get(model) {
+        let routes = self.routes.load();
+        let refs = match routes.aliases.get(model) {
             Some(refs) => refs.clone(),
             None => vec![ModelRef::parse(model)?],
         };
         refs.into_iter()
-            .map(|r| match self.providers.get(&r.provider) {
-                Some((provider, retries)) => Ok(ModelTarget {
-                    provider: provider.clone(),
+            .map(|r| match routes.providers.get(&r.provider) {
+                Some(routed) => Ok(ModelTarget {
+                    provider: routed.client.clone(),
                     model: r.model,
-                    max_retries: *retries,
+                    max_retries: routed.max_retries,
                 }),
                 None => Err(RouteError::UnknownProvider {
                     provider: r.provider,
                     model: model.to_string(),
-                    known: self.known_providers(),
+                    known: known_providers(&routes),
                 }),
             })
             .collect()
-    }
-
-    fn known_providers(&self) -> String {
-        if self.providers.is_empty() {
-            "none (set OPENAI_API_KEY, ANTHROPIC_API_KEY, OLLAMA_HOST or add `providers` to the config)"
-                .into()
-        } else {
-            self.providers.keys().cloned().collect::<Vec<_>>().join(", ")
-        }
     }
 
     pub async fn chat(
@@ -376,6 +390,15 @@ fn backoff(attempt: u32) -> Duration {
         .min(BACKOFF_CAP);
     let jitter_permille = u64::from(uuid::Uuid::new_v4().as_u128() as u16 % 500);
     base + base.mul_f64(jitter_permille as f64 / 1000.0)
+}
+
+fn known_providers(routes: &Routes) -> String {
+    if routes.providers.is_empty() {
+        "none (set OPENAI_API_KEY, ANTHROPIC_API_KEY, OLLAMA_HOST, add `providers` to the config or POST /v1/providers)"
+            .into()
+    } else {
+        routes.providers.keys().cloned().collect::<Vec<_>>().join(", ")
+    }
 }
 
 #[cfg(test)]

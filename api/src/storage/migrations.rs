@@ -109,6 +109,11 @@ const MIGRATIONS: &[&str] = &[
     // 14: the audit log of admin actions, read newest first.
     "DEFINE TABLE IF NOT EXISTS audit_event SCHEMALESS;
      DEFINE INDEX IF NOT EXISTS audit_event_at ON audit_event FIELDS at;",
+    // 15: providers and aliases added through the API (`provider:{name}`,
+    // `model_alias:{name}`); a provider's spec is JSON with its key and header
+    // values sealed under the master key.
+    "DEFINE TABLE IF NOT EXISTS provider SCHEMALESS;
+     DEFINE TABLE IF NOT EXISTS model_alias SCHEMALESS;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

@@ -25,6 +25,7 @@ mod observability;
 mod plugins;
 mod prompt_cache;
 mod providers;
+mod providers_live;
 mod responses;
 mod routing;
 mod runs;

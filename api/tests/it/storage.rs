@@ -211,8 +211,8 @@ fn surreal_config(url: String, credentials: bool) -> SurrealConfig {
 }
 
 async fn database_roundtrip(db: &Db) {
-    assert_eq!(onyx::storage::SCHEMA_VERSION, 14);
-    // Versions 2–14 defined memory, agent, task, chat, run, owner-chat, stored-response, usage and audit tables (reading an undefined table is an error).
+    assert_eq!(onyx::storage::SCHEMA_VERSION, 15);
+    // Versions 2–15 defined memory, agent, task, chat, run, owner-chat, stored-response, usage, audit and provider tables (reading an undefined table is an error).
     for table in [
         "memory_chunk",
         "login_failure",
@@ -232,6 +232,8 @@ async fn database_roundtrip(db: &Db) {
         "usage_reservation",
         "usage_lease",
         "audit_event",
+        "provider",
+        "model_alias",
     ] {
         let rows: Vec<serde_json::Value> = db
             .rows(&format!("SELECT * FROM {table}"), json!({}), 0)

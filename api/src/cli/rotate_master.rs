@@ -1,0 +1,62 @@
+//! `onyx keys rotate-master`: seals every stored credential under a new master
+//! key. With the key file in the data dir, the new key is written to
+//! `master.key.next` first, everything is re-sealed, then the file replaces
+//! `master.key` (a crash in between leaves both keys readable, and running the
+//! command again finishes the job). With `ONYX_MASTER_KEY`, the new key is
+//! printed on stdout for the operator to deploy.
+
+use secrecy::ExposeSecret;
+
+use super::error::CliError;
+use crate::config::Config;
+use crate::providers::stored::ProviderStore;
+use crate::secrets::{KeySource, MasterKey, MasterKeyFiles, load_vault};
+use crate::storage::Db;
+
+pub async fn rotate(config: &Config, db: &Db) -> Result<(), CliError> {
+    db.migrate().await?;
+    let env = |name: &str| std::env::var(name).ok();
+    let old = load_vault(
+        &config.storage.data_dir,
+        env("ONYX_MASTER_KEY").as_deref(),
+        env("ONYX_MASTER_KEY_PREVIOUS").as_deref(),
+    )?;
+    let new_key = MasterKey::generate()?;
+    let files = MasterKeyFiles::in_dir(&config.storage.data_dir);
+    let from_file = matches!(old.source(), KeySource::File(_));
+    if from_file {
+        files.write_next(&new_key)?;
+    }
+    let printable = new_key.encoded().expose_secret().to_string();
+    let new_id = new_key.id().to_string();
+    let old_id = old.key_id().to_string();
+    let vault = old.rotated(new_key);
+    let store = ProviderStore::new(db.clone());
+    let resealed = store.reseal_all(&vault).await?;
+    crate::audit::record(
+        db,
+        crate::audit::NewEvent {
+            action: crate::audit::Action::MasterKeyRotated,
+            actor: "cli",
+            target: Some(&new_id),
+            ip: None,
+            detail: Some(format!("from key {old_id} ({resealed} providers re-sealed)")),
+        },
+    )
+    .await;
+    if from_file {
+        files.promote_next()?;
+        eprintln!(
+            "re-sealed {resealed} stored providers under master key {new_id}; {} now holds it",
+            files.current.display()
+        );
+    } else {
+        println!("{printable}");
+        eprintln!(
+            "re-sealed {resealed} stored providers under master key {new_id} (printed above).\n\
+             Set ONYX_MASTER_KEY to it on every replica; until they have all restarted, \
+             give them the old key as ONYX_MASTER_KEY_PREVIOUS."
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,59 @@
+// /v1/providers and /v1/aliases (admin): providers and aliases added here take
+// effect at once on every replica; those from the config file are read-only.
+// Keys and header values are write-only: the API answers with hints.
+import { del, get, patch, post, put, segment } from './client';
+import type { AliasView, DependencyHealth, Deleted, List, ProviderView } from './types';
+
+/** A provider's fields as the config file writes them (`POST /v1/providers`). */
+export type ProviderInput = {
+	name?: string;
+	type?: 'openai' | 'anthropic' | 'ollama';
+	baseUrl?: string;
+	apiKey?: string | null;
+	headers?: Record<string, string | null>;
+	timeoutSeconds?: number;
+	connectTimeoutSeconds?: number;
+	maxRetries?: number;
+	models?: string[];
+	apiVersion?: string | null;
+	contextWindow?: number | null;
+	responses?: boolean;
+};
+
+export const listProviders = () => get<List<ProviderView>>('/v1/providers');
+
+export const addProvider = (input: ProviderInput) => post<ProviderView>('/v1/providers', input);
+
+export const editProvider = (name: string, changes: ProviderInput) =>
+	patch<ProviderView>(`/v1/providers/${segment(name)}`, changes);
+
+export const removeProvider = (name: string) => del<Deleted>(`/v1/providers/${segment(name)}`);
+
+export const testProvider = (name: string) => post<DependencyHealth>(`/v1/providers/${segment(name)}/test`);
+
+export const refreshModels = (name: string) => post<List<string>>(`/v1/providers/${segment(name)}/refresh-models`);
+
+export const listAliases = () => get<List<AliasView>>('/v1/aliases');
+
+export const putAlias = (name: string, targets: string[]) => put<AliasView>(`/v1/aliases/${segment(name)}`, { targets });
+
+export const removeAlias = (name: string) => del<Deleted>(`/v1/aliases/${segment(name)}`);
+
+/** Header lines (`Name: value`, one per line) as an object; blank lines skipped. */
+export function parseHeaders(text: string): Record<string, string> {
+	const headers: Record<string, string> = {};
+	for (const line of text.split('\n')) {
+		const at = line.indexOf(':');
+		if (!line.trim()) continue;
+		if (at <= 0) throw new Error(`header line ${JSON.stringify(line.trim())} needs the form Name: value`);
+		headers[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+	}
+	return headers;
+}
+
+/** A comma- or newline-separated list, trimmed, without empties. */
+export const parseList = (text: string) =>
+	text
+		.split(/[,\n]/)
+		.map((s) => s.trim())
+		.filter(Boolean);
