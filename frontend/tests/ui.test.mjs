@@ -339,7 +339,42 @@ test('sessions, memory, agents, tasks, config, logs and status pages work', asyn
 	page.once('dialog', (dialog) => dialog.accept());
 	await page.getByTestId('key-row').filter({ hasText: 'laptop' }).getByRole('button', { name: 'Revoke' }).click();
 	await page.getByTestId('key-row').filter({ hasText: 'laptop' }).waitFor({ state: 'detached' });
+
+	// A provider added here routes at once; its key is shown only as a hint, and
+	// never kept in the page's storage.
+	await page.getByRole('button', { name: 'Add provider' }).click();
+	const form = page.getByTestId('provider-form');
+	await form.getByLabel('Name (the model prefix)').fill('house');
+	await form.getByLabel('Base URL').fill(fakes.openai);
+	await form.getByLabel('API key').fill(FAKE_KEY);
+	await form.getByRole('button', { name: 'Add provider' }).click();
+	const added = page.getByTestId('provider').filter({ hasText: 'house' });
+	await added.getByText('added here').waitFor();
+	await added.getByText('…0001').waitFor();
+	const routed = await api('/v1/chat/completions', {
+		method: 'POST',
+		body: JSON.stringify({ model: 'house/fake-echo', messages: [{ role: 'user', content: 'hi' }] })
+	});
+	assert.equal(routed.status, 200, 'the provider added in the UI routes at once');
+	await added.getByRole('button', { name: 'Refresh models' }).click();
+	await added.getByTestId('provider-models').getByText(/^\d+ models/).waitFor();
+	await added.getByRole('button', { name: 'Edit' }).click();
+	await form.getByLabel('Retries').fill('0');
+	await form.getByRole('button', { name: 'Save changes' }).click();
+	await added.getByText('0 retries').waitFor();
+	const storage = await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }));
+	assert.ok(!storage.includes(FAKE_KEY), 'no provider key in the browser storage');
+	await page.getByLabel('Alias').fill('cheap');
+	await page.getByLabel('Targets').fill('house/fake-echo, openai/fake-echo');
+	await page.getByRole('button', { name: 'Save alias' }).click();
+	const alias = page.getByTestId('alias-row').filter({ hasText: 'cheap' });
+	await alias.getByText('house/fake-echo → openai/fake-echo').waitFor();
 	await shot(page, 'config');
+	await alias.getByRole('button', { name: 'Remove' }).click();
+	await alias.waitFor({ state: 'detached' });
+	page.once('dialog', (dialog) => dialog.accept());
+	await added.getByRole('button', { name: 'Remove' }).click();
+	await added.waitFor({ state: 'detached' });
 
 	// Logs: live lines, filtered by level.
 	await page.getByRole('link', { name: 'Logs' }).click();

@@ -84,11 +84,27 @@ pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
                     }
                 ),
             });
+            let vault = app.providers.vault();
+            let unusable: Vec<String> = app
+                .providers
+                .views()
+                .into_iter()
+                .filter_map(|v| v.error.map(|e| format!("{}: {e}", v.name)))
+                .collect();
+            rows.push(Row {
+                check: "master key".into(),
+                ok: unusable.is_empty(),
+                detail: if unusable.is_empty() {
+                    format!("{} (key id {})", vault.source(), vault.key_id())
+                } else {
+                    unusable.join("; ")
+                },
+            });
             if app.router.providers().is_empty() {
                 rows.push(Row {
                     check: "providers".into(),
                     ok: false,
-                    detail: "none configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY or OLLAMA_HOST".into(),
+                    detail: "none configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY or OLLAMA_HOST, or add one on the Config page".into(),
                 });
             }
             let stores = Stores {

@@ -65,7 +65,7 @@ async fn serve(
         .collect();
     if names.is_empty() {
         tracing::warn!(
-            "no providers configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY or OLLAMA_HOST, or add providers to the config"
+            "no providers configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY or OLLAMA_HOST, add providers to the config, or add one on the Config page (POST /v1/providers)"
         );
     } else {
         tracing::info!(providers = %names.join(", "), "providers ready");

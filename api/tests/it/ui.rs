@@ -158,7 +158,7 @@ async fn provider_details_and_logs_need_the_admin_scope() {
         .iter()
         .find(|p| p["name"] == "openai")
         .unwrap();
-    assert_eq!(openai["api_key"], "…0001", "{openai}");
+    assert_eq!(openai["apiKey"], "…0001", "{openai}");
     assert!(!providers.to_string().contains(onyx_test_fakes::DEFAULT_KEY));
     let (_, probe) = reply(onyx.post("/v1/providers/openai/test")).await;
     assert_eq!(probe["status"], "up", "{probe}");

@@ -1,1 +1,0 @@
-import{a as e,c as t,d as n}from"./Ge90ZPk0.js";var r=()=>e(`/health`),i=()=>e(`/v1/status`),a=()=>e(`/v1/providers`),o=e=>t(`/v1/providers/${n(e)}/test`),s=()=>e(`/v1/models`),c=()=>e(`/auth/me`),l=e=>t(`/auth/login`,{password:e}),u=()=>t(`/auth/logout`);export{l as a,o as c,a as i,r as n,u as o,s as r,c as s,i as t};
