@@ -101,16 +101,11 @@ async fn read_all(
         .collect();
     let saved_versions: HashMap<(String, String), String> = saved.versions.into_iter().collect();
     let mut state = State::default();
-    let mut from_snapshot = 0;
-    for chunk in saved.chunks {
+    let unchanged = saved.chunks.into_iter().filter(|chunk| {
         let file = (chunk.agent.clone(), chunk.path.clone());
-        if let (Some(Some(now)), Some(then)) = (current.get(&file), saved_versions.get(&file))
-            && now == then
-        {
-            state.upsert(chunk);
-            from_snapshot += 1;
-        }
-    }
+        matches!((current.get(&file), saved_versions.get(&file)), (Some(Some(now)), Some(then)) if now == then)
+    });
+    let from_snapshot = restore_chunks(&mut state, unchanged);
     let mut stale = Vec::new();
     for (file, version) in current.drain() {
         match (&version, saved_versions.get(&file)) {
@@ -131,6 +126,42 @@ async fn read_all(
             files_read,
         },
     ))
+}
+
+/// Chunks analysed per batch: enough to keep every core busy, few enough
+/// that their words are not all held at once.
+const ANALYSE_BATCH: usize = 8192;
+
+/// Adds snapshot chunks to `state`, analysing their words on every core
+/// (stemming is most of a restart's time); returns how many were added.
+fn restore_chunks(state: &mut State, chunks: impl Iterator<Item = ResidentChunk>) -> usize {
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut chunks = chunks.peekable();
+    let mut added = 0;
+    while chunks.peek().is_some() {
+        let batch: Vec<ResidentChunk> = chunks.by_ref().take(ANALYSE_BATCH).collect();
+        let per_thread = batch.len().div_ceil(threads).max(1);
+        let words: Vec<Vec<String>> = std::thread::scope(|scope| {
+            let parts: Vec<_> = batch
+                .chunks(per_thread)
+                .map(|part| {
+                    scope.spawn(move || part.iter().map(super::state::analysed_words).collect::<Vec<_>>())
+                })
+                .collect();
+            parts
+                .into_iter()
+                .flat_map(|part| {
+                    part.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
+                .collect()
+        });
+        added += batch.len();
+        for (chunk, words) in batch.into_iter().zip(words) {
+            state.upsert_analysed(chunk, words);
+        }
+    }
+    added
 }
 
 async fn read_snapshot(path: std::path::PathBuf) -> Option<snapshot::Snapshot> {

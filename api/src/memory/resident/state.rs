@@ -208,6 +208,13 @@ impl State {
 
     /// Adds a chunk, replacing the one with the same id.
     pub fn upsert(&mut self, chunk: ResidentChunk) {
+        let words = analysed_words(&chunk);
+        self.upsert_analysed(chunk, words);
+    }
+
+    /// [`upsert`](Self::upsert) with the chunk's words already analysed
+    /// ([`analysed_words`]), so a load can analyse on every core first.
+    pub fn upsert_analysed(&mut self, chunk: ResidentChunk, words: Vec<String>) {
         if let Some(slot) = self.by_id.get(&chunk.id).copied() {
             self.remove(slot);
         }
@@ -221,10 +228,7 @@ impl State {
         let daily = (chunk.kind == "daily")
             .then(|| chunk.day.as_deref().and_then(day_number))
             .flatten();
-        let body = indexed_text(&chunk.heading, &chunk.text);
-        let terms = self
-            .text
-            .add(slot, analyzer::tokens(&body).into_iter().map(|t| t.term));
+        let terms = self.text.add(slot, words);
         self.docs.push(Doc {
             id: chunk.id.clone(),
             agent,
@@ -379,6 +383,12 @@ impl State {
             score,
         }
     }
+}
+
+/// The words a chunk is indexed under (its heading and text, analysed).
+pub fn analysed_words(chunk: &ResidentChunk) -> Vec<String> {
+    let body = indexed_text(&chunk.heading, &chunk.text);
+    analyzer::tokens(&body).into_iter().map(|t| t.term).collect()
 }
 
 #[cfg(test)]
