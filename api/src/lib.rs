@@ -12,6 +12,7 @@
 //!   runs) and `inbox`
 //!   carries their messages; `tasks` keeps scheduled tasks and `scheduler`
 //!   runs them; `memory` keeps files-first memory and its search index;
+//!   `skills` keeps skill folders (a `SKILL.md` and its files);
 //!   `sessions` records conversations; `providers` routes `provider/model` to
 //!   OpenAI-compatible, Anthropic and Ollama upstreams; `plugins` connects
 //!   chat platforms and `channels` delivers to them; `auth` checks keys and
@@ -56,6 +57,7 @@ pub mod sandbox;
 pub mod scheduler;
 pub mod secrets;
 pub mod sessions;
+pub mod skills;
 pub mod storage;
 pub mod tasks;
 pub mod text;

@@ -126,6 +126,7 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
                 session: None,
                 inbox: &claimed,
                 memory_query: Some(&question),
+                skills: &[],
             },
         )
         .await;

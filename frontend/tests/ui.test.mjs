@@ -376,6 +376,26 @@ test('sessions, memory, agents, tasks, config, logs and status pages work', asyn
 	await added.getByRole('button', { name: 'Remove' }).click();
 	await added.waitFor({ state: 'detached' });
 
+	// Skills: one made from the template, edited, listed, deleted.
+	await page.getByRole('link', { name: 'Skills' }).click();
+	await page.getByLabel('New skill name').fill('pdf-forms');
+	await page.getByRole('button', { name: 'New skill' }).click();
+	const editor = page.getByTestId('skill-editor');
+	await editor.getByLabel('SKILL.md').fill('---\nname: pdf-forms\ndescription: Fill in PDF forms\n---\nUse qpdf.\n');
+	await editor.getByRole('button', { name: 'Save skill' }).click();
+	const skillRow = page.getByTestId('skill-row').filter({ hasText: 'pdf-forms' });
+	await skillRow.getByText('Fill in PDF forms').waitFor();
+	await skillRow.getByRole('button', { name: 'Edit' }).click();
+	await editor.getByLabel('SKILL.md').fill('---\nname: pdf-forms\ndescription: Fill and merge PDF forms\n---\nUse qpdf.\n');
+	await editor.getByRole('button', { name: 'Save skill' }).click();
+	await skillRow.getByText('Fill and merge PDF forms').waitFor();
+	const stored = await (await api('/v1/skills/_shared/pdf-forms')).json();
+	assert.match(stored.content, /Use qpdf\./);
+	await shot(page, 'skills');
+	page.once('dialog', (dialog) => dialog.accept());
+	await skillRow.getByRole('button', { name: 'Delete' }).click();
+	await skillRow.waitFor({ state: 'detached' });
+
 	// Logs: live lines, filtered by level.
 	await page.getByRole('link', { name: 'Logs' }).click();
 	await page.getByText('live', { exact: true }).waitFor();

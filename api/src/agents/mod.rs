@@ -53,6 +53,8 @@ pub struct Agents {
     pub inbox: Inbox,
     pub runs: Arc<Runs>,
     pub reach: reach::Reach,
+    /// Skill folders, listed in the prompt and loaded by the `skill` tool.
+    pub skills: Arc<crate::skills::Skills>,
     channels: Arc<Channels>,
     router: Arc<Router>,
     memory: Arc<Memory>,
@@ -97,6 +99,7 @@ impl Agents {
         let agents = Arc::new(Self {
             registry: Registry::new(config, parts.db.clone()),
             reach: reach::Reach::new(parts.db.clone()),
+            skills: Arc::new(crate::skills::Skills::new(parts.objects.clone())),
             approvals: approvals::Approvals::new(parts.db),
             channels: parts.channels,
             inbox,

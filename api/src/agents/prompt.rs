@@ -2,7 +2,8 @@
 //! two parts so that provider prompt caches hit:
 //!
 //! - the stable part, the system message: a header, IDENTITY, SOUL, USER,
-//!   AGENTS, TOOLS, MEMORY.md and BOOTSTRAP.md while it exists. It changes only
+//!   AGENTS, TOOLS, MEMORY.md and BOOTSTRAP.md while it exists, then the
+//!   names and descriptions of the skills the agent can load. It changes only
 //!   when those files do, so it is a byte-identical prefix across turns;
 //! - the volatile context: the current date and time in the agent's timezone,
 //!   the daily logs of yesterday and today, relevant memory hits when asked
@@ -95,6 +96,8 @@ pub struct Inputs<'a> {
     pub inbox: &'a [InboxMessage],
     /// The user's message, when relevant memory should be searched and added.
     pub memory_query: Option<&'a str>,
+    /// The skills the agent can load (listed in the stable part).
+    pub skills: &'a [crate::skills::SkillSummary],
 }
 
 async fn read(memory: &Memory, agent: &str, path: &str) -> Option<String> {
@@ -145,6 +148,19 @@ pub async fn compose(memory: &Memory, inputs: Inputs<'_>) -> Composed {
         if let Some(content) = content {
             add((*path).to_string(), content, &mut stable);
         }
+    }
+    if !inputs.skills.is_empty() {
+        let list: Vec<String> = inputs
+            .skills
+            .iter()
+            .map(|s| format!("- {}: {}", s.name, crate::text::one_line(&s.description, 300)))
+            .collect();
+        let body = format!(
+            "Instructions for particular tasks. When a task matches one, load it with the `skill` tool \
+             ({{\"name\": \"…\"}}) and follow it:\n{}",
+            list.join("\n")
+        );
+        add("Skills".into(), &body, &mut stable);
     }
     for (path, label, content) in [
         (&yesterday_log, "yesterday", yesterday),
@@ -253,6 +269,7 @@ mod tests {
             session: None,
             inbox: &[],
             memory_query: None,
+            skills: &[],
         };
         let composed = compose(&memory, inputs(la)).await;
         assert!(

@@ -76,6 +76,14 @@ impl Agents {
             }
         };
         let last_user = last_user_text(&request.messages);
+        let skills = if offered.iter().any(|t| t.name == "skill") {
+            self.skills.for_agent(&agent.id).await.unwrap_or_else(|err| {
+                tracing::warn!(agent = %agent.id, error = %err, "could not list the agent's skills");
+                Vec::new()
+            })
+        } else {
+            Vec::new()
+        };
         let window = context::window(&model, &self.context_windows);
         let mut history = request.history.clone();
         let composed = prompt::compose(
@@ -87,6 +95,7 @@ impl Agents {
                 session: request.session.as_ref().map(|s| s.id.as_str()),
                 inbox: &inbox,
                 memory_query: request.include_memory.then_some(last_user.as_str()),
+                skills: &skills,
             },
         )
         .await;
@@ -226,6 +235,7 @@ impl Agents {
             wake: self.wake.clone(),
             channels: self.channels.clone(),
             reach: self.reach.clone(),
+            skills: self.skills.clone(),
         }
     }
 

@@ -30,6 +30,8 @@ pub enum CliError {
     Key(#[from] KeyError),
     #[error(transparent)]
     Secret(#[from] crate::secrets::SecretError),
+    #[error("{0}")]
+    Io(String),
     #[error("stored providers: {0}")]
     Providers(#[from] crate::providers::stored::StoreError),
 }

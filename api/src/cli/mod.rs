@@ -9,6 +9,7 @@ mod reindex;
 mod rotate_master;
 mod sandbox_exec;
 mod serve;
+mod skills;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -58,6 +59,13 @@ enum Command {
         #[arg(long, short)]
         config: Option<PathBuf>,
     },
+    /// Manage skills (folders with a SKILL.md) in the object store.
+    Skills {
+        #[arg(long, short, global = true)]
+        config: Option<PathBuf>,
+        #[command(subcommand)]
+        command: skills::SkillsCommand,
+    },
     /// Internal: run a command confined (what the `exec` tool starts).
     #[command(name = "sandbox-exec", hide = true)]
     SandboxExec(sandbox_exec::SandboxArgs),
@@ -84,6 +92,7 @@ pub fn main() -> ExitCode {
             Command::HashPassword => hash_password::run(),
             Command::Reindex { config } => reindex::run(config).await,
             Command::Keys { config, command } => keys::run(config, command).await,
+            Command::Skills { config, command } => skills::run(config, command).await,
             // Handled above, before the runtime started.
             Command::SandboxExec(args) => sandbox_exec::run(args),
         }

@@ -25,6 +25,7 @@ pub const TOOLS: &[&str] = &[
     "pause_task",
     "resume_task",
     "cancel_task",
+    "skill",
 ];
 
 pub const GROUPS: &[(&str, &[&str])] = &[

@@ -26,6 +26,7 @@ mod responses;
 mod run_events;
 mod runs;
 mod sessions;
+mod skills;
 mod sse;
 mod tasks;
 #[cfg(test)]
@@ -101,6 +102,15 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/memory/search", get(memory::search))
         .route("/v1/memory/status", get(memory::status))
         .route("/v1/memory/sync", post(memory::sync))
+        .route("/v1/skills", get(skills::list))
+        .route(
+            "/v1/skills/{scope}/{name}",
+            get(skills::get).put(skills::put).delete(skills::delete),
+        )
+        .route(
+            "/v1/skills/{scope}/{name}/files/{*file}",
+            get(skills::read_file).put(skills::write_file),
+        )
         .route("/v1/agents", get(agents::list).post(agents::create))
         .route("/v1/agents/{id}", get(agents::get).patch(agents::patch))
         .route(

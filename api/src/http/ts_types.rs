@@ -73,6 +73,8 @@ fn generate() -> BTreeMap<String, String> {
     export::<crate::providers::registry::AliasView>(&cfg);
     export::<super::providers::PutAlias>(&cfg);
     export::<auth::StoredKey>(&cfg);
+    export::<crate::skills::Skill>(&cfg);
+    export::<crate::skills::SkillSummary>(&cfg);
     export::<inbox::InboxMessage>(&cfg);
     export::<memory::FileContent>(&cfg);
     export::<memory::FileInfo>(&cfg);

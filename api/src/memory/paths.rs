@@ -107,7 +107,8 @@ impl FileKind {
 /// files (SOUL.md, AGENTS.md, …) are read whole into the prompt instead.
 pub fn indexed_kind(agent: &str, path: &str) -> Option<FileKind> {
     if agent == SHARED {
-        return Some(FileKind::Note);
+        // Skills are loaded by the `skill` tool, not searched as memory.
+        return (!path.starts_with("skills/")).then_some(FileKind::Note);
     }
     match path {
         CURATED => Some(FileKind::Curated),

@@ -32,6 +32,7 @@ mod runs;
 mod sandbox;
 mod scheduler;
 mod sessions;
+mod skills;
 mod speaks_first;
 mod startup;
 mod storage;

@@ -11,6 +11,7 @@ mod fs;
 mod memory;
 mod messages;
 mod sessions;
+mod skill;
 mod tasks;
 pub mod web;
 
@@ -141,6 +142,7 @@ pub struct ToolContext {
     pub wake: tokio::sync::mpsc::UnboundedSender<Wake>,
     pub channels: Arc<Channels>,
     pub reach: Reach,
+    pub skills: Arc<crate::skills::Skills>,
 }
 
 /// A tool's answer: what the model sees, and whether it is an error.
@@ -181,6 +183,7 @@ pub fn all(settings: &ToolsConfig) -> Vec<ToolSpec> {
     out.extend(agents::specs());
     out.extend(tasks::specs());
     out.extend(messages::specs());
+    out.extend(skill::specs());
     out
 }
 
@@ -208,6 +211,7 @@ pub async fn call(ctx: &ToolContext, name: &str, arguments: &Value) -> ToolOutpu
         "exec" => exec::call(ctx, arguments).await,
         "send_to_agent" => agents::call(ctx, arguments).await,
         "send_message" => messages::call(ctx, arguments).await,
+        "skill" => skill::call(ctx, arguments).await,
         "schedule_task" | "list_tasks" | "pause_task" | "resume_task" | "cancel_task" => {
             tasks::call(ctx, name, arguments).await
         }

@@ -135,12 +135,16 @@ async fn translated(
     let chat = request::to_chat(body)?;
     let chat = Value::Object(chat);
     let chat_request: ChatRequest = typed(&chat)?;
+    let estimated_input = count_request(
+        &chat_request.messages,
+        chat_request.tools.as_deref().unwrap_or_default(),
+    );
     let session_ref = session_header(headers)?;
     let answered = chat_core::answer(app, headers, into_map(chat), chat_request, session_ref, who).await?;
     let mut response = match answered.answer {
         Answer::Complete(completion) => Json(response::to_message(&completion, model)).into_response(),
         Answer::Chunks(chunks) => {
-            let mut translator = stream::Translator::new(model);
+            let mut translator = stream::Translator::new(model, estimated_input as u64);
             let events = async_stream::stream! {
                 let mut chunks = chunks;
                 while let Some(chunk) = chunks.next().await {

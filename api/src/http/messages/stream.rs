@@ -39,11 +39,15 @@ pub struct Translator {
     finish: Option<String>,
     saw_tool_call: bool,
     usage: Usage,
+    /// Onyx's own count of the prompt, for `message_start` (the upstream's
+    /// count arrives only with the last chunk, in `message_delta`).
+    estimated_input_tokens: u64,
 }
 
 impl Translator {
-    pub fn new(model: &str) -> Self {
+    pub fn new(model: &str, estimated_input_tokens: u64) -> Self {
         Self {
+            estimated_input_tokens,
             model: model.into(),
             started: false,
             pinged: false,
@@ -62,7 +66,10 @@ impl Translator {
             out.push(json!({"type": "message_start", "message": {
                 "id": message_id(), "type": "message", "role": "assistant", "model": self.model,
                 "content": [], "stop_reason": null, "stop_sequence": null,
-                "usage": anthropic_usage(&Usage::default()),
+                "usage": anthropic_usage(&Usage {
+                    prompt_tokens: self.estimated_input_tokens,
+                    ..Usage::default()
+                }),
             }}));
         }
     }
@@ -162,7 +169,7 @@ mod tests {
 
     #[test]
     fn text_then_tool_calls_become_blocks_in_order() {
-        let mut t = Translator::new("openai/gpt-4o");
+        let mut t = Translator::new("openai/gpt-4o", 12);
         let mut events = Vec::new();
         for c in [
             chunk(json!({"role": "assistant", "content": ""}), None),
@@ -215,6 +222,10 @@ mod tests {
                 "message_stop"
             ]
         );
+        assert_eq!(
+            events[0]["message"]["usage"]["input_tokens"], 12,
+            "Onyx's count until the upstream's"
+        );
         assert_eq!(events[1]["content_block"]["type"], "thinking");
         assert_eq!(events[5]["content_block"]["type"], "text");
         assert_eq!(events[9]["index"], 2);
@@ -235,7 +246,7 @@ mod tests {
 
     #[test]
     fn an_empty_stream_still_has_the_frame() {
-        let mut t = Translator::new("m");
+        let mut t = Translator::new("m", 0);
         let names: Vec<String> = t
             .finish()
             .iter()

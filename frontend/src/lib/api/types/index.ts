@@ -62,6 +62,8 @@ export type * from './SessionMeta';
 export type * from './SessionPage';
 export type * from './SessionPatch';
 export type * from './SessionStatus';
+export type * from './Skill';
+export type * from './SkillSummary';
 export type * from './Spent';
 export type * from './StoredKey';
 export type * from './SyncReport';
