@@ -44,7 +44,7 @@ use crate::memory::Memory;
 use crate::providers::Router;
 use crate::providers::types::Message;
 use crate::sessions::Sessions;
-use crate::storage::{Db, ObjectStore};
+use crate::storage::{Db, DbError, ObjectStore};
 use crate::tasks::Tasks;
 
 pub struct Agents {
@@ -123,6 +123,18 @@ impl Agents {
             }
         });
         agents
+    }
+
+    /// What the tools of agent `id` work with, outside a run (Onyx's MCP
+    /// server); `None` for an unknown agent.
+    pub async fn tools_for(&self, id: &str) -> Result<Option<tools::ToolContext>, DbError> {
+        let Some(agent) = self.registry.get(id).await? else {
+            return Ok(None);
+        };
+        if let Err(err) = self.prepare(&agent).await {
+            tracing::warn!(agent = %agent.id, error = %err, "could not seed the agent's workspace");
+        }
+        Ok(Some(self.tool_context(&agent).await))
     }
 
     /// The agent, with its workspace seeded on first use.

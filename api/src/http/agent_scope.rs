@@ -2,7 +2,7 @@
 //! (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`) only with one of
 //! its agents (`onyx:{agent}` or `x-onyx-agent-id`) and only that agent's
 //! sessions and stored responses; `/v1/agents/{agent}…` and `/v1/memory…` of its agents; sessions
-//! and runs of its agents; the model list. Everything else is refused with
+//! and runs of its agents; the model list; `/mcp` tool calls for its agents. Everything else is refused with
 //! 403: a key that reaches one agent must not see another's history, memory
 //! or workspace, nor use the providers directly.
 
@@ -86,6 +86,20 @@ pub async fn check(app: &App, req: Request, agents: &[String]) -> Result<Request
             }
             if let Some(previous) = json.get("previous_response_id").and_then(Value::as_str) {
                 previous_response_agent(app, agents, previous).await?;
+            }
+            body = Some(Body::from(bytes));
+        }
+        // MCP tool calls run as their `agent` argument, else the key's first agent.
+        "/mcp" => {
+            let (json, bytes) = read_json(app, body.take()).await?;
+            let messages = match json {
+                Value::Array(messages) => messages,
+                message => vec![message],
+            };
+            for message in &messages {
+                if let Some(agent) = message["params"]["arguments"]["agent"].as_str() {
+                    allow(agents, agent)?;
+                }
             }
             body = Some(Body::from(bytes));
         }

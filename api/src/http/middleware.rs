@@ -108,6 +108,8 @@ pub async fn require_api_key(State(app): State<Arc<App>>, mut req: Request, next
                 ..Attribution::default()
             });
             if let Some(agents) = caller.agents {
+                req.extensions_mut()
+                    .insert(super::mcp::ScopedAgents(agents.clone()));
                 req = match super::agent_scope::check(&app, req, &agents).await {
                     Ok(req) => req,
                     Err(refused) => return refused.into_response(),

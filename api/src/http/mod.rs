@@ -16,6 +16,7 @@ mod embeddings;
 mod error;
 mod keys;
 mod login;
+mod mcp;
 mod memory;
 mod messages;
 mod middleware;
@@ -135,6 +136,10 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/usage", get(usage::report))
         .route("/v1/usage/limits", get(usage::limits))
         .route("/metrics", get(ops::metrics))
+        .route(
+            "/mcp",
+            post(mcp::post).get(mcp::not_offered).delete(mcp::not_offered),
+        )
         .method_not_allowed_fallback(ops::method_not_allowed)
         .route_layer(axum::middleware::from_fn_with_state(
             app.clone(),

@@ -19,6 +19,7 @@ mod hardening;
 mod keys;
 mod local_embedder;
 mod logging;
+mod mcp;
 mod memory;
 mod messages;
 mod observability;

@@ -1,0 +1,195 @@
+//! Onyx as an MCP server at `/mcp` (the streamable HTTP transport, answering
+//! each POSTed JSON-RPC message with JSON; no server-initiated stream, so GET
+//! is 405). Its tools are the agents' own: `memory_search`, `memory_get`,
+//! `memory_write`, `sessions_list`, `sessions_history`, `send_to_agent`,
+//! `schedule_task`, `list_tasks`, each run as the agent named by its `agent`
+//! argument, else the key's first agent (a key scoped to agents), else
+//! `main`. Bearer auth and agent scopes apply as on every route.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+
+use crate::agents::MAIN;
+use crate::agents::tools::{self, ToolSpec};
+use crate::app::App;
+
+/// The protocol versions this server speaks, newest first.
+const VERSIONS: [&str; 3] = ["2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The agent tools offered over MCP.
+pub const TOOLS: [&str; 8] = [
+    "memory_search",
+    "memory_get",
+    "memory_write",
+    "sessions_list",
+    "sessions_history",
+    "send_to_agent",
+    "schedule_task",
+    "list_tasks",
+];
+
+/// The agents a key is scoped to (set by the auth middleware), if any.
+#[derive(Clone)]
+pub struct ScopedAgents(pub Arc<[String]>);
+
+fn offered(app: &App) -> Vec<ToolSpec> {
+    tools::all(app.agents.tool_settings())
+        .into_iter()
+        .filter(|t| TOOLS.contains(&t.name))
+        .collect()
+}
+
+/// A tool's schema with the `agent` argument added.
+fn input_schema(spec: &ToolSpec) -> Value {
+    let mut schema = spec.parameters.clone();
+    if let Some(properties) = schema["properties"].as_object_mut() {
+        properties.insert(
+            "agent".into(),
+            json!({"type": "string", "description": "The agent whose memory, sessions and tasks to use (default: main, or the key's agent)"}),
+        );
+    }
+    schema
+}
+
+fn result(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+fn error(id: &Value, code: i64, message: impl Into<String>) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
+}
+
+/// `POST /mcp`: one JSON-RPC message (or a batch); notifications get 202.
+pub async fn post(
+    State(app): State<Arc<App>>,
+    scoped: Option<axum::Extension<ScopedAgents>>,
+    body: axum::body::Bytes,
+) -> Response {
+    let body: Value = match serde_json::from_slice(&body) {
+        Ok(body) => body,
+        Err(err) => {
+            let answer = error(&Value::Null, -32700, format!("the body is not JSON: {err}"));
+            return (StatusCode::BAD_REQUEST, Json(answer)).into_response();
+        }
+    };
+    let default_agent = scoped
+        .and_then(|axum::Extension(ScopedAgents(agents))| agents.first().cloned())
+        .unwrap_or_else(|| MAIN.to_string());
+    let (messages, batch) = match body {
+        Value::Array(messages) => (messages, true),
+        message => (vec![message], false),
+    };
+    let mut answers = Vec::new();
+    for message in messages {
+        if let Some(answer) = handle(&app, &default_agent, message).await {
+            answers.push(answer);
+        }
+    }
+    match (answers.is_empty(), batch) {
+        (true, _) => StatusCode::ACCEPTED.into_response(),
+        (false, true) => Json(Value::Array(answers)).into_response(),
+        (false, false) => Json(answers.remove(0)).into_response(),
+    }
+}
+
+/// `GET` and `DELETE /mcp`: this server opens no stream and keeps no session.
+pub async fn not_offered() -> Response {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        [(header::ALLOW, "POST")],
+        Json(json!({"error": {"message": "this MCP server answers POSTed messages only (no server-initiated stream)", "type": "invalid_request_error", "code": "method_not_allowed"}})),
+    )
+        .into_response()
+}
+
+/// Answers one message; `None` for a notification or a response.
+async fn handle(app: &App, default_agent: &str, message: Value) -> Option<Value> {
+    let Value::Object(message) = message else {
+        return Some(error(&Value::Null, -32600, "a JSON-RPC message is an object"));
+    };
+    let id = message.get("id").cloned()?;
+    let Some(method) = message.get("method").and_then(Value::as_str) else {
+        return message
+            .get("result")
+            .or(message.get("error"))
+            .is_none()
+            .then(|| error(&id, -32600, "missing method"));
+    };
+    let params = message.get("params").cloned().unwrap_or(json!({}));
+    Some(match method {
+        "initialize" => {
+            let asked = params["protocolVersion"].as_str().unwrap_or(VERSIONS[0]);
+            let version = VERSIONS.iter().find(|v| **v == asked).unwrap_or(&VERSIONS[0]);
+            result(
+                &id,
+                json!({
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {"listChanged": false}},
+                    "serverInfo": {"name": "onyx", "title": "Onyx", "version": env!("CARGO_PKG_VERSION")},
+                    "instructions": "Tools of Onyx's agents: search, read and write an agent's memory, read its sessions, schedule its tasks and message it. Pass `agent` to choose one (default: main).",
+                }),
+            )
+        }
+        "ping" => result(&id, json!({})),
+        "tools/list" => {
+            let tools: Vec<Value> = offered(app)
+                .iter()
+                .map(
+                    |t| json!({"name": t.name, "description": t.description, "inputSchema": input_schema(t)}),
+                )
+                .collect();
+            result(&id, json!({"tools": tools}))
+        }
+        "tools/call" => call(app, default_agent, &id, &params).await,
+        other => error(&id, -32601, format!("method {other:?} is not offered")),
+    })
+}
+
+async fn call(app: &App, default_agent: &str, id: &Value, params: &Value) -> Value {
+    let Some(name) = params["name"].as_str() else {
+        return error(id, -32602, "params.name: the tool's name is required");
+    };
+    if !TOOLS.contains(&name) {
+        return error(
+            id,
+            -32602,
+            format!("there is no tool {name:?}; tools/list names them"),
+        );
+    }
+    let mut arguments = match params.get("arguments") {
+        Some(Value::Object(map)) => map.clone(),
+        None | Some(Value::Null) => Map::new(),
+        Some(_) => return error(id, -32602, "params.arguments must be an object"),
+    };
+    let agent = match arguments.remove("agent") {
+        Some(Value::String(agent)) => agent,
+        None => default_agent.to_string(),
+        Some(_) => return error(id, -32602, "arguments.agent must be a string"),
+    };
+    let context = match app.agents.tools_for(&agent).await {
+        Ok(Some(context)) => context,
+        Ok(None) => return tool_result(id, format!("there is no agent {agent:?}"), true),
+        Err(err) => {
+            tracing::warn!(error = %err, "MCP: could not read the agent");
+            return tool_result(
+                id,
+                "storage is unavailable right now; try again later".into(),
+                true,
+            );
+        }
+    };
+    let output = tools::call(&context, name, &Value::Object(arguments)).await;
+    tool_result(id, output.content, output.is_error)
+}
+
+fn tool_result(id: &Value, text: String, is_error: bool) -> Value {
+    result(
+        id,
+        json!({"content": [{"type": "text", "text": text}], "isError": is_error}),
+    )
+}
