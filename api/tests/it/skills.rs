@@ -83,7 +83,7 @@ async fn imported_skills_are_listed_in_the_prompt_and_loaded_by_the_tool() {
         "Look up the forecast for a city."
     );
 
-    let script = r#"script: skill {"name": "pdf-forms"} ; skill {"name": "pdf-forms", "file": "scripts/fill.py"} ; skill {"name": "nope"} ; answer"#;
+    let script = r#"script: skill {"name": "pdf-forms"} ; skill {"name": "pdf-forms", "file": "scripts/fill.py"} ; skill {"name": "nope"} ; fs_read {"path": "skills/weather/SKILL.md"} ; answer"#;
     let (text, system) = agent_answer_and_prompt(&fakes, &onyx, script).await;
     assert!(system.contains("## Skills"), "{system}");
     assert!(
@@ -102,6 +102,10 @@ async fn imported_skills_are_listed_in_the_prompt_and_loaded_by_the_tool() {
     );
     assert!(text.contains("print('filled')"), "the file was read: {text}");
     assert!(text.contains("you have no skill \"nope\""), "{text}");
+    assert!(
+        text.contains("Use web_fetch on wttr.in."),
+        "fs_read reads a skill's files: {text}"
+    );
     assert!(
         !text.contains("name: pdf-forms"),
         "the front matter is not repeated: {text}"

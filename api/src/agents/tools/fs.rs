@@ -1,6 +1,7 @@
 //! `fs_read`, `fs_write`, `fs_edit`, `fs_list`: files in the agent's local
 //! work dir, and nowhere else. Paths must be relative, without `..`, and no
-//! part of them may be a symlink (so a link cannot lead outside).
+//! part of them may be a symlink (so a link cannot lead outside). `fs_read` of
+//! `skills/{name}/{file}` missing from the work dir reads that skill's file.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -102,7 +103,13 @@ pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String,
             })
         }
         "fs_read" => {
-            let path = confine(root, text(args, "path")?)?;
+            let relative = text(args, "path")?;
+            let path = confine(root, relative)?;
+            if !path.exists()
+                && let Some(content) = skill_file(ctx, relative).await?
+            {
+                return Ok(content);
+            }
             let bytes = tokio::fs::read(&path).await.map_err(|e| e.to_string())?;
             let mut content = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_READ)]).into_owned();
             if bytes.len() > MAX_READ {
@@ -146,6 +153,27 @@ pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String,
                 )),
             }
         }
+    }
+}
+
+/// `skills/{name}/{file}` not in the work directory: the file of one of the
+/// agent's skills (the `skill` tool lists them), so a skill's instructions
+/// can point at its files by that path.
+async fn skill_file(ctx: &ToolContext, relative: &str) -> Result<Option<String>, ToolError> {
+    let Some((name, file)) = relative
+        .strip_prefix("skills/")
+        .and_then(|rest| rest.split_once('/'))
+    else {
+        return Ok(None);
+    };
+    match ctx.skills.resolve(&ctx.agent.id, name).await {
+        Ok(skill) => ctx
+            .skills
+            .read_file(&skill.summary.scope, name, file)
+            .await
+            .map(Some)
+            .map_err(|err| fail!("{err}")),
+        Err(_) => Ok(None),
     }
 }
 
