@@ -1,9 +1,9 @@
 """Load driver of bench/soak.sh (Python standard library only).
 
 Workers send a weighted mix of requests to Onyx (chat, streaming chat, agent
-runs in sessions of 20 turns, memory writes, memory searches) while a monitor
-reads the gateway's RSS from /proc every minute and prints a table row: RSS,
-requests and errors by kind in that minute. At the end: the RSS slope over the
+runs continuing a session for 20 turns, memory writes, memory searches) while a
+monitor reads the gateway's RSS from /proc every minute and prints a table row:
+RSS, the data dir's size, requests and errors by kind in that minute. At the end: the RSS slope over the
 last 10 minutes (the second half of a shorter run) and a verdict. Exit status
 1 if any request failed.
 """
@@ -11,6 +11,7 @@ last 10 minutes (the second half of a shorter run) and a verdict. Exit status
 import argparse
 import http.client
 import json
+import os
 import random
 import sys
 import threading
@@ -82,43 +83,59 @@ class Worker(threading.Thread):
         weights = [w for _, w in MIX]
         while not self.soak.done.is_set():
             kind = self.random.choices(kinds, weights)[0]
+            started = time.monotonic()
             try:
                 error = self.one(kind)
             except Exception as exc:  # a dropped connection, a timeout, a bad body
                 error = f"{kind}: {type(exc).__name__}: {exc}"
-            self.soak.record(kind, error)
+            self.soak.record(kind, error, time.monotonic() - started)
 
 
 class Soak:
     def __init__(self, args):
         url = urllib.parse.urlparse(args.url)
         self.host, self.port, self.key, self.pid = url.hostname, url.port, args.key, args.pid
+        self.data_dir = args.data_dir
         self.done = threading.Event()
         self.lock = threading.Lock()
-        self.requests, self.errors = Counter(), Counter()
+        self.requests, self.errors, self.seconds = Counter(), Counter(), Counter()
         self.total_requests, self.total_errors = Counter(), Counter()
         self.first_errors = []
 
-    def record(self, kind, error):
+    def record(self, kind, error, seconds):
         with self.lock:
             self.requests[kind] += 1
+            self.seconds[kind] += seconds
             if error:
                 self.errors[kind] += 1
                 if len(self.first_errors) < 10:
                     self.first_errors.append(error)
 
     def take(self):
+        """This minute's requests, errors and mean latency (ms) by kind."""
         with self.lock:
-            requests, errors = self.requests, self.errors
-            self.requests, self.errors = Counter(), Counter()
+            requests, errors, seconds = self.requests, self.errors, self.seconds
+            self.requests, self.errors, self.seconds = Counter(), Counter(), Counter()
         self.total_requests.update(requests)
         self.total_errors.update(errors)
-        return requests, errors
+        return requests, errors, {k: 1000 * seconds[k] / n for k, n in requests.items()}
 
     def rss_mb(self):
         with open(f"/proc/{self.pid}/status") as status:
             fields = dict(line.split(":", 1) for line in status)
         return int(fields["VmRSS"].split()[0]) / 1024, int(fields["RssAnon"].split()[0]) / 1024
+
+
+def tree_mb(root):
+    """Bytes under `root` (the database and the object store), in MB."""
+    total = 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(folder, name))
+            except OSError:
+                pass  # a file replaced while walking
+    return total / 1e6
 
 
 def slope(points):
@@ -135,6 +152,7 @@ def main():
     parser.add_argument("--url", required=True)
     parser.add_argument("--key", required=True)
     parser.add_argument("--pid", type=int, required=True)
+    parser.add_argument("--data-dir", required=True)
     parser.add_argument("--minutes", type=int, default=30)
     parser.add_argument("--workers", type=int, default=4)
     args = parser.parse_args()
@@ -143,21 +161,22 @@ def main():
     print(f"RSS before load: {rss:.1f} MB (anonymous {anon:.1f} MB)")
     print()
     kinds = [k for k, _ in MIX]
-    print("| minute | RSS MB | anon MB | requests | req/s | " + " | ".join(kinds) + " | errors |")
-    print("| ---: | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in kinds) + " | --- |")
+    print("| minute | RSS MB | anon MB | data MB | requests | req/s | " + " | ".join(kinds) + " | errors |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in kinds) + " | --- |")
     workers = [Worker(soak, seed) for seed in range(args.workers)]
     for worker in workers:
         worker.start()
-    samples = []
+    samples, latencies = [], []
     start = time.monotonic()
     for minute in range(1, args.minutes + 1):
         time.sleep(max(0.0, start + 60 * minute - time.monotonic()))
-        requests, errors = soak.take()
+        requests, errors, latency = soak.take()
+        latencies.append(latency)
         rss, anon = soak.rss_mb()
         samples.append((minute, rss, anon))
         total = sum(requests.values())
         shown = ", ".join(f"{k} {n}" for k, n in sorted(errors.items())) or "none"
-        print(f"| {minute} | {rss:.1f} | {anon:.1f} | {total} | {total / 60:.1f} | "
+        print(f"| {minute} | {rss:.1f} | {anon:.1f} | {tree_mb(soak.data_dir):.1f} | {total} | {total / 60:.1f} | "
               + " | ".join(str(requests[k]) for k in kinds) + f" | {shown} |", flush=True)
     soak.done.set()
     for worker in workers:
@@ -173,6 +192,8 @@ def main():
           f"slope {rss_slope:+.2f} MB/min (anonymous {anon_slope:+.2f} MB/min)")
     flat = abs(rss_slope) < 1.0
     print(f"verdict: RSS {'flat' if flat else 'NOT flat'} after warm-up (|slope| < 1 MB/min)")
+    print("mean latency (ms), first minute -> last minute: " + ", ".join(
+        f"{k} {latencies[0].get(k, 0):.0f} -> {latencies[-1].get(k, 0):.0f}" for k in kinds))
     for error in soak.first_errors:
         print(f"error: {error}")
     return 1 if soak.total_errors else 0

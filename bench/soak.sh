@@ -3,8 +3,9 @@
 # fake upstreams, driven for SOAK_MINUTES (default 30) by a mixed load: chat
 # completions, streaming chats, agent runs (`onyx:main`), memory writes and
 # memory searches (hybrid, through the fake Ollama's embeddings). Prints, each
-# minute, the gateway's RSS, requests and errors by kind, and at the end the
-# RSS slope over the last 10 minutes (or the second half of a shorter run).
+# minute, the gateway's RSS, the data dir's size, requests and errors by kind,
+# and at the end the RSS slope over the last 10 minutes (or the second half of
+# a shorter run).
 # Exits 1 on any error.
 #
 #   bench/soak.sh             release build (needs: python3, curl)
@@ -59,7 +60,7 @@ until curl -sf "$onyx/health" >/dev/null; do sleep 0.05; done
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "build: $profile; minutes: ${SOAK_MINUTES:-30}; workers: ${SOAK_WORKERS:-4}"
 status=0
-python3 bench/soak.py --url "$onyx" --key "$KEY" --pid "$onyx_pid" \
+python3 bench/soak.py --url "$onyx" --key "$KEY" --pid "$onyx_pid" --data-dir "$tmp/data" \
   --minutes "${SOAK_MINUTES:-30}" --workers "${SOAK_WORKERS:-4}" || status=$?
 warnings=$(grep -c -E ' (WARN|ERROR) ' "$tmp/onyx.err" || true)
 echo "onyx warnings and errors logged: $warnings"

@@ -365,11 +365,11 @@ pub fn task() -> BoxedStrategy<Value> {
             ("agent", one_of(&["main", "fuzz", "nobody"])),
             ("name", string()),
             ("timezone", one_of(&["UTC", "Europe/Berlin", "Mars/Olympus"])),
-            ("context_mode", one_of(&["isolated", "group", "session"])),
-            ("deliver_to", string()),
+            ("context_mode", one_of(&["isolated", "main"])),
+            ("deliver_to", one_of(&["session:new", "telegram:123", "nowhere"])),
         ],
     );
-    (body, schedule, prop::option::of((text(), text())))
+    (body, schedule, prop::option::weighted(0.1, (text(), text())))
         .prop_map(|(mut body, (kind, value), odd)| {
             let (kind, value) = odd.unwrap_or((kind.into(), value.into()));
             if let Value::Object(map) = &mut body {
