@@ -46,7 +46,9 @@ cat > "$tmp/onyx.json5" <<JSON
   agents: { list: [{ id: "main", default: true, model: "openai/fake-echo" }] },
 }
 JSON
-ONYX_LOG=warn HOME=$tmp ONYX_DATA_DIR=$tmp/data "$bin/onyx" serve --config "$tmp/onyx.json5" --listen 127.0.0.1:0 \
+# SOAK_WRAP: a command prefix the gateway runs under (it must exec its arguments,
+# keeping the pid), e.g. to show it less memory (see bench/README.md, Soak).
+ONYX_LOG=warn HOME=$tmp ONYX_DATA_DIR=$tmp/data ${SOAK_WRAP:-} "$bin/onyx" serve --config "$tmp/onyx.json5" --listen 127.0.0.1:0 \
   > "$tmp/onyx.out" 2> "$tmp/onyx.err" &
 onyx_pid=$!
 pids+=($onyx_pid)
