@@ -42,6 +42,8 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod error_chain;
+#[cfg(test)]
+mod fuzzing;
 pub mod health;
 pub mod http;
 pub mod inbox;

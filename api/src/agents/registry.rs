@@ -50,8 +50,9 @@ struct Stored {
     permission_mode: Option<String>,
     #[serde(default)]
     enabled: Option<bool>,
+    /// Absent (read back as null) on configured agents changed through the API.
     #[serde(default)]
-    created: bool,
+    created: Option<bool>,
     #[serde(default)]
     created_at: Option<String>,
 }
@@ -151,7 +152,7 @@ impl Registry {
         for row in stored {
             match out.iter_mut().find(|a| a.id == row.id) {
                 Some(existing) => apply(existing, &row),
-                None if row.created => {
+                None if row.created == Some(true) => {
                     let mut agent = AgentDef {
                         id: row.id.clone(),
                         name: row.id.clone(),
@@ -305,5 +306,29 @@ fn expand_home(path: &str) -> PathBuf {
     match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
         (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
         _ => PathBuf::from(path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_patched_configured_agent_still_lists() {
+        // Found by the fuzzer: a PATCH of a configured agent stored a row
+        // without `created`, which read back as null and made every agent
+        // lookup (and so every agent chat) fail with 503 from then on.
+        let text = r#"{ agents: { list: [{ id: "main", default: true }] }, storage: { dataDir: "/tmp/onyx-unused" } }"#;
+        let config = crate::config::parse(Some(text), None, &|_| None).unwrap();
+        let registry = Registry::new(&config, Db::scratch().await);
+        let rename = AgentPatch {
+            name: Some("Renamed".into()),
+            ..AgentPatch::default()
+        };
+        registry.patch(MAIN, &rename).await.unwrap();
+        registry.patch(MAIN, &AgentPatch::default()).await.unwrap();
+        let main = registry.get(MAIN).await.unwrap().unwrap();
+        assert_eq!(main.name, "Renamed");
+        assert_eq!(registry.list().await.unwrap().len(), 1);
     }
 }

@@ -88,7 +88,7 @@ pub fn parse(
             let (line, column) = err
                 .position()
                 .map(|p| (p.line + 1, p.column + 1))
-                .unwrap_or((0, 0));
+                .unwrap_or_else(|| end_of(text));
             ConfigError::Syntax {
                 path: display_path.clone(),
                 line,
@@ -104,11 +104,25 @@ pub fn parse(
     env::substitute(&mut tree, env)?;
     let raw: raw::RawConfig = serde_path_to_error::deserialize(tree).map_err(|err| {
         let path = err.path().to_string();
-        let path = if path == "." { "<root>".to_string() } else { path };
+        // `.` is the root; an empty path is an unknown key `""` at the root.
+        let path = if path == "." || path.is_empty() {
+            "<root>".to_string()
+        } else {
+            path
+        };
         ConfigError::invalid(path, err.into_inner().to_string())
     })?;
     validate::validate(raw, path.map(Path::to_path_buf), env)
 }
 
+/// The line and column just past the end of `text` (where an unexpected end of input is).
+fn end_of(text: &str) -> (usize, usize) {
+    let line = text.split('\n').count();
+    let column = text.rsplit('\n').next().map_or(0, |last| last.chars().count()) + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod fuzz_tests;
 #[cfg(test)]
 mod tests;

@@ -314,3 +314,15 @@ fn the_local_embedder_defaults_to_minilm_downloaded_once() {
     let err = parse(Some(r#"{memory: {embedder: {type: "onnx"}}}"#), None, &home).unwrap_err();
     assert!(err.to_string().contains("\"local\""), "{err}");
 }
+
+#[test]
+fn syntax_errors_at_the_end_and_empty_keys_still_say_where() {
+    // Found by the fuzzer: an unexpected end of input had no position (0:0),
+    // and an unknown key "" at the root had an empty path.
+    match parse(Some("\n  "), None, &env(&[])).unwrap_err() {
+        ConfigError::Syntax { line, column, .. } => assert_eq!((line, column), (2, 3)),
+        other => panic!("{other}"),
+    }
+    let err = parse(Some(r#"{"": null}"#), None, &env(&[])).unwrap_err();
+    assert!(err.to_string().starts_with("<root>: unknown field ``"), "{err}");
+}

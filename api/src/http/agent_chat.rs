@@ -40,6 +40,18 @@ pub async fn answer(
     session_ref: Option<String>,
     who: Attribution,
 ) -> Result<Answered, ApiError> {
+    // An agent answers a user (or a client tool's result): checked before the
+    // run starts, so a streaming client gets a 400 rather than an error mid-stream.
+    let last = chat
+        .messages
+        .iter()
+        .rfind(|m| !matches!(m.role, Role::System | Role::Developer));
+    if !last.is_some_and(|m| matches!(m.role, Role::User | Role::Tool | Role::Function)) {
+        return Err(ApiError::bad_request(
+            "messages: an agent's turn must end with a user (or tool) message",
+            Some("messages".into()),
+        ));
+    }
     let agent = app
         .agents
         .registry

@@ -23,6 +23,8 @@ pub mod embedder;
 mod index;
 pub mod local_embedder;
 pub mod paths;
+#[cfg(test)]
+mod paths_fuzz;
 pub mod resident;
 pub mod search;
 mod segments;

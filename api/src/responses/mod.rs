@@ -74,6 +74,10 @@ impl ResponseStore {
     }
 
     pub async fn get(&self, id: &str) -> Result<Option<Stored>, ResponseError> {
+        // SurrealDB refuses an empty record id (a database error, not "no such row").
+        if id.is_empty() {
+            return Ok(None);
+        }
         let rows: Vec<Stored> = self
             .db
             .rows(

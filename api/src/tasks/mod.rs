@@ -9,6 +9,8 @@
 
 pub mod heartbeat;
 pub mod schedule;
+#[cfg(test)]
+mod schedule_fuzz;
 pub mod store;
 
 use std::sync::Arc;

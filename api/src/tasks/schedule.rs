@@ -68,6 +68,13 @@ pub enum Schedule {
     Once(DateTime<Utc>),
 }
 
+/// A `ScheduleError::Value` with a formatted message.
+macro_rules! bad {
+    ($($message:tt)*) => {
+        ScheduleError::Value(format!($($message)*))
+    };
+}
+
 /// Interval tasks may not run more often than this.
 pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -77,7 +84,15 @@ impl Schedule {
         let value = value.trim();
         match kind {
             ScheduleType::Cron => parse_cron(value).map(|s| Self::Cron(Box::new(s))),
-            ScheduleType::Interval => parse_interval(value).map(Self::Interval),
+            ScheduleType::Interval => {
+                let every = parse_interval(value)?;
+                // Past the calendar's end (year 262143) it can never fire.
+                chrono::Duration::from_std(every)
+                    .ok()
+                    .and_then(|d| now.checked_add_signed(d))
+                    .ok_or_else(|| bad!("{value:?} is too long an interval"))?;
+                Ok(Self::Interval(every))
+            }
             ScheduleType::Once => parse_once(value, tz, now).map(Self::Once),
         }
     }
@@ -89,7 +104,7 @@ impl Schedule {
                 .after(&after.with_timezone(&tz))
                 .next()
                 .map(|t| t.with_timezone(&Utc)),
-            Self::Interval(every) => chrono::Duration::from_std(*every).ok().map(|d| after + d),
+            Self::Interval(every) => after.checked_add_signed(chrono::Duration::from_std(*every).ok()?),
             Self::Once(at) => (*at > after).then_some(*at),
         }
     }
@@ -109,10 +124,10 @@ impl Schedule {
         match self {
             Self::Interval(every) => {
                 let every = chrono::Duration::from_std(*every).ok()?;
-                let mut next = due + every;
+                let mut next = due.checked_add_signed(every)?;
                 if next <= now {
                     let behind = (now - next).num_milliseconds() / every.num_milliseconds().max(1) + 1;
-                    next += every * i32::try_from(behind).unwrap_or(i32::MAX);
+                    next = next.checked_add_signed(every.checked_mul(i32::try_from(behind).ok()?)?)?;
                 }
                 Some(next)
             }
@@ -122,31 +137,26 @@ impl Schedule {
     }
 }
 
-/// A `ScheduleError::Value` with a formatted message.
-macro_rules! bad {
-    ($($message:tt)*) => {
-        ScheduleError::Value(format!($($message)*))
-    };
-}
+/// The `@` shorthands cron accepts.
+pub(super) const SHORTHANDS: &[&str] = &[
+    "@yearly",
+    "@annually",
+    "@monthly",
+    "@weekly",
+    "@daily",
+    "@midnight",
+    "@hourly",
+];
 
 fn parse_cron(value: &str) -> Result<cron::Schedule, ScheduleError> {
     const SHAPE: &str = "use 5 fields (minute hour day-of-month month day-of-week), 6 with seconds first, or @hourly/@daily/@weekly/@monthly/@yearly";
     if value.starts_with('@') {
-        let known = [
-            "@yearly",
-            "@annually",
-            "@monthly",
-            "@weekly",
-            "@daily",
-            "@midnight",
-            "@hourly",
-        ];
         let normalized = match value {
             "@annually" => "@yearly",
             "@midnight" => "@daily",
             other => other,
         };
-        if !known.contains(&value) {
+        if !SHORTHANDS.contains(&value) {
             return Err(bad!("{value:?} is not a known shorthand; {SHAPE}"));
         }
         return cron::Schedule::from_str(normalized).map_err(|e| bad!("{value:?}: {e}"));
@@ -236,8 +246,9 @@ fn parse_once(value: &str, tz: Tz, now: DateTime<Utc>) -> Result<DateTime<Utc>, 
         let delay = humantime::parse_duration(delay.trim())
             .map_err(|_| bad!("{value:?}: expected a delay like \"+10m\""))?;
         return chrono::Duration::from_std(delay)
-            .map(|d| now + d)
-            .map_err(|_| bad!("{value:?} is too far away"));
+            .ok()
+            .and_then(|d| now.checked_add_signed(d))
+            .ok_or_else(|| bad!("{value:?} is too far away"));
     }
     let at = if let Ok(at) = DateTime::parse_from_rfc3339(value) {
         at.with_timezone(&Utc)
@@ -362,6 +373,22 @@ mod tests {
             next(ScheduleType::Once, "+10m", "UTC", "2026-11-22T10:00:00Z"),
             "2026-11-22T10:10:00.000000Z"
         );
+    }
+
+    #[test]
+    fn schedules_past_the_calendars_end_are_refused_not_a_panic() {
+        // Found by the fuzzer: a 130,000-year interval's second beat overflowed
+        // chrono's calendar and panicked.
+        let now = at("2027-09-14T11:26:19Z");
+        let long = Schedule::parse(ScheduleType::Interval, "4104222977810500", chrono_tz::UTC, now).unwrap();
+        let first = long.first(now, chrono_tz::UTC).unwrap();
+        assert_eq!(long.following(first, first, chrono_tz::UTC), None);
+        assert_eq!(long.next_after(first, chrono_tz::UTC), None);
+        let err =
+            Schedule::parse(ScheduleType::Interval, "8000000000000000000", chrono_tz::UTC, now).unwrap_err();
+        assert!(err.to_string().contains("too long an interval"), "{err}");
+        let err = Schedule::parse(ScheduleType::Once, "+100000000y", chrono_tz::UTC, now).unwrap_err();
+        assert!(err.to_string().contains("too far away"), "{err}");
     }
 
     #[test]

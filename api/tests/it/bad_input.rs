@@ -216,3 +216,44 @@ async fn unknown_providers_and_models_are_404_model_not_found() {
             || body["error"]["message"].as_str().unwrap().contains("anthropic")
     );
 }
+
+/// Found by the fuzzer (`fuzz`): each was a 5xx or an error mid-stream.
+#[tokio::test]
+async fn fuzz_findings_are_clean_4xx() {
+    let fakes = Fakes::start().await;
+    let config =
+        TestConfig::new(&fakes).agent(json!({"id": "main", "default": true, "model": "anthropic/fake-echo"}));
+    let onyx = InProcess::start(config).await;
+    // An agent's turn ending with an assistant message: refused before the
+    // run starts (streaming, it used to fail inside a 200 stream).
+    for stream in [false, true] {
+        let reply = onyx
+            .chat(json!({"model": "onyx:main", "stream": stream, "messages": [{"role": "assistant", "content": " "}]}))
+            .await;
+        assert_eq!(reply.status, 400, "{}", reply.body);
+        assert_openai_error(&reply.body);
+        assert_eq!(reply.body["error"]["param"], "messages");
+    }
+    // An empty previous_response_id was a database error (503).
+    let reply = onyx
+        .call(
+            Method::POST,
+            "/v1/responses",
+            &json!({"model": "openai/fake-echo", "input": "hi", "previous_response_id": ""}),
+        )
+        .await;
+    assert!(
+        (400..500).contains(&reply.status),
+        "{}: {}",
+        reply.status,
+        reply.body
+    );
+    assert_openai_error(&reply.body);
+    // Changing a configured agent left a row that broke every agent lookup (503).
+    let reply = onyx
+        .call(Method::PATCH, "/v1/agents/main", &json!({"name": "Renamed"}))
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let reply = onyx.call(Method::GET, "/v1/agents", &Value::Null).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+}

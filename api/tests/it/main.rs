@@ -15,6 +15,7 @@ mod budgets;
 mod chat_approvals;
 mod compaction;
 mod deployment;
+mod fuzz;
 mod hardening;
 mod keys;
 mod local_embedder;

@@ -43,15 +43,19 @@ impl InProcess {
 
     /// Sends `request` through the router.
     pub async fn send(&self, request: Request<Body>) -> Reply {
-        let response = self.router.clone().oneshot(request).await.unwrap();
-        let status: StatusCode = response.status();
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-            .await
-            .unwrap();
+        let (status, _, bytes) = self.send_raw(request).await;
         Reply {
             status: status.as_u16(),
             body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
         }
+    }
+
+    /// Sends `request` through the router; the status, headers and whole body.
+    pub async fn send_raw(&self, request: Request<Body>) -> (StatusCode, http::HeaderMap, bytes::Bytes) {
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let (parts, body) = response.into_parts();
+        let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+        (parts.status, parts.headers, bytes)
     }
 
     /// `method path` with `body` as JSON, with the test key.
