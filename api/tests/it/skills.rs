@@ -113,7 +113,12 @@ async fn imported_skills_are_listed_in_the_prompt_and_loaded_by_the_tool() {
 
     // Skills are not memory: searching finds nothing of them.
     let hits = onyx.get_json("/v1/memory/search?q=qpdf&agent=main").await;
-    assert!(pluck(&hits["data"], "/path").iter().all(|p| !p.starts_with("skills/")), "{hits}");
+    assert!(
+        pluck(&hits["data"], "/path")
+            .iter()
+            .all(|p| !p.starts_with("skills/")),
+        "{hits}"
+    );
     assert!(!hits["data"].to_string().contains("qpdf"), "{hits}");
 }
 

@@ -424,3 +424,51 @@ pub fn session_patch() -> BoxedStrategy<Value> {
         ],
     )
 }
+
+pub fn provider() -> BoxedStrategy<Value> {
+    let headers = prop::collection::btree_map("[A-Za-z-]{1,12}|.{0,6}", text(), 0..3)
+        .prop_map(|map| Value::Object(map.into_iter().map(|(k, v)| (k, Value::String(v))).collect()))
+        .boxed();
+    object(
+        vec![
+            ("name", prop_oneof![3 => "[a-z][a-z0-9-]{0,10}".prop_map(Value::String), 1 => text().prop_map(Value::String)].boxed()),
+            ("type", one_of(&["openai", "anthropic", "ollama", "gemini", ""])),
+        ],
+        vec![
+            ("baseUrl", one_of(&["http://127.0.0.1:9/v1", "https://api.example.com", "not a url", "ftp://x", ""])),
+            ("apiKey", prop_oneof![string(), Just(Value::Null)].boxed()),
+            ("headers", headers),
+            ("timeoutSeconds", number(100_000)),
+            ("connectTimeoutSeconds", number(1000)),
+            ("maxRetries", number(100)),
+            ("models", prop::collection::vec(string(), 0..3).prop_map(Value::Array).boxed()),
+            ("responses", boolean()),
+        ],
+    )
+}
+
+pub fn alias() -> BoxedStrategy<Value> {
+    object(
+        vec![(
+            "targets",
+            prop::collection::vec(
+                prop_oneof![
+                    one_of(&["openai/fake-echo", "nobody/model", "no-slash", "onyx:main"]),
+                    string()
+                ],
+                0..3,
+            )
+            .prop_map(Value::Array)
+            .boxed(),
+        )],
+        vec![],
+    )
+}
+
+pub fn skill_md() -> BoxedStrategy<Value> {
+    let content = prop_oneof![
+        2 => ("[a-z-]{1,8}", text()).prop_map(|(name, description)| format!("---\nname: {name}\ndescription: {description}\n---\nbody")),
+        1 => text(),
+    ];
+    object(vec![("content", content.prop_map(Value::String).boxed())], vec![])
+}

@@ -330,6 +330,46 @@ fn onyx_endpoints_never_fail_on_bad_bodies() {
 }
 
 #[test]
+fn provider_alias_and_skill_endpoints_never_fail_on_bad_bodies() {
+    let world = World::start();
+    fuzz(
+        &world,
+        "POST /v1/providers",
+        Shape::OpenAi,
+        post("/v1/providers", bodies::provider()),
+    );
+    let named = |method: Method, prefix: &'static str, body: BoxedStrategy<Value>| {
+        let name = prop_oneof![3 => "[a-z][a-z0-9-]{0,8}", 1 => bodies::text()];
+        (name, raw(body))
+            .prop_map(move |(name, payload)| Case {
+                method: method.clone(),
+                path: format!("{prefix}{}", encode(&name, false)),
+                headers: Vec::new(),
+                payload,
+            })
+            .boxed()
+    };
+    fuzz(
+        &world,
+        "PUT /v1/aliases/{name}",
+        Shape::OpenAi,
+        named(Method::PUT, "/v1/aliases/", bodies::alias()),
+    );
+    fuzz(
+        &world,
+        "PATCH /v1/providers/{name}",
+        Shape::OpenAi,
+        named(Method::PATCH, "/v1/providers/", bodies::provider()),
+    );
+    fuzz(
+        &world,
+        "PUT /v1/skills/_shared/{name}",
+        Shape::OpenAi,
+        named(Method::PUT, "/v1/skills/_shared/", bodies::skill_md()),
+    );
+}
+
+#[test]
 fn memory_files_and_search_never_fail_on_odd_paths_and_queries() {
     let world = World::start();
     let path = prop_oneof![
