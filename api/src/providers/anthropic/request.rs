@@ -3,7 +3,9 @@
 //! System and developer messages become `system`; tool results become
 //! `tool_result` blocks in a user turn; assistant tool calls become `tool_use`
 //! blocks; consecutive turns of one role are merged, as the Messages API wants
-//! strictly alternating roles; `data:` image URLs become base64 image sources.
+//! strictly alternating roles, and a conversation that opens with the
+//! assistant gets a short user turn before it (the API wants a user turn
+//! first); `data:` image URLs become base64 image sources.
 //!
 //! A request with OpenAI's `prompt_cache_key` (agent runs send one) gets
 //! prompt-cache breakpoints: each system message becomes a `system` block and
@@ -17,6 +19,8 @@ use crate::providers::ProviderError;
 use crate::providers::types::{ChatRequest, Content, ContentPart, Message, Role, ToolChoice};
 
 const DEFAULT_MAX_TOKENS: u32 = 4096;
+/// The user turn put before a conversation that starts with the assistant.
+const LEADING_USER_TEXT: &str = "(conversation start)";
 /// Turns from the end whose last block gets a breakpoint (with the system
 /// block: 3 of the 4 Anthropic allows).
 const HISTORY_BREAKPOINTS: usize = 2;
@@ -62,6 +66,14 @@ pub fn messages_request(request: &ChatRequest, model: &str, stream: bool) -> Res
         return Err(ProviderError::InvalidRequest(
             "messages: at least one user message is required".into(),
         ));
+    }
+    // OpenAI takes a conversation that opens with the assistant (a greeting an
+    // app shows first); the Messages API wants a user turn first.
+    if turns[0].0 == "assistant" {
+        turns.insert(
+            0,
+            ("user", vec![json!({"type": "text", "text": LEADING_USER_TEXT})]),
+        );
     }
 
     let mut body = Map::new();
@@ -350,5 +362,23 @@ mod tests {
                 .to_string()
                 .contains("tool_call_id")
         );
+    }
+
+    #[test]
+    fn a_conversation_opening_with_the_assistant_gets_a_user_turn_first() {
+        let request: ChatRequest = serde_json::from_value(json!({"model": "m", "messages": [
+            {"role": "assistant", "content": "Hi, how can I help?"},
+            {"role": "user", "content": "What time is it?"}
+        ]}))
+        .unwrap();
+        let body = messages_request(&request, "claude", false).unwrap();
+        let roles: Vec<&str> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "user"]);
+        assert_eq!(body["messages"][0]["content"][0]["text"], LEADING_USER_TEXT);
     }
 }
