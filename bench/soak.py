@@ -23,6 +23,23 @@ WORDS = "garden river piano coffee mountain invoice dentist bicycle passport rec
 MIX = [("chat", 35), ("stream", 20), ("agent", 15), ("memory_write", 15), ("memory_search", 15)]
 
 
+def mix_from(text):
+    """`SOAK_MIX=chat=35,stream=20,memory_search=15`: a load without writes,
+    to tell a leak from the stored data growing."""
+    known = dict(MIX)
+    mix = []
+    for part in filter(None, text.split(",")):
+        kind, _, weight = part.partition("=")
+        if kind not in known:
+            sys.exit(f"SOAK_MIX: unknown kind {kind!r} (known: {', '.join(known)})")
+        mix.append((kind, int(weight or known[kind])))
+    return mix
+
+
+if os.environ.get("SOAK_MIX"):
+    MIX = mix_from(os.environ["SOAK_MIX"])
+
+
 class Worker(threading.Thread):
     def __init__(self, soak, seed):
         super().__init__(daemon=True)

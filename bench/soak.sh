@@ -11,6 +11,7 @@
 #   bench/soak.sh             release build (needs: python3, curl)
 #   bench/soak.sh --debug     debug build
 #   SOAK_MINUTES=3 SOAK_WORKERS=4 bench/soak.sh --debug
+#   SOAK_MIX=chat=35,stream=20,memory_search=15 bench/soak.sh   (a load that stores nothing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
