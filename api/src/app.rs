@@ -87,7 +87,7 @@ pub enum StartupError {
 impl App {
     pub async fn new(config: &Config) -> Result<Self, StartupError> {
         let metrics = Arc::new(Metrics::new());
-        let vault = Arc::new(load_vault(config)?);
+        let vault = Arc::new(crate::secrets::vault_from_env(&config.storage.data_dir)?);
         let db = Db::connect(&config.storage.surrealdb).await?;
         db.migrate().await?;
         let usage = crate::usage::Meter::new(db.clone(), usage_settings(config), metrics.clone());
@@ -229,16 +229,6 @@ fn usage_settings(config: &Config) -> crate::usage::UsageSettings {
             .filter_map(|a| a.limits.map(|l| (a.id.clone(), l)))
             .collect(),
     }
-}
-
-/// The master key: `ONYX_MASTER_KEY`, or the data dir's key file.
-fn load_vault(config: &Config) -> Result<crate::secrets::Vault, StartupError> {
-    let env = |name: &str| std::env::var(name).ok();
-    Ok(crate::secrets::load_vault(
-        &config.storage.data_dir,
-        env("ONYX_MASTER_KEY").as_deref(),
-        env("ONYX_MASTER_KEY_PREVIOUS").as_deref(),
-    )?)
 }
 
 /// The object store; when it cannot be reached at startup Onyx still serves

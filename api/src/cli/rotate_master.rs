@@ -10,17 +10,12 @@ use secrecy::ExposeSecret;
 use super::error::CliError;
 use crate::config::Config;
 use crate::providers::stored::ProviderStore;
-use crate::secrets::{KeySource, MasterKey, MasterKeyFiles, load_vault};
+use crate::secrets::{KeySource, MasterKey, MasterKeyFiles, vault_from_env};
 use crate::storage::Db;
 
 pub async fn rotate(config: &Config, db: &Db) -> Result<(), CliError> {
     db.migrate().await?;
-    let env = |name: &str| std::env::var(name).ok();
-    let old = load_vault(
-        &config.storage.data_dir,
-        env("ONYX_MASTER_KEY").as_deref(),
-        env("ONYX_MASTER_KEY_PREVIOUS").as_deref(),
-    )?;
+    let old = vault_from_env(&config.storage.data_dir)?;
     let new_key = MasterKey::generate()?;
     let files = MasterKeyFiles::in_dir(&config.storage.data_dir);
     let from_file = matches!(old.source(), KeySource::File(_));

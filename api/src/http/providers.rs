@@ -26,33 +26,29 @@ use crate::health::DependencyHealth;
 use crate::providers::registry::{AliasView, ProviderView, RegistryError};
 use crate::providers::stored::{StoreError, parse_spec};
 
-fn api_error(err: RegistryError) -> ApiError {
-    let not_found = |message: String, code| ApiError::NotFound { message, code };
-    match err {
-        RegistryError::Store(StoreError::Db(err)) => ApiError::Db(err),
-        RegistryError::Store(StoreError::Invalid(ConfigError::Invalid { path, message })) => {
-            let param = (!path.is_empty()).then_some(path);
-            let message = match &param {
-                Some(param) => format!("{param}: {message}"),
-                None => message,
-            };
-            ApiError::bad_request(message, param)
-        }
-        RegistryError::Store(err @ StoreError::NotFound(_)) => {
-            not_found(err.to_string(), "provider_not_found")
-        }
-        err @ RegistryError::AliasNotFound(_) => not_found(err.to_string(), "alias_not_found"),
-        RegistryError::InvalidAlias { field, message } => {
-            ApiError::bad_request(format!("{field}: {message}"), Some(field))
-        }
-        err @ RegistryError::Build(_) => ApiError::bad_request(err.to_string(), None),
-        other => ApiError::Conflict(other.to_string()),
-    }
-}
-
 impl From<RegistryError> for ApiError {
     fn from(err: RegistryError) -> Self {
-        api_error(err)
+        let not_found = |message: String, code| ApiError::NotFound { message, code };
+        match err {
+            RegistryError::Store(StoreError::Db(err)) => ApiError::Db(err),
+            RegistryError::Store(StoreError::Invalid(ConfigError::Invalid { path, message })) => {
+                let param = (!path.is_empty()).then_some(path);
+                let message = match &param {
+                    Some(param) => format!("{param}: {message}"),
+                    None => message,
+                };
+                ApiError::bad_request(message, param)
+            }
+            RegistryError::Store(err @ StoreError::NotFound(_)) => {
+                not_found(err.to_string(), "provider_not_found")
+            }
+            err @ RegistryError::AliasNotFound(_) => not_found(err.to_string(), "alias_not_found"),
+            RegistryError::InvalidAlias { field, message } => {
+                ApiError::bad_request(format!("{field}: {message}"), Some(field))
+            }
+            err @ RegistryError::Build(_) => ApiError::bad_request(err.to_string(), None),
+            other => ApiError::Conflict(other.to_string()),
+        }
     }
 }
 
@@ -122,7 +118,7 @@ pub async fn create(
         }
     };
     let fields = field_names(&body);
-    let spec = parse_spec(body).map_err(|err| api_error(RegistryError::Store(err.into())))?;
+    let spec = parse_spec(body).map_err(|err| ApiError::from(RegistryError::Store(err.into())))?;
     let view = app.providers.create(&name, spec).await?;
     let detail = format!("added ({} at {})", view.kind, view.base_url);
     audit(&app, &caller, peer, Action::ProviderChanged, &name, detail).await;

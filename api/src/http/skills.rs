@@ -107,12 +107,6 @@ pub async fn write_file(
 ) -> Result<Json<Skill>, ApiError> {
     known_scope(&app, &scope).await?;
     let skills = &app.agents.skills;
-    if skills.get(&scope, &name).await.is_err() && file != SKILL_FILE {
-        return Err(ApiError::bad_request(
-            format!("write the skill's SKILL.md first (PUT /v1/skills/{scope}/{name})"),
-            None,
-        ));
-    }
     skills
         .write_file(&scope, &name, &file, Bytes::from(content))
         .await?;

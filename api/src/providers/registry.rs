@@ -16,7 +16,7 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use super::router::{RoutedProvider, Routes};
-use super::stored::{ProviderStore, StoreError, StoredProvider, open_spec};
+use super::stored::{ProviderStore, StoreError, StoredProvider};
 use super::{ModelRef, ProviderError, Router};
 use crate::config::{ProviderConfig, ProviderSpec};
 use crate::secrets::{Vault, hint};
@@ -25,7 +25,7 @@ use crate::secrets::{Vault, hint};
 const RELOAD_EVERY: Duration = Duration::from_secs(30);
 
 /// Where a provider came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "ProviderSource"))]
 #[serde(rename_all = "lowercase")]
@@ -35,11 +35,12 @@ pub enum Source {
     /// A key or host in the environment (read-only here).
     Environment,
     /// Added through `/v1/providers` or the Config page.
+    #[default]
     Api,
 }
 
 /// A provider as `/v1/providers` shows it: secrets as hints only.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ProviderView {
@@ -139,25 +140,13 @@ fn unusable_view(provider: &StoredProvider, error: String) -> ProviderView {
     spec.headers.clear();
     let mut view = match crate::config::provider_from_spec(&provider.name, spec) {
         Ok(config) => view(&config, Source::Api),
+        // Stored under rules since tightened: only what the spec says plainly.
         Err(_) => ProviderView {
             name: provider.name.clone(),
             kind: provider.spec.kind.clone(),
             base_url: provider.spec.base_url.clone().unwrap_or_default(),
-            api_key: None,
-            headers: BTreeMap::new(),
-            timeout_seconds: 0,
-            connect_timeout_seconds: 0,
-            max_retries: 0,
             models: provider.spec.models.clone(),
-            api_version: None,
-            context_window: None,
-            prompt_cache_key: false,
-            responses: false,
-            source: Source::Api,
-            read_only: false,
-            error: None,
-            created_at: None,
-            updated_at: None,
+            ..ProviderView::default()
         },
     };
     view.api_key = had_key.then(|| "sealed".to_string());
@@ -448,14 +437,6 @@ impl ProviderRegistry {
         }
         self.reload().await?;
         Ok(())
-    }
-
-    /// The stored spec with its secrets opened, for checks that need them.
-    pub async fn opened_spec(&self, name: &str) -> Result<Option<ProviderSpec>, StoreError> {
-        let Some(stored) = self.store.get(name).await? else {
-            return Ok(None);
-        };
-        Ok(Some(open_spec(&self.vault, name, stored.spec)?))
     }
 
     pub fn aliases(&self) -> Vec<AliasView> {

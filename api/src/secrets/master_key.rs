@@ -142,6 +142,17 @@ pub fn load_vault(
     Ok(Vault::new(current, older, KeySource::File(files.current)))
 }
 
+/// [`load_vault`] with `ONYX_MASTER_KEY` and `ONYX_MASTER_KEY_PREVIOUS` from
+/// the environment (what `serve` and `onyx keys rotate-master` use).
+pub fn vault_from_env(data_dir: &Path) -> Result<Vault, SecretError> {
+    let env = |name: &str| std::env::var(name).ok();
+    load_vault(
+        data_dir,
+        env("ONYX_MASTER_KEY").as_deref(),
+        env("ONYX_MASTER_KEY_PREVIOUS").as_deref(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,7 @@ use ring::rand::{SecureRandom, SystemRandom};
 use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
 
-pub use master_key::{KeySource, MasterKeyFiles, load_vault};
+pub use master_key::{KeySource, MasterKeyFiles, load_vault, vault_from_env};
 
 const PREFIX: &str = "onyx-sealed:v1:";
 
@@ -217,13 +217,11 @@ impl Vault {
 /// secret is long enough that they give nothing away.
 pub fn hint(secret: &SecretString) -> String {
     let secret = secret.expose_secret();
-    let count = secret.chars().count();
-    if count > 12 {
-        let tail: String = secret.chars().skip(count - 4).collect();
-        format!("…{tail}")
-    } else {
-        "…".into()
+    if secret.chars().count() <= 12 {
+        return "…".into();
     }
+    let last_four = secret.char_indices().rev().nth(3).map_or(0, |(at, _)| at);
+    format!("…{}", &secret[last_four..])
 }
 
 #[cfg(test)]

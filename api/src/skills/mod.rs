@@ -121,31 +121,40 @@ impl Skills {
         }
         let mut out = Vec::new();
         for (name, files) in folders {
-            if !files.contains(&SKILL_FILE) {
-                continue;
+            if let Some(skill) = self.load(scope, name, files).await? {
+                out.push(skill.summary);
             }
-            let Some(content) = self.read(scope, name, SKILL_FILE).await? else {
-                continue;
-            };
-            let description = match front_matter::parse(&content) {
-                Ok((meta, _)) => meta.description,
-                Err(err) => {
-                    tracing::warn!(scope, skill = name, error = %err, "a skill's SKILL.md cannot be read; left out");
-                    continue;
-                }
-            };
-            out.push(SkillSummary {
-                name: name.to_string(),
-                description,
-                scope: scope.to_string(),
-                files: files
-                    .into_iter()
-                    .filter(|f| *f != SKILL_FILE)
-                    .map(String::from)
-                    .collect(),
-            });
         }
         Ok(out)
+    }
+
+    /// A skill folder's `SKILL.md` read and parsed, with its other files;
+    /// `None` without a readable `SKILL.md` (a broken one is logged).
+    async fn load(&self, scope: &str, name: &str, files: Vec<&str>) -> Result<Option<Skill>, SkillError> {
+        if !files.contains(&SKILL_FILE) {
+            return Ok(None);
+        }
+        let Some(content) = self.read(scope, name, SKILL_FILE).await? else {
+            return Ok(None);
+        };
+        let description = match front_matter::parse(&content) {
+            Ok((meta, _)) => meta.description,
+            Err(err) => {
+                tracing::warn!(scope, skill = name, error = %err, "a skill's SKILL.md cannot be read; left out");
+                return Ok(None);
+            }
+        };
+        let summary = SkillSummary {
+            name: name.to_string(),
+            description,
+            scope: scope.to_string(),
+            files: files
+                .into_iter()
+                .filter(|f| *f != SKILL_FILE)
+                .map(String::from)
+                .collect(),
+        };
+        Ok(Some(Skill { summary, content }))
     }
 
     /// What `agent` can use: its own skills and the shared ones it does not override.
@@ -166,18 +175,15 @@ impl Skills {
     /// One skill of one scope.
     pub async fn get(&self, scope: &str, name: &str) -> Result<Skill, SkillError> {
         let (scope, name) = (check_scope(scope)?, check_name(name)?);
-        let not_found = || SkillError::NotFound {
-            scope: scope.into(),
-            name: name.into(),
-        };
-        let content = self.read(scope, name, SKILL_FILE).await?.ok_or_else(not_found)?;
-        let summary = self
-            .list_scope(scope)
+        let prefix = format!("{scope}/skills/{name}/");
+        let objects = self.objects.list(Bucket::Memory, &prefix).await?;
+        let files = objects.iter().map(|o| &o.key[prefix.len()..]).collect();
+        self.load(scope, name, files)
             .await?
-            .into_iter()
-            .find(|s| s.name == name)
-            .ok_or_else(not_found)?;
-        Ok(Skill { summary, content })
+            .ok_or_else(|| SkillError::NotFound {
+                scope: scope.into(),
+                name: name.into(),
+            })
     }
 
     /// The skill `agent` sees under `name` (its own, else the shared one).
@@ -222,10 +228,13 @@ impl Skills {
                 )));
             }
         } else {
-            let existing = self
-                .objects
-                .list(Bucket::Memory, &format!("{scope}/skills/{name}/"))
-                .await?;
+            let prefix = format!("{scope}/skills/{name}/");
+            let existing = self.objects.list(Bucket::Memory, &prefix).await?;
+            if !existing.iter().any(|o| o.key[prefix.len()..] == *SKILL_FILE) {
+                return Err(SkillError::Invalid(format!(
+                    "write the skill's SKILL.md first (PUT /v1/skills/{scope}/{name})"
+                )));
+            }
             if existing.len() >= MAX_FILES {
                 return Err(SkillError::Invalid(format!(
                     "a skill holds at most {MAX_FILES} files"
@@ -336,5 +345,10 @@ mod tests {
             skills.get("main", "ok").await,
             Err(SkillError::NotFound { .. })
         ));
+        let err = skills
+            .write_file("main", "ok", "notes.md", Bytes::from("x"))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("SKILL.md first"), "{err}");
     }
 }

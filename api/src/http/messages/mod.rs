@@ -135,10 +135,15 @@ async fn translated(
     let chat = request::to_chat(body)?;
     let chat = Value::Object(chat);
     let chat_request: ChatRequest = typed(&chat)?;
-    let estimated_input = count_request(
-        &chat_request.messages,
-        chat_request.tools.as_deref().unwrap_or_default(),
-    );
+    // Only a stream's `message_start` needs it (before the upstream's count arrives).
+    let estimated_input = if chat_request.stream {
+        count_request(
+            &chat_request.messages,
+            chat_request.tools.as_deref().unwrap_or_default(),
+        )
+    } else {
+        0
+    };
     let session_ref = session_header(headers)?;
     let answered = chat_core::answer(app, headers, into_map(chat), chat_request, session_ref, who).await?;
     let mut response = match answered.answer {
