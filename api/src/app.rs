@@ -52,6 +52,8 @@ pub struct App {
     pub record_sessions: bool,
     /// Usage records, prices, budgets and rate limits.
     pub usage: Arc<crate::usage::Meter>,
+    /// The clients of the configured MCP servers (stopped on shutdown).
+    pub mcp: Arc<crate::mcp_client::McpClients>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -138,6 +140,8 @@ impl App {
         background.spawn("memory: sync and index catch-up", memory.background_loops());
         let tasks = Tasks::new(db.clone(), config.scheduler.clone());
         let channels = Arc::new(Channels::default());
+        let mcp = crate::mcp_client::McpClients::new(&config.mcp);
+        mcp.start();
         let agents = Agents::start(
             config,
             agents::Parts {
@@ -148,6 +152,7 @@ impl App {
                 db: db.clone(),
                 tasks: tasks.clone(),
                 channels: channels.clone(),
+                mcp: mcp.clone(),
             },
             &background,
         );
@@ -193,6 +198,7 @@ impl App {
             agents,
             record_sessions: config.gateway.record_sessions,
             usage,
+            mcp,
             router,
             catalog: ModelCatalog::new(config.gateway.models_cache_ttl),
             auth,

@@ -48,6 +48,7 @@ pub mod health;
 pub mod http;
 pub mod inbox;
 pub mod limits;
+pub mod mcp_client;
 pub mod memory;
 pub mod model_ref;
 pub mod observability;

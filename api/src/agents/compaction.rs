@@ -215,6 +215,7 @@ impl Agents {
             &call.request.agent,
             call.request.agent.permission_mode,
             &self.tools,
+            &self.mcp,
         );
         let Some(write) = offered.iter().find(|t| t.name == "memory_write") else {
             return;

@@ -66,6 +66,7 @@ pub struct Agents {
     context_windows: ContextWindows,
     compaction: CompactionConfig,
     wake: tokio::sync::mpsc::UnboundedSender<tools::Wake>,
+    mcp: Arc<crate::mcp_client::McpClients>,
 }
 
 pub struct Parts {
@@ -76,6 +77,7 @@ pub struct Parts {
     pub db: Db,
     pub tasks: Arc<Tasks>,
     pub channels: Arc<Channels>,
+    pub mcp: Arc<crate::mcp_client::McpClients>,
 }
 
 impl Agents {
@@ -114,6 +116,7 @@ impl Agents {
             context_windows: config.context_windows.clone(),
             compaction: config.agents.compaction,
             wake,
+            mcp: parts.mcp,
         });
         let weak = Arc::downgrade(&agents);
         background.spawn("agents: woken runs", async move {

@@ -27,6 +27,8 @@ pub struct AgentDef {
     pub permission_mode: PermissionMode,
     pub tools_allow: Vec<String>,
     pub tools_deny: Vec<String>,
+    /// The MCP servers whose tools it is offered; `None`: all.
+    pub mcp: Option<Vec<String>>,
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
     /// Local directory for the file tools and `exec`.
@@ -92,6 +94,7 @@ impl Registry {
                 permission_mode: a.permission_mode.unwrap_or(agents.default_permission_mode),
                 tools_allow: a.tools_allow.clone(),
                 tools_deny: a.tools_deny.clone(),
+                mcp: a.mcp.clone(),
                 temperature: a.temperature,
                 max_tokens: a.max_tokens,
                 work_dir: a
@@ -116,6 +119,7 @@ impl Registry {
                     permission_mode: agents.default_permission_mode,
                     tools_allow: Vec::new(),
                     tools_deny: Vec::new(),
+                    mcp: None,
                     temperature: None,
                     max_tokens: None,
                     work_dir: workspaces.join(MAIN),
@@ -162,6 +166,7 @@ impl Registry {
                         permission_mode: self.default_mode,
                         tools_allow: Vec::new(),
                         tools_deny: Vec::new(),
+                        mcp: None,
                         temperature: None,
                         max_tokens: None,
                         work_dir: self.workspaces.join(&row.id),

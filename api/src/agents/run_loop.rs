@@ -67,7 +67,8 @@ impl Agents {
         let agent = &request.agent;
         let model = agent.model.clone().unwrap_or_default();
         let mode = agent.permission_mode;
-        let offered = tools::offered(agent, mode, &self.tools);
+        self.mcp.ready_for(agent.mcp.as_deref()).await;
+        let offered = tools::offered(agent, mode, &self.tools, &self.mcp);
         let inbox = match self.inbox.claim(&agent.id, &run.id).await {
             Ok(inbox) => inbox,
             Err(err) => {
@@ -236,6 +237,7 @@ impl Agents {
             channels: self.channels.clone(),
             reach: self.reach.clone(),
             skills: self.skills.clone(),
+            mcp: self.mcp.clone(),
         }
     }
 

@@ -115,6 +115,9 @@ async fn serve(
     let _ = tokio::time::timeout(BACKGROUND_STOP_MIN, app.usage.flush()).await;
     let left = grace.saturating_sub(started.elapsed()).max(BACKGROUND_STOP_MIN);
     app.background.shutdown(left).await;
+    // MCP servers last: no run is left to call them, and each gets its own
+    // grace to exit (their process groups are killed after it).
+    app.mcp.shutdown().await;
     Ok(())
 }
 

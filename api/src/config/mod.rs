@@ -9,6 +9,7 @@
 mod embedder;
 mod env;
 mod fields;
+mod mcp;
 mod raw;
 mod scheduling;
 pub mod tool_names;

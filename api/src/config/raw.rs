@@ -36,6 +36,44 @@ pub struct RawConfig {
     pub scheduler: RawScheduler,
     #[serde(default)]
     pub usage: RawUsage,
+    #[serde(default)]
+    pub mcp: RawMcp,
+}
+
+/// MCP servers whose tools agents are offered, and the client's limits.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawMcp {
+    /// `eager` (connect at startup, the default) or `lazy` (at first use).
+    pub startup: Option<String>,
+    pub start_timeout_seconds: Option<u64>,
+    pub call_timeout_seconds: Option<u64>,
+    pub max_output_chars: Option<usize>,
+    #[serde(default)]
+    pub servers: BTreeMap<String, RawMcpServer>,
+}
+
+/// One server, as Claude Desktop, Claude Code and VS Code write it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawMcpServer {
+    /// `stdio`, `http` (streamable HTTP) or `sse` (the older HTTP+SSE);
+    /// inferred from `command` / `url` when absent.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<String>,
+    pub url: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// `read`, `write` or `dangerous` (the default).
+    pub trust: Option<String>,
+    pub startup: Option<String>,
+    pub call_timeout_seconds: Option<u64>,
 }
 
 /// Prices and the gateway-wide budget.
@@ -299,6 +337,8 @@ pub struct RawAgent {
     pub timezone: Option<String>,
     /// Budgets and rate limits of this agent's model calls.
     pub limits: Option<crate::limits::Limits>,
+    /// The MCP servers whose tools this agent is offered (default: all).
+    pub mcp: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -211,6 +211,9 @@ fn key_paths(value: &serde_json::Value, path: &str, out: &mut Vec<String>) {
         "providers.<name>.headers",
         "plugins",
         "usage.prices",
+        "mcp.servers",
+        "mcp.servers.<name>.env",
+        "mcp.servers.<name>.headers",
     ];
     match value {
         serde_json::Value::Object(map) => {

@@ -48,12 +48,23 @@ pub const GROUPS: &[(&str, &[&str])] = &[
     ("group:messaging", &["send_message"]),
 ];
 
-/// Whether an allow/deny entry (a tool or a group) names `tool`.
+/// Every MCP server's tools (`mcp__{server}__{tool}`).
+pub const MCP_GROUP: &str = "group:mcp";
+pub const MCP_PREFIX: &str = "mcp__";
+
+/// Whether an allow/deny entry names `tool`: the tool itself, a group, or
+/// for MCP tools `group:mcp` and `mcp__{server}` (all of one server's tools).
 pub fn covers(entry: &str, tool: &str) -> bool {
     entry == tool
         || GROUPS
             .iter()
             .any(|(group, tools)| *group == entry && tools.contains(&tool))
+        || (tool.starts_with(MCP_PREFIX)
+            && (entry == MCP_GROUP
+                || (entry.starts_with(MCP_PREFIX)
+                    && tool
+                        .strip_prefix(entry)
+                        .is_some_and(|rest| rest.starts_with("__")))))
 }
 
 /// Trims the names and refuses any that is neither a tool nor a group.
@@ -63,14 +74,15 @@ pub fn check(names: Vec<String>, path: &str) -> Result<Vec<String>, ConfigError>
         .enumerate()
         .map(|(i, name)| {
             let name = name.trim().to_string();
-            if TOOLS.contains(&name.as_str()) || GROUPS.iter().any(|(g, _)| *g == name) {
+            let mcp = name == MCP_GROUP || name.strip_prefix(MCP_PREFIX).is_some_and(|rest| !rest.is_empty());
+            if mcp || TOOLS.contains(&name.as_str()) || GROUPS.iter().any(|(g, _)| *g == name) {
                 Ok(name)
             } else {
                 let groups: Vec<&str> = GROUPS.iter().map(|(g, _)| *g).collect();
                 Err(ConfigError::invalid(
                     format!("{path}[{i}]"),
                     format!(
-                        "there is no tool or group named {name:?} (tools: {}; groups: {})",
+                        "there is no tool or group named {name:?} (tools: {}; groups: {}, group:mcp; MCP tools: mcp__{{server}} or mcp__{{server}}__{{tool}})",
                         TOOLS.join(", "),
                         groups.join(", ")
                     ),
@@ -89,6 +101,15 @@ mod tests {
         assert!(covers("group:fs", "fs_write"));
         assert!(covers("exec", "exec"));
         assert!(!covers("group:fs", "exec"));
+        assert!(covers("group:mcp", "mcp__time__get_current_time"));
+        assert!(covers("mcp__time", "mcp__time__get_current_time"));
+        assert!(covers(
+            "mcp__time__get_current_time",
+            "mcp__time__get_current_time"
+        ));
+        assert!(!covers("mcp__time", "mcp__timer__start"));
+        assert!(!covers("mcp__ti", "mcp__time__get_current_time"));
+        assert!(!covers("group:mcp", "exec"));
         for (_, tools) in GROUPS {
             assert!(tools.iter().all(|t| TOOLS.contains(t)));
         }

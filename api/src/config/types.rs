@@ -32,6 +32,89 @@ pub struct Config {
     pub tools: ToolsConfig,
     pub scheduler: SchedulerConfig,
     pub usage: UsageConfig,
+    pub mcp: McpConfig,
+}
+
+/// `mcp`: the MCP servers agents can use, and the client's limits.
+#[derive(Debug, Clone)]
+pub struct McpConfig {
+    pub startup: McpStartup,
+    /// How long a server may take to start and answer the handshake.
+    pub start_timeout: Duration,
+    /// How long one tool call may take (a server may set its own).
+    pub call_timeout: Duration,
+    /// Characters of a tool result the model sees; the rest is cut.
+    pub max_output_chars: usize,
+    pub servers: BTreeMap<String, McpServerConfig>,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            startup: McpStartup::Eager,
+            start_timeout: Duration::from_secs(30),
+            call_timeout: Duration::from_secs(60),
+            max_output_chars: 20_000,
+            servers: BTreeMap::new(),
+        }
+    }
+}
+
+/// When a server's client is started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpStartup {
+    /// With the gateway.
+    Eager,
+    /// When an agent run first needs its tools.
+    Lazy,
+}
+
+#[derive(Debug, Clone)]
+pub struct McpServerConfig {
+    pub transport: McpTransport,
+    pub trust: ToolTrust,
+    pub startup: McpStartup,
+    pub call_timeout: Option<Duration>,
+}
+
+/// How to reach a server. `env` and `headers` values hold secrets.
+#[derive(Debug, Clone)]
+pub enum McpTransport {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, SecretString>,
+        cwd: Option<PathBuf>,
+    },
+    /// Streamable HTTP.
+    Http {
+        url: Url,
+        headers: BTreeMap<String, SecretString>,
+    },
+    /// The older HTTP+SSE transport.
+    Sse {
+        url: Url,
+        headers: BTreeMap<String, SecretString>,
+    },
+}
+
+impl McpTransport {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Stdio { .. } => "stdio",
+            Self::Http { .. } => "http",
+            Self::Sse { .. } => "sse",
+        }
+    }
+}
+
+/// How far an outside tool is trusted: `Read` and `Write` run without a
+/// prompt, `Dangerous` waits for approval in `ask` mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolTrust {
+    Read,
+    Write,
+    Dangerous,
 }
 
 /// `usage`: price overrides and the gateway-wide budget.
@@ -336,6 +419,8 @@ pub struct AgentConfig {
     /// Decides the agent's "today" (daily-log names, the prompt's date and time).
     pub timezone: chrono_tz::Tz,
     pub limits: Option<crate::limits::Limits>,
+    /// MCP servers whose tools the agent is offered; `None`: all of them.
+    pub mcp: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone)]

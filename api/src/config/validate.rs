@@ -25,9 +25,12 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
     add_env_providers(&mut providers, env)?;
     let aliases = aliases(raw.models.aliases, &providers)?;
     let context_windows = context_windows(raw.models.context_window, &providers)?;
-    let agents = agents(raw.agents)?;
+    let mcp = super::mcp::mcp(raw.mcp, env)?;
+    let agents = agents(raw.agents, &mcp.servers)?;
     let storage = storage(raw.storage, env)?;
     let mut tools = tools(raw.tools, env)?;
+    super::mcp::check_tool_entries(&tools.allow, &mcp.servers, "tools.allow")?;
+    super::mcp::check_tool_entries(&tools.deny, &mcp.servers, "tools.deny")?;
     // What a sandboxed command must never read.
     tools.exec_sandbox.hidden = [
         Some(storage.data_dir.clone()),
@@ -54,6 +57,7 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
         },
         tools,
         usage: super::usage::usage(raw.usage)?,
+        mcp,
     })
 }
 
@@ -619,7 +623,10 @@ fn permission_mode(text: &str, path: &str) -> Result<PermissionMode, ConfigError
     }
 }
 
-fn agents(raw: raw::RawAgents) -> Result<AgentsConfig, ConfigError> {
+fn agents(
+    raw: raw::RawAgents,
+    mcp_servers: &BTreeMap<String, McpServerConfig>,
+) -> Result<AgentsConfig, ConfigError> {
     let defaults = raw.defaults.unwrap_or_default();
     let timezone = super::scheduling::timezone(
         defaults.timezone.as_deref(),
@@ -649,6 +656,8 @@ fn agents(raw: raw::RawAgents) -> Result<AgentsConfig, ConfigError> {
         let (tools_allow, tools_deny) = agent.tools.map(|t| (t.allow, t.deny)).unwrap_or_default();
         let tools_allow = super::tool_names::check(tools_allow, &format!("{path}.tools.allow"))?;
         let tools_deny = super::tool_names::check(tools_deny, &format!("{path}.tools.deny"))?;
+        super::mcp::check_tool_entries(&tools_allow, mcp_servers, &format!("{path}.tools.allow"))?;
+        super::mcp::check_tool_entries(&tools_deny, mcp_servers, &format!("{path}.tools.deny"))?;
         list.push(AgentConfig {
             id: agent.id,
             name: agent.name,
@@ -667,6 +676,7 @@ fn agents(raw: raw::RawAgents) -> Result<AgentsConfig, ConfigError> {
                 || timezone,
             )?,
             limits: super::usage::limits(agent.limits, &format!("{path}.limits"))?,
+            mcp: super::mcp::agent_servers(agent.mcp, mcp_servers, &format!("{path}.mcp"))?,
         });
     }
     if list.iter().filter(|a| a.default).count() > 1 {

@@ -40,7 +40,7 @@ pub struct ScopedAgents(pub Arc<[String]>);
 fn offered(app: &App) -> Vec<ToolSpec> {
     tools::all(app.agents.tool_settings())
         .into_iter()
-        .filter(|t| TOOLS.contains(&t.name))
+        .filter(|t| TOOLS.contains(&t.name.as_ref()))
         .collect()
 }
 

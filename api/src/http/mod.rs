@@ -17,6 +17,7 @@ mod error;
 mod keys;
 mod login;
 mod mcp;
+mod mcp_servers;
 mod memory;
 mod messages;
 mod middleware;
@@ -103,6 +104,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/memory/search", get(memory::search))
         .route("/v1/memory/status", get(memory::status))
         .route("/v1/memory/sync", post(memory::sync))
+        .route("/v1/mcp/servers", get(mcp_servers::list))
         .route("/v1/skills", get(skills::list))
         .route(
             "/v1/skills/{scope}/{name}",

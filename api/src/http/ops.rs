@@ -22,13 +22,18 @@ pub async fn health(State(app): State<Arc<App>>) -> impl IntoResponse {
     };
     let mut dependencies = app.health.dependencies(&app.router, stores, &app.memory).await;
     dependencies.extend(app.plugins.health());
-    let degraded = dependencies.iter().any(|d| d.status == DepState::Down);
+    let mcp = app.mcp.views();
+    let degraded = dependencies.iter().any(|d| d.status == DepState::Down)
+        || mcp
+            .iter()
+            .any(|s| s.state == crate::mcp_client::ServerState::Failed);
     Json(Health {
         status: if degraded { "degraded" } else { "ok" },
         version: env!("CARGO_PKG_VERSION"),
         uptime_seconds: app.started.elapsed().as_secs(),
         dependencies,
         exec: exec_health(app.agents.tool_settings()),
+        mcp,
     })
 }
 

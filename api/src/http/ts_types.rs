@@ -75,6 +75,9 @@ fn generate() -> BTreeMap<String, String> {
     export::<auth::StoredKey>(&cfg);
     export::<crate::skills::Skill>(&cfg);
     export::<crate::skills::SkillSummary>(&cfg);
+    export::<crate::mcp_client::McpServerView>(&cfg);
+    export::<crate::mcp_client::McpToolView>(&cfg);
+    export::<crate::mcp_client::ServerState>(&cfg);
     export::<inbox::InboxMessage>(&cfg);
     export::<memory::FileContent>(&cfg);
     export::<memory::FileInfo>(&cfg);

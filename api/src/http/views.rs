@@ -187,6 +187,8 @@ pub struct Health {
     pub dependencies: Vec<DependencyHealth>,
     /// Whether the `exec` tool's commands are confined here.
     pub exec: ExecHealth,
+    /// Each configured MCP server's client on this replica.
+    pub mcp: Vec<crate::mcp_client::McpServerView>,
 }
 
 /// The `exec` sandbox, as `/health` reports it.

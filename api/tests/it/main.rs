@@ -21,6 +21,7 @@ mod keys;
 mod local_embedder;
 mod logging;
 mod mcp;
+mod mcp_client;
 mod memory;
 mod messages;
 mod observability;

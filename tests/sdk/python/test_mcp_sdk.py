@@ -15,11 +15,12 @@ AUTH = {"Authorization": f"Bearer {ONYX_KEY}"}
 async def session_calls(base):
     async with (
         httpx.AsyncClient(headers=AUTH) as http,
-        streamable_http_client(f"{base}/mcp", http_client=http) as (read, write, _),
-        ClientSession(read, write) as session,
+        # SDK 1.x yields (read, write, session id), 2.x (read, write).
+        streamable_http_client(f"{base}/mcp", http_client=http) as streams,
+        ClientSession(streams[0], streams[1]) as session,
     ):
         init = await session.initialize()
-        assert init.serverInfo.name == "onyx"
+        assert init.server_info.name == "onyx"
         tools = await session.list_tools()
         names = {t.name for t in tools.tools}
         written = await session.call_tool(
@@ -39,12 +40,12 @@ def test_mcp_sdk_lists_tools_writes_and_searches_memory(stack):
         "sessions_history", "send_to_agent", "schedule_task", "list_tasks",
     }
     search = next(t for t in tools.tools if t.name == "memory_search")
-    assert "agent" in search.inputSchema["properties"]
-    assert not written.isError, written
-    assert not found.isError, found
+    assert "agent" in search.input_schema["properties"]
+    assert not written.is_error, written
+    assert not found.is_error, found
     assert "Keller" in found.content[0].text
-    assert missing.isError
-    assert unknown_agent.isError and "ghost" in unknown_agent.content[0].text
+    assert missing.is_error
+    assert unknown_agent.is_error and "ghost" in unknown_agent.content[0].text
     # The write is the same memory the REST API (and every other client) sees.
     hits = httpx.get(f"{stack}/v1/memory/search", params={"q": "boiler Keller"}, headers=AUTH).json()
     assert any("Keller" in hit["snippet"] for hit in hits["data"]), hits

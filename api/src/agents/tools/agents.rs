@@ -1,14 +1,18 @@
 //! `send_to_agent`: leave a message in another agent's inbox, and optionally
 //! start a run of it now.
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
 
 use super::{ToolContext, ToolError, ToolKind, ToolSpec, Wake, fail, text};
 
 pub fn specs() -> Vec<ToolSpec> {
     vec![ToolSpec {
-        name: "send_to_agent",
-        description: "Send a message to another agent. It sees it in its next conversation; with wake: true it starts working on it now.",
+        name: Cow::Borrowed("send_to_agent"),
+        description: Cow::Borrowed(
+            "Send a message to another agent. It sees it in its next conversation; with wake: true it starts working on it now.",
+        ),
         parameters: json!({"type": "object", "properties": {
             "agent": {"type": "string", "description": "The other agent's id"},
             "message": {"type": "string"},

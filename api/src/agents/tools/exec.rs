@@ -5,6 +5,8 @@
 //! approval in `ask` mode. With `tools.exec.requireSandbox` it refuses to run
 //! where the kernel cannot confine it.
 
+use std::borrow::Cow;
+
 use std::process::Stdio;
 
 use serde_json::{Value, json};
@@ -15,8 +17,10 @@ use crate::sandbox::{self, Policy};
 
 pub fn specs() -> Vec<ToolSpec> {
     vec![ToolSpec {
-        name: "exec",
-        description: "Run a shell command (sh -c) in your work directory. Returns the exit code and the output (stdout then stderr, capped).",
+        name: Cow::Borrowed("exec"),
+        description: Cow::Borrowed(
+            "Run a shell command (sh -c) in your work directory. Returns the exit code and the output (stdout then stderr, capped).",
+        ),
         parameters: json!({"type": "object", "properties": {
             "command": {"type": "string"}
         }, "required": ["command"]}),

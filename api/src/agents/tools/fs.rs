@@ -3,6 +3,8 @@
 //! part of them may be a symlink (so a link cannot lead outside). `fs_read` of
 //! `skills/{name}/{file}` missing from the work dir reads that skill's file.
 
+use std::borrow::Cow;
+
 use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -15,26 +17,30 @@ pub fn specs() -> Vec<ToolSpec> {
     let path = json!({"type": "string", "description": "Path relative to your work directory"});
     vec![
         ToolSpec {
-            name: "fs_read",
-            description: "Read a text file from your work directory.",
+            name: Cow::Borrowed("fs_read"),
+            description: Cow::Borrowed("Read a text file from your work directory."),
             parameters: json!({"type": "object", "properties": {"path": path}, "required": ["path"]}),
             kind: ToolKind::Read,
         },
         ToolSpec {
-            name: "fs_list",
-            description: "List a folder of your work directory (default: its top level).",
+            name: Cow::Borrowed("fs_list"),
+            description: Cow::Borrowed("List a folder of your work directory (default: its top level)."),
             parameters: json!({"type": "object", "properties": {"path": path}}),
             kind: ToolKind::Read,
         },
         ToolSpec {
-            name: "fs_write",
-            description: "Create or overwrite a text file in your work directory (folders are created).",
+            name: Cow::Borrowed("fs_write"),
+            description: Cow::Borrowed(
+                "Create or overwrite a text file in your work directory (folders are created).",
+            ),
             parameters: json!({"type": "object", "properties": {"path": path, "content": {"type": "string"}}, "required": ["path", "content"]}),
             kind: ToolKind::Dangerous,
         },
         ToolSpec {
-            name: "fs_edit",
-            description: "Replace one exact occurrence of old_text with new_text in a file of your work directory.",
+            name: Cow::Borrowed("fs_edit"),
+            description: Cow::Borrowed(
+                "Replace one exact occurrence of old_text with new_text in a file of your work directory.",
+            ),
             parameters: json!({"type": "object", "properties": {"path": path, "old_text": {"type": "string"}, "new_text": {"type": "string"}}, "required": ["path", "old_text", "new_text"]}),
             kind: ToolKind::Dangerous,
         },

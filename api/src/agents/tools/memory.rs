@@ -1,5 +1,7 @@
 //! `memory_search`, `memory_get`, `memory_write`: the agent's memory files.
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
 
 use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail, number, text};
@@ -8,8 +10,10 @@ use crate::memory::{Mode, NoteTarget};
 pub fn specs() -> Vec<ToolSpec> {
     vec![
         ToolSpec {
-            name: "memory_search",
-            description: "Search your memory files (MEMORY.md, USER.md, daily logs, shared documents). Returns matching passages with their file and line numbers.",
+            name: Cow::Borrowed("memory_search"),
+            description: Cow::Borrowed(
+                "Search your memory files (MEMORY.md, USER.md, daily logs, shared documents). Returns matching passages with their file and line numbers.",
+            ),
             parameters: json!({"type": "object", "properties": {
                 "query": {"type": "string", "description": "What to look for, in words"},
                 "limit": {"type": "integer", "description": "Most results to return (default 5)"}
@@ -17,8 +21,10 @@ pub fn specs() -> Vec<ToolSpec> {
             kind: ToolKind::Read,
         },
         ToolSpec {
-            name: "memory_get",
-            description: "Read one of your memory or workspace files, whole or some lines (e.g. after memory_search).",
+            name: Cow::Borrowed("memory_get"),
+            description: Cow::Borrowed(
+                "Read one of your memory or workspace files, whole or some lines (e.g. after memory_search).",
+            ),
             parameters: json!({"type": "object", "properties": {
                 "path": {"type": "string", "description": "File path, e.g. MEMORY.md or memory/2026-01-31.md"},
                 "start_line": {"type": "integer"},
@@ -27,8 +33,10 @@ pub fn specs() -> Vec<ToolSpec> {
             kind: ToolKind::Read,
         },
         ToolSpec {
-            name: "memory_write",
-            description: "Write to your memory. Without a path, appends a note to today's daily log. With path \"MEMORY.md\" and mode \"append\", adds a line to long-term memory. With a path and mode \"replace\", replaces that file (IDENTITY.md, USER.md, SOUL.md, …). With delete: true, deletes the file (e.g. BOOTSTRAP.md when setup is done).",
+            name: Cow::Borrowed("memory_write"),
+            description: Cow::Borrowed(
+                "Write to your memory. Without a path, appends a note to today's daily log. With path \"MEMORY.md\" and mode \"append\", adds a line to long-term memory. With a path and mode \"replace\", replaces that file (IDENTITY.md, USER.md, SOUL.md, …). With delete: true, deletes the file (e.g. BOOTSTRAP.md when setup is done).",
+            ),
             parameters: json!({"type": "object", "properties": {
                 "content": {"type": "string"},
                 "path": {"type": "string"},

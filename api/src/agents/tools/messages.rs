@@ -2,6 +2,8 @@
 //! `discord:<channel>` or `session:<id>`; without `to`, where the owner last
 //! talked to it.
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
 
 use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail, text};
@@ -9,8 +11,10 @@ use crate::sessions::LogMessage;
 
 pub fn specs() -> Vec<ToolSpec> {
     vec![ToolSpec {
-        name: "send_message",
-        description: "Send a message to your owner now. Without `to` it goes to the chat where they last talked to you.",
+        name: Cow::Borrowed("send_message"),
+        description: Cow::Borrowed(
+            "Send a message to your owner now. Without `to` it goes to the chat where they last talked to you.",
+        ),
         parameters: json!({"type": "object", "properties": {
             "to": {"type": "string", "description": "telegram:<chat_id>, discord:<channel_id> or session:<id>"},
             "text": {"type": "string"}

@@ -3,7 +3,9 @@
 //! allowed), `Write` (changes only the agent's own memory, tasks and
 //! messages: runs without a prompt in `ask` mode, wherever the run came from)
 //! or `Dangerous` (files, the shell, the web: waits for approval in `ask`
-//! mode). `safe` mode offers only `Read` tools.
+//! mode). `safe` mode offers only `Read` tools. The tools of outside MCP
+//! servers (`mcp__{server}__{tool}`) are offered beside them, of the kind
+//! their server's `trust` says.
 
 mod agents;
 mod exec;
@@ -15,6 +17,7 @@ mod skill;
 mod tasks;
 pub mod web;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -23,8 +26,9 @@ use super::reach::Reach;
 use super::registry::AgentDef;
 use crate::channels::Channels;
 use crate::config::tool_names::covers;
-use crate::config::{PermissionMode, ToolsConfig};
+use crate::config::{PermissionMode, ToolTrust, ToolsConfig};
 use crate::inbox::Inbox;
+use crate::mcp_client::{McpClients, McpTool};
 use crate::memory::{Memory, MemoryError};
 use crate::providers::types::ToolDef;
 use crate::sessions::{SessionError, Sessions};
@@ -110,8 +114,8 @@ pub enum ToolKind {
 
 #[derive(Debug, Clone)]
 pub struct ToolSpec {
-    pub name: &'static str,
-    pub description: &'static str,
+    pub name: Cow<'static, str>,
+    pub description: Cow<'static, str>,
     pub parameters: Value,
     pub kind: ToolKind,
 }
@@ -119,7 +123,26 @@ pub struct ToolSpec {
 impl ToolSpec {
     /// The OpenAI `tools[]` entry.
     pub fn function(&self) -> ToolDef {
-        ToolDef::function(self.name, self.description, self.parameters.clone())
+        ToolDef::function(
+            self.name.as_ref(),
+            self.description.as_ref(),
+            self.parameters.clone(),
+        )
+    }
+}
+
+impl From<McpTool> for ToolSpec {
+    fn from(tool: McpTool) -> Self {
+        Self {
+            name: Cow::Owned(tool.name),
+            description: Cow::Owned(tool.description),
+            parameters: tool.input_schema,
+            kind: match tool.trust {
+                ToolTrust::Read => ToolKind::Read,
+                ToolTrust::Write => ToolKind::Write,
+                ToolTrust::Dangerous => ToolKind::Dangerous,
+            },
+        }
     }
 }
 
@@ -143,6 +166,7 @@ pub struct ToolContext {
     pub channels: Arc<Channels>,
     pub reach: Reach,
     pub skills: Arc<crate::skills::Skills>,
+    pub mcp: Arc<McpClients>,
 }
 
 /// A tool's answer: what the model sees, and whether it is an error.
@@ -187,16 +211,24 @@ pub fn all(settings: &ToolsConfig) -> Vec<ToolSpec> {
     out
 }
 
-/// The tools an agent is offered: the global and the agent's allow/deny
-/// lists (tool names or groups), then its permission mode (`safe` keeps
-/// read-only tools).
-pub fn offered(agent: &AgentDef, mode: PermissionMode, settings: &ToolsConfig) -> Vec<ToolSpec> {
+/// The tools an agent is offered: the built-in ones and those of its MCP
+/// servers that are up, through the global and the agent's allow/deny lists
+/// (tool names or groups), then its permission mode (`safe` keeps read-only
+/// tools).
+pub fn offered(
+    agent: &AgentDef,
+    mode: PermissionMode,
+    settings: &ToolsConfig,
+    mcp: &McpClients,
+) -> Vec<ToolSpec> {
     let allowed = |list: &[String], tool: &str| list.is_empty() || list.iter().any(|e| covers(e, tool));
     let denied = |list: &[String], tool: &str| list.iter().any(|e| covers(e, tool));
+    let outside = mcp.tools(agent.mcp.as_deref()).into_iter().map(ToolSpec::from);
     all(settings)
         .into_iter()
-        .filter(|t| allowed(&settings.allow, t.name) && allowed(&agent.tools_allow, t.name))
-        .filter(|t| !denied(&settings.deny, t.name) && !denied(&agent.tools_deny, t.name))
+        .chain(outside)
+        .filter(|t| allowed(&settings.allow, &t.name) && allowed(&agent.tools_allow, &t.name))
+        .filter(|t| !denied(&settings.deny, &t.name) && !denied(&agent.tools_deny, &t.name))
         .filter(|t| mode != PermissionMode::Safe || t.kind == ToolKind::Read)
         .collect()
 }
@@ -214,6 +246,15 @@ pub async fn call(ctx: &ToolContext, name: &str, arguments: &Value) -> ToolOutpu
         "skill" => skill::call(ctx, arguments).await,
         "schedule_task" | "list_tasks" | "pause_task" | "resume_task" | "cancel_task" => {
             tasks::call(ctx, name, arguments).await
+        }
+        outside if outside.starts_with(crate::config::tool_names::MCP_PREFIX) => {
+            let outcome = ctx.mcp.call(outside, arguments).await;
+            return if outcome.is_error {
+                tracing::debug!(agent = %ctx.agent.id, tool = name, error = %outcome.text, "MCP tool call failed");
+                ToolOutput::error(outcome.text)
+            } else {
+                ToolOutput::ok(outcome.text)
+            };
         }
         other => Err(fail!("there is no tool named {other:?}")),
     };
@@ -253,7 +294,8 @@ mod tests {
             searxng_url: url::Url::parse("http://127.0.0.1:8888").ok(),
             ..ToolsConfig::default()
         };
-        let mut built_in: Vec<&str> = all(&settings).iter().map(|t| t.name).collect();
+        let specs = all(&settings);
+        let mut built_in: Vec<&str> = specs.iter().map(|t| t.name.as_ref()).collect();
         let mut accepted = TOOLS.to_vec();
         built_in.sort_unstable();
         accepted.sort_unstable();
@@ -262,10 +304,11 @@ mod tests {
 
     #[test]
     fn ask_mode_runs_own_memory_task_and_message_tools_and_asks_for_the_rest() {
-        let write: Vec<&str> = all(&ToolsConfig::default())
-            .into_iter()
+        let specs = all(&ToolsConfig::default());
+        let write: Vec<&str> = specs
+            .iter()
             .filter(|t| t.kind == ToolKind::Write)
-            .map(|t| t.name)
+            .map(|t| t.name.as_ref())
             .collect();
         for name in [
             "memory_write",
@@ -278,10 +321,10 @@ mod tests {
         ] {
             assert!(write.contains(&name), "{name}: {write:?}");
         }
-        let dangerous: Vec<&str> = all(&ToolsConfig::default())
-            .into_iter()
+        let dangerous: Vec<&str> = specs
+            .iter()
             .filter(|t| t.kind == ToolKind::Dangerous)
-            .map(|t| t.name)
+            .map(|t| t.name.as_ref())
             .collect();
         assert_eq!(dangerous, ["web_fetch", "fs_write", "fs_edit", "exec"]);
     }

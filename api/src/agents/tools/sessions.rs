@@ -1,5 +1,7 @@
 //! `sessions_list`, `sessions_history`: the agent's earlier conversations.
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
 
 use super::{ToolContext, ToolError, ToolKind, ToolSpec, number, text};
@@ -8,8 +10,10 @@ use crate::sessions::{ListFilter, parse_id};
 pub fn specs() -> Vec<ToolSpec> {
     vec![
         ToolSpec {
-            name: "sessions_list",
-            description: "List your recent conversations (newest first), optionally matching some words.",
+            name: Cow::Borrowed("sessions_list"),
+            description: Cow::Borrowed(
+                "List your recent conversations (newest first), optionally matching some words.",
+            ),
             parameters: json!({"type": "object", "properties": {
                 "query": {"type": "string"},
                 "limit": {"type": "integer", "description": "default 10"}
@@ -17,8 +21,8 @@ pub fn specs() -> Vec<ToolSpec> {
             kind: ToolKind::Read,
         },
         ToolSpec {
-            name: "sessions_history",
-            description: "Read the messages of one conversation by its id.",
+            name: Cow::Borrowed("sessions_history"),
+            description: Cow::Borrowed("Read the messages of one conversation by its id."),
             parameters: json!({"type": "object", "properties": {
                 "session_id": {"type": "string"},
                 "limit": {"type": "integer", "description": "last N messages, default 20"}

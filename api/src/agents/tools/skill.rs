@@ -3,6 +3,8 @@
 //! of those files with `file`. Reading is all it does: a script a skill
 //! mentions runs only through `exec`, under the agent's permission mode.
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
 
 use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail, text};
@@ -10,8 +12,10 @@ use crate::skills::{SKILL_FILE, SkillError};
 
 pub fn specs() -> Vec<ToolSpec> {
     vec![ToolSpec {
-        name: "skill",
-        description: "Load one of your skills (listed under Skills in your instructions): its instructions and the files it comes with. With file, read one of those files.",
+        name: Cow::Borrowed("skill"),
+        description: Cow::Borrowed(
+            "Load one of your skills (listed under Skills in your instructions): its instructions and the files it comes with. With file, read one of those files.",
+        ),
         parameters: json!({
             "type": "object",
             "properties": {

@@ -2,6 +2,8 @@
 //! an agent managing its own scheduled work. Each answer gives the next run
 //! time, so the agent can tell the user when it will happen.
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
 
 use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail, text};
@@ -13,8 +15,10 @@ pub fn specs() -> Vec<ToolSpec> {
     }, "required": ["task_id"]});
     vec![
         ToolSpec {
-            name: "schedule_task",
-            description: "Schedule a recurring or one-time task for yourself. CONTEXT MODE: \"isolated\" runs in a fresh session (put all the context the task needs in the prompt); \"main\" runs in your main session with its history. SCHEDULE TYPE: \"cron\" takes a crontab expression in the task's timezone (\"0 9 * * *\" is every day at 9:00; 6 fields put seconds first); \"interval\" takes milliseconds (\"3600000\") or a duration (\"30m\"); \"once\" takes an ISO time (\"2026-02-03T15:30:00Z\", or without offset in the timezone) or a delay (\"+10m\"). Returns the task id and its next run time.",
+            name: Cow::Borrowed("schedule_task"),
+            description: Cow::Borrowed(
+                "Schedule a recurring or one-time task for yourself. CONTEXT MODE: \"isolated\" runs in a fresh session (put all the context the task needs in the prompt); \"main\" runs in your main session with its history. SCHEDULE TYPE: \"cron\" takes a crontab expression in the task's timezone (\"0 9 * * *\" is every day at 9:00; 6 fields put seconds first); \"interval\" takes milliseconds (\"3600000\") or a duration (\"30m\"); \"once\" takes an ISO time (\"2026-02-03T15:30:00Z\", or without offset in the timezone) or a delay (\"+10m\"). Returns the task id and its next run time.",
+            ),
             parameters: json!({"type": "object", "properties": {
                 "prompt": {"type": "string", "description": "What to do when it runs"},
                 "schedule_type": {"type": "string", "enum": ["cron", "interval", "once"]},
@@ -27,26 +31,26 @@ pub fn specs() -> Vec<ToolSpec> {
             kind: ToolKind::Write,
         },
         ToolSpec {
-            name: "list_tasks",
-            description: "List your scheduled tasks with their status and next run time.",
+            name: Cow::Borrowed("list_tasks"),
+            description: Cow::Borrowed("List your scheduled tasks with their status and next run time."),
             parameters: json!({"type": "object", "properties": {}}),
             kind: ToolKind::Read,
         },
         ToolSpec {
-            name: "pause_task",
-            description: "Pause one of your tasks; it keeps its schedule until resumed.",
+            name: Cow::Borrowed("pause_task"),
+            description: Cow::Borrowed("Pause one of your tasks; it keeps its schedule until resumed."),
             parameters: id.clone(),
             kind: ToolKind::Write,
         },
         ToolSpec {
-            name: "resume_task",
-            description: "Resume a paused task; returns its next run time.",
+            name: Cow::Borrowed("resume_task"),
+            description: Cow::Borrowed("Resume a paused task; returns its next run time."),
             parameters: id.clone(),
             kind: ToolKind::Write,
         },
         ToolSpec {
-            name: "cancel_task",
-            description: "Cancel (delete) one of your tasks for good.",
+            name: Cow::Borrowed("cancel_task"),
+            description: Cow::Borrowed("Cancel (delete) one of your tasks for good."),
             parameters: id,
             kind: ToolKind::Write,
         },

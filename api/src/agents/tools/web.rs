@@ -4,6 +4,8 @@
 //! (`tools.webFetch.allowPrivate`), connects only to the address it checked
 //! (no DNS rebinding), and checks again at every redirect.
 
+use std::borrow::Cow;
+
 use std::net::{IpAddr, SocketAddr};
 
 use serde_json::{Value, json};
@@ -17,15 +19,15 @@ const MAX_TEXT_CHARS: usize = 50_000;
 
 pub fn specs(search: bool) -> Vec<ToolSpec> {
     let mut out = vec![ToolSpec {
-        name: "web_fetch",
-        description: "Fetch a web page (http or https) and return it as readable text.",
+        name: Cow::Borrowed("web_fetch"),
+        description: Cow::Borrowed("Fetch a web page (http or https) and return it as readable text."),
         parameters: json!({"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]}),
         kind: ToolKind::Dangerous,
     }];
     if search {
         out.push(ToolSpec {
-            name: "web_search",
-            description: "Search the web. Returns titles, URLs and short extracts.",
+            name: Cow::Borrowed("web_search"),
+            description: Cow::Borrowed("Search the web. Returns titles, URLs and short extracts."),
             parameters: json!({"type": "object", "properties": {
                 "query": {"type": "string"},
                 "limit": {"type": "integer", "description": "default 5"}

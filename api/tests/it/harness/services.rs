@@ -25,7 +25,8 @@ fn free_addr() -> std::net::SocketAddr {
         .unwrap()
 }
 
-fn binary(var: &str) -> String {
+/// A program `tests/run` installs, named by an environment variable.
+pub fn binary(var: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| panic!("{var} is not set: run the suite through ./tests/run"))
 }
 
@@ -51,6 +52,17 @@ impl Service {
         })
         .await;
         Self { child, addr, dir }
+    }
+
+    /// The reference MCP server (`@modelcontextprotocol/server-everything`,
+    /// installed by `tests/run`) over HTTP: `streamableHttp` (at `/mcp`) or
+    /// `sse` (the older transport, at `/sse`).
+    pub async fn mcp_everything(mode: &str) -> Self {
+        let addr = free_addr();
+        let mut command = Command::new(binary("MCP_EVERYTHING_BIN"));
+        command.arg(mode).env("PORT", addr.port().to_string());
+        let name = format!("server-everything ({mode})");
+        Self::spawn(command, &name, addr, tempfile::tempdir().unwrap()).await
     }
 
     pub async fn s3() -> Self {

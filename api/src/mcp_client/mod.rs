@@ -1,0 +1,270 @@
+//! The MCP client: agents use the tools of outside MCP servers (`mcp.servers`
+//! in the config) as `mcp__{server}__{tool}`. One supervised client per
+//! server per replica, never one per run, so scheduled runs start no
+//! processes. A server that will not start, hangs or breaks never holds up a
+//! run: its tools are simply absent, and a call that fails or outlasts its
+//! timeout is an error the model reads.
+
+mod connect;
+mod naming;
+mod results;
+mod sse;
+mod supervisor;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::CallToolRequestParams;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use naming::server_of;
+pub use results::CallOutcome;
+pub use supervisor::ServerState;
+use supervisor::{Server, Timing};
+
+use crate::config::{McpConfig, McpStartup, ToolTrust};
+
+/// A tool an agent can be offered.
+#[derive(Debug, Clone)]
+pub struct McpTool {
+    /// `mcp__{server}__{tool}`.
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub trust: ToolTrust,
+}
+
+/// Every configured server's client.
+pub struct McpClients {
+    servers: BTreeMap<String, Arc<Server>>,
+    timing: Timing,
+    call_timeout: Duration,
+    max_output_chars: usize,
+    stop: watch::Sender<bool>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// A server as the API, `/health` and the UI show it.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerView {
+    pub name: String,
+    /// `stdio`, `http` or `sse`.
+    pub transport: String,
+    /// `read`, `write` or `dangerous`: whether its tools wait for approval in `ask` mode.
+    pub trust: String,
+    /// `eager` or `lazy`.
+    pub startup: String,
+    pub state: ServerState,
+    /// When it entered `state` (RFC 3339).
+    pub since: String,
+    pub restarts: u32,
+    pub last_error: Option<String>,
+    /// The server's process (stdio).
+    pub pid: Option<u32>,
+    /// When the next start is tried, after a failure.
+    pub retry_at: Option<String>,
+    pub tools: Vec<McpToolView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct McpToolView {
+    pub name: String,
+    /// What agents call it.
+    pub exposed_as: String,
+    pub description: String,
+}
+
+impl McpClients {
+    pub fn new(config: &McpConfig) -> Arc<Self> {
+        Arc::new(Self {
+            servers: config
+                .servers
+                .iter()
+                .map(|(name, server)| (name.clone(), Server::new(name.clone(), server.clone())))
+                .collect(),
+            timing: Timing {
+                start_timeout: config.start_timeout,
+            },
+            call_timeout: config.call_timeout,
+            max_output_chars: config.max_output_chars,
+            stop: watch::Sender::new(false),
+            tasks: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    /// Starts the clients of the eager servers.
+    pub fn start(&self) {
+        for server in self.servers.values() {
+            if server.config.startup == McpStartup::Eager {
+                self.launch(server);
+            }
+        }
+    }
+
+    fn launch(&self, server: &Arc<Server>) {
+        if *self.stop.borrow() || !server.claim_launch() {
+            return;
+        }
+        let task = tokio::spawn(server.clone().supervise(self.timing, self.stop.subscribe()));
+        if let Ok(mut tasks) = self.tasks.lock() {
+            tasks.push(task);
+        }
+    }
+
+    /// Stops every client and waits for the servers to exit.
+    pub async fn shutdown(&self) {
+        self.stop.send_replace(true);
+        let tasks = self
+            .tasks
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default();
+        for task in tasks {
+            let _ = task.await;
+        }
+    }
+
+    /// The servers an agent may use (`None`: all).
+    fn for_agent<'a>(&'a self, allowed: Option<&'a [String]>) -> impl Iterator<Item = &'a Arc<Server>> + 'a {
+        self.servers
+            .iter()
+            .filter(move |(name, _)| allowed.is_none_or(|list| list.iter().any(|a| a == *name)))
+            .map(|(_, server)| server)
+    }
+
+    /// Starts the agent's lazy servers and waits (up to the start timeout)
+    /// for servers still on their first start, so a run right after startup
+    /// sees their tools. A server that is restarting is not waited for.
+    pub async fn ready_for(&self, allowed: Option<&[String]>) {
+        let waits: Vec<_> = self
+            .for_agent(allowed)
+            .map(|server| {
+                self.launch(server);
+                let mut status = server.status.subscribe();
+                async move {
+                    let _ = status.wait_for(|s| s.first_attempt_done).await;
+                }
+            })
+            .collect();
+        if waits.is_empty() {
+            return;
+        }
+        let _ = tokio::time::timeout(self.timing.start_timeout, futures::future::join_all(waits)).await;
+    }
+
+    /// The tools of the agent's servers that are up.
+    pub fn tools(&self, allowed: Option<&[String]>) -> Vec<McpTool> {
+        self.for_agent(allowed)
+            .flat_map(|server| {
+                let tools = server.snapshot().tools;
+                tools
+                    .iter()
+                    .map(|tool| McpTool {
+                        name: tool.exposed.clone(),
+                        description: format!("[MCP server {}] {}", server.name, tool.description),
+                        input_schema: tool.input_schema.clone(),
+                        trust: server.config.trust,
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// Calls the tool the model knows as `exposed`.
+    pub async fn call(&self, exposed: &str, arguments: &Value) -> CallOutcome {
+        let Some(server) = server_of(exposed).and_then(|name| self.servers.get(name)) else {
+            return CallOutcome::error(format!("there is no MCP tool named {exposed:?}"));
+        };
+        let status = server.snapshot();
+        let Some(tool) = status.tools.iter().find(|t| t.exposed == exposed) else {
+            return CallOutcome::error(match status.state {
+                ServerState::Ready => {
+                    format!("the MCP server {} no longer has a tool {exposed:?}", server.name)
+                }
+                _ => not_running(&server.name, &status),
+            });
+        };
+        let Some(peer) = server.current_peer() else {
+            return CallOutcome::error(not_running(&server.name, &status));
+        };
+        let mut params = CallToolRequestParams::new(tool.name.clone());
+        params.arguments = arguments.as_object().cloned();
+        let timeout = server.config.call_timeout.unwrap_or(self.call_timeout);
+        match tokio::time::timeout(timeout, peer.call_tool(params)).await {
+            Err(_) => CallOutcome::error(format!(
+                "the MCP server {} did not answer {} within {} s; the call was cancelled",
+                server.name,
+                tool.name,
+                timeout.as_secs()
+            )),
+            Ok(Err(err)) => CallOutcome::error(format!(
+                "the MCP server {} failed on {}: {}",
+                server.name,
+                tool.name,
+                results::cut(&err.to_string(), 2000)
+            )),
+            Ok(Ok(result)) => match serde_json::to_value(&result) {
+                Ok(result) => results::render(&result, self.max_output_chars),
+                Err(err) => CallOutcome::error(format!("the MCP server's answer could not be read: {err}")),
+            },
+        }
+    }
+
+    pub fn views(&self) -> Vec<McpServerView> {
+        self.servers.values().map(|server| view(server)).collect()
+    }
+}
+
+fn not_running(name: &str, status: &supervisor::Status) -> String {
+    let state = format!("{:?}", status.state).to_lowercase();
+    match &status.last_error {
+        Some(error) => format!("the MCP server {name} is not running ({state}: {error})"),
+        None => format!("the MCP server {name} is not running ({state})"),
+    }
+}
+
+fn view(server: &Server) -> McpServerView {
+    let status = server.snapshot();
+    McpServerView {
+        name: server.name.clone(),
+        transport: server.config.transport.kind().into(),
+        trust: match server.config.trust {
+            ToolTrust::Read => "read",
+            ToolTrust::Write => "write",
+            ToolTrust::Dangerous => "dangerous",
+        }
+        .into(),
+        startup: match server.config.startup {
+            McpStartup::Eager => "eager",
+            McpStartup::Lazy => "lazy",
+        }
+        .into(),
+        state: status.state,
+        since: status.since.to_rfc3339(),
+        restarts: status.restarts,
+        last_error: status.last_error.clone(),
+        pid: status.pid,
+        retry_at: status.retry_at.map(|t| t.to_rfc3339()),
+        tools: status
+            .tools
+            .iter()
+            .map(|t| McpToolView {
+                name: t.name.clone(),
+                exposed_as: t.exposed.clone(),
+                description: t.description.clone(),
+            })
+            .collect(),
+    }
+}

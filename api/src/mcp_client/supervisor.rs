@@ -1,0 +1,283 @@
+//! One MCP server's client for the life of the replica: started (at startup
+//! or at first use), its tool list kept current, restarted with backoff when
+//! it dies or will not start, stopped on shutdown. Its state is what
+//! `/health`, `GET /v1/mcp/servers` and the UI show.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use rmcp::service::{Peer, RoleClient};
+use serde_json::Value;
+use tokio::sync::{Notify, watch};
+
+use super::connect::{self, Handler, StderrTail};
+use super::naming::exposed_name;
+use crate::backoff::Backoff;
+use crate::config::McpServerConfig;
+
+/// A server is counted as up again (its backoff reset) after this long.
+const STABLE_AFTER: Duration = Duration::from_secs(60);
+/// How long a server gets to exit when it is stopped.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum ServerState {
+    /// Lazy, and no run has needed it yet.
+    Idle,
+    Starting,
+    Ready,
+    /// Its last start failed or it died; another attempt follows.
+    Failed,
+    Stopped,
+}
+
+/// One of a server's tools.
+#[derive(Debug, Clone)]
+pub struct RemoteTool {
+    /// The server's own name for it.
+    pub name: String,
+    /// `mcp__{server}__{tool}`, what the model calls.
+    pub exposed: String,
+    pub description: String,
+    pub input_schema: Value,
+}
+
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub state: ServerState,
+    pub since: DateTime<Utc>,
+    pub restarts: u32,
+    pub last_error: Option<String>,
+    pub pid: Option<u32>,
+    pub retry_at: Option<DateTime<Utc>>,
+    pub tools: Arc<Vec<RemoteTool>>,
+    /// Whether the first attempt to start has ended (either way).
+    pub first_attempt_done: bool,
+}
+
+pub struct Server {
+    pub name: String,
+    pub config: McpServerConfig,
+    pub status: watch::Sender<Status>,
+    pub peer: RwLock<Option<Peer<RoleClient>>>,
+    launched: AtomicBool,
+    tools_changed: Arc<Notify>,
+    stderr: StderrTail,
+}
+
+/// Start and stop settings shared by every server.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    pub start_timeout: Duration,
+}
+
+enum Ended {
+    /// Stopped on purpose (shutdown).
+    Stopped,
+    /// Died, or could not be used: why.
+    Died(String),
+}
+
+impl Server {
+    pub fn new(name: String, config: McpServerConfig) -> Arc<Self> {
+        Arc::new(Self {
+            name,
+            config,
+            status: watch::Sender::new(Status {
+                state: ServerState::Idle,
+                since: Utc::now(),
+                restarts: 0,
+                last_error: None,
+                pid: None,
+                retry_at: None,
+                tools: Arc::new(Vec::new()),
+                first_attempt_done: false,
+            }),
+            peer: RwLock::new(None),
+            launched: AtomicBool::new(false),
+            tools_changed: Arc::new(Notify::new()),
+            stderr: Arc::new(Mutex::new(Default::default())),
+        })
+    }
+
+    /// Whether this call is the one that should start the supervisor.
+    pub fn claim_launch(&self) -> bool {
+        !self.launched.swap(true, Ordering::SeqCst)
+    }
+
+    pub fn snapshot(&self) -> Status {
+        self.status.borrow().clone()
+    }
+
+    pub fn current_peer(&self) -> Option<Peer<RoleClient>> {
+        self.peer.read().ok().and_then(|p| p.clone())
+    }
+
+    fn set_peer(&self, peer: Option<Peer<RoleClient>>) {
+        if let Ok(mut slot) = self.peer.write() {
+            *slot = peer;
+        }
+    }
+
+    fn update(&self, change: impl FnOnce(&mut Status)) {
+        self.status.send_modify(change);
+    }
+
+    fn enter(&self, state: ServerState) {
+        self.update(|s| {
+            s.state = state;
+            s.since = Utc::now();
+        });
+    }
+
+    /// Runs until `stop` turns true: start, serve, restart after failures.
+    pub async fn supervise(self: Arc<Self>, timing: Timing, mut stop: watch::Receiver<bool>) {
+        let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
+        loop {
+            self.enter(ServerState::Starting);
+            let attempt = tokio::select! {
+                () = stopped(&mut stop) => break,
+                attempt = tokio::time::timeout(timing.start_timeout, self.start()) => attempt,
+            };
+            let started_at = Instant::now();
+            let reason = match attempt {
+                Err(_) => connect::with_stderr(
+                    format!(
+                        "did not start and answer the MCP handshake within {} s",
+                        timing.start_timeout.as_secs()
+                    ),
+                    &self.stderr,
+                ),
+                Ok(Err(reason)) => reason,
+                Ok(Ok(started)) => match self.serve(started, timing, &mut stop).await {
+                    Ended::Stopped => break,
+                    Ended::Died(reason) => reason,
+                },
+            };
+            self.set_peer(None);
+            if started_at.elapsed() >= STABLE_AFTER {
+                backoff.succeeded();
+            }
+            let wait = backoff.failed();
+            tracing::warn!(mcp_server = %self.name, error = %reason, retry_in_s = wait.as_secs(), "MCP server is down");
+            self.update(|s| {
+                s.state = ServerState::Failed;
+                s.since = Utc::now();
+                s.last_error = Some(reason);
+                s.pid = None;
+                s.tools = Arc::new(Vec::new());
+                s.first_attempt_done = true;
+                s.retry_at = chrono::Duration::from_std(wait).ok().map(|w| Utc::now() + w);
+            });
+            tokio::select! {
+                () = stopped(&mut stop) => break,
+                () = tokio::time::sleep(wait) => {}
+            }
+            self.update(|s| {
+                s.restarts += 1;
+                s.retry_at = None;
+            });
+        }
+        self.set_peer(None);
+        self.update(|s| {
+            s.state = ServerState::Stopped;
+            s.since = Utc::now();
+            s.pid = None;
+            s.tools = Arc::new(Vec::new());
+            s.first_attempt_done = true;
+        });
+    }
+
+    async fn start(&self) -> Result<connect::Started, String> {
+        let handler = Handler {
+            tools_changed: self.tools_changed.clone(),
+        };
+        let started = connect::start(&self.name, &self.config.transport, handler, &self.stderr).await?;
+        let tools = list_tools(&self.name, started.client.peer()).await?;
+        tracing::info!(mcp_server = %self.name, tools = tools.len(), pid = ?started.pid, "MCP server ready");
+        self.set_peer(Some(started.client.peer().clone()));
+        self.update(|s| {
+            s.state = ServerState::Ready;
+            s.since = Utc::now();
+            s.pid = started.pid;
+            s.tools = Arc::new(tools);
+            s.first_attempt_done = true;
+        });
+        Ok(started)
+    }
+
+    /// Serves a started client until it ends or `stop` turns true.
+    async fn serve(
+        &self,
+        started: connect::Started,
+        timing: Timing,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Ended {
+        let client = started.client;
+        let cancel = client.cancellation_token();
+        let peer = client.peer().clone();
+        let waiting = client.waiting();
+        tokio::pin!(waiting);
+        loop {
+            tokio::select! {
+                () = stopped(stop) => {
+                    cancel.cancel();
+                    if tokio::time::timeout(STOP_GRACE, &mut waiting).await.is_err() {
+                        tracing::warn!(mcp_server = %self.name, "MCP server did not stop in time");
+                    }
+                    return Ended::Stopped;
+                }
+                () = self.tools_changed.notified() => {
+                    match tokio::time::timeout(timing.start_timeout, list_tools(&self.name, &peer)).await {
+                        Ok(Ok(tools)) => {
+                            tracing::info!(mcp_server = %self.name, tools = tools.len(), "MCP tool list changed");
+                            self.update(|s| s.tools = Arc::new(tools));
+                        }
+                        Ok(Err(reason)) => tracing::warn!(mcp_server = %self.name, error = %reason, "could not list the changed tools"),
+                        Err(_) => tracing::warn!(mcp_server = %self.name, "listing the changed tools timed out"),
+                    }
+                }
+                ended = &mut waiting => {
+                    let how = match ended {
+                        Ok(reason) => format!("{reason:?}").to_lowercase(),
+                        Err(err) => err.to_string(),
+                    };
+                    return Ended::Died(connect::with_stderr(format!("the connection ended ({how})"), &self.stderr));
+                }
+            }
+        }
+    }
+}
+
+/// Resolves once the replica is stopping.
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    // The guard `wait_for` returns is not `Send`; drop it here.
+    let _ = stop.wait_for(|s| *s).await.map(|_| ());
+}
+
+async fn list_tools(server: &str, peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, String> {
+    let tools = peer
+        .list_all_tools()
+        .await
+        .map_err(|err| format!("could not list its tools: {err}"))?;
+    Ok(tools
+        .into_iter()
+        .filter_map(|tool| serde_json::to_value(&tool).ok())
+        .map(|tool| {
+            let name = tool["name"].as_str().unwrap_or_default().to_string();
+            RemoteTool {
+                exposed: exposed_name(server, &name),
+                description: tool["description"].as_str().unwrap_or_default().to_string(),
+                input_schema: match &tool["inputSchema"] {
+                    Value::Object(schema) => Value::Object(schema.clone()),
+                    _ => serde_json::json!({"type": "object", "properties": {}}),
+                },
+                name,
+            }
+        })
+        .collect())
+}
