@@ -2,7 +2,7 @@
 // against the real `onyx` binary and the fake upstream: login (wrong password,
 // throttling, cookie surviving a restart, cross-site refusal), chat with
 // streaming, tool cards, approvals, stop (cancelling the run) and re-attaching
-// to a run after a reload, then every page doing its job (the Usage page too),
+// to a run after a reload, then every page doing its job (the Usage and MCP pages too),
 // at desktop and phone widths, all under the strict Content-Security-Policy
 // (no page may report a violation). Needs ONYX_BIN and FAKE_UPSTREAM_BIN (set by
 // tests/run) and /usr/bin/chromium.
@@ -75,6 +75,7 @@ const api = (path, init = {}) =>
 
 before(async () => {
 	assert.ok(ONYX && FAKES, 'ONYX_BIN and FAKE_UPSTREAM_BIN must be set (tests/run does)');
+	assert.ok(process.env.MCP_TIME_BIN, 'MCP_TIME_BIN (a real MCP server) must be set (tests/run does)');
 	const started = await startProcess(FAKES, ['--key', FAKE_KEY], {}, /^(\{.*\})$/);
 	fakes = JSON.parse(started.match[1]);
 	home = mkdtempSync(join(tmpdir(), 'onyx-ui-'));
@@ -93,6 +94,10 @@ before(async () => {
 				{ id: "slow", model: "openai/fake-slow" },
 			],
 		},
+		mcp: { servers: {
+			time: { command: "${process.env.MCP_TIME_BIN}", args: ["--local-timezone=UTC"], trust: "read" },
+			broken: { command: "/nonexistent/mcp-server" },
+		} },
 	}`;
 	onyx = await startOnyx(config);
 	browser = await chromium.launch({
@@ -395,6 +400,17 @@ test('sessions, memory, agents, tasks, config, logs and status pages work', asyn
 	page.once('dialog', (dialog) => dialog.accept());
 	await skillRow.getByRole('button', { name: 'Delete' }).click();
 	await skillRow.waitFor({ state: 'detached' });
+
+	// MCP: the real time server is up with its tools; the broken one says why not.
+	await page.getByRole('link', { name: 'MCP' }).click();
+	const timeRow = page.getByTestId('mcp-server-time');
+	await timeRow.getByTestId('mcp-state').getByText('ready').waitFor();
+	await timeRow.getByRole('button', { name: /tools/ }).click();
+	await page.getByTestId('mcp-tools-time').getByText('mcp__time__get_current_time').waitFor();
+	const brokenRow = page.getByTestId('mcp-server-broken');
+	await brokenRow.getByTestId('mcp-state').getByText('failed').waitFor();
+	await brokenRow.getByTestId('mcp-error').getByText(/cannot start/).waitFor();
+	await shot(page, 'mcp');
 
 	// Logs: live lines, filtered by level.
 	await page.getByRole('link', { name: 'Logs' }).click();
