@@ -54,6 +54,8 @@ pub struct App {
     pub usage: Arc<crate::usage::Meter>,
     /// The clients of the configured MCP servers (stopped on shutdown).
     pub mcp: Arc<crate::mcp_client::McpClients>,
+    /// Proposals, missions and steps (`None` with `orchestration.enabled: false`).
+    pub orchestrator: Option<Arc<crate::orchestration::Orchestrator>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -156,6 +158,23 @@ impl App {
             },
             &background,
         );
+        let orchestrator = config.orchestration.enabled.then(|| {
+            let orchestrator = crate::orchestration::Orchestrator::new(
+                db.clone(),
+                agents.clone(),
+                memory.clone(),
+                sessions.clone(),
+                config.orchestration.clone(),
+            );
+            agents.set_coordination(Arc::new(crate::orchestration::Coordinator(Arc::downgrade(
+                &orchestrator,
+            ))));
+            background.spawn(
+                "orchestration: missions, triggers, reactions",
+                orchestrator.clone().run(),
+            );
+            orchestrator
+        });
         let scheduler = Runner::new(
             tasks.clone(),
             agents.clone(),
@@ -199,6 +218,7 @@ impl App {
             record_sessions: config.gateway.record_sessions,
             usage,
             mcp,
+            orchestrator,
             router,
             catalog: ModelCatalog::new(config.gateway.models_cache_ttl),
             auth,

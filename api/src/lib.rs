@@ -52,6 +52,7 @@ pub mod mcp_client;
 pub mod memory;
 pub mod model_ref;
 pub mod observability;
+pub mod orchestration;
 pub mod plugins;
 pub mod providers;
 pub mod replica;

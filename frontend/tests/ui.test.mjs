@@ -92,6 +92,7 @@ before(async () => {
 				{ id: "scripter", model: "openai/fake-script" },
 				{ id: "careful", model: "openai/fake-script", permissionMode: "ask" },
 				{ id: "slow", model: "openai/fake-slow" },
+				{ id: "operator", model: "openai/fake-script" },
 			],
 		},
 		mcp: { servers: {
@@ -438,6 +439,47 @@ test('sessions, memory, agents, tasks, config, logs and status pages work', asyn
 	await shot(page, 'login');
 	const after = await fetch(`${onyx.url}/v1/models`, { headers: { cookie: `onyx_session=${cookie.value}` } });
 	assert.equal(after.status, 401);
+	await context.close();
+});
+
+test('the Operations page approves a proposal, follows its mission live, edits a policy and reviews an agent', async () => {
+	const { context, page } = await signedInPage();
+	await page.getByRole('link', { name: 'Operations' }).click();
+	await page.getByTestId('event-feed').getByText('live').waitFor();
+	const proposed = await (
+		await api('/v1/proposals', {
+			method: 'POST',
+			body: JSON.stringify({ agent: 'operator', title: 'UI mission', steps: [{ kind: 'write', input: 'script: say written from the UI' }] })
+		})
+	).json();
+	assert.equal(proposed.status, 'pending', JSON.stringify(proposed));
+	const pending = page.getByTestId('pending-proposal').filter({ hasText: 'UI mission' });
+	await pending.getByRole('button', { name: 'Approve' }).click();
+	const mission = page.getByTestId('mission').filter({ hasText: 'UI mission' });
+	await mission.getByTestId('mission-status').getByText('succeeded').waitFor({ timeout: 30000 });
+	await mission.getByRole('button').first().click();
+	await mission.getByTestId('mission-steps').getByText('written from the UI').waitFor();
+	await page.getByTestId('event-feed').getByText('mission.succeeded').first().waitFor();
+
+	await page.getByLabel('auto_approve').fill('{"enabled": true, "allowed_step_kinds": ["write"]}');
+	await page.getByRole('button', { name: 'Save auto_approve' }).click();
+	await page.getByTestId('policies').getByText('saved').waitFor();
+	const policy = await (await api('/v1/policy/auto_approve')).json();
+	assert.deepEqual(policy.value.allowed_step_kinds, ['write']);
+	await page.getByLabel('auto_approve').fill('{"enabled": "yes"}');
+	await page.getByRole('button', { name: 'Save auto_approve' }).click();
+	await page.getByTestId('policies').getByText(/enabled must be true or false/).waitFor();
+
+	const row = page.getByTestId('trust-operator');
+	await row.getByLabel('Trust level of operator').selectOption('3');
+	await row.getByRole('button', { name: 'Reviews' }).click();
+	await page.getByLabel('Review summary').fill('Shipped the UI mission');
+	await page.getByLabel('Decision').selectOption('down');
+	await page.getByRole('button', { name: 'Record review' }).click();
+	await page.getByTestId('reviews').getByText(/L3 → L2/).waitFor();
+	const standing = await (await api('/v1/agents/standing')).json();
+	assert.equal(standing.agents.find((a) => a.id === 'operator').trust.level, 2);
+	await shot(page, 'operations');
 	await context.close();
 });
 

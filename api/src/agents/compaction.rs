@@ -216,6 +216,7 @@ impl Agents {
             call.request.agent.permission_mode,
             &self.tools,
             &self.mcp,
+            false,
         );
         let Some(write) = offered.iter().find(|t| t.name == "memory_write") else {
             return;

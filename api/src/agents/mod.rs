@@ -16,6 +16,7 @@
 pub mod approvals;
 mod compaction;
 pub mod context;
+pub mod coordination;
 mod error;
 pub mod prompt;
 pub mod reach;
@@ -67,6 +68,8 @@ pub struct Agents {
     compaction: CompactionConfig,
     wake: tokio::sync::mpsc::UnboundedSender<tools::Wake>,
     mcp: Arc<crate::mcp_client::McpClients>,
+    /// The orchestration loop, plugged in once it exists (it runs agents).
+    coordination: std::sync::OnceLock<Arc<dyn coordination::Coordination>>,
 }
 
 pub struct Parts {
@@ -81,6 +84,11 @@ pub struct Parts {
 }
 
 impl Agents {
+    /// Plugs in the orchestration loop for the mission tools (once).
+    pub fn set_coordination(&self, coordination: Arc<dyn coordination::Coordination>) {
+        let _ = self.coordination.set(coordination);
+    }
+
     /// The tools' settings (`tools.*`), as configured.
     pub fn tool_settings(&self) -> &ToolsConfig {
         &self.tools
@@ -117,6 +125,7 @@ impl Agents {
             compaction: config.agents.compaction,
             wake,
             mcp: parts.mcp,
+            coordination: std::sync::OnceLock::new(),
         });
         let weak = Arc::downgrade(&agents);
         background.spawn("agents: woken runs", async move {

@@ -68,7 +68,13 @@ impl Agents {
         let model = agent.model.clone().unwrap_or_default();
         let mode = agent.permission_mode;
         self.mcp.ready_for(agent.mcp.as_deref()).await;
-        let offered = tools::offered(agent, mode, &self.tools, &self.mcp);
+        let offered = tools::offered(
+            agent,
+            mode,
+            &self.tools,
+            &self.mcp,
+            self.coordination.get().is_some(),
+        );
         let inbox = match self.inbox.claim(&agent.id, &run.id).await {
             Ok(inbox) => inbox,
             Err(err) => {
@@ -238,6 +244,7 @@ impl Agents {
             reach: self.reach.clone(),
             skills: self.skills.clone(),
             mcp: self.mcp.clone(),
+            coordination: self.coordination.get().cloned(),
         }
     }
 

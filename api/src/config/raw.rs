@@ -38,6 +38,23 @@ pub struct RawConfig {
     pub usage: RawUsage,
     #[serde(default)]
     pub mcp: RawMcp,
+    #[serde(default)]
+    pub orchestration: RawOrchestration,
+}
+
+/// Proposals, missions and steps (`orchestration`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawOrchestration {
+    pub enabled: Option<bool>,
+    /// `false`: this replica never runs steps (a control-plane replica).
+    pub worker: Option<bool>,
+    pub lease_seconds: Option<u64>,
+    pub max_attempts: Option<u32>,
+    pub max_parallel_steps: Option<usize>,
+    pub step_timeout_seconds: Option<u64>,
+    /// Seeds the reaction matrix's random numbers (tests, reproducible runs).
+    pub reaction_seed: Option<u64>,
 }
 
 /// MCP servers whose tools agents are offered, and the client's limits.

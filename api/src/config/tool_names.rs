@@ -26,6 +26,10 @@ pub const TOOLS: &[&str] = &[
     "resume_task",
     "cancel_task",
     "skill",
+    "propose_mission",
+    "list_missions",
+    "report_step",
+    "list_agents",
 ];
 
 pub const GROUPS: &[(&str, &[&str])] = &[
@@ -46,6 +50,10 @@ pub const GROUPS: &[(&str, &[&str])] = &[
     ("group:exec", &["exec"]),
     ("group:sessions", &["sessions_list", "sessions_history"]),
     ("group:messaging", &["send_message"]),
+    (
+        "group:missions",
+        &["propose_mission", "list_missions", "report_step", "list_agents"],
+    ),
 ];
 
 /// Every MCP server's tools (`mcp__{server}__{tool}`).

@@ -33,6 +33,37 @@ pub struct Config {
     pub scheduler: SchedulerConfig,
     pub usage: UsageConfig,
     pub mcp: McpConfig,
+    pub orchestration: OrchestrationConfig,
+}
+
+/// `orchestration`: proposals become missions whose steps run as agent runs.
+#[derive(Debug, Clone)]
+pub struct OrchestrationConfig {
+    pub enabled: bool,
+    /// Whether this replica claims and runs steps.
+    pub worker: bool,
+    /// A step whose replica stops renewing it this long is stale.
+    pub lease: Duration,
+    /// Runs of one step before it fails for good.
+    pub max_attempts: u32,
+    /// Steps this replica runs at once.
+    pub max_parallel_steps: usize,
+    pub step_timeout: Duration,
+    pub reaction_seed: Option<u64>,
+}
+
+impl Default for OrchestrationConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            worker: true,
+            lease: Duration::from_secs(60),
+            max_attempts: 2,
+            max_parallel_steps: 4,
+            step_timeout: Duration::from_secs(600),
+            reaction_seed: None,
+        }
+    }
 }
 
 /// `mcp`: the MCP servers agents can use, and the client's limits.

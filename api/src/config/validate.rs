@@ -58,6 +58,33 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
         tools,
         usage: super::usage::usage(raw.usage)?,
         mcp,
+        orchestration: orchestration(raw.orchestration)?,
+    })
+}
+
+fn orchestration(raw: raw::RawOrchestration) -> Result<OrchestrationConfig, ConfigError> {
+    let defaults = OrchestrationConfig::default();
+    let positive = |value: Option<u64>, path: &str| match value {
+        Some(0) => Err(ConfigError::invalid(path, "must be at least 1")),
+        other => Ok(other),
+    };
+    Ok(OrchestrationConfig {
+        enabled: raw.enabled.unwrap_or(defaults.enabled),
+        worker: raw.worker.unwrap_or(defaults.worker),
+        lease: positive(raw.lease_seconds, "orchestration.leaseSeconds")?
+            .map_or(defaults.lease, Duration::from_secs),
+        max_attempts: positive(raw.max_attempts.map(u64::from), "orchestration.maxAttempts")?
+            .map_or(defaults.max_attempts, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+        max_parallel_steps: positive(
+            raw.max_parallel_steps.map(|n| n as u64),
+            "orchestration.maxParallelSteps",
+        )?
+        .map_or(defaults.max_parallel_steps, |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        }),
+        step_timeout: positive(raw.step_timeout_seconds, "orchestration.stepTimeoutSeconds")?
+            .map_or(defaults.step_timeout, Duration::from_secs),
+        reaction_seed: raw.reaction_seed,
     })
 }
 

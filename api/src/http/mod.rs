@@ -21,7 +21,9 @@ mod mcp_servers;
 mod memory;
 mod messages;
 mod middleware;
+mod missions;
 mod models;
+mod operations;
 mod ops;
 mod providers;
 mod responses;
@@ -74,6 +76,29 @@ pub fn router(app: Arc<App>) -> Router {
             axum::routing::put(providers::put_alias).delete(providers::delete_alias),
         )
         .route("/v1/logs", get(console::logs))
+        // The loop's rules and who is trusted with what.
+        .route("/v1/policy", get(operations::policies))
+        .route(
+            "/v1/policy/{key}",
+            get(operations::policy)
+                .put(operations::set_policy)
+                .delete(operations::delete_policy),
+        )
+        .route(
+            "/v1/triggers",
+            get(operations::triggers).post(operations::create_trigger),
+        )
+        .route(
+            "/v1/triggers/{id}",
+            axum::routing::put(operations::update_trigger).delete(operations::delete_trigger),
+        )
+        .route("/v1/agents/{id}/trust", axum::routing::put(operations::set_trust))
+        .route(
+            "/v1/agents/{id}/reviews",
+            get(operations::reviews).post(operations::review),
+        )
+        .route("/v1/proposals/{id}/approve", post(missions::approve))
+        .route("/v1/proposals/{id}/reject", post(missions::reject))
         .route_layer(axum::middleware::from_fn(middleware::require_admin));
     let protected = Router::new()
         .merge(admin)
@@ -105,6 +130,15 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/memory/status", get(memory::status))
         .route("/v1/memory/sync", post(memory::sync))
         .route("/v1/mcp/servers", get(mcp_servers::list))
+        .route("/v1/proposals", get(missions::proposals).post(missions::propose))
+        .route("/v1/proposals/{id}", get(missions::proposal))
+        .route("/v1/missions", get(missions::missions))
+        .route("/v1/missions/{id}", get(missions::mission))
+        .route("/v1/missions/{id}/cancel", post(missions::cancel))
+        .route("/v1/steps", get(missions::steps))
+        .route("/v1/events", get(operations::events))
+        .route("/v1/events/stream", get(operations::stream))
+        .route("/v1/agents/standing", get(operations::standing))
         .route("/v1/skills", get(skills::list))
         .route(
             "/v1/skills/{scope}/{name}",

@@ -78,6 +78,13 @@ fn generate() -> BTreeMap<String, String> {
     export::<crate::mcp_client::McpServerView>(&cfg);
     export::<crate::mcp_client::McpToolView>(&cfg);
     export::<crate::mcp_client::ServerState>(&cfg);
+    export::<crate::orchestration::Proposal>(&cfg);
+    export::<crate::orchestration::ProposedStep>(&cfg);
+    export::<crate::orchestration::Mission>(&cfg);
+    export::<crate::orchestration::Step>(&cfg);
+    export::<crate::orchestration::Event>(&cfg);
+    export::<crate::orchestration::Trigger>(&cfg);
+    export::<crate::orchestration::Review>(&cfg);
     export::<inbox::InboxMessage>(&cfg);
     export::<memory::FileContent>(&cfg);
     export::<memory::FileInfo>(&cfg);

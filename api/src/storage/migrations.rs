@@ -114,6 +114,27 @@ const MIGRATIONS: &[&str] = &[
     // values sealed under the master key.
     "DEFINE TABLE IF NOT EXISTS provider SCHEMALESS;
      DEFINE TABLE IF NOT EXISTS model_alias SCHEMALESS;",
+    // 16: orchestration (`orchestration`): proposals, missions and their
+    // steps (claimed with leases), the event trail, policies as data,
+    // triggers, reactions, agents' trust levels and their reviews.
+    "DEFINE TABLE IF NOT EXISTS proposal SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS proposal_created ON proposal FIELDS created_at;
+     DEFINE TABLE IF NOT EXISTS mission SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS mission_status ON mission FIELDS status;
+     DEFINE TABLE IF NOT EXISTS step SCHEMALESS;
+     DEFINE TABLE IF NOT EXISTS step_claim SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS step_status ON step FIELDS status;
+     DEFINE INDEX IF NOT EXISTS step_mission ON step FIELDS mission;
+     DEFINE INDEX IF NOT EXISTS step_kind_created ON step FIELDS kind, created_at;
+     DEFINE TABLE IF NOT EXISTS event SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS event_key ON event FIELDS key;
+     DEFINE TABLE IF NOT EXISTS policy SCHEMALESS;
+     DEFINE TABLE IF NOT EXISTS trigger SCHEMALESS;
+     DEFINE TABLE IF NOT EXISTS reaction SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS reaction_status ON reaction FIELDS status;
+     DEFINE TABLE IF NOT EXISTS agent_trust SCHEMALESS;
+     DEFINE TABLE IF NOT EXISTS agent_review SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS agent_review_agent ON agent_review FIELDS agent;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

@@ -27,7 +27,7 @@ use crate::providers::meter::estimate;
 use crate::providers::{Attribution, ModelRef, Refusal, Reservation, Usage, UsageMeter};
 use crate::storage::Db;
 
-pub use budget::Spent;
+pub use budget::{Spent, spent};
 pub use prices::{Price, PriceTable};
 pub use query::{GroupBy, Report, ReportRow, UsageQuery};
 

@@ -24,6 +24,7 @@ mod mcp;
 mod mcp_client;
 mod memory;
 mod messages;
+mod missions;
 mod observability;
 mod plugins;
 mod prompt_cache;

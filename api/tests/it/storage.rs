@@ -211,8 +211,8 @@ fn surreal_config(url: String, credentials: bool) -> SurrealConfig {
 }
 
 async fn database_roundtrip(db: &Db) {
-    assert_eq!(onyx::storage::SCHEMA_VERSION, 15);
-    // Versions 2–15 defined memory, agent, task, chat, run, owner-chat, stored-response, usage, audit and provider tables (reading an undefined table is an error).
+    assert_eq!(onyx::storage::SCHEMA_VERSION, 16);
+    // Versions 2–16 defined memory, agent, task, chat, run, owner-chat, stored-response, usage, audit, provider and orchestration tables (reading an undefined table is an error).
     for table in [
         "memory_chunk",
         "login_failure",
@@ -234,6 +234,16 @@ async fn database_roundtrip(db: &Db) {
         "audit_event",
         "provider",
         "model_alias",
+        "proposal",
+        "mission",
+        "step",
+        "step_claim",
+        "event",
+        "policy",
+        "trigger",
+        "reaction",
+        "agent_trust",
+        "agent_review",
     ] {
         let rows: Vec<serde_json::Value> = db
             .rows(&format!("SELECT * FROM {table}"), json!({}), 0)

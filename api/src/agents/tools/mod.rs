@@ -12,6 +12,7 @@ mod exec;
 mod fs;
 mod memory;
 mod messages;
+mod missions;
 mod sessions;
 mod skill;
 mod tasks;
@@ -167,6 +168,8 @@ pub struct ToolContext {
     pub reach: Reach,
     pub skills: Arc<crate::skills::Skills>,
     pub mcp: Arc<McpClients>,
+    /// The orchestration loop, for the mission tools (`None` when it is off).
+    pub coordination: Option<Arc<dyn super::coordination::Coordination>>,
 }
 
 /// A tool's answer: what the model sees, and whether it is an error.
@@ -208,24 +211,27 @@ pub fn all(settings: &ToolsConfig) -> Vec<ToolSpec> {
     out.extend(tasks::specs());
     out.extend(messages::specs());
     out.extend(skill::specs());
+    out.extend(missions::specs());
     out
 }
 
 /// The tools an agent is offered: the built-in ones and those of its MCP
 /// servers that are up, through the global and the agent's allow/deny lists
 /// (tool names or groups), then its permission mode (`safe` keeps read-only
-/// tools).
+/// tools). The mission tools only with the orchestration loop (`missions`).
 pub fn offered(
     agent: &AgentDef,
     mode: PermissionMode,
     settings: &ToolsConfig,
     mcp: &McpClients,
+    missions: bool,
 ) -> Vec<ToolSpec> {
     let allowed = |list: &[String], tool: &str| list.is_empty() || list.iter().any(|e| covers(e, tool));
     let denied = |list: &[String], tool: &str| list.iter().any(|e| covers(e, tool));
     let outside = mcp.tools(agent.mcp.as_deref()).into_iter().map(ToolSpec::from);
     all(settings)
         .into_iter()
+        .filter(|t| missions || !covers("group:missions", &t.name))
         .chain(outside)
         .filter(|t| allowed(&settings.allow, &t.name) && allowed(&agent.tools_allow, &t.name))
         .filter(|t| !denied(&settings.deny, &t.name) && !denied(&agent.tools_deny, &t.name))
@@ -244,6 +250,9 @@ pub async fn call(ctx: &ToolContext, name: &str, arguments: &Value) -> ToolOutpu
         "send_to_agent" => agents::call(ctx, arguments).await,
         "send_message" => messages::call(ctx, arguments).await,
         "skill" => skill::call(ctx, arguments).await,
+        "propose_mission" | "list_missions" | "report_step" | "list_agents" => {
+            missions::call(ctx, name, arguments).await
+        }
         "schedule_task" | "list_tasks" | "pause_task" | "resume_task" | "cancel_task" => {
             tasks::call(ctx, name, arguments).await
         }

@@ -1,0 +1,92 @@
+//! `propose_mission`, `list_missions`, `report_step`, `list_agents`: the
+//! coordination protocol. An agent proposes work for itself or others (it
+//! goes through the same gates and approval as every proposal), follows its
+//! missions, reports a step's result, and finds who can help.
+
+use std::borrow::Cow;
+
+use serde_json::{Value, json};
+
+use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail};
+
+pub fn specs() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec {
+            name: Cow::Borrowed("propose_mission"),
+            description: Cow::Borrowed(
+                "Propose a mission: work in steps, each run by an agent (you or another; see list_agents). It is checked against quotas and budgets, then approved automatically or by a human. Steps run in order unless a step gives \"after\" (indexes of earlier steps it needs; [] runs it at once). Returns the proposal's status and, once accepted, its mission id.",
+            ),
+            parameters: json!({"type": "object", "properties": {
+                "title": {"type": "string"},
+                "description": {"type": "string", "description": "Why, and what done looks like"},
+                "steps": {"type": "array", "items": {"type": "object", "properties": {
+                    "kind": {"type": "string", "description": "The kind of work, e.g. research, analyze, write_content, review"},
+                    "agent": {"type": "string", "description": "Who runs it (default: you)"},
+                    "input": {"type": "string", "description": "What the step is to do, with the context it needs"},
+                    "after": {"type": "array", "items": {"type": "integer"}}
+                }, "required": ["kind", "input"]}}
+            }, "required": ["title", "steps"]}),
+            kind: ToolKind::Write,
+        },
+        ToolSpec {
+            name: Cow::Borrowed("list_missions"),
+            description: Cow::Borrowed(
+                "List the missions you proposed or have steps in, newest first, with each step's status and output.",
+            ),
+            parameters: json!({"type": "object", "properties": {
+                "status": {"type": "string", "enum": ["queued", "running", "succeeded", "failed", "cancelled"]},
+                "limit": {"type": "integer"}
+            }}),
+            kind: ToolKind::Read,
+        },
+        ToolSpec {
+            name: Cow::Borrowed("report_step"),
+            description: Cow::Borrowed(
+                "Report the result of a mission step you are running (its id is in the step's prompt): status \"succeeded\" with the output, or \"failed\" with why.",
+            ),
+            parameters: json!({"type": "object", "properties": {
+                "step_id": {"type": "string"},
+                "status": {"type": "string", "enum": ["succeeded", "failed"]},
+                "output": {"type": "string"}
+            }, "required": ["step_id", "status", "output"]}),
+            kind: ToolKind::Write,
+        },
+        ToolSpec {
+            name: Cow::Borrowed("list_agents"),
+            description: Cow::Borrowed(
+                "Who is available: every agent with its name, model, trust level and the steps it is running.",
+            ),
+            parameters: json!({"type": "object", "properties": {}}),
+            kind: ToolKind::Read,
+        },
+    ]
+}
+
+pub async fn call(ctx: &ToolContext, name: &str, arguments: &Value) -> Result<String, ToolError> {
+    let Some(coordination) = ctx.coordination.as_ref() else {
+        return Err(fail!(
+            "missions are turned off on this gateway (orchestration.enabled)"
+        ));
+    };
+    let agent = ctx.agent.id.as_str();
+    let answer = match name {
+        "propose_mission" => coordination.propose(agent, arguments).await,
+        "list_missions" => coordination.missions(agent, arguments).await,
+        "report_step" => coordination.report_step(agent, arguments).await,
+        _ => coordination
+            .standing()
+            .await
+            .map(|agents| mark_caller(agents, agent)),
+    }
+    .map_err(ToolError::Message)?;
+    Ok(serde_json::to_string_pretty(&answer).unwrap_or_default())
+}
+
+/// `standing`'s list with the caller marked.
+fn mark_caller(mut agents: Value, caller: &str) -> Value {
+    for agent in agents["agents"].as_array_mut().into_iter().flatten() {
+        let you = agent["id"] == caller;
+        agent["you"] = Value::Bool(you);
+    }
+    agents
+}

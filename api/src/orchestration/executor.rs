@@ -1,0 +1,357 @@
+//! The worker: claims runnable steps (queued, with everything they wait for
+//! succeeded) with a lease, exactly once across replicas, runs each as an
+//! unattended agent run with the mission's context, renews the lease while it
+//! runs, records the outcome and finalizes the mission when its steps end.
+//! Steps whose replica died are found by their expired lease and retried (up
+//! to `maxAttempts`) or failed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use chrono::Utc;
+use serde_json::json;
+
+use super::model::{Mission, Step};
+use super::{OrchestrationError, Orchestrator};
+use crate::agents::RunRequest;
+use crate::clock::stamp;
+use crate::providers::types::Message;
+
+/// With nothing to wake it, the worker looks again this often (steps made
+/// on other replicas, expired leases).
+const POLL: Duration = Duration::from_secs(1);
+const MAX_OUTPUT_CHARS: usize = 8_000;
+const MAX_CONTEXT_CHARS: usize = 4_000;
+
+impl Orchestrator {
+    pub(super) async fn work(self: Arc<Self>) {
+        let running = Arc::new(AtomicUsize::new(0));
+        loop {
+            if let Err(err) = self.tick(&running).await {
+                tracing::warn!(error = %err, "the mission worker could not look for steps");
+            }
+            tokio::select! {
+                () = self.wake.notified() => {}
+                () = tokio::time::sleep(POLL) => {}
+            }
+        }
+    }
+
+    async fn tick(self: &Arc<Self>, running: &Arc<AtomicUsize>) -> Result<(), OrchestrationError> {
+        self.recover_stale().await?;
+        let room = self
+            .settings
+            .max_parallel_steps
+            .saturating_sub(running.load(Ordering::SeqCst));
+        if room == 0 {
+            return Ok(());
+        }
+        let queued = self.store.queued_steps(100).await?;
+        let mut missions: HashMap<String, Vec<Step>> = HashMap::new();
+        let mut started = 0;
+        for step in queued {
+            if started == room {
+                break;
+            }
+            if !missions.contains_key(&step.mission) {
+                let steps = self.store.steps_of(&step.mission).await?;
+                missions.insert(step.mission.clone(), steps);
+            }
+            let siblings = &missions[&step.mission];
+            let status_of = |key: &String| siblings.iter().find(|s| &s.key == key).map(|s| s.status.as_str());
+            if step
+                .after
+                .iter()
+                .any(|k| matches!(status_of(k), Some("failed" | "cancelled")))
+            {
+                self.finalize(&step.mission).await?;
+                continue;
+            }
+            if !step.after.iter().all(|k| status_of(k) == Some("succeeded")) {
+                continue;
+            }
+            let until = self.lease_until();
+            let now = stamp(Utc::now());
+            let Some(claimed) = self.store.claim(&step, &self.replica, &until, &now).await? else {
+                continue;
+            };
+            started += 1;
+            running.fetch_add(1, Ordering::SeqCst);
+            let this = self.clone();
+            let running = running.clone();
+            let context: Vec<Step> = siblings
+                .iter()
+                .filter(|s| claimed.after.contains(&s.key))
+                .cloned()
+                .collect();
+            tokio::spawn(async move {
+                this.execute(claimed, context).await;
+                running.fetch_sub(1, Ordering::SeqCst);
+                this.wake.notify_one();
+            });
+        }
+        Ok(())
+    }
+
+    fn lease_until(&self) -> String {
+        stamp(Utc::now() + chrono::Duration::from_std(self.settings.lease).unwrap_or_default())
+    }
+
+    async fn execute(self: &Arc<Self>, step: Step, context: Vec<Step>) {
+        self.emit(
+            &step.agent,
+            "step.started",
+            &["step"],
+            json!({
+                "step": step.key, "mission": step.mission, "kind": step.kind, "attempt": step.attempts,
+            }),
+        )
+        .await;
+        let (lost_tx, lost_rx) = tokio::sync::oneshot::channel::<()>();
+        let renewer = {
+            let this = self.clone();
+            let key = step.key.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(this.settings.lease / 3).await;
+                    match this.store.renew(&key, &this.replica, &this.lease_until()).await {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            let _ = lost_tx.send(());
+                            return;
+                        }
+                        Err(err) => {
+                            tracing::warn!(step = %key, error = %err, "could not renew a step's lease")
+                        }
+                    }
+                }
+            })
+        };
+        let outcome = tokio::select! {
+            outcome = self.perform(&step, &context) => outcome,
+            _ = lost_rx => {
+                // Reported by the agent (report_step), or recovered elsewhere.
+                Err("the step's lease was lost".to_string())
+            }
+            () = tokio::time::sleep(self.settings.step_timeout) => {
+                Err(format!("timed out after {} s", self.settings.step_timeout.as_secs()))
+            }
+        };
+        renewer.abort();
+        let now = stamp(Utc::now());
+        let recorded = match &outcome {
+            Ok(output) => {
+                let output = crate::text::ellipsize(output, MAX_OUTPUT_CHARS);
+                self.store
+                    .finish(
+                        &step.key,
+                        Some(&self.replica),
+                        "succeeded",
+                        Some(&output),
+                        None,
+                        &now,
+                    )
+                    .await
+            }
+            Err(error) if step.attempts < self.settings.max_attempts => {
+                let mut retry = step.clone();
+                retry.lease_until = self
+                    .store
+                    .step(&step.key)
+                    .await
+                    .ok()
+                    .flatten()
+                    .and_then(|s| s.lease_until);
+                self.store.recover(&retry, true, error, &now).await
+            }
+            Err(error) => {
+                self.store
+                    .finish(&step.key, Some(&self.replica), "failed", None, Some(error), &now)
+                    .await
+            }
+        };
+        match recorded {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::debug!(step = %step.key, "the step was settled elsewhere (report_step or recovery)")
+            }
+            Err(err) => tracing::error!(step = %step.key, error = %err, "could not record a step's outcome"),
+        }
+        self.after_step(&step.key).await;
+    }
+
+    /// Announces how a step ended and finalizes its mission if it was the last.
+    async fn after_step(self: &Arc<Self>, key: &str) {
+        let Ok(Some(step)) = self.store.step(key).await else {
+            return;
+        };
+        let kind = match step.status.as_str() {
+            "succeeded" => "step.succeeded",
+            "failed" => "step.failed",
+            "queued" => "step.retrying",
+            _ => "step.ended",
+        };
+        let tag = format!("step:{}", step.status);
+        self.emit(
+            &step.agent,
+            kind,
+            &["step", &tag],
+            json!({
+                "step": step.key, "mission": step.mission, "kind": step.kind, "attempts": step.attempts,
+                "error": step.last_error,
+            }),
+        )
+        .await;
+        if let Err(err) = self.finalize(&step.mission).await {
+            tracing::warn!(mission = %step.mission, error = %err, "could not finalize a mission");
+        }
+    }
+
+    /// Runs the step's agent on its input with the mission's context.
+    async fn perform(&self, step: &Step, context: &[Step]) -> Result<String, String> {
+        let agent = match self.agents.registry.get(&step.agent).await {
+            Ok(Some(agent)) if agent.enabled => agent,
+            Ok(Some(_)) => return Err(format!("agent {} is disabled", step.agent)),
+            Ok(None) => return Err(format!("agent {} no longer exists", step.agent)),
+            Err(err) => return Err(format!("storage is unavailable: {err}")),
+        };
+        let mission = self
+            .store
+            .mission(&step.mission)
+            .await
+            .map_err(|err| format!("storage is unavailable: {err}"))?
+            .ok_or("the mission is gone")?;
+        self.agents
+            .prepare(&agent)
+            .await
+            .map_err(|err| format!("could not set up the agent's workspace: {err}"))?;
+        let session = self
+            .sessions
+            .create(&agent.id, "mission")
+            .await
+            .map_err(|err| format!("could not open a session: {err}"))?;
+        let prompt = step_prompt(&mission, step, context);
+        let note = format!(
+            "The mission worker started this run (step {} of mission {:?}). Nobody is watching it live: do the work, then answer with the result itself. If the step cannot be done, call report_step with status \"failed\" and say why.",
+            step.key, mission.title
+        );
+        let mut request = RunRequest::unattended(
+            agent,
+            Default::default(),
+            Message::user(prompt),
+            Some(note),
+            Some(session),
+            "mission",
+        );
+        request.who.task = Some(format!("step:{}", step.key));
+        let outcome = self
+            .agents
+            .run_to_end(request)
+            .await
+            .map_err(|err| err.public_message())?;
+        Ok(outcome.content)
+    }
+
+    /// Fails (or queues again) the steps whose replica stopped renewing them.
+    async fn recover_stale(self: &Arc<Self>) -> Result<(), OrchestrationError> {
+        let now = stamp(Utc::now());
+        for step in self.store.stale_steps(&now).await? {
+            let requeue = step.attempts < self.settings.max_attempts;
+            let error = format!(
+                "stale: the replica running it ({}) stopped renewing its lease, which ran out at {}",
+                step.lease_owner.as_deref().unwrap_or("unknown"),
+                step.lease_until.as_deref().unwrap_or("?")
+            );
+            if self.store.recover(&step, requeue, &error, &now).await? {
+                tracing::warn!(step = %step.key, requeue, "recovered a stale step");
+                self.after_step(&step.key).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends a mission whose steps have all ended (steps that wait on a failed
+    /// one are cancelled first); announces it once.
+    pub(super) async fn finalize(self: &Arc<Self>, mission: &str) -> Result<(), OrchestrationError> {
+        let steps = self.store.steps_of(mission).await?;
+        let dead: Vec<String> = steps
+            .iter()
+            .filter(|s| s.status == "queued")
+            .filter(|s| {
+                s.after.iter().any(|k| {
+                    steps
+                        .iter()
+                        .any(|o| &o.key == k && matches!(o.status.as_str(), "failed" | "cancelled"))
+                })
+            })
+            .map(|s| s.key.clone())
+            .collect();
+        let now = stamp(Utc::now());
+        if !dead.is_empty() {
+            self.store
+                .cancel_steps(&dead, "a step it waits for failed", &now)
+                .await?;
+            return Box::pin(self.finalize(mission)).await;
+        }
+        if steps
+            .iter()
+            .any(|s| matches!(s.status.as_str(), "queued" | "running"))
+        {
+            return Ok(());
+        }
+        let status = if steps.iter().all(|s| s.status == "succeeded") {
+            "succeeded"
+        } else {
+            "failed"
+        };
+        if !self.store.finalize(mission, status, &now).await? {
+            return Ok(());
+        }
+        let Some(mission) = self.store.mission(mission).await? else {
+            return Ok(());
+        };
+        let failed = steps.iter().find(|s| s.status == "failed");
+        let tag = format!("mission:{status}");
+        self.emit(
+            &mission.agent,
+            &format!("mission.{status}"),
+            &["mission", &tag],
+            json!({
+                "mission": mission.key, "title": mission.title, "steps": steps.len(),
+                "failed_step": failed.map(|s| s.key.clone()),
+                "error": failed.and_then(|s| s.last_error.clone()),
+                "outputs": steps.iter().map(|s| s.output.clone()).collect::<Vec<_>>(),
+            }),
+        )
+        .await;
+        Ok(())
+    }
+}
+
+/// What the step's agent is asked: the mission, its step, and the outputs of
+/// the steps it waited for.
+fn step_prompt(mission: &Mission, step: &Step, context: &[Step]) -> String {
+    let mut prompt = format!("Mission: {}\n", mission.title);
+    if !mission.description.trim().is_empty() {
+        prompt.push_str(&format!("{}\n", mission.description.trim()));
+    }
+    prompt.push_str(&format!(
+        "\nYour step ({}, step {}, id {}):\n{}\n",
+        step.kind,
+        step.index + 1,
+        step.key,
+        step.input
+    ));
+    for done in context {
+        prompt.push_str(&format!(
+            "\nOutput of step {} ({}, by {}):\n{}\n",
+            done.index + 1,
+            done.kind,
+            done.agent,
+            crate::text::ellipsize(done.output.as_deref().unwrap_or(""), MAX_CONTEXT_CHARS)
+        ));
+    }
+    prompt
+}

@@ -1,0 +1,170 @@
+//! The records of the loop, as stored and as the API shows them: proposals,
+//! missions, steps, events, triggers, reactions, reviews.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One step a proposal asks for: which agent does what kind of work.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ProposedStep {
+    /// What kind of work (`analyze`, `write_content`, `diagnose`, …): gates
+    /// and auto-approval are set per kind.
+    pub kind: String,
+    /// The agent that runs it (default: the proposing agent).
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// What to do, in words: the step's prompt.
+    pub input: String,
+    /// Indexes of the steps this one waits for (their outputs are its context).
+    /// Absent: the step before it (steps run in order); `[]`: none (in parallel).
+    #[serde(default)]
+    pub after: Option<Vec<usize>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Proposal {
+    pub key: String,
+    pub agent: String,
+    pub title: String,
+    #[serde(default)]
+    pub description: String,
+    /// `api`, `agent`, `trigger`, `reaction` or `task`.
+    pub source: String,
+    pub steps: Vec<ProposedStep>,
+    /// `pending`, `accepted` or `rejected`.
+    pub status: String,
+    /// Why it was rejected, or how it was accepted (`auto: …`, `approved by …`).
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub mission: Option<String>,
+    pub created_at: String,
+    #[serde(default)]
+    pub decided_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Mission {
+    pub key: String,
+    pub proposal: String,
+    pub agent: String,
+    pub title: String,
+    #[serde(default)]
+    pub description: String,
+    /// `queued`, `running`, `succeeded`, `failed` or `cancelled`.
+    pub status: String,
+    pub created_at: String,
+    #[serde(default)]
+    pub finished_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Step {
+    pub key: String,
+    pub mission: String,
+    /// Its place in the mission (0-based).
+    pub index: usize,
+    pub kind: String,
+    pub agent: String,
+    pub input: String,
+    /// Keys of the steps it waits for.
+    #[serde(default)]
+    pub after: Vec<String>,
+    /// `queued`, `running`, `succeeded`, `failed` or `cancelled`.
+    pub status: String,
+    #[serde(default)]
+    pub output: Option<String>,
+    #[serde(default)]
+    pub attempts: u32,
+    #[serde(default)]
+    pub last_error: Option<String>,
+    #[serde(default)]
+    pub lease_owner: Option<String>,
+    #[serde(default)]
+    pub lease_until: Option<String>,
+    pub created_at: String,
+    #[serde(default)]
+    pub started_at: Option<String>,
+    #[serde(default)]
+    pub finished_at: Option<String>,
+}
+
+/// The audit trail: everything the loop does is an event.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Event {
+    pub key: String,
+    pub agent: String,
+    /// `proposal.created`, `mission.failed`, `step.succeeded`, …
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub tags: Vec<String>,
+    #[cfg_attr(test, ts(type = "unknown"))]
+    pub payload: Value,
+    pub at: String,
+}
+
+/// When events of a kind (and tags, and payload values) appear, propose work.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Trigger {
+    pub key: String,
+    pub name: String,
+    /// `{ "type": "mission.failed", "tags": [..], "payload": { "field": { "gt": 3 } } }`.
+    #[cfg_attr(test, ts(type = "unknown"))]
+    pub condition: Value,
+    /// The proposal to make: `agent`, `title`, `description`, `steps`; `{{payload.x}}`,
+    /// `{{agent}}` and `{{type}}` in its text are filled from the event.
+    #[cfg_attr(test, ts(type = "unknown"))]
+    pub proposal: Value,
+    pub cooldown_seconds: u64,
+    pub enabled: bool,
+    #[serde(default)]
+    pub last_fired: Option<String>,
+    #[serde(default)]
+    pub builtin: bool,
+}
+
+/// Work one agent is to do because of another's event (the reaction matrix).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Reaction {
+    pub key: String,
+    pub event: String,
+    pub source_agent: String,
+    pub target: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `pending`, `processed` or `skipped`.
+    pub status: String,
+    #[serde(default)]
+    pub proposal: Option<String>,
+    #[serde(default)]
+    pub note: Option<String>,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Review {
+    pub key: String,
+    pub agent: String,
+    pub summary: String,
+    /// 1 to 5.
+    pub rating: u8,
+    /// `up`, `keep` or `down`.
+    pub decision: String,
+    pub feedback: String,
+    pub level_before: u8,
+    pub level_after: u8,
+    pub at: String,
+}
+
+/// Fresh keys sort by time (UUID v7).
+pub fn new_key() -> String {
+    uuid::Uuid::now_v7().simple().to_string()
+}

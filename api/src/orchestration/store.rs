@@ -1,0 +1,656 @@
+//! The loop's tables in SurrealDB. Every change that must happen once across
+//! replicas (claiming a step, firing a trigger, finishing a mission) is a
+//! conditional update that only one writer can win.
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::model::*;
+use crate::storage::{Db, DbError};
+
+#[derive(Clone)]
+pub struct Store {
+    db: Db,
+}
+
+const ACTIVE: &str = "status IN ['queued', 'running']";
+
+impl Store {
+    pub fn new(db: Db) -> Self {
+        Self { db }
+    }
+
+    async fn rows<T: DeserializeOwned>(&self, sql: &str, vars: Value) -> Result<Vec<T>, DbError> {
+        self.db.rows(sql, vars, 0).await
+    }
+
+    async fn write<T: DeserializeOwned>(&self, sql: &str, vars: Value) -> Result<Vec<T>, DbError> {
+        self.db.rows_retrying(sql, vars, 0).await
+    }
+
+    // Proposals, missions and steps.
+
+    pub async fn insert_proposal(&self, proposal: &Proposal) -> Result<(), DbError> {
+        self.db
+            .execute_retrying(
+                "CREATE type::record('proposal', $p.key) CONTENT $p",
+                json!({"p": proposal}),
+            )
+            .await
+            .map(drop)
+    }
+
+    /// Rejects a pending proposal; `false` if it was no longer pending.
+    pub async fn reject(&self, key: &str, reason: &str, at: &str) -> Result<bool, DbError> {
+        let rows: Vec<Value> = self
+            .write(
+                "UPDATE type::record('proposal', $key) SET status = 'rejected', reason = $reason, decided_at = $at
+                 WHERE status = 'pending' RETURN key",
+                json!({"key": key, "reason": reason, "at": at}),
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    /// Accepts a pending proposal and creates its mission and steps, all or
+    /// nothing; `false` if it was no longer pending.
+    pub async fn accept(
+        &self,
+        key: &str,
+        reason: &str,
+        mission: &Mission,
+        steps: &[Step],
+    ) -> Result<bool, DbError> {
+        let mut response = self
+            .db
+            .execute_retrying(
+                "BEGIN TRANSACTION;
+                 LET $accepted = (UPDATE type::record('proposal', $key)
+                     SET status = 'accepted', reason = $reason, decided_at = $m.created_at, mission = $m.key
+                     WHERE status = 'pending' RETURN key);
+                 IF array::len($accepted) > 0 {
+                     CREATE type::record('mission', $m.key) CONTENT $m;
+                     FOR $s IN $steps { CREATE type::record('step', $s.key) CONTENT $s; };
+                 };
+                 RETURN $accepted;
+                 COMMIT TRANSACTION;",
+                json!({"key": key, "reason": reason, "m": mission, "steps": steps}),
+            )
+            .await?;
+        let at = response.num_statements().saturating_sub(2);
+        let accepted: Vec<Value> = Db::take_rows(&mut response, at)?;
+        Ok(!accepted.is_empty())
+    }
+
+    pub async fn proposal(&self, key: &str) -> Result<Option<Proposal>, DbError> {
+        let rows = self
+            .rows(
+                "SELECT * OMIT id FROM type::record('proposal', $key)",
+                json!({"key": key}),
+            )
+            .await?;
+        Ok(rows.into_iter().next())
+    }
+
+    pub async fn proposals(&self, status: Option<&str>, limit: usize) -> Result<Vec<Proposal>, DbError> {
+        self.rows(
+            "SELECT * OMIT id FROM proposal WHERE !$status OR status = $status ORDER BY created_at DESC LIMIT $limit",
+            json!({"status": status, "limit": limit}),
+        )
+        .await
+    }
+
+    pub async fn mission(&self, key: &str) -> Result<Option<Mission>, DbError> {
+        let rows = self
+            .rows(
+                "SELECT * OMIT id FROM type::record('mission', $key)",
+                json!({"key": key}),
+            )
+            .await?;
+        Ok(rows.into_iter().next())
+    }
+
+    pub async fn missions(
+        &self,
+        status: Option<&str>,
+        agent: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Mission>, DbError> {
+        self.rows(
+            "SELECT * OMIT id FROM mission WHERE (!$status OR status = $status) AND (!$agent OR agent = $agent)
+             ORDER BY created_at DESC LIMIT $limit",
+            json!({"status": status, "agent": agent, "limit": limit}),
+        )
+        .await
+    }
+
+    pub async fn steps_of(&self, mission: &str) -> Result<Vec<Step>, DbError> {
+        self.rows(
+            "SELECT * OMIT id FROM step WHERE mission = $mission ORDER BY index",
+            json!({"mission": mission}),
+        )
+        .await
+    }
+
+    pub async fn steps(
+        &self,
+        status: Option<&str>,
+        agent: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Step>, DbError> {
+        self.rows(
+            "SELECT * OMIT id FROM step WHERE (!$status OR status = $status) AND (!$agent OR agent = $agent)
+             ORDER BY created_at DESC LIMIT $limit",
+            json!({"status": status, "agent": agent, "limit": limit}),
+        )
+        .await
+    }
+
+    pub async fn step(&self, key: &str) -> Result<Option<Step>, DbError> {
+        let rows = self
+            .rows(
+                "SELECT * OMIT id FROM type::record('step', $key)",
+                json!({"key": key}),
+            )
+            .await?;
+        Ok(rows.into_iter().next())
+    }
+
+    /// Steps of `kind` created since `since` (the quota's day).
+    pub async fn steps_of_kind_since(&self, kind: &str, since: &str) -> Result<u64, DbError> {
+        self.count(
+            "SELECT count() AS n FROM step WHERE kind = $kind AND created_at >= $since GROUP ALL",
+            json!({"kind": kind, "since": since}),
+        )
+        .await
+    }
+
+    pub async fn active_missions(&self) -> Result<u64, DbError> {
+        self.count(
+            &format!("SELECT count() AS n FROM mission WHERE {ACTIVE} GROUP ALL"),
+            json!({}),
+        )
+        .await
+    }
+
+    async fn count(&self, sql: &str, vars: Value) -> Result<u64, DbError> {
+        let rows: Vec<Value> = self.rows(sql, vars).await?;
+        Ok(rows.first().and_then(|r| r["n"].as_u64()).unwrap_or(0))
+    }
+
+    /// Queued steps, oldest first: candidates to claim.
+    pub async fn queued_steps(&self, limit: usize) -> Result<Vec<Step>, DbError> {
+        self.rows(
+            "SELECT * OMIT id FROM step WHERE status = 'queued' ORDER BY created_at, index LIMIT $limit",
+            json!({"limit": limit}),
+        )
+        .await
+    }
+
+    /// Takes a queued step for `owner` until `until`; `None` if another
+    /// replica (or an earlier claim) got it first. The claim record of the
+    /// attempt is what makes it exclusive: two replicas that both see the step
+    /// queued both try to create it, and only one can.
+    pub async fn claim(
+        &self,
+        step: &Step,
+        owner: &str,
+        until: &str,
+        now: &str,
+    ) -> Result<Option<Step>, DbError> {
+        let attempt = step.attempts + 1;
+        let result = self
+            .db
+            .execute_retrying(
+                "BEGIN TRANSACTION;
+                 CREATE type::record('step_claim', [$key, $attempt]) CONTENT { step: $key, attempt: $attempt, owner: $owner, at: $now };
+                 LET $claimed = (UPDATE type::record('step', $key)
+                     SET status = 'running', lease_owner = $owner, lease_until = $until, started_at = $now, attempts = $attempt
+                     WHERE status = 'queued' AND (attempts ?? 0) = $previous RETURN AFTER);
+                 IF array::len($claimed) = 0 { THROW 'step already taken' };
+                 UPDATE type::record('mission', $claimed[0].mission) SET status = 'running' WHERE status = 'queued';
+                 RETURN $claimed;
+                 COMMIT TRANSACTION;",
+                json!({"key": step.key, "attempt": attempt, "previous": step.attempts, "owner": owner, "until": until, "now": now}),
+            )
+            .await;
+        let mut response = match result {
+            Ok(response) => response,
+            Err(DbError::Surreal(message))
+                if message.contains("already exists") || message.contains("step already taken") =>
+            {
+                return Ok(None);
+            }
+            Err(err) => return Err(err),
+        };
+        let at = response.num_statements().saturating_sub(2);
+        let claimed: Vec<Step> = Db::take_rows(&mut response, at)?;
+        Ok(claimed.into_iter().next())
+    }
+
+    /// Extends a lease this owner holds; `false` if it no longer does.
+    pub async fn renew(&self, key: &str, owner: &str, until: &str) -> Result<bool, DbError> {
+        let rows: Vec<Value> = self
+            .write(
+                "UPDATE type::record('step', $key) SET lease_until = $until
+                 WHERE status = 'running' AND lease_owner = $owner RETURN key",
+                json!({"key": key, "owner": owner, "until": until}),
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    /// Ends a running step held by `owner` (or, without an owner, by anyone:
+    /// `report_step`); `false` if it was not running under that lease.
+    pub async fn finish(
+        &self,
+        key: &str,
+        owner: Option<&str>,
+        status: &str,
+        output: Option<&str>,
+        error: Option<&str>,
+        at: &str,
+    ) -> Result<bool, DbError> {
+        let rows: Vec<Value> = self
+            .write(
+                "UPDATE type::record('step', $key)
+                 SET status = $status, output = $output ?? output, last_error = $error, finished_at = $at,
+                     lease_owner = NONE, lease_until = NONE
+                 WHERE status = 'running' AND (!$owner OR lease_owner = $owner) RETURN key",
+                json!({"key": key, "owner": owner, "status": status, "output": output, "error": error, "at": at}),
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    /// Running steps whose lease ran out before `now`.
+    pub async fn stale_steps(&self, now: &str) -> Result<Vec<Step>, DbError> {
+        self.rows(
+            "SELECT * OMIT id FROM step WHERE status = 'running' AND lease_until < $now",
+            json!({"now": now}),
+        )
+        .await
+    }
+
+    /// A stale step back to the queue (another attempt) or failed; only while
+    /// its lease is still the expired one.
+    pub async fn recover(&self, step: &Step, requeue: bool, error: &str, at: &str) -> Result<bool, DbError> {
+        let rows: Vec<Value> = self
+            .write(
+                "UPDATE type::record('step', $key)
+                 SET status = IF $requeue THEN 'queued' ELSE 'failed' END, last_error = $error,
+                     finished_at = IF $requeue THEN NONE ELSE $at END, lease_owner = NONE, lease_until = NONE
+                 WHERE status = 'running' AND lease_until = $until RETURN key",
+                json!({"key": step.key, "requeue": requeue, "error": error, "at": at, "until": step.lease_until}),
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    /// Queued steps of a mission that will never run (what they wait for failed).
+    pub async fn cancel_steps(&self, keys: &[String], reason: &str, at: &str) -> Result<(), DbError> {
+        self.db
+            .execute_retrying(
+                "UPDATE step SET status = 'cancelled', last_error = $reason, finished_at = $at
+                 WHERE key IN $keys AND status = 'queued'",
+                json!({"keys": keys, "reason": reason, "at": at}),
+            )
+            .await
+            .map(drop)
+    }
+
+    /// Sets a mission's final status once; `false` if it already had one.
+    pub async fn finalize(&self, key: &str, status: &str, at: &str) -> Result<bool, DbError> {
+        let rows: Vec<Value> = self
+            .write(
+                &format!(
+                    "UPDATE type::record('mission', $key) SET status = $status, finished_at = $at WHERE {ACTIVE} RETURN key"
+                ),
+                json!({"key": key, "status": status, "at": at}),
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    /// Cancels a mission and its queued steps (running ones finish).
+    pub async fn cancel_mission(&self, key: &str, at: &str) -> Result<bool, DbError> {
+        let cancelled = self.finalize(key, "cancelled", at).await?;
+        if cancelled {
+            self.db
+                .execute_retrying(
+                    "UPDATE step SET status = 'cancelled', last_error = 'the mission was cancelled', finished_at = $at
+                     WHERE mission = $key AND status = 'queued'",
+                    json!({"key": key, "at": at}),
+                )
+                .await?;
+        }
+        Ok(cancelled)
+    }
+
+    // Events.
+
+    pub async fn insert_event(&self, event: &Event) -> Result<(), DbError> {
+        self.db
+            .execute_retrying(
+                "CREATE type::record('event', $e.key) CONTENT $e",
+                json!({"e": event}),
+            )
+            .await
+            .map(drop)
+    }
+
+    pub async fn events(
+        &self,
+        kind: Option<&str>,
+        agent: Option<&str>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Event>, DbError> {
+        self.rows(
+            "SELECT * OMIT id FROM event
+             WHERE (!$type OR `type` = $type) AND (!$agent OR agent = $agent) AND (!$after OR key > $after)
+             ORDER BY key DESC LIMIT $limit",
+            json!({"type": kind, "agent": agent, "after": after, "limit": limit}),
+        )
+        .await
+    }
+
+    // Policy: configuration as data.
+
+    pub async fn policy(&self, key: &str) -> Result<Option<Value>, DbError> {
+        let rows: Vec<Value> = self
+            .rows(
+                "SELECT `value` FROM type::record('policy', $key)",
+                json!({"key": key}),
+            )
+            .await?;
+        Ok(rows.into_iter().next().map(|r| r["value"].clone()))
+    }
+
+    pub async fn policies(&self) -> Result<Vec<Value>, DbError> {
+        self.rows(
+            "SELECT key, `value`, updated_at FROM policy ORDER BY key",
+            json!({}),
+        )
+        .await
+    }
+
+    pub async fn set_policy(&self, key: &str, value: &Value, at: &str) -> Result<(), DbError> {
+        self.db
+            .execute_retrying(
+                "UPSERT type::record('policy', $key) CONTENT { key: $key, value: $value, updated_at: $at }",
+                json!({"key": key, "value": value, "at": at}),
+            )
+            .await
+            .map(drop)
+    }
+
+    pub async fn delete_policy(&self, key: &str) -> Result<(), DbError> {
+        self.db
+            .execute_retrying("DELETE type::record('policy', $key)", json!({"key": key}))
+            .await
+            .map(drop)
+    }
+
+    // Triggers.
+
+    pub async fn triggers(&self) -> Result<Vec<Trigger>, DbError> {
+        self.rows("SELECT * OMIT id FROM trigger ORDER BY name", json!({}))
+            .await
+    }
+
+    pub async fn trigger(&self, key: &str) -> Result<Option<Trigger>, DbError> {
+        let rows = self
+            .rows(
+                "SELECT * OMIT id FROM type::record('trigger', $key)",
+                json!({"key": key}),
+            )
+            .await?;
+        Ok(rows.into_iter().next())
+    }
+
+    pub async fn save_trigger(&self, trigger: &Trigger) -> Result<(), DbError> {
+        self.db
+            .execute_retrying(
+                "UPSERT type::record('trigger', $t.key) CONTENT $t",
+                json!({"t": trigger}),
+            )
+            .await
+            .map(drop)
+    }
+
+    /// Adds a trigger only if none has its key (the built-in ones, once).
+    pub async fn seed_trigger(&self, trigger: &Trigger) -> Result<(), DbError> {
+        let exists = self.trigger(&trigger.key).await?.is_some();
+        if !exists {
+            self.save_trigger(trigger).await?;
+        }
+        Ok(())
+    }
+
+    pub async fn delete_trigger(&self, key: &str) -> Result<bool, DbError> {
+        let rows: Vec<Value> = self
+            .write(
+                "DELETE type::record('trigger', $key) RETURN BEFORE",
+                json!({"key": key}),
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    /// Marks a trigger fired at `now` unless it fired after `cooled` (its
+    /// cooldown): exactly one replica wins.
+    pub async fn fire(&self, key: &str, now: &str, cooled: &str) -> Result<bool, DbError> {
+        let rows: Vec<Value> = self
+            .write(
+                "UPDATE type::record('trigger', $key) SET last_fired = $now
+                 WHERE enabled = true AND (!last_fired OR last_fired <= $cooled) RETURN key",
+                json!({"key": key, "now": now, "cooled": cooled}),
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    // Reactions.
+
+    pub async fn insert_reaction(&self, reaction: &Reaction) -> Result<(), DbError> {
+        self.db
+            .execute_retrying(
+                "CREATE type::record('reaction', $r.key) CONTENT $r",
+                json!({"r": reaction}),
+            )
+            .await
+            .map(drop)
+    }
+
+    /// When `target` last got a reaction of `kind` (for the matrix's cooldown).
+    pub async fn last_reaction(&self, target: &str, kind: &str) -> Result<Option<String>, DbError> {
+        let rows: Vec<Value> = self
+            .rows(
+                "SELECT created_at FROM reaction WHERE target = $target AND `type` = $kind ORDER BY created_at DESC LIMIT 1",
+                json!({"target": target, "kind": kind}),
+            )
+            .await?;
+        Ok(rows
+            .first()
+            .and_then(|r| r["created_at"].as_str())
+            .map(str::to_string))
+    }
+
+    pub async fn reactions(&self, status: Option<&str>, limit: usize) -> Result<Vec<Reaction>, DbError> {
+        self.rows(
+            "SELECT * OMIT id FROM reaction WHERE !$status OR status = $status ORDER BY created_at LIMIT $limit",
+            json!({"status": status, "limit": limit}),
+        )
+        .await
+    }
+
+    /// Takes a pending reaction for processing; `false` if another replica did.
+    pub async fn claim_reaction(&self, key: &str) -> Result<bool, DbError> {
+        let rows: Vec<Value> = self
+            .write(
+                "UPDATE type::record('reaction', $key) SET status = 'processed' WHERE status = 'pending' RETURN key",
+                json!({"key": key}),
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    /// What a processed reaction led to.
+    pub async fn settle_reaction_result(
+        &self,
+        key: &str,
+        proposal: Option<&str>,
+        note: Option<&str>,
+    ) -> Result<(), DbError> {
+        self.db
+            .execute_retrying(
+                "UPDATE type::record('reaction', $key) SET proposal = $proposal, note = $note",
+                json!({"key": key, "proposal": proposal, "note": note}),
+            )
+            .await
+            .map(drop)
+    }
+
+    // Trust levels and reviews.
+
+    pub async fn trust_level(&self, agent: &str) -> Result<Option<u8>, DbError> {
+        let rows: Vec<Value> = self
+            .rows(
+                "SELECT level FROM type::record('agent_trust', $agent)",
+                json!({"agent": agent}),
+            )
+            .await?;
+        Ok(rows
+            .first()
+            .and_then(|r| r["level"].as_u64())
+            .and_then(|l| u8::try_from(l).ok()))
+    }
+
+    pub async fn trust_levels(&self) -> Result<Vec<Value>, DbError> {
+        self.rows("SELECT agent, level, updated_at FROM agent_trust", json!({}))
+            .await
+    }
+
+    /// Records a review and sets the agent's level, together.
+    pub async fn insert_review(&self, review: &Review) -> Result<(), DbError> {
+        self.db
+            .execute_retrying(
+                "BEGIN TRANSACTION;
+                 CREATE type::record('agent_review', $r.key) CONTENT $r;
+                 UPSERT type::record('agent_trust', $r.agent) CONTENT { agent: $r.agent, level: $r.level_after, updated_at: $r.at };
+                 COMMIT TRANSACTION;",
+                json!({"r": review}),
+            )
+            .await
+            .map(drop)
+    }
+
+    pub async fn set_trust_level(&self, agent: &str, level: u8, at: &str) -> Result<(), DbError> {
+        self.db
+            .execute_retrying(
+                "UPSERT type::record('agent_trust', $agent) CONTENT { agent: $agent, level: $level, updated_at: $at }",
+                json!({"agent": agent, "level": level, "at": at}),
+            )
+            .await
+            .map(drop)
+    }
+
+    pub async fn reviews(&self, agent: &str) -> Result<Vec<Review>, DbError> {
+        self.rows(
+            "SELECT * OMIT id FROM agent_review WHERE agent = $agent ORDER BY at DESC",
+            json!({"agent": agent}),
+        )
+        .await
+    }
+
+    pub async fn changes(&self, table: &str) -> Result<futures::stream::BoxStream<'static, ()>, DbError> {
+        self.db.changes(table).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn store() -> Store {
+        let config = crate::config::SurrealConfig {
+            url: "mem://".into(),
+            user: None,
+            pass: None,
+            namespace: "onyx".into(),
+            database: "test".into(),
+        };
+        let db = Db::connect(&config).await.unwrap();
+        db.migrate().await.unwrap();
+        Store::new(db)
+    }
+
+    fn event(key: &str, kind: &str) -> Event {
+        Event {
+            key: key.into(),
+            agent: "a".into(),
+            kind: kind.into(),
+            tags: vec!["t".into()],
+            payload: json!({"x": 1}),
+            at: "2026-01-01T00:00:00Z".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn events_policies_and_triggers_round_trip() {
+        let store = store().await;
+        store.insert_event(&event("01", "mission.failed")).await.unwrap();
+        store.insert_event(&event("02", "step.started")).await.unwrap();
+        let all = store.events(None, None, None, 10).await.unwrap();
+        assert_eq!(
+            all.iter().map(|e| e.key.as_str()).collect::<Vec<_>>(),
+            ["02", "01"]
+        );
+        let failed = store
+            .events(Some("mission.failed"), Some("a"), None, 10)
+            .await
+            .unwrap();
+        assert_eq!(failed.len(), 1);
+        assert_eq!(store.events(None, None, Some("01"), 10).await.unwrap().len(), 1);
+
+        store
+            .set_policy("step_quotas", &json!({"x": 2}), "now")
+            .await
+            .unwrap();
+        assert_eq!(store.policy("step_quotas").await.unwrap(), Some(json!({"x": 2})));
+        assert_eq!(store.policies().await.unwrap()[0]["value"], json!({"x": 2}));
+
+        let trigger = Trigger {
+            key: "t1".into(),
+            name: "n".into(),
+            condition: json!({}),
+            proposal: json!({}),
+            cooldown_seconds: 60,
+            enabled: true,
+            last_fired: None,
+            builtin: false,
+        };
+        store.save_trigger(&trigger).await.unwrap();
+        assert!(
+            store
+                .fire("t1", "2026-01-01T00:01:00Z", "2026-01-01T00:00:00Z")
+                .await
+                .unwrap()
+        );
+        assert!(
+            !store
+                .fire("t1", "2026-01-01T00:01:30Z", "2026-01-01T00:00:30Z")
+                .await
+                .unwrap(),
+            "cooling"
+        );
+        assert!(
+            store
+                .fire("t1", "2026-01-01T00:03:00Z", "2026-01-01T00:02:00Z")
+                .await
+                .unwrap()
+        );
+        assert_eq!(store.triggers().await.unwrap().len(), 1);
+    }
+}
