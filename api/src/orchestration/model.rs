@@ -96,6 +96,7 @@ pub struct Step {
 /// The audit trail: everything the loop does is an event.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "OpsEvent"))]
 pub struct Event {
     pub key: String,
     pub agent: String,
@@ -111,6 +112,7 @@ pub struct Event {
 /// When events of a kind (and tags, and payload values) appear, propose work.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "TriggerRule"))]
 pub struct Trigger {
     pub key: String,
     pub name: String,

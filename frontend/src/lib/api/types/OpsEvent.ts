@@ -3,7 +3,7 @@
 /**
  * The audit trail: everything the loop does is an event.
  */
-export type Event = { key: string, agent: string, 
+export type OpsEvent = { key: string, agent: string, 
 /**
  * `proposal.created`, `mission.failed`, `step.succeeded`, …
  */
