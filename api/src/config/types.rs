@@ -215,6 +215,29 @@ pub struct ProviderConfig {
     pub responses: bool,
     /// Whether this provider was added from the environment rather than the file.
     pub detected: bool,
+    /// None when `circuitBreaker: false`.
+    pub circuit_breaker: Option<CircuitBreakerConfig>,
+}
+
+/// When a provider's circuit opens, and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CircuitBreakerConfig {
+    /// Consecutive transient failures that open it.
+    pub failures: u32,
+    /// The first cooling period; it doubles after each failed probe…
+    pub cool: Duration,
+    /// …up to this.
+    pub max_cool: Duration,
+}
+
+impl Default for CircuitBreakerConfig {
+    fn default() -> Self {
+        Self {
+            failures: 5,
+            cool: Duration::from_secs(30),
+            max_cool: Duration::from_secs(300),
+        }
+    }
 }
 
 #[derive(Debug)]

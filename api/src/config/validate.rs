@@ -304,6 +304,7 @@ fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<Pr
     let prompt_cache_key = raw
         .prompt_cache_key
         .unwrap_or_else(|| !STRICT_HOSTS.contains(&base_url.host_str().unwrap_or_default()));
+    let circuit_breaker = circuit_breaker(raw.circuit_breaker.as_ref(), path)?;
     let responses = kind == ProviderKind::OpenAi
         && raw
             .responses
@@ -329,7 +330,45 @@ fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<Pr
         prompt_cache_key,
         responses,
         detected: false,
+        circuit_breaker,
     })
+}
+
+fn circuit_breaker(
+    raw: Option<&raw::RawCircuitBreaker>,
+    path: &str,
+) -> Result<Option<CircuitBreakerConfig>, ConfigError> {
+    let defaults = CircuitBreakerConfig::default();
+    let settings = match raw {
+        None | Some(raw::RawCircuitBreaker::Enabled(true)) => return Ok(Some(defaults)),
+        Some(raw::RawCircuitBreaker::Enabled(false)) => return Ok(None),
+        Some(raw::RawCircuitBreaker::Settings(settings)) => settings,
+    };
+    let failures = settings.failures.unwrap_or(defaults.failures);
+    let cool = settings.cool_seconds.map_or(defaults.cool, Duration::from_secs);
+    let max_cool = settings
+        .max_cool_seconds
+        .map_or(defaults.max_cool.max(cool), Duration::from_secs);
+    let invalid = |key: &str, message: &str| {
+        Err(ConfigError::invalid(
+            format!("{path}.circuitBreaker.{key}"),
+            message,
+        ))
+    };
+    if failures == 0 {
+        return invalid("failures", "must be at least 1 (or set circuitBreaker: false)");
+    }
+    if cool.is_zero() {
+        return invalid("coolSeconds", "must be greater than 0");
+    }
+    if max_cool < cool {
+        return invalid("maxCoolSeconds", "must be at least coolSeconds");
+    }
+    Ok(Some(CircuitBreakerConfig {
+        failures,
+        cool,
+        max_cool,
+    }))
 }
 
 /// OpenAI-compatible APIs known to refuse fields they do not define, so
@@ -359,6 +398,7 @@ pub fn detected_provider(
         prompt_cache_key: true,
         responses,
         detected: true,
+        circuit_breaker: Some(CircuitBreakerConfig::default()),
     }
 }
 

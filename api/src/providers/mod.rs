@@ -2,13 +2,15 @@
 //!
 //! A request's `model` is a [`ModelRef`] (`provider/model`) or a configured alias;
 //! the [`Router`] resolves it, retries transient failures with backoff and walks
-//! an alias's fallback list. Each wire protocol is one submodule:
+//! an alias's fallback list, skipping providers whose circuit breaker is
+//! open. Each wire protocol is one submodule:
 //! `openai_compat` (async-openai), `anthropic` (Messages API over reqwest) and
 //! `ollama` (ollama-rs). All of them take and return OpenAI-shaped JSON;
 //! Anthropic providers also take Messages API requests as they are
 //! ([`Provider::messages`]), for Anthropic clients.
 
 pub mod anthropic;
+pub mod breaker;
 pub mod catalog;
 mod error;
 pub mod meter;

@@ -13,6 +13,7 @@ mod agents;
 mod bad_input;
 mod budgets;
 mod chat_approvals;
+mod circuits;
 mod compaction;
 mod deployment;
 mod fuzz;
