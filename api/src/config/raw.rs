@@ -159,6 +159,9 @@ pub struct RawProvider {
     #[serde(default)]
     pub models: Vec<String>,
     pub api_version: Option<String>,
+    /// Azure: model name → deployment name.
+    #[serde(default)]
+    pub deployments: BTreeMap<String, String>,
     /// The context window of this provider's models, where the shipped table
     /// does not know them.
     pub context_window: Option<u32>,

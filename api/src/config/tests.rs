@@ -47,8 +47,13 @@ fn the_example_config_loads_and_documents_every_section() {
         config.gateway.api_keys.is_empty(),
         "an unset ${{ONYX_API_KEY:-}} adds no key"
     );
-    assert_eq!(config.providers.len(), 5);
+    assert_eq!(config.providers.len(), 6);
     assert_eq!(config.providers["anthropic"].kind, ProviderKind::Anthropic);
+    assert_eq!(config.providers["azure"].kind, ProviderKind::Azure);
+    assert_eq!(
+        config.providers["azure"].deployments["gpt-4o-mini"],
+        "my-gpt-4o-mini"
+    );
     assert!(config.providers["openai"].prompt_cache_key);
     assert!(!config.providers["mistral"].prompt_cache_key);
     assert!(
@@ -209,6 +214,7 @@ fn key_paths(value: &serde_json::Value, path: &str, out: &mut Vec<String>) {
         "models.aliases",
         "models.contextWindow",
         "providers.<name>.headers",
+        "providers.<name>.deployments",
         "plugins",
         "usage.prices",
     ];

@@ -177,6 +177,8 @@ pub enum ProviderKind {
     OpenAi,
     Anthropic,
     Ollama,
+    /// OpenAI models deployed on Azure (deployments, `api-version`, `api-key`).
+    Azure,
 }
 
 impl ProviderKind {
@@ -185,6 +187,7 @@ impl ProviderKind {
             Self::OpenAi => "openai",
             Self::Anthropic => "anthropic",
             Self::Ollama => "ollama",
+            Self::Azure => "azure",
         }
     }
 }
@@ -204,8 +207,10 @@ pub struct ProviderConfig {
     pub max_retries: u32,
     /// Models listed when the upstream cannot be asked (or in addition to it).
     pub models: Vec<String>,
-    /// Anthropic's `anthropic-version` header.
+    /// Anthropic's `anthropic-version` header; Azure's `api-version` query.
     pub api_version: Option<String>,
+    /// Azure: the deployment serving each model name (default: the same name).
+    pub deployments: BTreeMap<String, String>,
     /// The context window of its models where the shipped table has none.
     pub context_window: Option<u32>,
     /// Send `prompt_cache_key` upstream (OpenAI-compatible providers).

@@ -258,6 +258,8 @@ fn default_base_url(name: &str, kind: ProviderKind) -> &'static str {
         (_, ProviderKind::OpenAi) => "https://api.openai.com/v1",
         (_, ProviderKind::Anthropic) => "https://api.anthropic.com",
         (_, ProviderKind::Ollama) => "http://127.0.0.1:11434",
+        // Checked before: an Azure resource has no default.
+        (_, ProviderKind::Azure) => "",
     }
 }
 
@@ -276,6 +278,13 @@ pub fn provider_from_spec(name: &str, spec: raw::RawProvider) -> Result<Provider
 
 fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<ProviderConfig, ConfigError> {
     let kind = provider_kind(&raw.kind, path)?;
+    if kind == ProviderKind::Azure && raw.base_url.is_none() {
+        return Err(ConfigError::invalid(
+            format!("{path}.baseUrl"),
+            "required for azure: the resource endpoint (https://<resource>.openai.azure.com)",
+        ));
+    }
+    check_deployments(&raw.deployments, kind, path)?;
     let base_text = raw.base_url.as_deref().unwrap_or(default_base_url(&name, kind));
     let base_url = parse_url(base_text, &format!("{path}.baseUrl"))?;
     let timeout = raw.timeout_seconds.unwrap_or(600);
@@ -326,12 +335,46 @@ fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<Pr
         max_retries: raw.max_retries.unwrap_or(2).min(10),
         models: raw.models,
         api_version: raw.api_version,
+        deployments: raw.deployments,
         context_window: raw.context_window,
         prompt_cache_key,
         responses,
         detected: false,
         circuit_breaker,
     })
+}
+
+/// Deployment names go into the URL path: Azure allows letters, digits, `-`, `_` and `.`.
+pub fn is_deployment_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && name != "."
+        && name != ".."
+}
+
+fn check_deployments(
+    deployments: &BTreeMap<String, String>,
+    kind: ProviderKind,
+    path: &str,
+) -> Result<(), ConfigError> {
+    if deployments.is_empty() {
+        return Ok(());
+    }
+    if kind != ProviderKind::Azure {
+        return Err(ConfigError::invalid(
+            format!("{path}.deployments"),
+            "only for type azure",
+        ));
+    }
+    match deployments.iter().find(|(_, d)| !is_deployment_name(d)) {
+        Some((model, deployment)) => Err(ConfigError::invalid(
+            format!("{path}.deployments.{model}"),
+            format!("{deployment:?} is not a deployment name (letters, digits, '-', '_', '.')"),
+        )),
+        None => Ok(()),
+    }
 }
 
 fn circuit_breaker(
@@ -394,6 +437,7 @@ pub fn detected_provider(
         max_retries: 2,
         models: Vec::new(),
         api_version: None,
+        deployments: BTreeMap::new(),
         context_window: None,
         prompt_cache_key: true,
         responses,

@@ -4,12 +4,13 @@
 //! the [`Router`] resolves it, retries transient failures with backoff and walks
 //! an alias's fallback list, skipping providers whose circuit breaker is
 //! open. Each wire protocol is one submodule:
-//! `openai_compat` (async-openai), `anthropic` (Messages API over reqwest) and
+//! `openai_compat` (async-openai; with `azure`'s URLs for Azure OpenAI), `anthropic` (Messages API over reqwest) and
 //! `ollama` (ollama-rs). All of them take and return OpenAI-shaped JSON;
 //! Anthropic providers also take Messages API requests as they are
 //! ([`Provider::messages`]), for Anthropic clients.
 
 pub mod anthropic;
+mod azure;
 pub mod breaker;
 pub mod catalog;
 mod error;
@@ -124,7 +125,7 @@ pub trait Provider: Send + Sync {
 /// Builds the client for one configured provider.
 pub fn build(config: &ProviderConfig) -> Result<Arc<dyn Provider>, ProviderError> {
     Ok(match config.kind {
-        ProviderKind::OpenAi => Arc::new(openai_compat::OpenAiCompat::new(config)?),
+        ProviderKind::OpenAi | ProviderKind::Azure => Arc::new(openai_compat::OpenAiCompat::new(config)?),
         ProviderKind::Anthropic => Arc::new(anthropic::Anthropic::new(config)?),
         ProviderKind::Ollama => Arc::new(ollama::Ollama::new(config)?),
     })

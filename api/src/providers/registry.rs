@@ -58,6 +58,8 @@ pub struct ProviderView {
     pub max_retries: u32,
     pub models: Vec<String>,
     pub api_version: Option<String>,
+    /// Azure: model name → deployment.
+    pub deployments: BTreeMap<String, String>,
     pub context_window: Option<u32>,
     pub prompt_cache_key: bool,
     pub responses: bool,
@@ -135,6 +137,7 @@ fn view(config: &ProviderConfig, source: Source) -> ProviderView {
         max_retries: config.max_retries,
         models: config.models.clone(),
         api_version: config.api_version.clone(),
+        deployments: config.deployments.clone(),
         context_window: config.context_window,
         prompt_cache_key: config.prompt_cache_key,
         responses: config.responses,

@@ -10,6 +10,7 @@
 mod harness;
 
 mod agents;
+mod azure;
 mod bad_input;
 mod budgets;
 mod chat_approvals;

@@ -1,5 +1,5 @@
 //! Fake model upstreams for tests and benchmarks: OpenAI chat completions and
-//! the Responses API, Anthropic Messages and Ollama, each speaking its real HTTP wire protocol on
+//! the Responses API (and Azure OpenAI's URLs for them), Anthropic Messages and Ollama, each speaking its real HTTP wire protocol on
 //! 127.0.0.1. What the fake "model" does is decided by [`script`] from the model
 //! name and the conversation, so every protocol behaves the same way.
 //!
@@ -7,6 +7,7 @@
 //! finished or were cut off by the client (`GET /_fake/requests`, `/_fake/stats`).
 
 pub mod anthropic;
+pub mod azure;
 pub mod discord;
 pub mod ollama;
 pub mod openai;

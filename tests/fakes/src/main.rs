@@ -1,4 +1,4 @@
-//! `onyx-fake-upstream`: runs the fake OpenAI, Anthropic and Ollama servers for
+//! `onyx-fake-upstream`: runs the fake OpenAI (and Azure OpenAI), Anthropic and Ollama servers for
 //! SDK tests and benchmarks, prints their base URLs as one JSON line, and runs
 //! until killed. Ports: `--openai-port`, `--anthropic-port`, `--ollama-port`
 //! (0 = any free port); the API key: `--key` (default the fakes' default key).
@@ -37,6 +37,8 @@ async fn main() -> ExitCode {
         "{}",
         serde_json::json!({
             "openai": format!("{}/v1", openai.url()),
+            // The same server as an Azure OpenAI resource endpoint.
+            "azure": openai.url(),
             "anthropic": anthropic.url(),
             "ollama": ollama.url(),
             "key": key,

@@ -14,7 +14,11 @@ apiKey: string | null,
 /**
  * Header names with hints of their values.
  */
-headers: { [key in string]: string }, timeoutSeconds: number, connectTimeoutSeconds: number, maxRetries: number, models: Array<string>, apiVersion: string | null, contextWindow: number | null, promptCacheKey: boolean, responses: boolean, 
+headers: { [key in string]: string }, timeoutSeconds: number, connectTimeoutSeconds: number, maxRetries: number, models: Array<string>, apiVersion: string | null, 
+/**
+ * Azure: model name → deployment.
+ */
+deployments: { [key in string]: string }, contextWindow: number | null, promptCacheKey: boolean, responses: boolean, 
 /**
  * The circuit breaker's settings; null when it is off.
  */
