@@ -298,6 +298,7 @@ fn fallback_model(config: &Config) -> Option<String> {
         ProviderKind::OpenAi | ProviderKind::Azure => "gpt-4o-mini",
         ProviderKind::Anthropic => "claude-sonnet-4-5",
         ProviderKind::Ollama => "llama3.2",
+        ProviderKind::Gemini | ProviderKind::Vertex => "gemini-2.5-flash",
     };
     Some(format!("{}/{model}", provider.name))
 }

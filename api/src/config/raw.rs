@@ -162,6 +162,10 @@ pub struct RawProvider {
     /// Azure: model name → deployment name.
     #[serde(default)]
     pub deployments: BTreeMap<String, String>,
+    /// Vertex: the Google Cloud project, region and service-account key file.
+    pub project: Option<String>,
+    pub location: Option<String>,
+    pub credentials_file: Option<String>,
     /// The context window of this provider's models, where the shipped table
     /// does not know them.
     pub context_window: Option<u32>,

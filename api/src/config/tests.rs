@@ -47,13 +47,23 @@ fn the_example_config_loads_and_documents_every_section() {
         config.gateway.api_keys.is_empty(),
         "an unset ${{ONYX_API_KEY:-}} adds no key"
     );
-    assert_eq!(config.providers.len(), 6);
+    assert_eq!(config.providers.len(), 8);
     assert_eq!(config.providers["anthropic"].kind, ProviderKind::Anthropic);
     assert_eq!(config.providers["azure"].kind, ProviderKind::Azure);
     assert_eq!(
         config.providers["azure"].deployments["gpt-4o-mini"],
         "my-gpt-4o-mini"
     );
+    let vertex = config.providers["vertex"].vertex.as_ref().unwrap();
+    assert_eq!(
+        (vertex.project.as_str(), vertex.location.as_str()),
+        ("my-project", "us-central1")
+    );
+    assert_eq!(
+        config.providers["vertex"].base_url.as_str(),
+        "https://us-central1-aiplatform.googleapis.com/"
+    );
+    assert_eq!(config.providers["gemini"].kind, ProviderKind::Gemini);
     assert!(config.providers["openai"].prompt_cache_key);
     assert!(!config.providers["mistral"].prompt_cache_key);
     assert!(

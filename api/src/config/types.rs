@@ -179,6 +179,10 @@ pub enum ProviderKind {
     Ollama,
     /// OpenAI models deployed on Azure (deployments, `api-version`, `api-key`).
     Azure,
+    /// Google AI Studio's Gemini API (`generateContent`, `x-goog-api-key`).
+    Gemini,
+    /// Gemini on Google Cloud Vertex AI (project, location, OAuth2 bearer).
+    Vertex,
 }
 
 impl ProviderKind {
@@ -188,6 +192,8 @@ impl ProviderKind {
             Self::Anthropic => "anthropic",
             Self::Ollama => "ollama",
             Self::Azure => "azure",
+            Self::Gemini => "gemini",
+            Self::Vertex => "vertex",
         }
     }
 }
@@ -211,6 +217,8 @@ pub struct ProviderConfig {
     pub api_version: Option<String>,
     /// Azure: the deployment serving each model name (default: the same name).
     pub deployments: BTreeMap<String, String>,
+    /// Vertex: where the models run.
+    pub vertex: Option<VertexConfig>,
     /// The context window of its models where the shipped table has none.
     pub context_window: Option<u32>,
     /// Send `prompt_cache_key` upstream (OpenAI-compatible providers).
@@ -222,6 +230,17 @@ pub struct ProviderConfig {
     pub detected: bool,
     /// None when `circuitBreaker: false`.
     pub circuit_breaker: Option<CircuitBreakerConfig>,
+}
+
+/// A Vertex AI provider's project, region and credentials.
+#[derive(Debug, Clone)]
+pub struct VertexConfig {
+    pub project: String,
+    /// `us-central1`, …, or `global`.
+    pub location: String,
+    /// A service account's JSON key file; without one, `apiKey` is a static
+    /// OAuth2 access token.
+    pub credentials_file: Option<PathBuf>,
 }
 
 /// When a provider's circuit opens, and for how long.

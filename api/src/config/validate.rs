@@ -258,8 +258,9 @@ fn default_base_url(name: &str, kind: ProviderKind) -> &'static str {
         (_, ProviderKind::OpenAi) => "https://api.openai.com/v1",
         (_, ProviderKind::Anthropic) => "https://api.anthropic.com",
         (_, ProviderKind::Ollama) => "http://127.0.0.1:11434",
-        // Checked before: an Azure resource has no default.
-        (_, ProviderKind::Azure) => "",
+        (_, ProviderKind::Gemini) => "https://generativelanguage.googleapis.com",
+        // Checked before: an Azure resource has no default; Vertex's depends on the location.
+        (_, ProviderKind::Azure | ProviderKind::Vertex) => "",
     }
 }
 
@@ -285,7 +286,16 @@ fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<Pr
         ));
     }
     check_deployments(&raw.deployments, kind, path)?;
-    let base_text = raw.base_url.as_deref().unwrap_or(default_base_url(&name, kind));
+    let vertex = vertex_config(&raw, kind, path)?;
+    let vertex_base = vertex.as_ref().map(|v| match v.location.as_str() {
+        "global" => "https://aiplatform.googleapis.com".to_string(),
+        location => format!("https://{location}-aiplatform.googleapis.com"),
+    });
+    let base_text = raw
+        .base_url
+        .as_deref()
+        .or(vertex_base.as_deref())
+        .unwrap_or(default_base_url(&name, kind));
     let base_url = parse_url(base_text, &format!("{path}.baseUrl"))?;
     let timeout = raw.timeout_seconds.unwrap_or(600);
     if timeout == 0 {
@@ -336,6 +346,7 @@ fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<Pr
         models: raw.models,
         api_version: raw.api_version,
         deployments: raw.deployments,
+        vertex,
         context_window: raw.context_window,
         prompt_cache_key,
         responses,
@@ -375,6 +386,59 @@ fn check_deployments(
         )),
         None => Ok(()),
     }
+}
+
+fn vertex_config(
+    raw: &raw::RawProvider,
+    kind: ProviderKind,
+    path: &str,
+) -> Result<Option<VertexConfig>, ConfigError> {
+    if kind != ProviderKind::Vertex {
+        for (key, set) in [
+            ("project", raw.project.is_some()),
+            ("location", raw.location.is_some()),
+            ("credentialsFile", raw.credentials_file.is_some()),
+        ] {
+            if set {
+                return Err(ConfigError::invalid(
+                    format!("{path}.{key}"),
+                    "only for type vertex",
+                ));
+            }
+        }
+        return Ok(None);
+    }
+    let Some(project) = raw.project.clone().filter(|p| !p.is_empty()) else {
+        return Err(ConfigError::invalid(
+            format!("{path}.project"),
+            "required for vertex: the Google Cloud project id",
+        ));
+    };
+    let location = raw.location.clone().unwrap_or_else(|| "us-central1".into());
+    for (key, value) in [("project", &project), ("location", &location)] {
+        if value.is_empty() || !value.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            return Err(ConfigError::invalid(
+                format!("{path}.{key}"),
+                format!("{value:?} is not a Google Cloud {key} (letters, digits, '-')"),
+            ));
+        }
+    }
+    let credentials_file = raw
+        .credentials_file
+        .as_deref()
+        .filter(|f| !f.is_empty())
+        .map(PathBuf::from);
+    if credentials_file.is_none() && raw.api_key.as_deref().is_none_or(str::is_empty) {
+        return Err(ConfigError::invalid(
+            format!("{path}.credentialsFile"),
+            "vertex needs a service account's JSON key file (or an OAuth2 access token as apiKey)",
+        ));
+    }
+    Ok(Some(VertexConfig {
+        project,
+        location,
+        credentials_file,
+    }))
 }
 
 fn circuit_breaker(
@@ -438,6 +502,7 @@ pub fn detected_provider(
         models: Vec::new(),
         api_version: None,
         deployments: BTreeMap::new(),
+        vertex: None,
         context_window: None,
         prompt_cache_key: true,
         responses,

@@ -5,7 +5,7 @@
 //! an alias's fallback list, skipping providers whose circuit breaker is
 //! open. Each wire protocol is one submodule:
 //! `openai_compat` (async-openai; with `azure`'s URLs for Azure OpenAI), `anthropic` (Messages API over reqwest) and
-//! `ollama` (ollama-rs). All of them take and return OpenAI-shaped JSON;
+//! `ollama` (ollama-rs), `gemini` (Gemini API and Vertex AI over reqwest). All of them take and return OpenAI-shaped JSON;
 //! Anthropic providers also take Messages API requests as they are
 //! ([`Provider::messages`]), for Anthropic clients.
 
@@ -14,6 +14,7 @@ mod azure;
 pub mod breaker;
 pub mod catalog;
 mod error;
+mod gemini;
 pub mod meter;
 mod ollama;
 mod openai_compat;
@@ -128,6 +129,7 @@ pub fn build(config: &ProviderConfig) -> Result<Arc<dyn Provider>, ProviderError
         ProviderKind::OpenAi | ProviderKind::Azure => Arc::new(openai_compat::OpenAiCompat::new(config)?),
         ProviderKind::Anthropic => Arc::new(anthropic::Anthropic::new(config)?),
         ProviderKind::Ollama => Arc::new(ollama::Ollama::new(config)?),
+        ProviderKind::Gemini | ProviderKind::Vertex => Arc::new(gemini::Gemini::new(config)?),
     })
 }
 

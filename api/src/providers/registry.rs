@@ -60,6 +60,10 @@ pub struct ProviderView {
     pub api_version: Option<String>,
     /// Azure: model name → deployment.
     pub deployments: BTreeMap<String, String>,
+    /// Vertex: the project, location and key file.
+    pub project: Option<String>,
+    pub location: Option<String>,
+    pub credentials_file: Option<String>,
     pub context_window: Option<u32>,
     pub prompt_cache_key: bool,
     pub responses: bool,
@@ -138,6 +142,13 @@ fn view(config: &ProviderConfig, source: Source) -> ProviderView {
         models: config.models.clone(),
         api_version: config.api_version.clone(),
         deployments: config.deployments.clone(),
+        project: config.vertex.as_ref().map(|v| v.project.clone()),
+        location: config.vertex.as_ref().map(|v| v.location.clone()),
+        credentials_file: config
+            .vertex
+            .as_ref()
+            .and_then(|v| v.credentials_file.as_ref())
+            .map(|f| f.display().to_string()),
         context_window: config.context_window,
         prompt_cache_key: config.prompt_cache_key,
         responses: config.responses,

@@ -18,6 +18,7 @@ mod circuits;
 mod compaction;
 mod deployment;
 mod fuzz;
+mod gemini;
 mod hardening;
 mod keys;
 mod local_embedder;

@@ -8,8 +8,16 @@ import pytest
 
 from conftest import ONYX_KEY
 
-# azure/gpt-4o-mini: Azure OpenAI, the model mapped to the fake-echo deployment.
-PROVIDERS = ["openai/fake-echo", "anthropic/fake-echo", "ollama/fake-echo", "azure/gpt-4o-mini"]
+# azure/gpt-4o-mini: Azure OpenAI, the model mapped to the fake-echo deployment;
+# gemini/ and vertex/: Google's generateContent (API key; static access token).
+PROVIDERS = [
+    "openai/fake-echo",
+    "anthropic/fake-echo",
+    "ollama/fake-echo",
+    "azure/gpt-4o-mini",
+    "gemini/fake-echo",
+    "vertex/fake-echo",
+]
 TOOLS = [
     {
         "type": "function",
@@ -50,7 +58,10 @@ def test_streaming_with_usage(client, model):
     assert [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason] == ["stop"]
 
 
-@pytest.mark.parametrize("model", ["openai/fake-tools", "anthropic/fake-tools", "ollama/fake-tools", "azure/fake-tools"])
+@pytest.mark.parametrize(
+    "model",
+    ["openai/fake-tools", "anthropic/fake-tools", "ollama/fake-tools", "azure/fake-tools", "gemini/fake-tools", "vertex/fake-tools"],
+)
 def test_tool_calls(client, model):
     messages = [{"role": "user", "content": "tokyo"}]
     first = client.chat.completions.create(model=model, messages=messages, tools=TOOLS)
@@ -63,7 +74,7 @@ def test_tool_calls(client, model):
     assert second.choices[0].message.content == "tool said: clear skies"
 
 
-@pytest.mark.parametrize("model", ["anthropic/fake-tools", "azure/fake-tools"])
+@pytest.mark.parametrize("model", ["anthropic/fake-tools", "azure/fake-tools", "gemini/fake-tools"])
 def test_streamed_tool_calls_accumulate(client, model):
     stream = client.chat.completions.create(
         model=model, messages=[{"role": "user", "content": "oslo"}], tools=TOOLS, stream=True

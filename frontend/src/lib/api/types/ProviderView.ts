@@ -18,7 +18,11 @@ headers: { [key in string]: string }, timeoutSeconds: number, connectTimeoutSeco
 /**
  * Azure: model name → deployment.
  */
-deployments: { [key in string]: string }, contextWindow: number | null, promptCacheKey: boolean, responses: boolean, 
+deployments: { [key in string]: string }, 
+/**
+ * Vertex: the project, location and key file.
+ */
+project: string | null, location: string | null, credentialsFile: string | null, contextWindow: number | null, promptCacheKey: boolean, responses: boolean, 
 /**
  * The circuit breaker's settings; null when it is off.
  */
