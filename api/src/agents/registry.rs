@@ -300,9 +300,10 @@ pub fn parse_mode(text: &str) -> Option<PermissionMode> {
 fn fallback_model(config: &Config) -> Option<String> {
     let provider = config.providers.values().next()?;
     let model = match provider.kind {
-        ProviderKind::OpenAi => "gpt-4o-mini",
+        ProviderKind::OpenAi | ProviderKind::Azure => "gpt-4o-mini",
         ProviderKind::Anthropic => "claude-sonnet-4-5",
         ProviderKind::Ollama => "llama3.2",
+        ProviderKind::Gemini | ProviderKind::Vertex => "gemini-2.5-flash",
     };
     Some(format!("{}/{model}", provider.name))
 }

@@ -27,9 +27,14 @@ pub(super) fn provider_kind(text: &str, path: &str) -> Result<ProviderKind, Conf
         "openai" | "openai-compatible" => Ok(ProviderKind::OpenAi),
         "anthropic" => Ok(ProviderKind::Anthropic),
         "ollama" => Ok(ProviderKind::Ollama),
+        "azure" => Ok(ProviderKind::Azure),
+        "gemini" => Ok(ProviderKind::Gemini),
+        "vertex" => Ok(ProviderKind::Vertex),
         other => Err(ConfigError::invalid(
             format!("{path}.type"),
-            format!("unknown provider type {other:?}; expected \"openai\", \"anthropic\" or \"ollama\""),
+            format!(
+                "unknown provider type {other:?}; expected \"openai\", \"anthropic\", \"ollama\", \"azure\", \"gemini\" or \"vertex\""
+            ),
         )),
     }
 }

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 pub use raw::RawProvider as ProviderSpec;
 pub use types::*;
-pub use validate::{detected_provider, ollama_url, provider_from_spec};
+pub use validate::{detected_provider, is_deployment_name, ollama_url, provider_from_spec};
 
 /// A config that cannot be used; startup stops and prints it.
 #[derive(Debug, thiserror::Error)]

@@ -214,6 +214,13 @@ pub struct RawProvider {
     #[serde(default)]
     pub models: Vec<String>,
     pub api_version: Option<String>,
+    /// Azure: model name → deployment name.
+    #[serde(default)]
+    pub deployments: BTreeMap<String, String>,
+    /// Vertex: the Google Cloud project, region and service-account key file.
+    pub project: Option<String>,
+    pub location: Option<String>,
+    pub credentials_file: Option<String>,
     /// The context window of this provider's models, where the shipped table
     /// does not know them.
     pub context_window: Option<u32>,
@@ -222,6 +229,24 @@ pub struct RawProvider {
     pub prompt_cache_key: Option<bool>,
     /// Whether `/v1/responses` goes to this provider's own Responses API.
     pub responses: Option<bool>,
+    /// `false`, `true` (the defaults) or the breaker's settings.
+    pub circuit_breaker: Option<RawCircuitBreaker>,
+}
+
+/// `circuitBreaker`: on or off, or its settings.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum RawCircuitBreaker {
+    Enabled(bool),
+    Settings(RawBreakerSettings),
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawBreakerSettings {
+    pub failures: Option<u32>,
+    pub cool_seconds: Option<u64>,
+    pub max_cool_seconds: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -47,8 +47,23 @@ fn the_example_config_loads_and_documents_every_section() {
         config.gateway.api_keys.is_empty(),
         "an unset ${{ONYX_API_KEY:-}} adds no key"
     );
-    assert_eq!(config.providers.len(), 5);
+    assert_eq!(config.providers.len(), 8);
     assert_eq!(config.providers["anthropic"].kind, ProviderKind::Anthropic);
+    assert_eq!(config.providers["azure"].kind, ProviderKind::Azure);
+    assert_eq!(
+        config.providers["azure"].deployments["gpt-4o-mini"],
+        "my-gpt-4o-mini"
+    );
+    let vertex = config.providers["vertex"].vertex.as_ref().unwrap();
+    assert_eq!(
+        (vertex.project.as_str(), vertex.location.as_str()),
+        ("my-project", "us-central1")
+    );
+    assert_eq!(
+        config.providers["vertex"].base_url.as_str(),
+        "https://us-central1-aiplatform.googleapis.com/"
+    );
+    assert_eq!(config.providers["gemini"].kind, ProviderKind::Gemini);
     assert!(config.providers["openai"].prompt_cache_key);
     assert!(!config.providers["mistral"].prompt_cache_key);
     assert!(
@@ -209,6 +224,7 @@ fn key_paths(value: &serde_json::Value, path: &str, out: &mut Vec<String>) {
         "models.aliases",
         "models.contextWindow",
         "providers.<name>.headers",
+        "providers.<name>.deployments",
         "plugins",
         "usage.prices",
         "mcp.servers",
@@ -328,4 +344,41 @@ fn syntax_errors_at_the_end_and_empty_keys_still_say_where() {
     }
     let err = parse(Some(r#"{"": null}"#), None, &env(&[])).unwrap_err();
     assert!(err.to_string().starts_with("<root>: unknown field ``"), "{err}");
+}
+
+#[test]
+fn circuit_breakers_default_on_and_take_settings_or_false() {
+    let text = r#"{providers: {
+        a: {type: "openai"},
+        b: {type: "openai", circuitBreaker: false},
+        c: {type: "openai", circuitBreaker: {failures: 2, coolSeconds: 10}},
+        d: {type: "openai", circuitBreaker: true},
+    }}"#;
+    let config = parse(Some(text), None, &env(&[])).unwrap();
+    let breaker = |name: &str| config.providers[name].circuit_breaker;
+    assert_eq!(breaker("a"), Some(CircuitBreakerConfig::default()));
+    assert_eq!(breaker("b"), None);
+    assert_eq!(
+        breaker("c"),
+        Some(CircuitBreakerConfig {
+            failures: 2,
+            cool: std::time::Duration::from_secs(10),
+            max_cool: std::time::Duration::from_secs(300),
+        })
+    );
+    assert_eq!(breaker("d"), Some(CircuitBreakerConfig::default()));
+    for (settings, path) in [
+        ("{failures: 0}", "providers.x.circuitBreaker.failures"),
+        ("{coolSeconds: 0}", "providers.x.circuitBreaker.coolSeconds"),
+        (
+            "{coolSeconds: 60, maxCoolSeconds: 30}",
+            "providers.x.circuitBreaker.maxCoolSeconds",
+        ),
+    ] {
+        let text = format!(r#"{{providers: {{x: {{type: "openai", circuitBreaker: {settings}}}}}}}"#);
+        let err = parse(Some(&text), None, &env(&[])).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("{path}:")), "{settings}: {err}");
+    }
+    let text = r#"{providers: {x: {type: "openai", circuitBreaker: {cool: 5}}}}"#;
+    assert!(parse(Some(text), None, &env(&[])).is_err());
 }

@@ -291,6 +291,12 @@ pub enum ProviderKind {
     OpenAi,
     Anthropic,
     Ollama,
+    /// OpenAI models deployed on Azure (deployments, `api-version`, `api-key`).
+    Azure,
+    /// Google AI Studio's Gemini API (`generateContent`, `x-goog-api-key`).
+    Gemini,
+    /// Gemini on Google Cloud Vertex AI (project, location, OAuth2 bearer).
+    Vertex,
 }
 
 impl ProviderKind {
@@ -299,6 +305,9 @@ impl ProviderKind {
             Self::OpenAi => "openai",
             Self::Anthropic => "anthropic",
             Self::Ollama => "ollama",
+            Self::Azure => "azure",
+            Self::Gemini => "gemini",
+            Self::Vertex => "vertex",
         }
     }
 }
@@ -318,8 +327,12 @@ pub struct ProviderConfig {
     pub max_retries: u32,
     /// Models listed when the upstream cannot be asked (or in addition to it).
     pub models: Vec<String>,
-    /// Anthropic's `anthropic-version` header.
+    /// Anthropic's `anthropic-version` header; Azure's `api-version` query.
     pub api_version: Option<String>,
+    /// Azure: the deployment serving each model name (default: the same name).
+    pub deployments: BTreeMap<String, String>,
+    /// Vertex: where the models run.
+    pub vertex: Option<VertexConfig>,
     /// The context window of its models where the shipped table has none.
     pub context_window: Option<u32>,
     /// Send `prompt_cache_key` upstream (OpenAI-compatible providers).
@@ -329,6 +342,40 @@ pub struct ProviderConfig {
     pub responses: bool,
     /// Whether this provider was added from the environment rather than the file.
     pub detected: bool,
+    /// None when `circuitBreaker: false`.
+    pub circuit_breaker: Option<CircuitBreakerConfig>,
+}
+
+/// A Vertex AI provider's project, region and credentials.
+#[derive(Debug, Clone)]
+pub struct VertexConfig {
+    pub project: String,
+    /// `us-central1`, …, or `global`.
+    pub location: String,
+    /// A service account's JSON key file; without one, `apiKey` is a static
+    /// OAuth2 access token.
+    pub credentials_file: Option<PathBuf>,
+}
+
+/// When a provider's circuit opens, and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CircuitBreakerConfig {
+    /// Consecutive transient failures that open it.
+    pub failures: u32,
+    /// The first cooling period; it doubles after each failed probe…
+    pub cool: Duration,
+    /// …up to this.
+    pub max_cool: Duration,
+}
+
+impl Default for CircuitBreakerConfig {
+    fn default() -> Self {
+        Self {
+            failures: 5,
+            cool: Duration::from_secs(30),
+            max_cool: Duration::from_secs(300),
+        }
+    }
 }
 
 #[derive(Debug)]

@@ -289,6 +289,9 @@ fn default_base_url(name: &str, kind: ProviderKind) -> &'static str {
         (_, ProviderKind::OpenAi) => "https://api.openai.com/v1",
         (_, ProviderKind::Anthropic) => "https://api.anthropic.com",
         (_, ProviderKind::Ollama) => "http://127.0.0.1:11434",
+        (_, ProviderKind::Gemini) => "https://generativelanguage.googleapis.com",
+        // Checked before: an Azure resource has no default; Vertex's depends on the location.
+        (_, ProviderKind::Azure | ProviderKind::Vertex) => "",
     }
 }
 
@@ -307,7 +310,23 @@ pub fn provider_from_spec(name: &str, spec: raw::RawProvider) -> Result<Provider
 
 fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<ProviderConfig, ConfigError> {
     let kind = provider_kind(&raw.kind, path)?;
-    let base_text = raw.base_url.as_deref().unwrap_or(default_base_url(&name, kind));
+    if kind == ProviderKind::Azure && raw.base_url.is_none() {
+        return Err(ConfigError::invalid(
+            format!("{path}.baseUrl"),
+            "required for azure: the resource endpoint (https://<resource>.openai.azure.com)",
+        ));
+    }
+    check_deployments(&raw.deployments, kind, path)?;
+    let vertex = vertex_config(&raw, kind, path)?;
+    let vertex_base = vertex.as_ref().map(|v| match v.location.as_str() {
+        "global" => "https://aiplatform.googleapis.com".to_string(),
+        location => format!("https://{location}-aiplatform.googleapis.com"),
+    });
+    let base_text = raw
+        .base_url
+        .as_deref()
+        .or(vertex_base.as_deref())
+        .unwrap_or(default_base_url(&name, kind));
     let base_url = parse_url(base_text, &format!("{path}.baseUrl"))?;
     let timeout = raw.timeout_seconds.unwrap_or(600);
     if timeout == 0 {
@@ -335,6 +354,7 @@ fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<Pr
     let prompt_cache_key = raw
         .prompt_cache_key
         .unwrap_or_else(|| !STRICT_HOSTS.contains(&base_url.host_str().unwrap_or_default()));
+    let circuit_breaker = circuit_breaker(raw.circuit_breaker.as_ref(), path)?;
     let responses = kind == ProviderKind::OpenAi
         && raw
             .responses
@@ -356,11 +376,137 @@ fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<Pr
         max_retries: raw.max_retries.unwrap_or(2).min(10),
         models: raw.models,
         api_version: raw.api_version,
+        deployments: raw.deployments,
+        vertex,
         context_window: raw.context_window,
         prompt_cache_key,
         responses,
         detected: false,
+        circuit_breaker,
     })
+}
+
+/// Deployment names go into the URL path: Azure allows letters, digits, `-`, `_` and `.`.
+pub fn is_deployment_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && name != "."
+        && name != ".."
+}
+
+fn check_deployments(
+    deployments: &BTreeMap<String, String>,
+    kind: ProviderKind,
+    path: &str,
+) -> Result<(), ConfigError> {
+    if deployments.is_empty() {
+        return Ok(());
+    }
+    if kind != ProviderKind::Azure {
+        return Err(ConfigError::invalid(
+            format!("{path}.deployments"),
+            "only for type azure",
+        ));
+    }
+    match deployments.iter().find(|(_, d)| !is_deployment_name(d)) {
+        Some((model, deployment)) => Err(ConfigError::invalid(
+            format!("{path}.deployments.{model}"),
+            format!("{deployment:?} is not a deployment name (letters, digits, '-', '_', '.')"),
+        )),
+        None => Ok(()),
+    }
+}
+
+fn vertex_config(
+    raw: &raw::RawProvider,
+    kind: ProviderKind,
+    path: &str,
+) -> Result<Option<VertexConfig>, ConfigError> {
+    if kind != ProviderKind::Vertex {
+        for (key, set) in [
+            ("project", raw.project.is_some()),
+            ("location", raw.location.is_some()),
+            ("credentialsFile", raw.credentials_file.is_some()),
+        ] {
+            if set {
+                return Err(ConfigError::invalid(
+                    format!("{path}.{key}"),
+                    "only for type vertex",
+                ));
+            }
+        }
+        return Ok(None);
+    }
+    let Some(project) = raw.project.clone().filter(|p| !p.is_empty()) else {
+        return Err(ConfigError::invalid(
+            format!("{path}.project"),
+            "required for vertex: the Google Cloud project id",
+        ));
+    };
+    let location = raw.location.clone().unwrap_or_else(|| "us-central1".into());
+    for (key, value) in [("project", &project), ("location", &location)] {
+        if value.is_empty() || !value.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            return Err(ConfigError::invalid(
+                format!("{path}.{key}"),
+                format!("{value:?} is not a Google Cloud {key} (letters, digits, '-')"),
+            ));
+        }
+    }
+    let credentials_file = raw
+        .credentials_file
+        .as_deref()
+        .filter(|f| !f.is_empty())
+        .map(PathBuf::from);
+    if credentials_file.is_none() && raw.api_key.as_deref().is_none_or(str::is_empty) {
+        return Err(ConfigError::invalid(
+            format!("{path}.credentialsFile"),
+            "vertex needs a service account's JSON key file (or an OAuth2 access token as apiKey)",
+        ));
+    }
+    Ok(Some(VertexConfig {
+        project,
+        location,
+        credentials_file,
+    }))
+}
+
+fn circuit_breaker(
+    raw: Option<&raw::RawCircuitBreaker>,
+    path: &str,
+) -> Result<Option<CircuitBreakerConfig>, ConfigError> {
+    let defaults = CircuitBreakerConfig::default();
+    let settings = match raw {
+        None | Some(raw::RawCircuitBreaker::Enabled(true)) => return Ok(Some(defaults)),
+        Some(raw::RawCircuitBreaker::Enabled(false)) => return Ok(None),
+        Some(raw::RawCircuitBreaker::Settings(settings)) => settings,
+    };
+    let failures = settings.failures.unwrap_or(defaults.failures);
+    let cool = settings.cool_seconds.map_or(defaults.cool, Duration::from_secs);
+    let max_cool = settings
+        .max_cool_seconds
+        .map_or(defaults.max_cool.max(cool), Duration::from_secs);
+    let invalid = |key: &str, message: &str| {
+        Err(ConfigError::invalid(
+            format!("{path}.circuitBreaker.{key}"),
+            message,
+        ))
+    };
+    if failures == 0 {
+        return invalid("failures", "must be at least 1 (or set circuitBreaker: false)");
+    }
+    if cool.is_zero() {
+        return invalid("coolSeconds", "must be greater than 0");
+    }
+    if max_cool < cool {
+        return invalid("maxCoolSeconds", "must be at least coolSeconds");
+    }
+    Ok(Some(CircuitBreakerConfig {
+        failures,
+        cool,
+        max_cool,
+    }))
 }
 
 /// OpenAI-compatible APIs known to refuse fields they do not define, so
@@ -386,10 +532,13 @@ pub fn detected_provider(
         max_retries: 2,
         models: Vec::new(),
         api_version: None,
+        deployments: BTreeMap::new(),
+        vertex: None,
         context_window: None,
         prompt_cache_key: true,
         responses,
         detected: true,
+        circuit_breaker: Some(CircuitBreakerConfig::default()),
     }
 }
 

@@ -389,6 +389,12 @@ fn provider_entry(err: &ProviderError) -> Entry {
         ProviderError::Unsupported(_) | ProviderError::InvalidRequest(_) => {
             entry(S::BAD_REQUEST, None, None, err.public_message())
         }
+        ProviderError::CircuitOpen { .. } => entry(
+            S::SERVICE_UNAVAILABLE,
+            Some("circuit_open"),
+            None,
+            err.public_message(),
+        ),
         ProviderError::Refused(refusal) => entry(
             S::TOO_MANY_REQUESTS,
             Some(refusal.code),
@@ -399,7 +405,8 @@ fn provider_entry(err: &ProviderError) -> Entry {
 }
 
 impl ApiError {
-    /// Seconds until a refused call may be tried again (budgets, rate limits).
+    /// Seconds until a refused call may be tried again (budgets, rate limits,
+    /// an open circuit).
     fn retry_after(&self) -> Option<u64> {
         let provider = match self {
             Self::Provider(err) => err.as_ref(),
@@ -409,10 +416,7 @@ impl ApiError {
             },
             _ => return None,
         };
-        match provider {
-            ProviderError::Refused(refusal) => Some(refusal.retry_after),
-            _ => None,
-        }
+        provider.retry_after()
     }
 }
 

@@ -32,6 +32,7 @@ pub async fn health(State(app): State<Arc<App>>) -> impl IntoResponse {
         version: env!("CARGO_PKG_VERSION"),
         uptime_seconds: app.started.elapsed().as_secs(),
         dependencies,
+        circuits: app.router.circuits(),
         exec: exec_health(app.agents.tool_settings()),
         mcp,
     })
@@ -48,6 +49,7 @@ fn exec_health(tools: &crate::config::ToolsConfig) -> super::views::ExecHealth {
 }
 
 pub async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {
+    app.router.export_circuits();
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],

@@ -11,6 +11,7 @@ use crate::agents::registry::mode_name;
 use crate::health::DependencyHealth;
 use crate::observability::Counters;
 use crate::plugins::PluginStatus;
+use crate::providers::breaker::CircuitView;
 use crate::providers::catalog::ModelEntry;
 use crate::sessions::{LogMessage, SessionMeta};
 use crate::tasks::store::{RunStatus, Tokens, Trigger};
@@ -185,6 +186,8 @@ pub struct Health {
     #[serde(rename = "uptimeSeconds")]
     pub uptime_seconds: u64,
     pub dependencies: Vec<DependencyHealth>,
+    /// Each provider's circuit breaker on this replica.
+    pub circuits: Vec<CircuitView>,
     /// Whether the `exec` tool's commands are confined here.
     pub exec: ExecHealth,
     /// Each configured MCP server's client on this replica.

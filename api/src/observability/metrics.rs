@@ -1,11 +1,14 @@
 //! Prometheus metrics: requests by route and status, latency histograms,
 //! upstream latency and errors by provider, tokens by provider and model
 //! (and of the prompt tokens, those read from a provider's prompt cache), and
-//! the cost of calls with a known price (`onyx_cost_usd_total`).
+//! the cost of calls with a known price (`onyx_cost_usd_total`), and each
+//! provider's circuit (`onyx_circuit_state`: 0 closed, 1 half-open, 2 open;
+//! `onyx_circuit_openings_total`).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -78,6 +81,8 @@ pub struct Metrics {
     tokens: Family<TokenLabels, Counter>,
     cached_tokens: Family<ModelLabels, Counter>,
     cost: Family<ModelLabels, Counter<f64, std::sync::atomic::AtomicU64>>,
+    circuit_state: Family<ProviderLabels, Gauge>,
+    circuit_openings: Family<ProviderLabels, Counter>,
     totals: Totals,
 }
 
@@ -160,8 +165,22 @@ impl Metrics {
             "Log lines dropped because stderr did not keep up (the gateway never waits for it)",
             LogLinesDropped,
         );
+        let circuit_state = Family::<ProviderLabels, Gauge>::default();
+        registry.register(
+            "circuit_state",
+            "Each provider's circuit breaker: 0 closed, 1 half-open (probing), 2 open (skipped)",
+            circuit_state.clone(),
+        );
+        let circuit_openings = Family::<ProviderLabels, Counter>::default();
+        registry.register(
+            "circuit_openings",
+            "Times a provider's circuit opened after consecutive failures, by provider",
+            circuit_openings.clone(),
+        );
         Self {
             cost,
+            circuit_state,
+            circuit_openings,
             registry,
             requests,
             request_seconds,
@@ -218,6 +237,27 @@ impl Metrics {
             reason: reason.into(),
         };
         self.upstream_errors.get_or_create(&labels).inc();
+    }
+
+    /// A provider's circuit opened.
+    pub fn record_circuit_opened(&self, provider: &str) {
+        self.circuit_openings
+            .get_or_create(&ProviderLabels {
+                provider: provider.into(),
+            })
+            .inc();
+    }
+
+    /// The circuits as they are now (providers since removed drop out).
+    pub fn set_circuit_states(&self, states: &[(String, i64)]) {
+        self.circuit_state.clear();
+        for (provider, state) in states {
+            self.circuit_state
+                .get_or_create(&ProviderLabels {
+                    provider: provider.clone(),
+                })
+                .set(*state);
+        }
     }
 
     /// The cost of one upstream call whose price is known.

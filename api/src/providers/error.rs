@@ -27,6 +27,9 @@ pub enum ProviderError {
     /// The request itself is wrong for this provider (caught before sending).
     #[error("{0}")]
     InvalidRequest(String),
+    /// The provider's circuit is open: it was not called.
+    #[error("{provider} is failing; its circuit is open and it will be tried again in {}s", retry_seconds(*.retry_after))]
+    CircuitOpen { provider: String, retry_after: Duration },
     /// A budget or rate limit refused the call before it went out.
     #[error("{}", .0.message)]
     Refused(super::meter::Refusal),
@@ -38,9 +41,11 @@ impl ProviderError {
         match self {
             Self::Upstream { status, .. } => *status == 429 || *status >= 500,
             Self::Connect { .. } | Self::Timeout { .. } => true,
-            Self::BadResponse { .. } | Self::Unsupported(_) | Self::InvalidRequest(_) | Self::Refused(_) => {
-                false
-            }
+            Self::BadResponse { .. }
+            | Self::Unsupported(_)
+            | Self::InvalidRequest(_)
+            | Self::Refused(_)
+            | Self::CircuitOpen { .. } => false,
         }
     }
 
@@ -56,9 +61,11 @@ impl ProviderError {
                 format!("{provider}: the upstream sent a response Onyx could not read")
             }
             // Onyx's own words: a duration, or what is wrong with the request.
-            Self::Timeout { .. } | Self::Unsupported(_) | Self::InvalidRequest(_) | Self::Refused(_) => {
-                self.to_string()
-            }
+            Self::Timeout { .. }
+            | Self::Unsupported(_)
+            | Self::InvalidRequest(_)
+            | Self::Refused(_)
+            | Self::CircuitOpen { .. } => self.to_string(),
         }
     }
 
@@ -67,8 +74,18 @@ impl ProviderError {
             Self::Upstream { provider, .. }
             | Self::Connect { provider, .. }
             | Self::Timeout { provider, .. }
-            | Self::BadResponse { provider, .. } => provider,
+            | Self::BadResponse { provider, .. }
+            | Self::CircuitOpen { provider, .. } => provider,
             Self::Unsupported(_) | Self::InvalidRequest(_) | Self::Refused(_) => "",
+        }
+    }
+
+    /// Seconds until the call may be tried again, for `Retry-After`.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            Self::Refused(refusal) => Some(refusal.retry_after),
+            Self::CircuitOpen { retry_after, .. } => Some(retry_seconds(*retry_after)),
+            _ => None,
         }
     }
 
@@ -95,4 +112,9 @@ impl ProviderError {
             }
         }
     }
+}
+
+/// Whole seconds, rounded up (never 0: "retry now" would be a lie).
+fn retry_seconds(wait: Duration) -> u64 {
+    (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1)
 }

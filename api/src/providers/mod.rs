@@ -2,15 +2,19 @@
 //!
 //! A request's `model` is a [`ModelRef`] (`provider/model`) or a configured alias;
 //! the [`Router`] resolves it, retries transient failures with backoff and walks
-//! an alias's fallback list. Each wire protocol is one submodule:
-//! `openai_compat` (async-openai), `anthropic` (Messages API over reqwest) and
-//! `ollama` (ollama-rs). All of them take and return OpenAI-shaped JSON;
+//! an alias's fallback list, skipping providers whose circuit breaker is
+//! open. Each wire protocol is one submodule:
+//! `openai_compat` (async-openai; with `azure`'s URLs for Azure OpenAI), `anthropic` (Messages API over reqwest) and
+//! `ollama` (ollama-rs), `gemini` (Gemini API and Vertex AI over reqwest). All of them take and return OpenAI-shaped JSON;
 //! Anthropic providers also take Messages API requests as they are
 //! ([`Provider::messages`]), for Anthropic clients.
 
 pub mod anthropic;
+mod azure;
+pub mod breaker;
 pub mod catalog;
 mod error;
+mod gemini;
 pub mod meter;
 mod ollama;
 mod openai_compat;
@@ -122,9 +126,10 @@ pub trait Provider: Send + Sync {
 /// Builds the client for one configured provider.
 pub fn build(config: &ProviderConfig) -> Result<Arc<dyn Provider>, ProviderError> {
     Ok(match config.kind {
-        ProviderKind::OpenAi => Arc::new(openai_compat::OpenAiCompat::new(config)?),
+        ProviderKind::OpenAi | ProviderKind::Azure => Arc::new(openai_compat::OpenAiCompat::new(config)?),
         ProviderKind::Anthropic => Arc::new(anthropic::Anthropic::new(config)?),
         ProviderKind::Ollama => Arc::new(ollama::Ollama::new(config)?),
+        ProviderKind::Gemini | ProviderKind::Vertex => Arc::new(gemini::Gemini::new(config)?),
     })
 }
 

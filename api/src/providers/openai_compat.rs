@@ -1,11 +1,15 @@
 //! Any server speaking OpenAI's API (OpenAI, OpenRouter, Groq, Together, vLLM,
 //! llama.cpp, LM Studio…), through async-openai's bring-your-own-types calls so
 //! the request body reaches the upstream exactly as the client sent it (only
-//! `model` is rewritten) and the response comes back as raw JSON.
+//! `model` is rewritten) and the response comes back as raw JSON. Azure
+//! OpenAI is the same wire format with its own URLs and key header
+//! ([`super::azure`]).
 
 use std::time::Duration;
 
-use async_openai::config::OpenAIConfig;
+use std::sync::Arc;
+
+use async_openai::config::{Config, OpenAIConfig};
 use async_openai::error::OpenAIError;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
@@ -15,9 +19,23 @@ use serde_json::{Map, Value};
 use super::{ChatCall, ChunkStream, EmbeddingsCall, Provider, ProviderError, ResponsesAnswer, WithModel};
 use crate::config::{ProviderConfig, ProviderKind};
 
+type Client = async_openai::Client<Arc<dyn Config>>;
+
+/// Where calls go.
+enum Upstream {
+    /// One client for every model.
+    Shared(Client),
+    /// Azure: each model's deployment (a client per call, sharing the transport).
+    Azure {
+        http: reqwest::Client,
+        deployments: super::azure::Deployments,
+    },
+}
+
 pub struct OpenAiCompat {
     name: String,
-    client: async_openai::Client<OpenAIConfig>,
+    kind: ProviderKind,
+    upstream: Upstream,
     timeout: Duration,
     /// Chat fields this upstream must not get (`prompt_cache_key` where refused).
     chat_without: &'static [&'static str],
@@ -27,30 +45,18 @@ pub struct OpenAiCompat {
 
 impl OpenAiCompat {
     pub fn new(config: &ProviderConfig) -> Result<Self, ProviderError> {
-        let key = config
-            .api_key
-            .as_ref()
-            .map(|k| k.expose_secret().to_string())
-            .unwrap_or_default();
-        let base = config.base_url.as_str().trim_end_matches('/').to_string();
-        let mut openai = OpenAIConfig::new().with_api_base(base).with_api_key(key);
-        for (name, value) in &config.headers {
-            let invalid = |detail: String| {
-                ProviderError::InvalidRequest(format!("providers.{}.headers: {detail}", config.name))
-            };
-            let name = http::HeaderName::try_from(name.as_str()).map_err(|err| invalid(err.to_string()))?;
-            openai = openai
-                .with_header(name, value.expose_secret())
-                .map_err(|err| invalid(err.to_string()))?;
-        }
         let http = super::http_client(config)?;
-        // async-openai's default executor retries on its own; Onyx's router owns
-        // retries (per-provider budget, then fallbacks), so use the plain transport.
-        let client = async_openai::Client::build(http.clone(), openai)
-            .with_http_service(async_openai::middleware::ReqwestService::new(http));
+        let upstream = match config.kind {
+            ProviderKind::Azure => Upstream::Azure {
+                http,
+                deployments: super::azure::Deployments::new(config)?,
+            },
+            _ => Upstream::Shared(client(&http, Arc::new(openai_config(config)?))),
+        };
         Ok(Self {
             name: config.name.clone(),
-            client,
+            kind: config.kind,
+            upstream,
             timeout: config.timeout,
             chat_without: if config.prompt_cache_key {
                 &[]
@@ -59,6 +65,14 @@ impl OpenAiCompat {
             },
             responses: config.responses,
         })
+    }
+
+    /// The client for `model` (Azure: its deployment's).
+    fn client(&self, model: &str) -> Result<Client, ProviderError> {
+        match &self.upstream {
+            Upstream::Shared(client) => Ok(client.clone()),
+            Upstream::Azure { http, deployments } => Ok(client(http, deployments.config_for(model)?)),
+        }
     }
 
     fn map_error(&self, err: OpenAIError) -> ProviderError {
@@ -73,13 +87,40 @@ impl OpenAiCompat {
     }
 }
 
+fn openai_config(config: &ProviderConfig) -> Result<OpenAIConfig, ProviderError> {
+    let key = config
+        .api_key
+        .as_ref()
+        .map(|k| k.expose_secret().to_string())
+        .unwrap_or_default();
+    let base = config.base_url.as_str().trim_end_matches('/').to_string();
+    let mut openai = OpenAIConfig::new().with_api_base(base).with_api_key(key);
+    for (name, value) in &config.headers {
+        let invalid = |detail: String| {
+            ProviderError::InvalidRequest(format!("providers.{}.headers: {detail}", config.name))
+        };
+        let name = http::HeaderName::try_from(name.as_str()).map_err(|err| invalid(err.to_string()))?;
+        openai = openai
+            .with_header(name, value.expose_secret())
+            .map_err(|err| invalid(err.to_string()))?;
+    }
+    Ok(openai)
+}
+
+/// async-openai's default executor retries on its own; Onyx's router owns
+/// retries (per-provider budget, then fallbacks), so use the plain transport.
+fn client(http: &reqwest::Client, config: Arc<dyn Config>) -> Client {
+    async_openai::Client::build(http.clone(), config)
+        .with_http_service(async_openai::middleware::ReqwestService::new(http.clone()))
+}
+
 impl Provider for OpenAiCompat {
     fn name(&self) -> &str {
         &self.name
     }
 
     fn kind(&self) -> ProviderKind {
-        ProviderKind::OpenAi
+        self.kind
     }
 
     fn chat<'a>(&'a self, model: &'a str, call: &'a ChatCall) -> BoxFuture<'a, Result<Value, ProviderError>> {
@@ -90,7 +131,7 @@ impl Provider for OpenAiCompat {
                 without: self.chat_without,
                 stream_usage: false,
             };
-            self.within(self.client.chat().create_byot::<_, Value>(body))
+            self.within(self.client(model)?.chat().create_byot::<_, Value>(body))
                 .await
         }
         .boxed()
@@ -109,7 +150,7 @@ impl Provider for OpenAiCompat {
                 stream_usage: true,
             };
             let stream = self
-                .within(self.client.chat().create_stream_byot::<_, Value>(body))
+                .within(self.client(model)?.chat().create_stream_byot::<_, Value>(body))
                 .await?;
             let name = self.name.clone();
             let timeout = self.timeout;
@@ -132,7 +173,7 @@ impl Provider for OpenAiCompat {
                 without: &[],
                 stream_usage: false,
             };
-            self.within(self.client.embeddings().create_byot::<_, Value>(body))
+            self.within(self.client(model)?.embeddings().create_byot::<_, Value>(body))
                 .await
         }
         .boxed()
@@ -155,7 +196,8 @@ impl Provider for OpenAiCompat {
                 without: &[],
                 stream_usage: false,
             };
-            let responses = self.client.responses();
+            let client = self.client(model)?;
+            let responses = client.responses();
             if !stream {
                 let response = self.within(responses.create_byot::<_, Value>(body)).await?;
                 return Ok(ResponsesAnswer::Response(response));
@@ -176,8 +218,12 @@ impl Provider for OpenAiCompat {
 
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
         async move {
-            let list: Value = self.within(self.client.models().list_byot()).await?;
-            let ids = list["data"]
+            let client = match &self.upstream {
+                Upstream::Shared(client) => client.clone(),
+                Upstream::Azure { http, deployments } => client(http, deployments.resource_config()),
+            };
+            let list: Value = self.within(client.models().list_byot()).await?;
+            let mut ids: Vec<String> = list["data"]
                 .as_array()
                 .map(|data| {
                     data.iter()
@@ -185,6 +231,16 @@ impl Provider for OpenAiCompat {
                         .collect()
                 })
                 .unwrap_or_default();
+            // Azure lists the resource's base models; the names routed are the deployments'.
+            if let Upstream::Azure { deployments, .. } = &self.upstream {
+                ids.extend(
+                    deployments
+                        .models()
+                        .filter(|m| !ids.contains(m))
+                        .cloned()
+                        .collect::<Vec<_>>(),
+                );
+            }
             Ok(ids)
         }
         .boxed()

@@ -15,6 +15,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde::Serialize;
 
+use super::breaker::{Breaker, CircuitView};
 use super::router::{RoutedProvider, Routes};
 use super::stored::{ProviderStore, StoreError, StoredProvider};
 use super::{ModelRef, ProviderError, Router};
@@ -57,9 +58,19 @@ pub struct ProviderView {
     pub max_retries: u32,
     pub models: Vec<String>,
     pub api_version: Option<String>,
+    /// Azure: model name → deployment.
+    pub deployments: BTreeMap<String, String>,
+    /// Vertex: the project, location and key file.
+    pub project: Option<String>,
+    pub location: Option<String>,
+    pub credentials_file: Option<String>,
     pub context_window: Option<u32>,
     pub prompt_cache_key: bool,
     pub responses: bool,
+    /// The circuit breaker's settings; null when it is off.
+    pub circuit_breaker: Option<BreakerSettingsView>,
+    /// The circuit as it is now on this replica (null when the breaker is off).
+    pub circuit: Option<CircuitView>,
     pub source: Source,
     /// Whether this API may change it (only `api` providers).
     pub read_only: bool,
@@ -67,6 +78,16 @@ pub struct ProviderView {
     pub error: Option<String>,
     pub created_at: Option<String>,
     pub updated_at: Option<String>,
+}
+
+/// A provider's `circuitBreaker` settings as `/v1/providers` shows them.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct BreakerSettingsView {
+    pub failures: u32,
+    pub cool_seconds: u64,
+    pub max_cool_seconds: u64,
 }
 
 /// An alias as `/v1/aliases` shows it.
@@ -120,9 +141,23 @@ fn view(config: &ProviderConfig, source: Source) -> ProviderView {
         max_retries: config.max_retries,
         models: config.models.clone(),
         api_version: config.api_version.clone(),
+        deployments: config.deployments.clone(),
+        project: config.vertex.as_ref().map(|v| v.project.clone()),
+        location: config.vertex.as_ref().map(|v| v.location.clone()),
+        credentials_file: config
+            .vertex
+            .as_ref()
+            .and_then(|v| v.credentials_file.as_ref())
+            .map(|f| f.display().to_string()),
         context_window: config.context_window,
         prompt_cache_key: config.prompt_cache_key,
         responses: config.responses,
+        circuit_breaker: config.circuit_breaker.map(|b| BreakerSettingsView {
+            failures: b.failures,
+            cool_seconds: b.cool.as_secs(),
+            max_cool_seconds: b.max_cool.as_secs(),
+        }),
+        circuit: None,
         source,
         read_only: source != Source::Api,
         error: None,
@@ -184,6 +219,7 @@ fn build(config: &ProviderConfig) -> Result<RoutedProvider, ProviderError> {
         client: super::build(config)?,
         max_retries: config.max_retries,
         models: config.models.clone(),
+        breaker: config.circuit_breaker.map(|b| Arc::new(Breaker::new(b))),
     })
 }
 
@@ -373,12 +409,23 @@ impl ProviderRegistry {
 
     /// Every provider this replica routes to, file ones first.
     pub fn views(&self) -> Vec<ProviderView> {
-        let mut views: Vec<ProviderView> = self.file.values().map(|(_, v)| v.clone()).collect();
+        let with_circuit = |routed: Option<&RoutedProvider>, view: &ProviderView| {
+            let mut view = view.clone();
+            view.circuit = routed
+                .and_then(|r| r.breaker.as_ref())
+                .map(|b| b.view(&view.name));
+            view
+        };
+        let mut views: Vec<ProviderView> = self
+            .file
+            .values()
+            .map(|(routed, view)| with_circuit(Some(routed), view))
+            .collect();
         views.extend(
             self.built()
                 .iter()
                 .filter(|(name, _)| !self.file.contains_key(*name))
-                .map(|(_, b)| b.view.clone()),
+                .map(|(_, b)| with_circuit(b.routed.as_ref(), &b.view)),
         );
         views
     }

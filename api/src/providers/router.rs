@@ -6,7 +6,8 @@
 //! The tokens each answer reports (prompt, completion, read from the prompt
 //! cache) are counted here, for every caller: plain calls and agent runs alike;
 //! the [`UsageMeter`] admits each call against budgets and limits before it
-//! goes out and records what it used after.
+//! goes out and records what it used after. A target whose circuit is open
+//! ([`super::breaker`]) is skipped at once, without retries.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
+use super::breaker::{Breaker, CircuitView, Tripped};
 use super::meter::{Attribution, NoMeter, Reservation, UsageMeter};
 use super::{ChatCall, ChunkStream, EmbeddingsCall, ModelRef, Provider, ProviderError, Usage};
 use crate::observability::Metrics;
@@ -30,6 +32,8 @@ pub struct ModelTarget {
     pub provider: Arc<dyn Provider>,
     pub model: String,
     pub max_retries: u32,
+    /// None when the provider's breaker is off.
+    pub breaker: Option<Arc<Breaker>>,
 }
 
 impl ModelTarget {
@@ -69,6 +73,8 @@ pub struct RoutedProvider {
     pub max_retries: u32,
     /// Models offered whether or not the upstream lists them.
     pub models: Vec<String>,
+    /// Shared by every build of the routes while the provider is unchanged.
+    pub breaker: Option<Arc<Breaker>>,
 }
 
 /// What the router routes to: swapped whole when providers change.
@@ -122,6 +128,26 @@ impl Router {
             .collect()
     }
 
+    /// Every provider's circuit (those with a breaker).
+    pub fn circuits(&self) -> Vec<CircuitView> {
+        self.routes
+            .load()
+            .providers
+            .iter()
+            .filter_map(|(name, p)| p.breaker.as_ref().map(|b| b.view(name)))
+            .collect()
+    }
+
+    /// Sets the `onyx_circuit_state` gauges to the circuits as they are now.
+    pub fn export_circuits(&self) {
+        let states: Vec<(String, i64)> = self
+            .circuits()
+            .into_iter()
+            .map(|c| (c.provider, c.state.gauge()))
+            .collect();
+        self.metrics.set_circuit_states(&states);
+    }
+
     pub fn provider(&self, name: &str) -> Option<Arc<dyn Provider>> {
         self.routes.load().providers.get(name).map(|p| p.client.clone())
     }
@@ -139,6 +165,7 @@ impl Router {
                     provider: routed.client.clone(),
                     model: r.model,
                     max_retries: routed.max_retries,
+                    breaker: routed.breaker.clone(),
                 }),
                 None => Err(RouteError::UnknownProvider {
                     provider: r.provider,
@@ -264,19 +291,45 @@ impl Router {
     ) -> Result<(T, ModelRef), ProviderError> {
         let mut last_error = None;
         for target in targets {
+            let name = target.provider.name();
+            let mut permit = match target.breaker.as_deref().map(Breaker::admit) {
+                Some(Err(retry_after)) => {
+                    self.metrics.record_upstream_error(name, "circuit_open");
+                    last_error = Some(ProviderError::CircuitOpen {
+                        provider: name.to_string(),
+                        retry_after,
+                    });
+                    continue;
+                }
+                Some(Ok(permit)) => Some(permit),
+                None => None,
+            };
             let mut attempt = 0;
             loop {
                 let started = Instant::now();
                 let result = op(target).await;
                 self.metrics
-                    .record_upstream(target.provider.name(), started.elapsed().as_secs_f64());
+                    .record_upstream(name, started.elapsed().as_secs_f64());
                 let err = match result {
-                    Ok(value) => return Ok((value, target.model_ref())),
+                    Ok(value) => {
+                        if let Some(permit) = &mut permit {
+                            permit.succeeded();
+                        }
+                        return Ok((value, target.model_ref()));
+                    }
                     Err(err) => err,
                 };
-                self.metrics
-                    .record_upstream_error(target.provider.name(), error_reason(&err));
-                tracing::warn!(provider = target.provider.name(), model = %target.model, attempt, error = %err, "upstream call failed");
+                self.metrics.record_upstream_error(name, error_reason(&err));
+                tracing::warn!(provider = name, model = %target.model, attempt, error = %err, "upstream call failed");
+                if permit.as_mut().map(|p| p.failed(&err)) == Some(Tripped::Opened) {
+                    self.metrics.record_circuit_opened(name);
+                    tracing::warn!(
+                        provider = name,
+                        "circuit opened: the provider is skipped while it cools down"
+                    );
+                    last_error = Some(err);
+                    break;
+                }
                 if err.is_retryable() && attempt < target.max_retries {
                     tokio::time::sleep(backoff(attempt)).await;
                     attempt += 1;
@@ -380,6 +433,7 @@ fn error_reason(err: &ProviderError) -> &'static str {
         ProviderError::BadResponse { .. } => "bad_response",
         ProviderError::Unsupported(_) | ProviderError::InvalidRequest(_) => "invalid_request",
         ProviderError::Refused(_) => "refused",
+        ProviderError::CircuitOpen { .. } => "circuit_open",
     }
 }
 

@@ -10,12 +10,15 @@
 mod harness;
 
 mod agents;
+mod azure;
 mod bad_input;
 mod budgets;
 mod chat_approvals;
+mod circuits;
 mod compaction;
 mod deployment;
 mod fuzz;
+mod gemini;
 mod hardening;
 mod keys;
 mod local_embedder;

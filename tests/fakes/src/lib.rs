@@ -1,5 +1,6 @@
 //! Fake model upstreams for tests and benchmarks: OpenAI chat completions and
-//! the Responses API, Anthropic Messages and Ollama, each speaking its real HTTP wire protocol on
+//! the Responses API (and Azure OpenAI's URLs for them), Google's Gemini API
+//! and Vertex AI (with its OAuth2 token endpoint), Anthropic Messages and Ollama, each speaking its real HTTP wire protocol on
 //! 127.0.0.1. What the fake "model" does is decided by [`script`] from the model
 //! name and the conversation, so every protocol behaves the same way.
 //!
@@ -7,7 +8,9 @@
 //! finished or were cut off by the client (`GET /_fake/requests`, `/_fake/stats`).
 
 pub mod anthropic;
+pub mod azure;
 pub mod discord;
+pub mod gemini;
 pub mod ollama;
 pub mod openai;
 pub mod openai_responses;
@@ -45,6 +48,10 @@ pub struct FakeState {
     pub prompt_cache: Mutex<std::collections::HashSet<u64>>,
     /// The fake OpenAI's stored responses: each id's conversation (input and output items).
     pub responses: Mutex<std::collections::HashMap<String, Vec<Value>>>,
+    /// The fake Google token endpoint: the service account key (PEM) whose
+    /// signatures it accepts, and the access tokens it issued.
+    pub service_account_pem: Mutex<Option<String>>,
+    pub issued_tokens: Mutex<Vec<String>>,
 }
 
 impl FakeState {

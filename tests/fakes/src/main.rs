@@ -1,6 +1,6 @@
-//! `onyx-fake-upstream`: runs the fake OpenAI, Anthropic and Ollama servers for
+//! `onyx-fake-upstream`: runs the fake OpenAI (and Azure OpenAI), Anthropic, Ollama and Gemini (and Vertex AI) servers for
 //! SDK tests and benchmarks, prints their base URLs as one JSON line, and runs
-//! until killed. Ports: `--openai-port`, `--anthropic-port`, `--ollama-port`
+//! until killed. Ports: `--openai-port`, `--anthropic-port`, `--ollama-port`, `--gemini-port`
 //! (0 = any free port); the API key: `--key` (default the fakes' default key).
 
 use std::process::ExitCode;
@@ -24,9 +24,10 @@ async fn main() -> ExitCode {
         let anthropic =
             onyx_test_fakes::anthropic::start(Some(key.clone()), port("--anthropic-port")).await?;
         let ollama = onyx_test_fakes::ollama::start(port("--ollama-port")).await?;
-        Ok::<_, std::io::Error>((openai, anthropic, ollama))
+        let gemini = onyx_test_fakes::gemini::start(Some(key.clone()), port("--gemini-port")).await?;
+        Ok::<_, std::io::Error>((openai, anthropic, ollama, gemini))
     };
-    let (openai, anthropic, ollama) = match started.await {
+    let (openai, anthropic, ollama, gemini) = match started.await {
         Ok(servers) => servers,
         Err(err) => {
             eprintln!("onyx-fake-upstream: {err}");
@@ -37,8 +38,12 @@ async fn main() -> ExitCode {
         "{}",
         serde_json::json!({
             "openai": format!("{}/v1", openai.url()),
+            // The same server as an Azure OpenAI resource endpoint.
+            "azure": openai.url(),
             "anthropic": anthropic.url(),
             "ollama": ollama.url(),
+            // The Gemini API and Vertex AI (whose static access token is the key).
+            "gemini": gemini.url(),
             "key": key,
         })
     );

@@ -2,7 +2,7 @@
 //! `stream_options.include_usage`, OpenAI error bodies; prompt caching
 //! simulated per `prompt_cache_key`), `GET /v1/models`,
 //! `POST /v1/embeddings` (float and base64); `POST /v1/responses` is in
-//! [`crate::openai_responses`].
+//! [`crate::openai_responses`], Azure OpenAI's URLs in [`crate::azure`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +25,8 @@ pub async fn start(key: Option<String>, port: u16) -> std::io::Result<FakeServer
         .route("/v1/chat/completions", post(chat))
         .route("/v1/responses", post(crate::openai_responses::create))
         .route("/v1/models", get(models))
-        .route("/v1/embeddings", post(embeddings));
+        .route("/v1/embeddings", post(embeddings))
+        .merge(crate::azure::routes());
     crate::serve(routes, state.clone(), port).await
 }
 
@@ -111,7 +112,7 @@ pub(crate) fn accept(state: &FakeState, headers: &HeaderMap, body: &[u8]) -> Res
     Ok(body)
 }
 
-async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Bytes) -> Response {
+pub(crate) async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Bytes) -> Response {
     let body = match accept(&state, &headers, &body) {
         Ok(body) => body,
         Err(refused) => return *refused,
@@ -277,7 +278,7 @@ fn stream(state: Arc<FakeState>, plan: Plan, model: String, usage: Value, includ
         .into_response()
 }
 
-async fn models(State(state): State<Arc<FakeState>>, headers: HeaderMap) -> Response {
+pub(crate) async fn models(State(state): State<Arc<FakeState>>, headers: HeaderMap) -> Response {
     if let Some(denied) = check_auth(&state, &headers) {
         return denied;
     }
@@ -289,7 +290,11 @@ async fn models(State(state): State<Arc<FakeState>>, headers: HeaderMap) -> Resp
     axum::Json(json!({"object": "list", "data": data})).into_response()
 }
 
-async fn embeddings(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Bytes) -> Response {
+pub(crate) async fn embeddings(
+    State(state): State<Arc<FakeState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let body = match accept(&state, &headers, &body) {
         Ok(body) => body,
         Err(refused) => return *refused,

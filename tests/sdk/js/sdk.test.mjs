@@ -20,7 +20,7 @@ after(() => stack?.stop());
 
 const TOOLS = [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { query: { type: 'string' } } } } }];
 
-for (const model of ['openai/fake-echo', 'anthropic/fake-echo', 'ollama/fake-echo']) {
+for (const model of ['openai/fake-echo', 'anthropic/fake-echo', 'ollama/fake-echo', 'azure/gpt-4o-mini', 'gemini/fake-echo', 'vertex/fake-echo']) {
   test(`chat and stream through ${model}`, async () => {
     const completion = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi js' }] });
     assert.equal(completion.choices[0].message.content, 'echo: hi js');
@@ -42,7 +42,7 @@ for (const model of ['openai/fake-echo', 'anthropic/fake-echo', 'ollama/fake-ech
 }
 
 test('tool calls', async () => {
-  for (const model of ['openai/fake-tools', 'anthropic/fake-tools', 'ollama/fake-tools']) {
+  for (const model of ['openai/fake-tools', 'anthropic/fake-tools', 'ollama/fake-tools', 'azure/fake-tools', 'gemini/fake-tools', 'vertex/fake-tools']) {
     const completion = await client.chat.completions.create({ model, tools: TOOLS, messages: [{ role: 'user', content: 'lima' }] });
     const call = completion.choices[0].message.tool_calls[0];
     assert.equal(call.function.name, 'lookup');

@@ -29,6 +29,9 @@ def stack():
     openai_resp: {{ type: "openai", baseUrl: "{urls['openai']}", apiKey: "{urls['key']}", maxRetries: 0, responses: true }},
     anthropic: {{ type: "anthropic", baseUrl: "{urls['anthropic']}", apiKey: "{urls['key']}" }},
     ollama: {{ type: "ollama", baseUrl: "{urls['ollama']}" }},
+    azure: {{ type: "azure", baseUrl: "{urls['azure']}", apiKey: "{urls['key']}", maxRetries: 0, deployments: {{ "gpt-4o-mini": "fake-echo" }} }},
+    gemini: {{ type: "gemini", baseUrl: "{urls['gemini']}", apiKey: "{urls['key']}", maxRetries: 0 }},
+    vertex: {{ type: "vertex", baseUrl: "{urls['gemini']}", project: "demo", apiKey: "{urls['key']}", maxRetries: 0 }},
   }},
 }}"""
         )

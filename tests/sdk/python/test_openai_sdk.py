@@ -8,7 +8,16 @@ import pytest
 
 from conftest import ONYX_KEY
 
-PROVIDERS = ["openai/fake-echo", "anthropic/fake-echo", "ollama/fake-echo"]
+# azure/gpt-4o-mini: Azure OpenAI, the model mapped to the fake-echo deployment;
+# gemini/ and vertex/: Google's generateContent (API key; static access token).
+PROVIDERS = [
+    "openai/fake-echo",
+    "anthropic/fake-echo",
+    "ollama/fake-echo",
+    "azure/gpt-4o-mini",
+    "gemini/fake-echo",
+    "vertex/fake-echo",
+]
 TOOLS = [
     {
         "type": "function",
@@ -49,7 +58,10 @@ def test_streaming_with_usage(client, model):
     assert [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason] == ["stop"]
 
 
-@pytest.mark.parametrize("model", ["openai/fake-tools", "anthropic/fake-tools", "ollama/fake-tools"])
+@pytest.mark.parametrize(
+    "model",
+    ["openai/fake-tools", "anthropic/fake-tools", "ollama/fake-tools", "azure/fake-tools", "gemini/fake-tools", "vertex/fake-tools"],
+)
 def test_tool_calls(client, model):
     messages = [{"role": "user", "content": "tokyo"}]
     first = client.chat.completions.create(model=model, messages=messages, tools=TOOLS)
@@ -62,9 +74,10 @@ def test_tool_calls(client, model):
     assert second.choices[0].message.content == "tool said: clear skies"
 
 
-def test_streamed_tool_calls_accumulate(client):
+@pytest.mark.parametrize("model", ["anthropic/fake-tools", "azure/fake-tools", "gemini/fake-tools"])
+def test_streamed_tool_calls_accumulate(client, model):
     stream = client.chat.completions.create(
-        model="anthropic/fake-tools", messages=[{"role": "user", "content": "oslo"}], tools=TOOLS, stream=True
+        model=model, messages=[{"role": "user", "content": "oslo"}], tools=TOOLS, stream=True
     )
     arguments = ""
     name = None

@@ -1,1 +1,0 @@
-import"./xihTtKlq.js";import"./Czmao-rf.js";import{t as e}from"./DnCF_nHS.js";function t(t,n){e(t,{kind:`empty`,get title(){return n.title},get children(){return n.children}})}export{t};
