@@ -303,6 +303,8 @@ fn fallback_model(config: &Config) -> Option<String> {
         ProviderKind::OpenAi => "gpt-4o-mini",
         ProviderKind::Anthropic => "claude-sonnet-4-5",
         ProviderKind::Ollama => "llama3.2",
+        ProviderKind::ClaudeSubscription => "sonnet",
+        ProviderKind::Codex => "gpt-5.1-codex",
     };
     Some(format!("{}/{model}", provider.name))
 }

@@ -27,9 +27,13 @@ pub(super) fn provider_kind(text: &str, path: &str) -> Result<ProviderKind, Conf
         "openai" | "openai-compatible" => Ok(ProviderKind::OpenAi),
         "anthropic" => Ok(ProviderKind::Anthropic),
         "ollama" => Ok(ProviderKind::Ollama),
+        "claude-subscription" => Ok(ProviderKind::ClaudeSubscription),
+        "codex" | "chatgpt" => Ok(ProviderKind::Codex),
         other => Err(ConfigError::invalid(
             format!("{path}.type"),
-            format!("unknown provider type {other:?}; expected \"openai\", \"anthropic\" or \"ollama\""),
+            format!(
+                "unknown provider type {other:?}; expected \"openai\", \"anthropic\", \"ollama\", \"claude-subscription\" or \"codex\""
+            ),
         )),
     }
 }

@@ -205,6 +205,8 @@ pub struct RawProvider {
     pub prompt_cache_key: Option<bool>,
     /// Whether `/v1/responses` goes to this provider's own Responses API.
     pub responses: Option<bool>,
+    /// The vendor CLI a subscription provider runs.
+    pub command: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

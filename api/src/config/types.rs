@@ -260,6 +260,10 @@ pub enum ProviderKind {
     OpenAi,
     Anthropic,
     Ollama,
+    /// Claude Pro/Max through the Claude Code CLI (`providers::subscription`).
+    ClaudeSubscription,
+    /// ChatGPT Plus/Pro through the Codex CLI (`providers::subscription`).
+    Codex,
 }
 
 impl ProviderKind {
@@ -268,6 +272,8 @@ impl ProviderKind {
             Self::OpenAi => "openai",
             Self::Anthropic => "anthropic",
             Self::Ollama => "ollama",
+            Self::ClaudeSubscription => "claude-subscription",
+            Self::Codex => "codex",
         }
     }
 }
@@ -298,6 +304,8 @@ pub struct ProviderConfig {
     pub responses: bool,
     /// Whether this provider was added from the environment rather than the file.
     pub detected: bool,
+    /// The vendor CLI a subscription provider drives (default: its name on `PATH`).
+    pub command: Option<String>,
 }
 
 #[derive(Debug)]

@@ -259,8 +259,8 @@ fn default_base_url(name: &str, kind: ProviderKind) -> &'static str {
         ("openrouter", _) => "https://openrouter.ai/api/v1",
         ("groq", _) => "https://api.groq.com/openai/v1",
         ("together", _) => "https://api.together.xyz/v1",
-        (_, ProviderKind::OpenAi) => "https://api.openai.com/v1",
-        (_, ProviderKind::Anthropic) => "https://api.anthropic.com",
+        (_, ProviderKind::OpenAi | ProviderKind::Codex) => "https://api.openai.com/v1",
+        (_, ProviderKind::Anthropic | ProviderKind::ClaudeSubscription) => "https://api.anthropic.com",
         (_, ProviderKind::Ollama) => "http://127.0.0.1:11434",
     }
 }
@@ -333,6 +333,7 @@ fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<Pr
         prompt_cache_key,
         responses,
         detected: false,
+        command: raw.command.filter(|c| !c.is_empty()),
     })
 }
 
@@ -363,6 +364,7 @@ pub fn detected_provider(
         prompt_cache_key: true,
         responses,
         detected: true,
+        command: None,
     }
 }
 

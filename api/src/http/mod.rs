@@ -30,6 +30,7 @@ mod runs;
 mod sessions;
 mod skills;
 mod sse;
+mod subscriptions;
 mod tasks;
 #[cfg(test)]
 mod ts_types;
@@ -73,6 +74,7 @@ pub fn router(app: Arc<App>) -> Router {
             "/v1/aliases/{name}",
             axum::routing::put(providers::put_alias).delete(providers::delete_alias),
         )
+        .route("/v1/subscriptions", get(subscriptions::list))
         .route("/v1/logs", get(console::logs))
         .route_layer(axum::middleware::from_fn(middleware::require_admin));
     let protected = Router::new()

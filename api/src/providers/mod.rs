@@ -18,6 +18,7 @@ mod passthrough_routes;
 pub mod registry;
 mod router;
 pub mod stored;
+pub mod subscription;
 pub mod types;
 
 use std::sync::Arc;
@@ -125,6 +126,8 @@ pub fn build(config: &ProviderConfig) -> Result<Arc<dyn Provider>, ProviderError
         ProviderKind::OpenAi => Arc::new(openai_compat::OpenAiCompat::new(config)?),
         ProviderKind::Anthropic => Arc::new(anthropic::Anthropic::new(config)?),
         ProviderKind::Ollama => Arc::new(ollama::Ollama::new(config)?),
+        ProviderKind::ClaudeSubscription => Arc::new(subscription::claude::provider(config)),
+        ProviderKind::Codex => Arc::new(subscription::codex::provider(config)),
     })
 }
 

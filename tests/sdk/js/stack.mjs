@@ -17,8 +17,11 @@ function firstLine(proc) {
   });
 }
 
-/** Starts the stack; `stop()` ends it. Providers: openai, openai_resp (its Responses API), anthropic, ollama. */
-export async function startStack(key) {
+/**
+ * Starts the stack; `stop()` ends it. Providers: openai, openai_resp (its Responses API), anthropic, ollama,
+ * plus `extra.providers(urls)` (more provider entries) and `extra.gateway` (more gateway keys).
+ */
+export async function startStack(key, extra = {}) {
   const procs = [];
   const fake = spawn(process.env.FAKE_UPSTREAM_BIN, [], { stdio: ['ignore', 'pipe', 'inherit'] });
   procs.push(fake);
@@ -26,12 +29,13 @@ export async function startStack(key) {
   const dir = mkdtempSync(join(tmpdir(), 'onyx-js-'));
   const config = join(dir, 'onyx.json5');
   writeFileSync(config, `{
-    gateway: { auth: { apiKeys: ["${key}"] } },
+    gateway: { auth: { apiKeys: ["${key}"] }, ${extra.gateway ?? ''} },
     providers: {
       openai: { type: "openai", baseUrl: "${urls.openai}", apiKey: "${urls.key}", maxRetries: 0 },
       openai_resp: { type: "openai", baseUrl: "${urls.openai}", apiKey: "${urls.key}", maxRetries: 0, responses: true },
       anthropic: { type: "anthropic", baseUrl: "${urls.anthropic}", apiKey: "${urls.key}" },
       ollama: { type: "ollama", baseUrl: "${urls.ollama}" },
+      ${extra.providers ? extra.providers(urls) : ''}
     },
   }`);
   const env = { ...process.env, HOME: dir, ONYX_DATA_DIR: join(dir, 'data') };
@@ -52,5 +56,5 @@ export async function startStack(key) {
     }
   }
   const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 });
-  return { base, client, stop: () => procs.forEach((p) => p.kill('SIGTERM')) };
+  return { base, client, onyx, dir, stop: () => procs.forEach((p) => p.kill('SIGTERM')) };
 }
