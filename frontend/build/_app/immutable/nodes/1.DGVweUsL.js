@@ -1,1 +1,0 @@
-import"../chunks/xihTtKlq.js";import{D as e,J as t,T as n,U as r,Y as i,at as a,it as o,k as s,q as c}from"../chunks/Czmao-rf.js";import{t as l}from"../chunks/Bxy-Qvq4.js";var u=s(`<h1> </h1> <p> </p>`,1);function d(s,d){a(d,!0);var f=u(),p=c(f),m=t(p,!0),h=i(p,2),g=t(h,!0);r(()=>{n(m,l.status),n(g,l.error?.message)}),e(s,f),o()}export{d as component};
