@@ -47,8 +47,12 @@ fn the_example_config_loads_and_documents_every_section() {
         config.gateway.api_keys.is_empty(),
         "an unset ${{ONYX_API_KEY:-}} adds no key"
     );
-    assert_eq!(config.providers.len(), 5);
+    assert_eq!(config.providers.len(), 7);
     assert_eq!(config.providers["anthropic"].kind, ProviderKind::Anthropic);
+    let claude = &config.providers["claude-subscription"];
+    assert_eq!(claude.kind, ProviderKind::ClaudeSubscription);
+    assert_eq!(claude.command.as_deref(), Some("claude"));
+    assert_eq!(config.providers["chatgpt"].kind, ProviderKind::Codex);
     assert!(config.providers["openai"].prompt_cache_key);
     assert!(!config.providers["mistral"].prompt_cache_key);
     assert!(
