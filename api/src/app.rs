@@ -92,6 +92,7 @@ impl App {
     pub async fn new(config: &Config) -> Result<Self, StartupError> {
         let metrics = Arc::new(Metrics::new());
         let vault = Arc::new(crate::secrets::vault_from_env(&config.storage.data_dir)?);
+        crate::providers::subscription::set_data_dir(&config.storage.data_dir);
         let db = Db::connect(&config.storage.surrealdb).await?;
         db.migrate().await?;
         let usage = crate::usage::Meter::new(db.clone(), usage_settings(config), metrics.clone());

@@ -1,10 +1,11 @@
 //! The `onyx` command line: `serve`, `doctor`, `hash-password`, `keys`,
-//! `reindex`, and the hidden `sandbox-exec` helper of the `exec` tool.
+//! `reindex`, `login`, and the hidden `sandbox-exec` helper of the `exec` tool.
 
 mod doctor;
 mod error;
 mod hash_password;
 mod keys;
+mod login;
 mod reindex;
 mod rotate_master;
 mod sandbox_exec;
@@ -59,6 +60,15 @@ enum Command {
         #[arg(long, short)]
         config: Option<PathBuf>,
     },
+    /// Sign a subscription CLI in (its own sign-in; credentials under the data dir).
+    Login {
+        cli: login::Cli,
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// The CLI to run (default: the provider's `command`, else its name on PATH).
+        #[arg(long)]
+        command: Option<String>,
+    },
     /// Manage skills (folders with a SKILL.md) in the object store.
     Skills {
         #[arg(long, short, global = true)]
@@ -93,6 +103,7 @@ pub fn main() -> ExitCode {
             Command::Reindex { config } => reindex::run(config).await,
             Command::Keys { config, command } => keys::run(config, command).await,
             Command::Skills { config, command } => skills::run(config, command).await,
+            Command::Login { cli, config, command } => login::run(config, cli, command).await,
             // Handled above, before the runtime started.
             Command::SandboxExec(args) => sandbox_exec::run(args),
         }

@@ -118,6 +118,7 @@ async fn serve(
     // MCP servers last: no run is left to call them, and each gets its own
     // grace to exit (their process groups are killed after it).
     app.mcp.shutdown().await;
+    crate::providers::subscription::stop_all();
     Ok(())
 }
 

@@ -231,6 +231,8 @@ pub struct RawProvider {
     pub responses: Option<bool>,
     /// `false`, `true` (the defaults) or the breaker's settings.
     pub circuit_breaker: Option<RawCircuitBreaker>,
+    /// The vendor CLI a subscription provider runs.
+    pub command: Option<String>,
 }
 
 /// `circuitBreaker`: on or off, or its settings.

@@ -47,7 +47,7 @@ fn the_example_config_loads_and_documents_every_section() {
         config.gateway.api_keys.is_empty(),
         "an unset ${{ONYX_API_KEY:-}} adds no key"
     );
-    assert_eq!(config.providers.len(), 8);
+    assert_eq!(config.providers.len(), 10);
     assert_eq!(config.providers["anthropic"].kind, ProviderKind::Anthropic);
     assert_eq!(config.providers["azure"].kind, ProviderKind::Azure);
     assert_eq!(
@@ -64,6 +64,10 @@ fn the_example_config_loads_and_documents_every_section() {
         "https://us-central1-aiplatform.googleapis.com/"
     );
     assert_eq!(config.providers["gemini"].kind, ProviderKind::Gemini);
+    let claude = &config.providers["claude-subscription"];
+    assert_eq!(claude.kind, ProviderKind::ClaudeSubscription);
+    assert_eq!(claude.command.as_deref(), Some("claude"));
+    assert_eq!(config.providers["chatgpt"].kind, ProviderKind::Codex);
     assert!(config.providers["openai"].prompt_cache_key);
     assert!(!config.providers["mistral"].prompt_cache_key);
     assert!(

@@ -297,6 +297,10 @@ pub enum ProviderKind {
     Gemini,
     /// Gemini on Google Cloud Vertex AI (project, location, OAuth2 bearer).
     Vertex,
+    /// Claude Pro/Max through the Claude Code CLI (`providers::subscription`).
+    ClaudeSubscription,
+    /// ChatGPT Plus/Pro through the Codex CLI (`providers::subscription`).
+    Codex,
 }
 
 impl ProviderKind {
@@ -308,6 +312,8 @@ impl ProviderKind {
             Self::Azure => "azure",
             Self::Gemini => "gemini",
             Self::Vertex => "vertex",
+            Self::ClaudeSubscription => "claude-subscription",
+            Self::Codex => "codex",
         }
     }
 }
@@ -344,6 +350,8 @@ pub struct ProviderConfig {
     pub detected: bool,
     /// None when `circuitBreaker: false`.
     pub circuit_breaker: Option<CircuitBreakerConfig>,
+    /// The vendor CLI a subscription provider drives (default: its name on `PATH`).
+    pub command: Option<String>,
 }
 
 /// A Vertex AI provider's project, region and credentials.

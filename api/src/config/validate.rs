@@ -286,8 +286,8 @@ fn default_base_url(name: &str, kind: ProviderKind) -> &'static str {
         ("openrouter", _) => "https://openrouter.ai/api/v1",
         ("groq", _) => "https://api.groq.com/openai/v1",
         ("together", _) => "https://api.together.xyz/v1",
-        (_, ProviderKind::OpenAi) => "https://api.openai.com/v1",
-        (_, ProviderKind::Anthropic) => "https://api.anthropic.com",
+        (_, ProviderKind::OpenAi | ProviderKind::Codex) => "https://api.openai.com/v1",
+        (_, ProviderKind::Anthropic | ProviderKind::ClaudeSubscription) => "https://api.anthropic.com",
         (_, ProviderKind::Ollama) => "http://127.0.0.1:11434",
         (_, ProviderKind::Gemini) => "https://generativelanguage.googleapis.com",
         // Checked before: an Azure resource has no default; Vertex's depends on the location.
@@ -383,6 +383,7 @@ fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<Pr
         responses,
         detected: false,
         circuit_breaker,
+        command: raw.command.filter(|c| !c.is_empty()),
     })
 }
 
@@ -539,6 +540,7 @@ pub fn detected_provider(
         responses,
         detected: true,
         circuit_breaker: Some(CircuitBreakerConfig::default()),
+        command: None,
     }
 }
 

@@ -32,6 +32,7 @@ mod runs;
 mod sessions;
 mod skills;
 mod sse;
+mod subscriptions;
 mod tasks;
 #[cfg(test)]
 mod ts_types;
@@ -75,6 +76,7 @@ pub fn router(app: Arc<App>) -> Router {
             "/v1/aliases/{name}",
             axum::routing::put(providers::put_alias).delete(providers::delete_alias),
         )
+        .route("/v1/subscriptions", get(subscriptions::list))
         .route("/v1/logs", get(console::logs))
         // The loop's rules and who is trusted with what.
         .route("/v1/policy", get(operations::policies))

@@ -22,6 +22,7 @@ mod passthrough_routes;
 pub mod registry;
 mod router;
 pub mod stored;
+pub mod subscription;
 pub mod types;
 
 use std::sync::Arc;
@@ -130,6 +131,8 @@ pub fn build(config: &ProviderConfig) -> Result<Arc<dyn Provider>, ProviderError
         ProviderKind::Anthropic => Arc::new(anthropic::Anthropic::new(config)?),
         ProviderKind::Ollama => Arc::new(ollama::Ollama::new(config)?),
         ProviderKind::Gemini | ProviderKind::Vertex => Arc::new(gemini::Gemini::new(config)?),
+        ProviderKind::ClaudeSubscription => Arc::new(subscription::claude::provider(config)),
+        ProviderKind::Codex => Arc::new(subscription::codex::provider(config)),
     })
 }
 

@@ -17,8 +17,11 @@ function firstLine(proc) {
   });
 }
 
-/** Starts the stack; `stop()` ends it. Providers: openai, openai_resp (its Responses API), anthropic, ollama. */
-export async function startStack(key) {
+/**
+ * Starts the stack; `stop()` ends it. Providers: openai, openai_resp (its Responses API), anthropic, ollama,
+ * plus `extra.providers(urls)` (more provider entries) and `extra.gateway` (more gateway keys).
+ */
+export async function startStack(key, extra = {}) {
   const procs = [];
   const fake = spawn(process.env.FAKE_UPSTREAM_BIN, [], { stdio: ['ignore', 'pipe', 'inherit'] });
   procs.push(fake);
@@ -26,7 +29,7 @@ export async function startStack(key) {
   const dir = mkdtempSync(join(tmpdir(), 'onyx-js-'));
   const config = join(dir, 'onyx.json5');
   writeFileSync(config, `{
-    gateway: { auth: { apiKeys: ["${key}"] } },
+    gateway: { auth: { apiKeys: ["${key}"] }, ${extra.gateway ?? ''} },
     providers: {
       openai: { type: "openai", baseUrl: "${urls.openai}", apiKey: "${urls.key}", maxRetries: 0 },
       openai_resp: { type: "openai", baseUrl: "${urls.openai}", apiKey: "${urls.key}", maxRetries: 0, responses: true },
@@ -35,6 +38,7 @@ export async function startStack(key) {
       azure: { type: "azure", baseUrl: "${urls.azure}", apiKey: "${urls.key}", maxRetries: 0, deployments: { "gpt-4o-mini": "fake-echo" } },
       gemini: { type: "gemini", baseUrl: "${urls.gemini}", apiKey: "${urls.key}", maxRetries: 0 },
       vertex: { type: "vertex", baseUrl: "${urls.gemini}", project: "demo", apiKey: "${urls.key}", maxRetries: 0 },
+      ${extra.providers ? extra.providers(urls) : ''}
     },
   }`);
   const env = { ...process.env, HOME: dir, ONYX_DATA_DIR: join(dir, 'data') };
@@ -55,5 +59,5 @@ export async function startStack(key) {
     }
   }
   const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 });
-  return { base, client, stop: () => procs.forEach((p) => p.kill('SIGTERM')) };
+  return { base, client, onyx, dir, stop: () => procs.forEach((p) => p.kill('SIGTERM')) };
 }

@@ -9,7 +9,7 @@ mod response;
 mod stream;
 
 pub use passthrough::EventUsage;
-pub use response::stop_reason;
+pub use response::{finish_reason, stop_reason};
 
 use std::time::Duration;
 

@@ -22,6 +22,18 @@ export type ProviderInput = {
 
 export const listProviders = () => get<List<ProviderView>>('/v1/providers');
 
+/** A subscription provider's sign-in, read from its CLI's credential files (`GET /v1/subscriptions`). */
+export type SubscriptionView = {
+	provider: string;
+	type: string;
+	cli: string;
+	connected: boolean;
+	expired: boolean;
+	account: string | null;
+};
+
+export const listSubscriptions = () => get<List<SubscriptionView>>('/v1/subscriptions');
+
 export const addProvider = (input: ProviderInput) => post<ProviderView>('/v1/providers', input);
 
 export const editProvider = (name: string, changes: ProviderInput) =>

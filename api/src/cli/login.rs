@@ -1,0 +1,123 @@
+//! `onyx login claude|codex`: signs a subscription CLI in with its own sign-in
+//! (which shows the URL and code and waits for them), its config dir pointed
+//! at `{dataDir}/subscriptions/{cli}/` so the credentials stay with Onyx's
+//! data; then polls the credential files until they show a connection.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::config::{self, ProviderKind};
+use crate::providers::subscription::cli_home;
+use crate::providers::subscription::status::{SubscriptionStatus, status};
+
+/// The subscription CLIs Onyx can sign in.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Cli {
+    /// Claude Pro/Max through Claude Code (`claude auth login`).
+    Claude,
+    /// ChatGPT Plus/Pro through the Codex CLI (`codex login --device-auth`).
+    Codex,
+}
+
+impl Cli {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Claude => "claude",
+            Self::Codex => "codex",
+        }
+    }
+
+    fn kind(self) -> ProviderKind {
+        match self {
+            Self::Claude => ProviderKind::ClaudeSubscription,
+            Self::Codex => ProviderKind::Codex,
+        }
+    }
+
+    /// The CLI's own sign-in, and the variable naming its config dir.
+    fn sign_in(self) -> (&'static [&'static str], &'static str) {
+        match self {
+            Self::Claude => (&["auth", "login", "--claudeai"], "CLAUDE_CONFIG_DIR"),
+            Self::Codex => (&["login", "--device-auth"], "CODEX_HOME"),
+        }
+    }
+}
+
+/// How long the credential files may take to appear after the sign-in ends.
+const POLL_FOR: Duration = Duration::from_secs(10);
+const POLL_EVERY: Duration = Duration::from_millis(250);
+
+pub async fn run(config_path: Option<PathBuf>, cli: Cli, command: Option<String>) -> ExitCode {
+    let path = config::locate(config_path.as_deref());
+    let config = match config::load(path.as_deref()) {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("onyx login: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let name = cli.name();
+    let home = cli_home(&config.storage.data_dir, name);
+    if let Err(err) = std::fs::create_dir_all(&home) {
+        eprintln!("onyx login: cannot create {}: {err}", home.display());
+        return ExitCode::FAILURE;
+    }
+    let program = command
+        .or_else(|| {
+            config
+                .providers
+                .values()
+                .find(|p| p.kind == cli.kind())
+                .and_then(|p| p.command.clone())
+        })
+        .unwrap_or_else(|| name.into());
+    eprintln!(
+        "Signing {name} in (credentials in {}); follow its instructions.",
+        home.display()
+    );
+    let (args, home_var) = cli.sign_in();
+    let exit = tokio::process::Command::new(&program)
+        .args(args)
+        .env(home_var, &home)
+        .status()
+        .await;
+    match exit {
+        Ok(exit) if !exit.success() => eprintln!("onyx login: {program} ended with {exit}"),
+        Ok(_) => {}
+        Err(err) => {
+            eprintln!("onyx login: cannot run {program:?}: {err}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let started = tokio::time::Instant::now();
+    loop {
+        let now = u64::try_from(crate::clock::now().timestamp_millis()).unwrap_or(0);
+        let found = status(name, &home, now);
+        if found.connected {
+            println!("{}", line(&found));
+            return ExitCode::SUCCESS;
+        }
+        if started.elapsed() >= POLL_FOR {
+            println!("{}", line(&found));
+            return ExitCode::FAILURE;
+        }
+        tokio::time::sleep(POLL_EVERY).await;
+    }
+}
+
+/// "Connected ✓ (account)", or what to do next.
+pub fn line(status: &SubscriptionStatus) -> String {
+    match (status.connected, status.expired, &status.account) {
+        (true, _, Some(account)) => format!("{}: Connected ✓ ({account})", status.cli),
+        (true, _, None) => format!("{}: Connected ✓", status.cli),
+        (false, true, _) => format!(
+            "{}: expired, sign in again with `onyx login {}`",
+            status.cli, status.cli
+        ),
+        (false, false, _) => format!(
+            "{}: not connected; sign in with `onyx login {}`",
+            status.cli, status.cli
+        ),
+    }
+}

@@ -1,0 +1,187 @@
+//! `codex/…` (type `codex` or `chatgpt`): ChatGPT Plus/Pro through the Codex
+//! CLI's non-interactive JSON mode (`codex exec --json`): the request on
+//! stdin, the answer as `agent_message` items and the usage on
+//! `turn.completed`. Read-only sandbox, no approvals, no saved session. It
+//! reports whole messages, so a stream carries each message as one delta.
+
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::Value;
+
+use super::driver::{CliProvider, Dialect, Step};
+use super::home;
+use super::process::Spawn;
+use crate::config::{ProviderConfig, ProviderKind};
+use crate::providers::ProviderError;
+use crate::providers::types::Usage;
+
+const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// The environment variable the custom upstream's key is passed in.
+const KEY_VAR: &str = "ONYX_CODEX_UPSTREAM_KEY";
+
+pub struct Codex {
+    /// A Responses API upstream instead of the signed-in ChatGPT account.
+    base_url: Option<String>,
+    api_key: Option<SecretString>,
+}
+
+pub fn provider(config: &ProviderConfig) -> CliProvider<Codex> {
+    let base = config.base_url.as_str().trim_end_matches('/');
+    let dialect = Codex {
+        base_url: (base != DEFAULT_BASE_URL).then(|| base.to_string()),
+        api_key: config.api_key.clone(),
+    };
+    CliProvider::new(config, dialect)
+}
+
+/// A TOML string (JSON's escapes are TOML's).
+fn toml_string(text: &str) -> String {
+    Value::String(text.to_string()).to_string()
+}
+
+impl Dialect for Codex {
+    const KIND: ProviderKind = ProviderKind::Codex;
+    const PROGRAM: &'static str = "Codex";
+    const DEFAULT_COMMAND: &'static str = "codex";
+    const MODELS: &'static [&'static str] = &["gpt-5.1-codex", "gpt-5.1"];
+
+    fn spawn(&self, command: &str, model: &str, system: &str) -> Spawn {
+        let dir = home("codex");
+        let mut env = vec![("CODEX_HOME".to_string(), dir.display().to_string())];
+        let mut args: Vec<String> = [
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--ephemeral",
+            "--sandbox",
+            "read-only",
+            "--color",
+            "never",
+            "-m",
+            model,
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        if !system.is_empty() {
+            args.push("-c".into());
+            args.push(format!("developer_instructions={}", toml_string(system)));
+        }
+        if let Some(url) = &self.base_url {
+            args.push("-c".into());
+            args.push("model_provider=\"onyx_upstream\"".into());
+            args.push("-c".into());
+            args.push(format!(
+                "model_providers.onyx_upstream={{name=\"Onyx upstream\", base_url={}, env_key=\"{KEY_VAR}\", wire_api=\"responses\"}}",
+                toml_string(url)
+            ));
+            let key = self.api_key.as_ref().map(|k| k.expose_secret().to_string());
+            env.push((KEY_VAR.into(), key.unwrap_or_default()));
+        }
+        // The prompt is read from stdin.
+        args.push("-".into());
+        Spawn {
+            program: command.to_string(),
+            args,
+            env,
+            cwd: dir.join("work"),
+        }
+    }
+
+    fn request(&self, user: &str) -> String {
+        user.to_string()
+    }
+
+    fn step(&self, provider: &str, line: &Value) -> Step {
+        step(provider, line)
+    }
+}
+
+fn step(provider: &str, line: &Value) -> Step {
+    let failed = |message: String| {
+        Step::Failed(ProviderError::Upstream {
+            provider: provider.to_string(),
+            status: 502,
+            message,
+            kind: None,
+            code: Some("subscription_error".into()),
+            param: None,
+        })
+    };
+    match line["type"].as_str() {
+        Some("item.completed") if line["item"]["type"] == "agent_message" => {
+            Step::Text(line["item"]["text"].as_str().unwrap_or_default().to_string())
+        }
+        Some("turn.completed") => {
+            let usage = &line["usage"];
+            let count = |key: &str| usage[key].as_u64().unwrap_or(0);
+            // OpenAI's input count already holds the cached tokens.
+            let usage = Usage::new(count("input_tokens"), count("output_tokens"))
+                .with_cache(count("cached_input_tokens"), count("cache_write_input_tokens"));
+            Step::Done {
+                usage,
+                finish: "stop",
+            }
+        }
+        Some("turn.failed") => failed(
+            line["error"]["message"]
+                .as_str()
+                .unwrap_or("the turn failed")
+                .to_string(),
+        ),
+        Some("error") => failed(line["message"].as_str().unwrap_or("error").to_string()),
+        _ => Step::Skip,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn agent_messages_and_turn_completed_become_the_answer() {
+        let message = json!({"type": "item.completed", "item": {"id": "item_1", "type": "agent_message", "text": "echo: hi\n"}});
+        assert!(matches!(step("c", &message), Step::Text(t) if t == "echo: hi\n"));
+        let warning = json!({"type": "item.completed", "item": {"type": "error", "message": "Model metadata not found"}});
+        assert!(matches!(step("c", &warning), Step::Skip));
+        let done = json!({"type": "turn.completed", "usage": {"input_tokens": 30, "cached_input_tokens": 10, "output_tokens": 3}});
+        let Step::Done { usage, finish } = step("c", &done) else {
+            panic!("not done")
+        };
+        assert_eq!(
+            (
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                usage.cached_tokens()
+            ),
+            (30, 3, 10)
+        );
+        assert_eq!(finish, "stop");
+        let failed = json!({"type": "turn.failed", "error": {"message": "usage limit reached"}});
+        assert!(
+            matches!(step("c", &failed), Step::Failed(ProviderError::Upstream { message, .. }) if message == "usage limit reached")
+        );
+    }
+
+    #[test]
+    fn the_system_prompt_and_a_custom_upstream_go_in_as_config_overrides() {
+        let codex = Codex {
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            api_key: Some(SecretString::from("sk-x")),
+        };
+        let spawn = codex.spawn("codex", "m", "Be \"brief\".\nReally.");
+        assert!(
+            spawn
+                .args
+                .contains(&"developer_instructions=\"Be \\\"brief\\\".\\nReally.\"".to_string())
+        );
+        assert!(
+            spawn
+                .args
+                .iter()
+                .any(|a| a.contains("base_url=\"http://127.0.0.1:9/v1\""))
+        );
+        assert_eq!(spawn.args.last().map(String::as_str), Some("-"));
+        assert!(spawn.env.contains(&(KEY_VAR.to_string(), "sk-x".to_string())));
+    }
+}

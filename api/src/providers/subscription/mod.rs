@@ -1,0 +1,116 @@
+//! Subscription providers: models the user already pays for through a
+//! vendor's own program (Claude Code for Claude Pro/Max, the Codex CLI for
+//! ChatGPT Plus/Pro), driven in its
+//! headless JSON mode with its own tools off, so Onyx's agent loop stays in
+//! charge. Never the vendor's OAuth tokens replayed against an API.
+//!
+//! The CLIs fix the model and system prompt when they start and keep one
+//! conversation per process, while chat completions are stateless, so each
+//! request is one short-lived run (the way the vendors' Agent SDKs use them),
+//! bounded by a pool of [`POOL_SIZE`] runs per provider. A run that dies
+//! before answering makes the next start wait a backoff; shutdown kills every
+//! run still alive ([`stop_all`]). Credentials live in the CLI's config dir
+//! under the data dir, `{dataDir}/subscriptions/{cli}/`.
+
+pub mod claude;
+pub mod codex;
+mod driver;
+mod process;
+mod prompt;
+pub mod status;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+
+use crate::backoff::Backoff;
+
+pub use process::stop_all;
+
+/// The most runs of one provider at a time.
+pub const POOL_SIZE: usize = 4;
+
+static DATA_DIR: OnceLock<PathBuf> = OnceLock::new();
+
+/// Where the CLIs keep their credentials: set once at startup.
+pub fn set_data_dir(dir: &Path) {
+    let _ = DATA_DIR.set(dir.to_path_buf());
+}
+
+/// The config dir of `cli` (`claude`, `codex`, `copilot`) under `data_dir`.
+pub fn cli_home(data_dir: &Path, cli: &str) -> PathBuf {
+    data_dir.join("subscriptions").join(cli)
+}
+
+fn home(cli: &str) -> PathBuf {
+    let data_dir = DATA_DIR
+        .get()
+        .cloned()
+        .or_else(|| std::env::var_os("ONYX_DATA_DIR").map(PathBuf::from))
+        .unwrap_or_else(std::env::temp_dir);
+    cli_home(&data_dir, cli)
+}
+
+/// Bounds concurrent runs and spaces out starts after runs that died.
+struct Supervisor {
+    permits: Arc<Semaphore>,
+    restart: Mutex<Restart>,
+}
+
+struct Restart {
+    backoff: Backoff,
+    not_before: Option<Instant>,
+}
+
+impl Supervisor {
+    fn new() -> Self {
+        Self {
+            permits: Arc::new(Semaphore::new(POOL_SIZE)),
+            restart: Mutex::new(Restart {
+                backoff: Backoff::new(Duration::from_millis(200), Duration::from_secs(10)),
+                not_before: None,
+            }),
+        }
+    }
+
+    /// A slot in the pool, once any backoff after a death has passed.
+    async fn slot(&self) -> Option<OwnedSemaphorePermit> {
+        let permit = self.permits.clone().acquire_owned().await.ok()?;
+        let wait = self.restart.lock().ok().and_then(|r| r.not_before);
+        if let Some(at) = wait {
+            tokio::time::sleep_until(at).await;
+        }
+        Some(permit)
+    }
+
+    fn died(&self) {
+        if let Ok(mut restart) = self.restart.lock() {
+            let wait = restart.backoff.failed();
+            restart.not_before = Some(Instant::now() + wait);
+        }
+    }
+
+    fn answered(&self) {
+        if let Ok(mut restart) = self.restart.lock() {
+            restart.backoff.succeeded();
+            restart.not_before = None;
+        }
+    }
+}
+
+/// The sign-in state of the CLI behind a provider of `kind` (none for other kinds).
+pub fn sign_in(kind: &str) -> Option<status::SubscriptionStatus> {
+    use crate::config::ProviderKind;
+    let cli = if kind == ProviderKind::ClaudeSubscription.as_str() {
+        "claude"
+    } else if kind == ProviderKind::Codex.as_str() {
+        "codex"
+    } else {
+        return None;
+    };
+    let now = u64::try_from(crate::clock::now().timestamp_millis()).unwrap_or(0);
+    Some(status::status(cli, &home(cli), now))
+}

@@ -1,0 +1,165 @@
+//! One run of a vendor CLI: a child in its own process group (so whatever it
+//! starts ends with it), stdin for the request line, stdout read as JSON
+//! lines, the last lines of stderr kept for the log. Every live group is
+//! listed so shutdown can end them all ([`stop_all`]); dropping a run kills
+//! its group.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop, ProcessGroup};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::ChildStdout;
+
+/// The process groups of the runs alive now.
+static LIVE: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+const STDERR_LINES: usize = 20;
+/// How long a CLI may take to exit once its answer is complete.
+const EXIT_WAIT: Duration = Duration::from_secs(5);
+
+/// What to start.
+pub struct Spawn {
+    pub program: String,
+    pub args: Vec<String>,
+    /// Added to the gateway's environment minus its secrets.
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+}
+
+pub struct Run {
+    child: Box<dyn ChildWrapper>,
+    lines: Lines<BufReader<ChildStdout>>,
+    pid: u32,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl Run {
+    pub fn start(spawn: Spawn) -> std::io::Result<Self> {
+        std::fs::create_dir_all(&spawn.cwd)?;
+        let mut cmd = tokio::process::Command::new(&spawn.program);
+        cmd.args(&spawn.args)
+            .env_clear()
+            .envs(std::env::vars().filter(|(k, _)| !crate::sandbox::is_secret_name(k)))
+            .envs(spawn.env)
+            .current_dir(&spawn.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut wrapped = CommandWrap::from(cmd);
+        wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+        let mut child = wrapped.spawn()?;
+        let pid = child.id().unwrap_or_default();
+        let stdout = child
+            .stdout()
+            .take()
+            .ok_or_else(|| std::io::Error::other("the child has no stdout"))?;
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        if let Some(pipe) = child.stderr().take() {
+            let tail = stderr.clone();
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(pipe).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    if let Ok(mut tail) = tail.lock() {
+                        if tail.len() == STDERR_LINES {
+                            tail.pop_front();
+                        }
+                        tail.push_back(line);
+                    }
+                }
+            });
+        }
+        if let Ok(mut live) = LIVE.lock() {
+            live.insert(pid);
+        }
+        Ok(Self {
+            child,
+            lines: BufReader::new(stdout).lines(),
+            pid,
+            stderr,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Writes `line` and closes stdin: one request per run.
+    pub async fn send(&mut self, line: &str) -> std::io::Result<()> {
+        let mut stdin = self
+            .child
+            .stdin()
+            .take()
+            .ok_or_else(|| std::io::Error::other("the child has no stdin"))?;
+        stdin.write_all(line.as_bytes()).await?;
+        stdin.write_all(b"\n").await?;
+        stdin.flush().await?;
+        drop(stdin);
+        Ok(())
+    }
+
+    /// The next JSON object on stdout (other lines are skipped); `None` once
+    /// stdout closes.
+    pub async fn next(&mut self) -> Option<Value> {
+        loop {
+            match self.lines.next_line().await {
+                Ok(Some(line)) => match serde_json::from_str::<Value>(&line) {
+                    Ok(value @ Value::Object(_)) => return Some(value),
+                    _ => tracing::debug!(pid = self.pid, %line, "subscription CLI: not a JSON line"),
+                },
+                Ok(None) | Err(_) => return None,
+            }
+        }
+    }
+
+    /// How the child ended (waiting a moment for it), with its last stderr lines.
+    pub async fn ended(&mut self) -> String {
+        let status = match tokio::time::timeout(EXIT_WAIT, self.child.wait()).await {
+            Ok(Ok(status)) => status.to_string(),
+            Ok(Err(err)) => err.to_string(),
+            Err(_) => "still running".to_string(),
+        };
+        let tail = self
+            .stderr
+            .lock()
+            .map(|t| t.iter().cloned().collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default();
+        format!("{status}; stderr: {tail}")
+    }
+
+    /// Waits for a clean exit after the answer; a CLI that lingers is killed.
+    pub async fn finish(mut self) {
+        if tokio::time::timeout(EXIT_WAIT, self.child.wait()).await.is_err() {
+            let _ = Box::into_pin(self.child.kill()).await;
+        }
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if let Ok(mut live) = LIVE.lock() {
+            live.remove(&self.pid);
+        }
+        // KillOnDrop ends the group of a child that has not exited.
+    }
+}
+
+/// Kills every CLI still running (shutdown).
+pub fn stop_all() {
+    use nix::sys::signal::{Signal, killpg};
+    use nix::unistd::Pid;
+    let pids: Vec<u32> = LIVE
+        .lock()
+        .map(|l| l.iter().copied().collect())
+        .unwrap_or_default();
+    for pid in pids {
+        if let Ok(raw) = i32::try_from(pid)
+            && raw > 0
+        {
+            let _ = killpg(Pid::from_raw(raw), Signal::SIGKILL);
+        }
+    }
+}

@@ -1,0 +1,245 @@
+// Subscription providers: Onyx drives the real Claude Code CLI (the npm
+// package in this folder) as the `claude-subscription` provider, the CLI
+// pointed at the fake Anthropic upstream with an API key instead of a
+// subscription sign-in. Through the official OpenAI JS SDK: one turn as JSON
+// and streamed; a CLI killed mid-turn is a clean 502 and the next request
+// works; and shutdown leaves no CLI process behind (read from /proc).
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { startStack } from '../sdk/js/stack.mjs';
+
+const KEY = 'onyx_sk_subscription_test_0000';
+const bin = (name) => join(dirname(fileURLToPath(import.meta.url)), 'node_modules', '.bin', name);
+// Claude Code against the fake Anthropic upstream, the Codex CLI against the
+// fake OpenAI one (its Responses API), each with an API key.
+const providers = (urls) => `
+  "claude-subscription": {
+    type: "claude-subscription", command: "${bin('claude')}", baseUrl: "${urls.anthropic}", apiKey: "${urls.key}", maxRetries: 0,
+  },
+  codex: { type: "codex", command: "${bin('codex')}", baseUrl: "${urls.openai}", apiKey: "${urls.key}", maxRetries: 0 },
+`;
+const CLIS = [
+  { prefix: 'claude-subscription', program: 'claude', name: 'Claude Code', echo: /^echo: [\s\S]*Say hello$/, pieces: 3 },
+  { prefix: 'codex', program: 'codex', name: 'Codex', echo: /^echo: Say hello\s*$/, pieces: 1 },
+];
+let stack;
+
+before(async () => {
+  stack = await startStack(KEY, { providers, gateway: 'shutdownGraceSeconds: 1' });
+});
+after(() => stack.stop());
+
+/** Every live process below `pid` (children, grandchildren, …), from /proc. */
+function descendants(pid) {
+  const children = new Map();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    // The state and the parent follow the command, which may hold spaces.
+    const [state, parent] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (state === 'Z') continue;
+    const list = children.get(Number(parent)) ?? [];
+    list.push(Number(entry));
+    children.set(Number(parent), list);
+  }
+  const found = [];
+  const queue = [pid];
+  while (queue.length) {
+    for (const child of children.get(queue.shift()) ?? []) {
+      found.push(child);
+      queue.push(child);
+    }
+  }
+  return found;
+}
+
+/** Waits until Onyx has a child running `program`; returns its pid. */
+async function cliChild(onyx, program) {
+  for (let i = 0; i < 500; i++) {
+    const child = descendants(onyx.pid).find((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(program);
+      } catch {
+        return false;
+      }
+    });
+    if (child) return child;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`no ${program} process appeared`);
+}
+
+const messages = [
+  { role: 'system', content: 'Be brief.' },
+  { role: 'user', content: 'Say hello' },
+];
+
+for (const cli of CLIS) {
+  test(`${cli.prefix}: one turn as JSON, the answer and the usage from the CLI`, async () => {
+    const reply = await stack.client.chat.completions.create({ model: `${cli.prefix}/fake-echo`, messages });
+    assert.equal(reply.object, 'chat.completion');
+    assert.equal(reply.model, 'fake-echo');
+    assert.match(reply.choices[0].message.content, cli.echo);
+    assert.equal(reply.choices[0].finish_reason, 'stop');
+    assert.ok(reply.usage.prompt_tokens > 0, JSON.stringify(reply.usage));
+    assert.ok(reply.usage.completion_tokens > 0, JSON.stringify(reply.usage));
+  });
+
+  test(`${cli.prefix}: one turn streamed, text deltas, a finish reason and the usage chunk`, async () => {
+    const stream = await stack.client.chat.completions.create({
+      model: `${cli.prefix}/fake-echo`,
+      messages,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    const chunks = [];
+    for await (const chunk of stream) {
+      chunks.push(chunk);
+      text += chunk.choices[0]?.delta?.content ?? '';
+    }
+    assert.match(text, cli.echo);
+    assert.ok(chunks.filter((c) => c.choices[0]?.delta?.content).length >= cli.pieces, 'the answer came in pieces');
+    assert.equal(chunks.find((c) => c.choices[0]?.finish_reason)?.choices[0].finish_reason, 'stop');
+    assert.ok(chunks.at(-1).usage.completion_tokens > 0, JSON.stringify(chunks.at(-1)));
+  });
+
+  test(`${cli.prefix}: a CLI killed mid-turn is a clean 502 in OpenAI's shape, and the next request works`, async () => {
+    // fake-slow streams its answer over 3 s: long enough to kill the CLI inside it.
+    const pending = stack.client.chat.completions.create({ model: `${cli.prefix}/fake-slow`, messages });
+    const pid = await cliChild(stack.onyx, cli.program);
+    process.kill(-pid, 'SIGKILL');
+    await assert.rejects(pending, (err) => {
+      assert.equal(err.status, 502);
+      assert.equal(err.code, 'subscription_process_exited');
+      assert.match(err.message, new RegExp(`${cli.prefix}: the ${cli.name} process exited before answering`));
+      return true;
+    });
+    const reply = await stack.client.chat.completions.create({ model: `${cli.prefix}/fake-echo`, messages });
+    assert.match(reply.choices[0].message.content, cli.echo);
+  });
+}
+
+test('bad input names the field in OpenAI\'s error shape', async () => {
+  await assert.rejects(
+    stack.client.chat.completions.create({
+      model: 'claude-subscription/fake-echo',
+      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] }],
+    }),
+    (err) => err.status === 400 && /messages\[0\]\.content/.test(err.message),
+  );
+});
+
+test('GET /v1/subscriptions reads the sign-in from the credential files under the data dir', async () => {
+  const list = async () => {
+    const res = await fetch(`${stack.base}/v1/subscriptions`, { headers: { authorization: `Bearer ${KEY}` } });
+    assert.equal(res.status, 200);
+    return (await res.json()).data;
+  };
+  assert.deepEqual(await list(), [
+    { provider: 'claude-subscription', type: 'claude-subscription', cli: 'claude', connected: false, expired: false, account: null },
+    { provider: 'codex', type: 'codex', cli: 'codex', connected: false, expired: false, account: null },
+  ]);
+  const home = join(stack.dir, 'data', 'subscriptions', 'claude');
+  mkdirSync(home, { recursive: true });
+  const credentials = join(home, '.credentials.json');
+  writeFileSync(credentials, JSON.stringify({ claudeAiOauth: { accessToken: 'a', expiresAt: Date.now() - 1000 } }));
+  assert.deepEqual((await list())[0], {
+    provider: 'claude-subscription', type: 'claude-subscription', cli: 'claude', connected: false, expired: true, account: null,
+  });
+  writeFileSync(credentials, JSON.stringify({ claudeAiOauth: { accessToken: 'a', refreshToken: 'r', expiresAt: Date.now() + 3600_000 } }));
+  const config = JSON.parse(readFileSync(join(home, '.claude.json'), 'utf8'));
+  writeFileSync(join(home, '.claude.json'), JSON.stringify({ ...config, oauthAccount: { emailAddress: 'ada@example.com' } }));
+  assert.deepEqual((await list())[0], {
+    provider: 'claude-subscription', type: 'claude-subscription', cli: 'claude', connected: true, expired: false, account: 'ada@example.com',
+  });
+  rmSync(credentials);
+  writeFileSync(join(home, '.claude.json'), JSON.stringify(config));
+});
+
+test('shutdown leaves no CLI process behind', async () => {
+  const { onyx } = stack;
+  const pending = stack.client.chat.completions
+    .create({ model: 'claude-subscription/fake-slow', messages, stream: true })
+    .then(async (stream) => {
+      for await (const _ of stream);
+    })
+    .catch(() => {});
+  const pid = await cliChild(onyx, 'claude');
+  const family = [pid, ...descendants(pid)];
+  const exited = new Promise((resolve) => onyx.once('exit', resolve));
+  onyx.kill('SIGTERM');
+  await exited;
+  await pending;
+  // A process killed with SIGKILL takes a moment to be gone (and reaped by init).
+  const running = () =>
+    family.filter((p) => {
+      if (!existsSync(`/proc/${p}/stat`)) return false;
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0] !== 'Z';
+    });
+  let alive = running();
+  for (let i = 0; i < 100 && alive.length; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    alive = running();
+  }
+  assert.deepEqual(alive, [], `still running after shutdown: ${alive.map((p) => readFileSync(`/proc/${p}/stat`, 'utf8'))}`);
+});
+
+/**
+ * `onyx login` with a stand-in for the vendor CLI (the real sign-ins need the
+ * vendors' servers): it records its arguments and config dir, prints a URL
+ * and code as the real ones do, and writes the credential files `files` names.
+ */
+function login(cli, files) {
+  const dir = mkdtempSync(join(tmpdir(), 'onyx-login-'));
+  const standIn = join(dir, 'stand-in.mjs');
+  writeFileSync(standIn, `#!/usr/bin/env node
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+const home = process.env.CLAUDE_CONFIG_DIR ?? process.env.CODEX_HOME;
+writeFileSync(join('${dir}', 'called.json'), JSON.stringify({ args: process.argv.slice(2), home }));
+console.log('Visit https://example.com/device and enter code ABCD-1234');
+for (const [name, value] of Object.entries(${JSON.stringify(files)})) writeFileSync(join(home, name), JSON.stringify(value));
+`);
+  chmodSync(standIn, 0o755);
+  writeFileSync(join(dir, 'onyx.json5'), '{}');
+  const out = spawnSync(process.env.ONYX_BIN, ['login', cli, '--config', join(dir, 'onyx.json5'), '--command', standIn], {
+    env: { PATH: process.env.PATH, HOME: dir, ONYX_DATA_DIR: join(dir, 'data') },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  const called = existsSync(join(dir, 'called.json')) ? JSON.parse(readFileSync(join(dir, 'called.json'), 'utf8')) : null;
+  return { out, called, data: join(dir, 'data') };
+}
+
+test('onyx login claude runs the CLI\'s sign-in with its config dir in the data dir, then reports the account', () => {
+  const { out, called, data } = login('claude', {
+    '.credentials.json': { claudeAiOauth: { accessToken: 'a', refreshToken: 'r', expiresAt: Date.now() + 3600_000 } },
+    '.claude.json': { oauthAccount: { emailAddress: 'ada@example.com' } },
+  });
+  assert.equal(out.status, 0, out.stderr);
+  assert.deepEqual(called, { args: ['auth', 'login', '--claudeai'], home: join(data, 'subscriptions', 'claude') });
+  assert.match(out.stdout, /Visit https:\/\/example\.com\/device and enter code ABCD-1234/);
+  assert.match(out.stdout, /claude: Connected ✓ \(ada@example\.com\)/);
+});
+
+test('onyx login codex signs in by device code; a sign-in that leaves no credentials fails clearly', () => {
+  const ok = login('codex', { 'auth.json': { tokens: { refresh_token: 'r', account_id: 'acct-1' } } });
+  assert.equal(ok.out.status, 0, ok.out.stderr);
+  assert.deepEqual(ok.called, { args: ['login', '--device-auth'], home: join(ok.data, 'subscriptions', 'codex') });
+  assert.match(ok.out.stdout, /codex: Connected ✓ \(acct-1\)/);
+  const failed = login('claude', {});
+  assert.equal(failed.out.status, 1);
+  assert.match(failed.out.stdout, /claude: not connected; sign in with `onyx login claude`/);
+});
