@@ -10,6 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde::Serialize;
 
+use super::access::{self, Access};
 use super::chunker::{self, ChunkParams, content_hash};
 use super::embedder::{EmbedError, Embedder};
 use super::index::{ChunkRow, FileRow, Index};
@@ -235,6 +236,12 @@ impl Memory {
         if_match: Option<String>,
     ) -> Result<WriteOutcome, MemoryError> {
         let (agent, path) = (paths::agent(agent)?, paths::file(path)?);
+        if agent == SHARED && access::is_access_file(path) {
+            Access::parse(&content).map_err(|message| MemoryError::Invalid {
+                param: "content",
+                message,
+            })?;
+        }
         let key = paths::object_key(agent, path)?;
         let lock = self.lock_for(agent, path);
         let _guard = lock.lock().await;
@@ -481,7 +488,8 @@ impl Memory {
         result
     }
 
-    /// Hybrid, vector or text search over an agent's memory and `_shared`.
+    /// Hybrid, vector or text search over an agent's memory and `_shared`
+    /// (without the shared projects the agent may not read).
     pub async fn search(
         &self,
         agent: &str,
@@ -537,8 +545,10 @@ impl Memory {
             (Some(_), false) => Mode::Vector,
             (None, _) => Mode::Text,
         };
+        let hidden = self.hidden_projects(agent).await?;
         let legs = Legs {
             agents: &agents,
+            hidden: &hidden,
             vector: vector.as_deref(),
             text: (run_text && !text.is_empty()).then_some(text.as_str()),
             candidates: (limit * 3).max(20),
