@@ -176,6 +176,15 @@ mod tests {
         );
         assert!(memory.hidden_projects("bob").await.unwrap().is_empty());
         assert!(memory.hidden_projects(SHARED).await.unwrap().is_empty());
+        let listed = |agent: &'static str| {
+            let memory = memory.clone();
+            async move {
+                let files = memory.list_files(agent).await.unwrap();
+                files.into_iter().map(|f| f.path).collect::<Vec<_>>()
+            }
+        };
+        assert_eq!(listed("carol").await, ["projects/open/CONTEXT.md"]);
+        assert_eq!(listed("bob").await.len(), 3);
 
         // Searches leave out what the agent may not read, in both legs' filter.
         memory.load_search_index().await.unwrap();

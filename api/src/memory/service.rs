@@ -162,9 +162,11 @@ impl Memory {
         locks.entry(format!("{agent}/{path}")).or_default().clone()
     }
 
-    /// An agent's files, then the shared ones, each sorted by path.
+    /// An agent's files, then the shared ones (without the projects the agent
+    /// may not read), each sorted by path.
     pub async fn list_files(&self, agent: &str) -> Result<Vec<FileInfo>, MemoryError> {
         let agent = paths::agent(agent)?;
+        let hidden = self.hidden_projects(agent).await?;
         let mut owners = vec![agent];
         if agent != SHARED {
             owners.push(SHARED);
@@ -200,6 +202,9 @@ impl Memory {
             }
             out[first..].sort_by(|a, b| a.path.cmp(&b.path));
         }
+        out.retain(|file| {
+            file.agent != SHARED || !hidden.iter().any(|folder| file.path.starts_with(folder.as_str()))
+        });
         Ok(out)
     }
 

@@ -26,6 +26,7 @@ mod memory;
 mod messages;
 mod observability;
 mod plugins;
+mod projects;
 mod prompt_cache;
 mod providers;
 mod providers_live;
