@@ -343,6 +343,7 @@ async fn time_searches(
         for (label, samples, hits_total, kept) in &mut modes {
             let legs = Legs {
                 agents: &agents,
+                hidden: &[],
                 vector: (*label != "text").then_some(vector.as_slice()),
                 text: (*label != "vector").then_some(words.as_str()),
                 candidates: 30,

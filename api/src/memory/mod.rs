@@ -5,6 +5,8 @@
 //! built differently, and each replica searches it in process (`resident`).
 //!
 //! - `paths`: agent ids, file paths, which files are indexed
+//! - `access`: shared projects' `ACCESS.md` rules and the decision they make
+//! - `projects`: shared projects (`_shared/projects/{name}/`) as agents see them
 //! - `chunker`: markdown-aware chunks with line numbers and content hashes
 //! - `daily_log`: daily logs appended as segments, folded into the plain file later
 //! - `segments`: where segments live, and each replica's cache of them
@@ -17,6 +19,7 @@
 //! - `sync`: the background worker (file sync, re-embedding, pending queue)
 //! - `state`: embedder availability and progress, for health and status
 
+pub mod access;
 pub mod chunker;
 mod daily_log;
 pub mod embedder;
@@ -25,6 +28,7 @@ pub mod local_embedder;
 pub mod paths;
 #[cfg(test)]
 mod paths_fuzz;
+pub mod projects;
 pub mod resident;
 pub mod search;
 mod segments;
@@ -40,6 +44,7 @@ use serde::Serialize;
 pub use chunker::ChunkParams;
 pub use embedder::{EmbedError, Embedder, ProviderEmbedder};
 pub use index::{ChunkRow, FileRow, Index};
+pub use projects::ProjectError;
 pub use search::{Mode, Ranking};
 pub use service::{
     FileContent, FileInfo, Memory, MemoryError, NoteTarget, SearchResults, Settings, WriteOutcome,

@@ -94,6 +94,8 @@ pub fn text_query(query: &str) -> String {
 
 pub struct Legs<'a> {
     pub agents: &'a [&'a str],
+    /// `_shared` folders (`projects/{name}/`) left out: projects the agent may not read.
+    pub hidden: &'a [String],
     pub vector: Option<&'a [f32]>,
     pub text: Option<&'a str>,
     pub candidates: usize,
@@ -106,6 +108,7 @@ pub fn run(index: &Index, legs: Legs<'_>, ranking: Ranking, limit: usize, today:
     let words = legs.text.map(analyzer::query_terms).unwrap_or_default();
     let query = Query {
         agents: legs.agents,
+        hidden: legs.hidden,
         vector: legs.vector,
         words: legs.text.map(|_| words.as_slice()),
         k,
@@ -525,6 +528,7 @@ mod engines {
     ) -> Option<Vec<(String, Vec<&'static str>)>> {
         let legs = Legs {
             agents: &["main", "_shared"],
+            hidden: &[],
             vector,
             text,
             candidates: 10,

@@ -10,6 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde::Serialize;
 
+use super::access::{self, Access};
 use super::chunker::{self, ChunkParams, content_hash};
 use super::embedder::{EmbedError, Embedder};
 use super::index::{ChunkRow, FileRow, Index};
@@ -161,9 +162,11 @@ impl Memory {
         locks.entry(format!("{agent}/{path}")).or_default().clone()
     }
 
-    /// An agent's files, then the shared ones, each sorted by path.
+    /// An agent's files, then the shared ones (without the projects the agent
+    /// may not read), each sorted by path.
     pub async fn list_files(&self, agent: &str) -> Result<Vec<FileInfo>, MemoryError> {
         let agent = paths::agent(agent)?;
+        let hidden = self.hidden_projects(agent).await?;
         let mut owners = vec![agent];
         if agent != SHARED {
             owners.push(SHARED);
@@ -199,6 +202,9 @@ impl Memory {
             }
             out[first..].sort_by(|a, b| a.path.cmp(&b.path));
         }
+        out.retain(|file| {
+            file.agent != SHARED || !hidden.iter().any(|folder| file.path.starts_with(folder.as_str()))
+        });
         Ok(out)
     }
 
@@ -235,6 +241,12 @@ impl Memory {
         if_match: Option<String>,
     ) -> Result<WriteOutcome, MemoryError> {
         let (agent, path) = (paths::agent(agent)?, paths::file(path)?);
+        if agent == SHARED && access::is_access_file(path) {
+            Access::parse(&content).map_err(|message| MemoryError::Invalid {
+                param: "content",
+                message,
+            })?;
+        }
         let key = paths::object_key(agent, path)?;
         let lock = self.lock_for(agent, path);
         let _guard = lock.lock().await;
@@ -481,7 +493,8 @@ impl Memory {
         result
     }
 
-    /// Hybrid, vector or text search over an agent's memory and `_shared`.
+    /// Hybrid, vector or text search over an agent's memory and `_shared`
+    /// (without the shared projects the agent may not read).
     pub async fn search(
         &self,
         agent: &str,
@@ -537,8 +550,10 @@ impl Memory {
             (Some(_), false) => Mode::Vector,
             (None, _) => Mode::Text,
         };
+        let hidden = self.hidden_projects(agent).await?;
         let legs = Legs {
             agents: &agents,
+            hidden: &hidden,
             vector: vector.as_deref(),
             text: (run_text && !text.is_empty()).then_some(text.as_str()),
             candidates: (limit * 3).max(20),

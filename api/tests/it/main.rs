@@ -30,6 +30,7 @@ mod messages;
 mod missions;
 mod observability;
 mod plugins;
+mod projects;
 mod prompt_cache;
 mod providers;
 mod providers_live;

@@ -144,6 +144,8 @@ impl Default for Resident {
 /// What a search asks the resident index.
 pub struct Query<'a> {
     pub agents: &'a [&'a str],
+    /// `_shared` folders whose chunks neither leg returns.
+    pub hidden: &'a [String],
     pub vector: Option<&'a [f32]>,
     /// Analysed query words; `None` skips the text leg.
     pub words: Option<&'a [String]>,

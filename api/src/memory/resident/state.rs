@@ -11,6 +11,7 @@ use super::vectors::VectorIndex;
 use super::{Change, FilePatch, LegResults, Query, ResidentChunk, Shown};
 use crate::clock::day_number;
 use crate::memory::chunker::indexed_text;
+use crate::memory::paths::SHARED;
 
 /// Compact once this many removed documents are still in the postings and
 /// they outnumber a quarter of the live ones.
@@ -335,10 +336,25 @@ impl State {
             return results;
         }
         let by_id = |a: u32, b: u32| self.docs[a as usize].id.cmp(&self.docs[b as usize].id);
+        let shared = self.agent_ids.get(SHARED).copied();
+        let visible = |slot: u32| {
+            let doc = &self.docs[slot as usize];
+            Some(doc.agent) != shared
+                || !query
+                    .hidden
+                    .iter()
+                    .any(|folder| doc.file.1.starts_with(folder.as_str()))
+        };
         if let Some(vector) = query.vector {
             results.vector = self
                 .vectors
-                .search(&agents, vector, query.k, &by_id)
+                .search(
+                    &agents,
+                    vector,
+                    query.k,
+                    (!query.hidden.is_empty()).then_some(&visible),
+                    &by_id,
+                )
                 .into_iter()
                 .map(|(slot, similarity)| self.candidate(slot, f64::from(similarity)))
                 .collect();
@@ -346,7 +362,7 @@ impl State {
         if let Some(words) = query.words {
             let accept = |slot: u32| {
                 let doc = &self.docs[slot as usize];
-                (doc.alive && agents.contains(&doc.agent)).then_some(&doc.terms)
+                (doc.alive && agents.contains(&doc.agent) && visible(slot)).then_some(&doc.terms)
             };
             // Scores as the share of the query matched (see `TextIndex::full_match`).
             let full = f64::from(self.text.full_match(words)).max(f64::EPSILON);
@@ -422,6 +438,7 @@ mod tests {
     ) -> LegResults {
         state.search(&Query {
             agents,
+            hidden: &[],
             vector,
             words: Some(words),
             k: 10,
@@ -454,6 +471,37 @@ mod tests {
         assert_eq!(ids(&a.text), ids(&b.text));
         assert_eq!(ids(&a.vector), ids(&b.vector));
         assert_eq!(ids(&a.text)[0], "id00");
+    }
+
+    #[test]
+    fn hidden_shared_folders_are_left_out_of_both_legs() {
+        let mut state = State::default();
+        for (id, agent, path) in [
+            ("own", "main", "projects/secret/CONTEXT.md"),
+            ("open", "_shared", "projects/open/CONTEXT.md"),
+            ("secret", "_shared", "projects/secret/CONTEXT.md"),
+        ] {
+            state.upsert(chunk(id, agent, path, "launch plan", Some(vec![1.0, 0.0])));
+        }
+        let words = analyzer::query_terms("launch");
+        let hidden = ["projects/secret/".to_string()];
+        let found = state.search(&Query {
+            agents: &["main", "_shared"],
+            hidden: &hidden,
+            vector: Some(&[1.0, 0.0]),
+            words: Some(&words),
+            k: 10,
+        });
+        // The agent's own folder is never hidden, only `_shared`'s.
+        let mut text = ids(&found.text);
+        let mut vector = ids(&found.vector);
+        text.sort();
+        vector.sort();
+        assert_eq!(text, ["open", "own"]);
+        assert_eq!(vector, ["open", "own"]);
+        let all = search(&state, &["main", "_shared"], &words, Some(&[1.0, 0.0]));
+        assert_eq!(all.text.len(), 3);
+        assert_eq!(all.vector.len(), 3);
     }
 
     #[test]

@@ -72,9 +72,16 @@ impl VectorIndex {
         self.partitions.clear();
     }
 
-    /// The `k` documents of `agents` closest to `query` by cosine, with
-    /// their similarity, best first.
-    pub fn search(&self, agents: &[u16], query: &[f32], k: usize, tie: TieBreak<'_>) -> Vec<(u32, f32)> {
+    /// The `k` documents of `agents` (those `keep` accepts, when given)
+    /// closest to `query` by cosine, with their similarity, best first.
+    pub fn search(
+        &self,
+        agents: &[u16],
+        query: &[f32],
+        k: usize,
+        keep: Option<&dyn Fn(u32) -> bool>,
+        tie: TieBreak<'_>,
+    ) -> Vec<(u32, f32)> {
         if self.dimensions != Some(query.len()) {
             return Vec::new();
         }
@@ -88,6 +95,9 @@ impl VectorIndex {
             if let Some(partition) = self.partitions.get(agent) {
                 score_rows(&partition.rows, &partition.docs, &query, &mut scored);
             }
+        }
+        if let Some(keep) = keep {
+            scored.retain(|(doc, _)| keep(*doc));
         }
         top_k(scored, k, tie)
     }
@@ -134,10 +144,10 @@ mod tests {
         index.insert(0, 10, &[1.0, 0.0, 0.0]);
         index.insert(0, 11, &[0.0, 1.0, 0.0]);
         index.insert(1, 12, &[1.0, 0.1, 0.0]);
-        let hits = index.search(&[0], &[2.0, 0.0, 0.0], 5, &|a, b| a.cmp(&b));
+        let hits = index.search(&[0], &[2.0, 0.0, 0.0], 5, None, &|a, b| a.cmp(&b));
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [10, 11]);
         assert!((hits[0].1 - 1.0).abs() < 1e-6);
-        let hits = index.search(&[0, 1], &[1.0, 0.2, 0.0], 1, &|a, b| a.cmp(&b));
+        let hits = index.search(&[0, 1], &[1.0, 0.2, 0.0], 1, None, &|a, b| a.cmp(&b));
         assert_eq!(hits[0].0, 12);
     }
 
@@ -148,7 +158,7 @@ mod tests {
         index.insert(0, 2, &[0.0, 1.0]);
         index.insert(0, 3, &[-1.0, 0.0]);
         assert_eq!(index.remove(0, 0), Some(3));
-        let hits = index.search(&[0], &[-1.0, 0.0], 1, &|a, b| a.cmp(&b));
+        let hits = index.search(&[0], &[-1.0, 0.0], 1, None, &|a, b| a.cmp(&b));
         assert_eq!(hits[0].0, 3);
         assert_eq!(index.remove(0, 1), None);
         assert_eq!(index.insert(0, 4, &[1.0, 2.0, 3.0]), None, "wrong dimension");
