@@ -169,8 +169,7 @@ fn trigger_from(input: TriggerInput, key: String, builtin: bool) -> Result<Trigg
             Some("condition".into()),
         ));
     }
-    if !input.proposal["steps"].as_array().is_some_and(|s| !s.is_empty())
-        || !input.proposal["title"].is_string()
+    if input.proposal["steps"].as_array().is_none_or(|s| s.is_empty()) || !input.proposal["title"].is_string()
     {
         return Err(ApiError::bad_request(
             "proposal: needs a title and at least one step ({kind, input})",

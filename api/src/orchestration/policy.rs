@@ -53,7 +53,7 @@ pub fn check(key: &str, value: &Value) -> Result<(), String> {
             Ok(())
         }
         "concurrency" => match object()?.get("max_active_missions") {
-            Some(v) if !v.as_u64().is_some_and(|n| n > 0) => {
+            Some(v) if v.as_u64().is_none_or(|n| n == 0) => {
                 Err("concurrency.max_active_missions must be a whole number above 0".into())
             }
             _ => Ok(()),
