@@ -461,12 +461,12 @@ test('the Operations page approves a proposal, follows its mission live, edits a
 	await mission.getByTestId('mission-steps').getByText('written from the UI').waitFor();
 	await page.getByTestId('event-feed').getByText('mission.succeeded').first().waitFor();
 
-	await page.getByLabel('auto_approve').fill('{"enabled": true, "allowed_step_kinds": ["write"]}');
+	await page.getByRole('textbox', { name: 'auto_approve', exact: true }).fill('{"enabled": true, "allowed_step_kinds": ["write"]}');
 	await page.getByRole('button', { name: 'Save auto_approve' }).click();
 	await page.getByTestId('policies').getByText('saved').waitFor();
 	const policy = await (await api('/v1/policy/auto_approve')).json();
 	assert.deepEqual(policy.value.allowed_step_kinds, ['write']);
-	await page.getByLabel('auto_approve').fill('{"enabled": "yes"}');
+	await page.getByRole('textbox', { name: 'auto_approve', exact: true }).fill('{"enabled": "yes"}');
 	await page.getByRole('button', { name: 'Save auto_approve' }).click();
 	await page.getByTestId('policies').getByText(/enabled must be true or false/).waitFor();
 
