@@ -260,10 +260,18 @@ async fn run(chunks: usize, url: &str, queries: usize, snapshot: &Path) -> Resul
     println!("same top 10 as the writing replica: from SurrealDB {same}, from the snapshot {same_warm}");
     report_searches(&warm, &centroids, queries).await?;
     // Closed as `onyx serve` closes it on shutdown: the last handle dropped,
-    // SurrealKV gets to flush before the process ends.
+    // then wait for SurrealKV to flush and release its lock.
+    let dir = db.embedded_dir();
     drop(warm);
     drop(db);
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    if let Some(dir) = dir {
+        let started = Instant::now();
+        let closed = onyx::storage::wait_closed(&dir, Duration::from_secs(60)).await;
+        println!(
+            "database closed: {closed} after {:.2} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
     Ok(())
 }
 

@@ -19,4 +19,7 @@ pub trait Coordination: Send + Sync {
     ) -> BoxFuture<'a, Result<Value, String>>;
     /// Every agent: `{"agents": [{id, name, model, enabled, trust, running_steps}]}`.
     fn standing(&self) -> BoxFuture<'_, Result<Value, String>>;
+    /// Records something the agent did that triggers may act on (an event of
+    /// type `kind`, e.g. `memory.insight_promoted`).
+    fn observe<'a>(&'a self, agent: &'a str, kind: &'a str, payload: Value) -> BoxFuture<'a, ()>;
 }

@@ -14,6 +14,8 @@ use crate::{config, http, observability};
 
 /// The least time the background loops get to stop, however long requests took.
 const BACKGROUND_STOP_MIN: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long embedded storage gets to flush and close after everything else stopped.
+const DATABASE_CLOSE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub async fn run(config_path: Option<PathBuf>, listen: Option<SocketAddr>) -> ExitCode {
     // Held to the end so the last lines (the error below too) are written out.
@@ -119,7 +121,29 @@ async fn serve(
     // grace to exit (their process groups are killed after it).
     app.mcp.shutdown().await;
     crate::providers::subscription::stop_all();
+    close_database(app).await;
     Ok(())
+}
+
+/// Drops the app (the database's last handles) and waits for embedded
+/// storage to close cleanly, so the next start does not replay its log.
+async fn close_database(app: Arc<App>) {
+    let Some(dir) = app.db.embedded_dir() else {
+        return;
+    };
+    drop(app);
+    let started = tokio::time::Instant::now();
+    if crate::storage::wait_closed(&dir, DATABASE_CLOSE_LIMIT).await {
+        tracing::info!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "database closed"
+        );
+    } else {
+        tracing::warn!(
+            limit = ?DATABASE_CLOSE_LIMIT,
+            "the database is still open (a handle outlived shutdown): the next start replays its write-ahead log"
+        );
+    }
 }
 
 async fn shutdown_signal() {

@@ -115,4 +115,12 @@ impl Coordination for Coordinator {
             orch.standing().await.map_err(|err| err.to_string())
         })
     }
+
+    fn observe<'a>(&'a self, agent: &'a str, kind: &'a str, payload: Value) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if let Ok(orch) = self.loop_() {
+                orch.emit(agent, kind, &["memory"], payload).await;
+            }
+        })
+    }
 }

@@ -254,10 +254,14 @@ impl Orchestrator {
         Ok(outcome.content)
     }
 
-    /// Fails (or queues again) the steps whose replica stopped renewing them.
+    /// Fails (or queues again) the steps whose replica stopped renewing them:
+    /// their lease ran out more than half a lease ago, a grace for clocks that
+    /// differ between replicas and for a renewal delayed on a busy machine.
     async fn recover_stale(self: &Arc<Self>) -> Result<(), OrchestrationError> {
         let now = stamp(Utc::now());
-        for step in self.store.stale_steps(&now).await? {
+        let grace = chrono::Duration::from_std(self.settings.lease / 2).unwrap_or_default();
+        let cutoff = stamp(Utc::now() - grace);
+        for step in self.store.stale_steps(&cutoff).await? {
             let requeue = step.attempts < self.settings.max_attempts;
             let error = format!(
                 "stale: the replica running it ({}) stopped renewing its lease, which ran out at {}",

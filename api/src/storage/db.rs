@@ -85,6 +85,13 @@ impl Db {
             .any(|scheme| self.url.starts_with(scheme))
     }
 
+    /// The directory of embedded storage (`surrealkv://{dir}`); `None` for a server.
+    pub fn embedded_dir(&self) -> Option<std::path::PathBuf> {
+        let path = self.url.strip_prefix("surrealkv://")?;
+        let path = path.split_once('?').map_or(path, |(dir, _)| dir);
+        Some(std::path::PathBuf::from(path))
+    }
+
     /// The SurrealDB client, for libraries that bring their own queries
     /// (the UI's cookie-session store).
     pub fn client(&self) -> Arc<Surreal<Any>> {
@@ -191,5 +198,29 @@ impl Db {
     pub async fn health(&self) -> Result<(), DbError> {
         self.inner.health().await?;
         Ok(())
+    }
+}
+
+/// Waits, at most `limit`, until the embedded store in `dir` is closed: the
+/// engine closes it in a task of its own once the last handle is dropped,
+/// and releases its `LOCK` file last. Closed cleanly, the next start does not
+/// replay the write-ahead log (slow, and memory the process keeps).
+pub async fn wait_closed(dir: &std::path::Path, limit: std::time::Duration) -> bool {
+    let lock = dir.join("LOCK");
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let free = match std::fs::File::open(&lock) {
+            // `flock` locks belong to the open file, so this one conflicts
+            // with the engine's even in the same process.
+            Ok(file) => file.try_lock().is_ok(),
+            Err(err) => err.kind() == std::io::ErrorKind::NotFound,
+        };
+        if free {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }

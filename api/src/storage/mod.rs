@@ -11,7 +11,7 @@ mod s3;
 
 use std::sync::Arc;
 
-pub use db::{Db, DbError};
+pub use db::{Db, DbError, wait_closed};
 pub use keys::{InvalidKey, ObjectKey};
 pub use local::LocalStore;
 pub use migrations::LATEST as SCHEMA_VERSION;

@@ -3,8 +3,9 @@
 //! run on different agents, the mission succeeds, an event fires a trigger
 //! that makes the next proposal (once: the cooldown holds); a full quota
 //! rejects at the gate; a demoted agent's work needs approval; a failed
-//! mission is diagnosed; two replicas run every step exactly once; a step
-//! whose replica is killed is recovered after its lease.
+//! mission is diagnosed; a note promoted to MEMORY.md is shared; two
+//! replicas run every step exactly once; a step whose replica is killed is
+//! recovered after its lease.
 
 use serde_json::{Value, json};
 
@@ -124,7 +125,14 @@ async fn proposals_become_missions_whose_events_close_the_loop() {
         )
     };
     assert_eq!(follow_up["title"], "Follow-up on Launch post");
-    let follow_mission = ended(&onyx, follow_up["mission"].as_str().unwrap()).await;
+    // Stored first, then accepted: wait for its mission.
+    let follow_key = follow_up["key"].as_str().unwrap().to_string();
+    let follow_mission = wait_until(secs(30), "the follow-up's mission", async || {
+        let p = onyx.get_json(&format!("/v1/proposals/{follow_key}")).await;
+        p["mission"].as_str().map(str::to_string)
+    })
+    .await;
+    let follow_mission = ended(&onyx, &follow_mission).await;
     assert_eq!(follow_mission["steps"][0]["output"], "follow-up for Launch post");
     let fired = onyx.get_json("/v1/events?type=trigger.fired").await;
     assert_eq!(fired["data"].as_array().unwrap().len(), 1, "{fired}");
@@ -280,6 +288,43 @@ async fn proposals_become_missions_whose_events_close_the_loop() {
     .await;
     assert_eq!(diagnosis["agent"], "lead", "the default agent diagnoses");
     assert_eq!(diagnosis["steps"][0]["kind"], "diagnose");
+
+    // A note promoted to long-term memory fires the built-in insight trigger once enabled.
+    let triggers = onyx.get_json("/v1/triggers").await;
+    let insight = triggers["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["key"] == "builtin_insight_promoted")
+        .cloned()
+        .expect("the built-in insight trigger is seeded");
+    assert_eq!(insight["enabled"], false, "off until enabled: {insight}");
+    let (status, body) = reply(onyx.put("/v1/triggers/builtin_insight_promoted").json(&json!({
+        "name": insight["name"], "condition": insight["condition"], "proposal": insight["proposal"],
+        "cooldown_seconds": insight["cooldown_seconds"], "enabled": true,
+    })))
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = reply(onyx.post("/v1/chat/completions").json(&json!({
+        "model": "onyx:researcher",
+        "messages": [{"role": "user", "content": r#"script: memory_write {"path": "MEMORY.md", "mode": "append", "content": "Deploys go out on Fridays."} ; answer"#}],
+    })))
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let shared = wait_until(secs(30), "an insight proposal", async || {
+        proposals_from(&onyx, "trigger")
+            .await
+            .into_iter()
+            .find(|p| p["title"] == "Share an insight of researcher")
+    })
+    .await;
+    assert!(
+        shared["steps"][0]["input"]
+            .as_str()
+            .unwrap()
+            .contains("Deploys go out on Fridays."),
+        "{shared}"
+    );
 }
 
 #[tokio::test]
@@ -314,16 +359,13 @@ async fn two_replicas_run_every_step_exactly_once_and_a_killed_step_is_recovered
         assert_eq!(step["attempts"], 1, "{step}");
         assert_eq!(step["output"], format!("counted {i}"));
         let key = step["key"].as_str().unwrap();
-        let matching: Vec<&String> = requests
+        // The run's own instructions name its step (a later step's prompt may
+        // quote this one's from the agent's daily log).
+        let runs = requests
             .iter()
-            .filter(|r| r.contains(&format!("id {key}")))
-            .collect();
-        assert_eq!(
-            matching.len(),
-            1,
-            "step {i} ran {} times: {matching:#?}",
-            matching.len()
-        );
+            .filter(|r| r.contains(&format!("started this run (step {key} of mission")))
+            .count();
+        assert_eq!(runs, 1, "step {i} ran {runs} times");
     }
     drop(b);
 

@@ -145,7 +145,17 @@ async fn write(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
                 .await
         }
         (Some((owner, "MEMORY.md")), "append") if owner == agent => {
-            ctx.memory.append_note(agent, NoteTarget::Curated, content).await
+            let written = ctx.memory.append_note(agent, NoteTarget::Curated, content).await;
+            if written.is_ok()
+                && let Some(coordination) = &ctx.coordination
+            {
+                // A note promoted to long-term memory: the built-in insight trigger's event.
+                let payload = json!({"note": crate::text::ellipsize(content, 1000), "path": "MEMORY.md"});
+                coordination
+                    .observe(agent, "memory.insight_promoted", payload)
+                    .await;
+            }
+            written
         }
         (Some((owner, path)), "replace" | "append") => {
             write_file(ctx, owner, path, content, mode == "append").await

@@ -6,6 +6,10 @@ use std::sync::LazyLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
 
+/// Changes whenever the analysis does (here or in `indexed_text`): snapshots
+/// store analysed words, and one analysed by another version is not used.
+pub const VERSION: u64 = 1;
+
 static STEMMER: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
 
 /// One analysed word and where it sits in the source text (bytes).

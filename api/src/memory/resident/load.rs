@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde_json::json;
 use surrealdb::types::{RecordIdKey, Value};
 
+use super::text::DocTerms;
 use super::{Change, Resident, ResidentChunk, State, snapshot};
 use crate::storage::{Db, DbError};
 
@@ -101,11 +102,11 @@ async fn read_all(
         .collect();
     let saved_versions: HashMap<(String, String), String> = saved.versions.into_iter().collect();
     let mut state = State::default();
-    let unchanged = saved.chunks.into_iter().filter(|chunk| {
+    let unchanged = saved.chunks.into_iter().filter(|(chunk, _)| {
         let file = (chunk.agent.clone(), chunk.path.clone());
         matches!((current.get(&file), saved_versions.get(&file)), (Some(Some(now)), Some(then)) if now == then)
     });
-    let from_snapshot = restore_chunks(&mut state, unchanged);
+    let from_snapshot = restore_chunks(&mut state, saved.vocabulary, unchanged);
     let mut stale = Vec::new();
     for (file, version) in current.drain() {
         match (&version, saved_versions.get(&file)) {
@@ -128,38 +129,31 @@ async fn read_all(
     ))
 }
 
-/// Chunks analysed per batch: enough to keep every core busy, few enough
-/// that their words are not all held at once.
-const ANALYSE_BATCH: usize = 8192;
-
-/// Adds snapshot chunks to `state`, analysing their words on every core
-/// (stemming is most of a restart's time); returns how many were added.
-fn restore_chunks(state: &mut State, chunks: impl Iterator<Item = ResidentChunk>) -> usize {
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    let mut chunks = chunks.peekable();
+/// Adds snapshot chunks to `state` with the words they were saved with (no
+/// analysis: stemming every chunk again was most of a restart's time);
+/// returns how many were added.
+fn restore_chunks(
+    state: &mut State,
+    vocabulary: Vec<String>,
+    chunks: impl Iterator<Item = (ResidentChunk, DocTerms)>,
+) -> usize {
+    let ids = state.intern_vocabulary(vocabulary);
     let mut added = 0;
-    while chunks.peek().is_some() {
-        let batch: Vec<ResidentChunk> = chunks.by_ref().take(ANALYSE_BATCH).collect();
-        let per_thread = batch.len().div_ceil(threads).max(1);
-        let words: Vec<Vec<String>> = std::thread::scope(|scope| {
-            let parts: Vec<_> = batch
-                .chunks(per_thread)
-                .map(|part| {
-                    scope.spawn(move || part.iter().map(super::state::analysed_words).collect::<Vec<_>>())
-                })
-                .collect();
-            parts
-                .into_iter()
-                .flat_map(|part| {
-                    part.join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                })
-                .collect()
-        });
-        added += batch.len();
-        for (chunk, words) in batch.into_iter().zip(words) {
-            state.upsert_analysed(chunk, words);
-        }
+    for (chunk, saved) in chunks {
+        let mut terms: Vec<(u32, u32)> = saved
+            .terms
+            .iter()
+            .map(|&(word, n)| (ids[word as usize], n))
+            .collect();
+        terms.sort_unstable();
+        state.upsert_counted(
+            chunk,
+            DocTerms {
+                terms: terms.into_boxed_slice(),
+                length: saved.length,
+            },
+        );
+        added += 1;
     }
     added
 }

@@ -5,17 +5,25 @@
 //! SurrealDB differs are read again (see `load`). A snapshot that is missing,
 //! unreadable or from another format is ignored: the load reads everything.
 //!
-//! Format (little-endian): magic, the file versions (count, then agent, path,
-//! version), the chunks (count, then id, agent, path, kind, day, lines,
-//! heading, text, vector), and the magic again, so a torn write is refused.
+//! Chunks are saved with their words as analysed (word ids into a saved
+//! vocabulary), so a restart does not stem every chunk again; a snapshot
+//! made by another version of the analyser is ignored.
+//!
+//! Format (little-endian): magic, the analyser's version, the file versions
+//! (count, then agent, path, version), the vocabulary (count, then words by
+//! id), the chunks (count, then id, agent, path, kind, day, lines, heading,
+//! text, vector, then the word count and (word id, frequency) pairs as u32),
+//! and the magic again, so a torn write is refused.
 
 use std::fs;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
+use super::analyzer;
+use super::text::DocTerms;
 use super::{ResidentChunk, State};
 
-const MAGIC: &[u8; 8] = b"ONYXMI01";
+const MAGIC: &[u8; 8] = b"ONYXMI02";
 
 /// Writes `state` to `path` (through a temporary file, renamed into place).
 pub fn write(state: &State, path: &Path) -> io::Result<()> {
@@ -25,12 +33,18 @@ pub fn write(state: &State, path: &Path) -> io::Result<()> {
     let temporary = path.with_extension("tmp");
     let mut out = BufWriter::with_capacity(1 << 20, fs::File::create(&temporary)?);
     out.write_all(MAGIC)?;
+    put_u64(&mut out, analyzer::VERSION)?;
     let versions = state.versions();
     put_u64(&mut out, versions.len() as u64)?;
     for ((agent, file), version) in versions {
         put_str(&mut out, agent)?;
         put_str(&mut out, file)?;
         put_str(&mut out, version)?;
+    }
+    let vocabulary = state.vocabulary();
+    put_u64(&mut out, vocabulary.len() as u64)?;
+    for word in vocabulary {
+        put_str(&mut out, word)?;
     }
     put_u64(&mut out, state.chunks() as u64)?;
     for chunk in state.each_chunk() {
@@ -48,6 +62,12 @@ pub fn write(state: &State, path: &Path) -> io::Result<()> {
         for value in vector {
             out.write_all(&value.to_le_bytes())?;
         }
+        put_u64(&mut out, u64::from(chunk.terms.length))?;
+        put_u64(&mut out, chunk.terms.terms.len() as u64)?;
+        for &(word, frequency) in chunk.terms.terms.iter() {
+            out.write_all(&word.to_le_bytes())?;
+            out.write_all(&frequency.to_le_bytes())?;
+        }
     }
     out.write_all(MAGIC)?;
     let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
@@ -59,7 +79,10 @@ pub fn write(state: &State, path: &Path) -> io::Result<()> {
 pub struct Snapshot {
     /// ((agent, path), version) per file.
     pub versions: Vec<((String, String), String)>,
-    pub chunks: Vec<ResidentChunk>,
+    /// The saved index's words, by id.
+    pub vocabulary: Vec<String>,
+    /// Each chunk with its words as counted (ids into `vocabulary`).
+    pub chunks: Vec<(ResidentChunk, DocTerms)>,
 }
 
 /// Reads a snapshot; `Ok(None)` when there is none.
@@ -75,14 +98,22 @@ pub fn read(path: &Path) -> io::Result<Option<Snapshot>> {
             "not a memory index snapshot of this format, or cut short",
         ));
     }
+    if input.count()? as u64 != analyzer::VERSION {
+        return Err(invalid("made by another version of the text analyser"));
+    }
     let files = input.count()?;
     let mut versions = Vec::with_capacity(files);
     for _ in 0..files {
         let file = (input.string()?, input.string()?);
         versions.push((file, input.string()?));
     }
+    let words = input.count()?;
+    let mut vocabulary = Vec::with_capacity(words.min(bytes.len()));
+    for _ in 0..words {
+        vocabulary.push(input.string()?);
+    }
     let count = input.count()?;
-    let mut chunks = Vec::with_capacity(count);
+    let mut chunks = Vec::with_capacity(count.min(bytes.len()));
     for _ in 0..count {
         let id = input.string()?;
         let agent = input.string()?;
@@ -99,7 +130,21 @@ pub fn read(path: &Path) -> io::Result<Option<Snapshot>> {
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
-        chunks.push(ResidentChunk {
+        let length = u32::try_from(input.count()?).map_err(|_| invalid("word count too large"))?;
+        let pairs = input.count()?;
+        let mut terms = Vec::with_capacity(pairs.min(bytes.len()));
+        for _ in 0..pairs {
+            let (word, frequency) = (input.u32()?, input.u32()?);
+            if word as usize >= vocabulary.len() {
+                return Err(invalid("a word id outside the vocabulary"));
+            }
+            terms.push((word, frequency));
+        }
+        let terms = DocTerms {
+            terms: terms.into_boxed_slice(),
+            length,
+        };
+        let chunk = ResidentChunk {
             id,
             agent,
             path,
@@ -110,12 +155,17 @@ pub fn read(path: &Path) -> io::Result<Option<Snapshot>> {
             heading,
             text,
             embedding: (!vector.is_empty()).then_some(vector),
-        });
+        };
+        chunks.push((chunk, terms));
     }
     if input.at + MAGIC.len() != bytes.len() {
         return Err(invalid("trailing bytes"));
     }
-    Ok(Some(Snapshot { versions, chunks }))
+    Ok(Some(Snapshot {
+        versions,
+        vocabulary,
+        chunks,
+    }))
 }
 
 fn put_u64(out: &mut impl Write, value: u64) -> io::Result<()> {
@@ -150,6 +200,11 @@ impl<'a> Reader<'a> {
         let mut word = [0u8; 8];
         word.copy_from_slice(bytes);
         usize::try_from(u64::from_le_bytes(word)).map_err(|_| invalid("count too large"))
+    }
+
+    fn u32(&mut self) -> io::Result<u32> {
+        let bytes = self.take(4)?;
+        Ok(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
     }
 
     fn string(&mut self) -> io::Result<String> {
@@ -210,7 +265,7 @@ mod tests {
             vec![(("main".to_string(), "MEMORY.md".to_string()), "v1".to_string())],
             "a file without a known version is not vouched for"
         );
-        let mut by_id: Vec<ResidentChunk> = snapshot.chunks;
+        let mut by_id: Vec<ResidentChunk> = snapshot.chunks.into_iter().map(|(chunk, _)| chunk).collect();
         by_id.sort_by(|x, y| x.id.cmp(&y.id));
         assert_eq!(by_id.len(), 3);
         assert_eq!(by_id[0].embedding, Some(vec![0.6, 0.8]), "unit length");
@@ -239,5 +294,42 @@ mod tests {
         assert!(read(&path).is_err());
         fs::write(&path, b"something else entirely").unwrap();
         assert!(read(&path).is_err());
+    }
+
+    #[test]
+    fn saved_words_come_back_and_another_analyser_version_is_refused() {
+        let mut state = State::default();
+        state.apply(Change::ReplaceFile {
+            agent: "main".into(),
+            path: "MEMORY.md".into(),
+            chunks: vec![chunk(
+                "a",
+                "MEMORY.md",
+                "Running runners ran; running again",
+                None,
+            )],
+            version: Some("v1".into()),
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.snapshot");
+        write(&state, &path).unwrap();
+        let snapshot = read(&path).unwrap().unwrap();
+        let (_, terms) = &snapshot.chunks[0];
+        let words: Vec<(&str, u32)> = terms
+            .terms
+            .iter()
+            .map(|&(id, n)| (snapshot.vocabulary[id as usize].as_str(), n))
+            .collect();
+        assert!(words.contains(&("run", 2)), "{words:?}");
+        assert_eq!(
+            terms.length as usize,
+            words.iter().map(|w| w.1 as usize).sum::<usize>()
+        );
+
+        let mut bytes = fs::read(&path).unwrap();
+        bytes[MAGIC.len()..MAGIC.len() + 8].copy_from_slice(&(analyzer::VERSION + 1).to_le_bytes());
+        fs::write(&path, &bytes).unwrap();
+        let refused = read(&path).err().expect("another analyser's snapshot is refused");
+        assert!(refused.to_string().contains("analyser"), "{refused}");
     }
 }

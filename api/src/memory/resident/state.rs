@@ -69,6 +69,8 @@ pub struct ChunkView<'a> {
     pub heading: &'a str,
     pub text: &'a str,
     pub vector: Option<&'a [f32]>,
+    /// The chunk's words as this index counted them (ids into [`State::vocabulary`]).
+    pub terms: &'a DocTerms,
 }
 
 #[derive(Default)]
@@ -199,7 +201,18 @@ impl State {
             heading: &doc.heading,
             text: &doc.text,
             vector: doc.vector_row.and_then(|row| self.vectors.row(doc.agent, row)),
+            terms: &doc.terms,
         })
+    }
+
+    /// The text index's words by id, for a snapshot.
+    pub fn vocabulary(&self) -> Vec<&str> {
+        self.text.vocabulary()
+    }
+
+    /// Takes in a snapshot's vocabulary; returns each of its words' id here.
+    pub fn intern_vocabulary(&mut self, words: Vec<String>) -> Vec<u32> {
+        words.into_iter().map(|word| self.text.intern(word)).collect()
     }
 
     /// Each file's version as held (see `versions`).
@@ -216,6 +229,17 @@ impl State {
     /// [`upsert`](Self::upsert) with the chunk's words already analysed
     /// ([`analysed_words`]), so a load can analyse on every core first.
     pub fn upsert_analysed(&mut self, chunk: ResidentChunk, words: Vec<String>) {
+        self.upsert_with(chunk, |text, slot| text.add(slot, words));
+    }
+
+    /// [`upsert`](Self::upsert) with the chunk's words already counted, in
+    /// this index's word ids (a snapshot's, mapped by
+    /// [`intern_vocabulary`](Self::intern_vocabulary)).
+    pub fn upsert_counted(&mut self, chunk: ResidentChunk, terms: DocTerms) {
+        self.upsert_with(chunk, |text, slot| text.add_counted(slot, terms));
+    }
+
+    fn upsert_with(&mut self, chunk: ResidentChunk, count: impl FnOnce(&mut TextIndex, u32) -> DocTerms) {
         if let Some(slot) = self.by_id.get(&chunk.id).copied() {
             self.remove(slot);
         }
@@ -229,7 +253,7 @@ impl State {
         let daily = (chunk.kind == "daily")
             .then(|| chunk.day.as_deref().and_then(day_number))
             .flatten();
-        let terms = self.text.add(slot, words);
+        let terms = count(&mut self.text, slot);
         self.docs.push(Doc {
             id: chunk.id.clone(),
             agent,

@@ -52,6 +52,28 @@ impl TextIndex {
         }
     }
 
+    /// Adds the postings of a document whose words were counted before (by
+    /// this index, or by a snapshot of it whose vocabulary went through
+    /// [`intern`](Self::intern)).
+    pub fn add_counted(&mut self, doc: u32, terms: DocTerms) -> DocTerms {
+        self.insert_postings(doc, &terms.terms, terms.length);
+        terms
+    }
+
+    /// The id of `word`, added if new.
+    pub fn intern(&mut self, word: String) -> u32 {
+        self.word_id(word)
+    }
+
+    /// Every word the index has seen, by id.
+    pub fn vocabulary(&self) -> Vec<&str> {
+        let mut words = vec![""; self.postings.len()];
+        for (word, &id) in &self.words {
+            words[id as usize] = word;
+        }
+        words
+    }
+
     fn insert_postings(&mut self, doc: u32, terms: &[(u32, u32)], length: u32) {
         for &(word, frequency) in terms {
             self.postings[word as usize].push(Posting { doc, frequency });
