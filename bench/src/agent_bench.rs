@@ -56,6 +56,7 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
         pass: None,
         namespace: "onyx".into(),
         database: "bench".into(),
+        embedded: onyx::config::EmbeddedStore::default(),
     })
     .await
     .map_err(|e| e.to_string())?;

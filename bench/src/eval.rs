@@ -172,6 +172,7 @@ pub async fn empty_memory(
         pass: None,
         namespace: "onyx".into(),
         database: "eval".into(),
+        embedded: onyx::config::EmbeddedStore::default(),
     })
     .await
     .map_err(|e| e.to_string())?;

@@ -169,6 +169,7 @@ async fn connect(url: &str) -> Result<Db, String> {
         pass: None,
         namespace: "onyx".into(),
         database: "bench".into(),
+        embedded: onyx::config::EmbeddedStore::default(),
     })
     .await
     .map_err(|e| e.to_string())?;

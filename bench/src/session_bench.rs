@@ -98,6 +98,7 @@ async fn run(
         pass: None,
         namespace: "onyx".into(),
         database: "bench".into(),
+        embedded: onyx::config::EmbeddedStore::default(),
     };
     let db = Db::connect(&db_config).await.map_err(|e| e.to_string())?;
     db.migrate().await.map_err(|e| e.to_string())?;

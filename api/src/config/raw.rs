@@ -298,6 +298,8 @@ pub struct RawSurreal {
     pub pass: Option<String>,
     pub namespace: Option<String>,
     pub database: Option<String>,
+    pub cache_mb: Option<u64>,
+    pub memtable_mb: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

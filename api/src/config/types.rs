@@ -412,6 +412,26 @@ pub struct SurrealConfig {
     pub pass: Option<SecretString>,
     pub namespace: String,
     pub database: String,
+    pub embedded: EmbeddedStore,
+}
+
+/// Memory caps of embedded SurrealKV (`storage.surrealdb.cacheMb`, `memtableMb`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmbeddedStore {
+    /// The block cache of recently read data.
+    pub cache_mb: u64,
+    /// Writes held in memory before they are flushed to a table file; also
+    /// the largest transaction the store accepts.
+    pub memtable_mb: u64,
+}
+
+impl Default for EmbeddedStore {
+    fn default() -> Self {
+        Self {
+            cache_mb: 128,
+            memtable_mb: 64,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

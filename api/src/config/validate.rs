@@ -703,10 +703,34 @@ fn storage(raw: raw::RawStorage, env: Env) -> Result<StorageConfig, ConfigError>
             format!("{url:?} must start with mem://, surrealkv://, ws:// or wss://"),
         ));
     }
+    let defaults = EmbeddedStore::default();
+    let size = |value: Option<u64>, default: u64, min: u64, field: &str| match value {
+        None => Ok(default),
+        Some(mb) if (min..=1 << 20).contains(&mb) => Ok(mb),
+        Some(mb) => Err(ConfigError::invalid(
+            format!("storage.surrealdb.{field}"),
+            format!("{mb} must be between {min} and 1048576 (MB)"),
+        )),
+    };
+    let embedded = EmbeddedStore {
+        cache_mb: size(
+            surreal.as_ref().and_then(|s| s.cache_mb),
+            defaults.cache_mb,
+            1,
+            "cacheMb",
+        )?,
+        memtable_mb: size(
+            surreal.as_ref().and_then(|s| s.memtable_mb),
+            defaults.memtable_mb,
+            8,
+            "memtableMb",
+        )?,
+    };
     Ok(StorageConfig {
         data_dir,
         objects,
         surrealdb: SurrealConfig {
+            embedded,
             url,
             user: surreal.as_ref().and_then(|s| s.user.clone()),
             pass: surreal

@@ -46,10 +46,12 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
+use tower_sessions_surrealdb_store::SurrealSessionStore;
 
 pub use error::ApiError;
 
 use crate::app::App;
+use crate::storage::Client;
 
 /// The whole HTTP surface. `/health` is the only route without auth.
 pub fn router(app: Arc<App>) -> Router {
@@ -183,25 +185,19 @@ pub fn router(app: Arc<App>) -> Router {
             app.clone(),
             middleware::require_api_key,
         ));
-    let sessions = tower_sessions::SessionManagerLayer::new(
-        tower_sessions_surrealdb_store::SurrealSessionStore::new(app.db.client(), "ui_session".into()),
-    )
-    .with_name("onyx_session")
-    .with_http_only(true)
-    .with_same_site(tower_sessions::cookie::SameSite::Strict)
-    .with_secure(false)
-    .with_expiry(tower_sessions::Expiry::OnInactivity(
-        tower_sessions::cookie::time::Duration::days(7),
-    ));
-    Router::new()
+    let router = Router::new()
         .route("/health", get(ops::health))
         .route("/auth/login", post(login::login))
         .route("/auth/logout", post(login::logout))
         .route("/auth/me", get(login::me))
         .merge(protected)
         .merge(messages::routes(app.clone()))
-        .fallback(ui::fallback)
-        .layer(sessions)
+        .fallback(ui::fallback);
+    let router = match app.db.client() {
+        Client::Any(db) => with_ui_sessions(router, SurrealSessionStore::new(db, UI_SESSIONS.into())),
+        Client::Embedded(db) => with_ui_sessions(router, SurrealSessionStore::new(db, UI_SESSIONS.into())),
+    };
+    router
         .layer(axum::middleware::from_fn(login::secure_cookies))
         .layer(DefaultBodyLimit::max(limit))
         // Last line of defence: a bug must still answer in OpenAI's shape, not drop the connection.
@@ -213,4 +209,24 @@ pub fn router(app: Arc<App>) -> Router {
             middleware::request_context,
         ))
         .with_state(app)
+}
+
+/// The table of the UI's cookie sessions.
+const UI_SESSIONS: &str = "ui_session";
+
+/// The UI's login sessions, kept in SurrealDB (whichever client it is).
+fn with_ui_sessions<S>(router: Router<Arc<App>>, store: S) -> Router<Arc<App>>
+where
+    S: tower_sessions::SessionStore + Clone,
+{
+    router.layer(
+        tower_sessions::SessionManagerLayer::new(store)
+            .with_name("onyx_session")
+            .with_http_only(true)
+            .with_same_site(tower_sessions::cookie::SameSite::Strict)
+            .with_secure(false)
+            .with_expiry(tower_sessions::Expiry::OnInactivity(
+                tower_sessions::cookie::time::Duration::days(7),
+            )),
+    )
 }

@@ -580,6 +580,7 @@ mod tests {
             pass: None,
             namespace: "onyx".into(),
             database: "test".into(),
+            embedded: crate::config::EmbeddedStore::default(),
         };
         let db = Db::connect(&config).await.unwrap();
         db.migrate().await.unwrap();

@@ -1,7 +1,8 @@
-//! The SurrealDB handle: one `Surreal<Any>` chosen by URL (`surrealkv://` under
-//! the data dir by default, `mem://` for tests, `ws://` for a server), signed in
-//! when credentials are configured. Connecting does not migrate: that is
-//! `Db::migrate` (in `migrations`), an explicit step of whatever needs the schema.
+//! The SurrealDB handle, chosen by URL: `surrealkv://` under the data dir by
+//! default (opened by `embedded`, with its memory capped), `mem://` for tests,
+//! `ws://` for a server (signed in when credentials are configured).
+//! Connecting does not migrate: that is `Db::migrate` (in `migrations`), an
+//! explicit step of whatever needs the schema.
 
 use std::sync::Arc;
 
@@ -9,6 +10,7 @@ use secrecy::ExposeSecret;
 use serde::de::DeserializeOwned;
 use surrealdb::Surreal;
 use surrealdb::engine::any::Any;
+use surrealdb::engine::local::Db as Local;
 
 use crate::config::SurrealConfig;
 
@@ -44,10 +46,28 @@ impl DbError {
     }
 }
 
+/// The SurrealDB client: embedded SurrealKV is opened by Onyx itself (to size
+/// its caches), anything else through the SDK's URL dispatch.
+#[derive(Clone)]
+pub enum Client {
+    Any(Arc<Surreal<Any>>),
+    Embedded(Arc<Surreal<Local>>),
+}
+
+/// Runs `$body` with `$c` bound to whichever client this is.
+macro_rules! with_client {
+    ($client:expr, $c:ident => $body:expr) => {
+        match $client {
+            Client::Any($c) => $body,
+            Client::Embedded($c) => $body,
+        }
+    };
+}
+
 /// A cheap-to-clone database handle.
 #[derive(Clone)]
 pub struct Db {
-    inner: Arc<Surreal<Any>>,
+    inner: Client,
     /// The URL without credentials, for `/health` and logs.
     pub url: String,
 }
@@ -55,10 +75,14 @@ pub struct Db {
 impl Db {
     pub async fn connect(config: &SurrealConfig) -> Result<Self, DbError> {
         if let Some(path) = config.url.strip_prefix("surrealkv://") {
-            // SurrealKV wants its parent directory to exist.
-            if let Some(parent) = std::path::Path::new(path).parent() {
-                std::fs::create_dir_all(parent).map_err(|err| DbError::Surreal(format!("{path}: {err}")))?;
-            }
+            let db = super::embedded::open(path, &config.embedded).await?;
+            db.use_ns(config.namespace.as_str())
+                .use_db(config.database.as_str())
+                .await?;
+            return Ok(Self {
+                inner: Client::Embedded(Arc::new(db)),
+                url: config.url.clone(),
+            });
         }
         let db = surrealdb::engine::any::connect(config.url.as_str()).await?;
         if let (Some(user), Some(pass)) = (&config.user, &config.pass) {
@@ -72,7 +96,7 @@ impl Db {
             .use_db(config.database.as_str())
             .await?;
         Ok(Self {
-            inner: Arc::new(db),
+            inner: Client::Any(Arc::new(db)),
             url: config.url.clone(),
         })
     }
@@ -94,7 +118,7 @@ impl Db {
 
     /// The SurrealDB client, for libraries that bring their own queries
     /// (the UI's cookie-session store).
-    pub fn client(&self) -> Arc<Surreal<Any>> {
+    pub fn client(&self) -> Client {
         self.inner.clone()
     }
 
@@ -104,7 +128,7 @@ impl Db {
         sql: &str,
         vars: serde_json::Value,
     ) -> Result<surrealdb::IndexedResults, DbError> {
-        let mut response = self.inner.query(sql).bind(vars).await?;
+        let mut response = with_client!(&self.inner, c => c.query(sql).bind(vars).await?);
         let mut errors: Vec<(usize, String)> = response
             .take_errors()
             .into_iter()
@@ -196,31 +220,7 @@ impl Db {
     }
 
     pub async fn health(&self) -> Result<(), DbError> {
-        self.inner.health().await?;
+        with_client!(&self.inner, c => c.health().await?);
         Ok(())
-    }
-}
-
-/// Waits, at most `limit`, until the embedded store in `dir` is closed: the
-/// engine closes it in a task of its own once the last handle is dropped,
-/// and releases its `LOCK` file last. Closed cleanly, the next start does not
-/// replay the write-ahead log (slow, and memory the process keeps).
-pub async fn wait_closed(dir: &std::path::Path, limit: std::time::Duration) -> bool {
-    let lock = dir.join("LOCK");
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        let free = match std::fs::File::open(&lock) {
-            // `flock` locks belong to the open file, so this one conflicts
-            // with the engine's even in the same process.
-            Ok(file) => file.try_lock().is_ok(),
-            Err(err) => err.kind() == std::io::ErrorKind::NotFound,
-        };
-        if free {
-            return true;
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }

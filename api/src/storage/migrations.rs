@@ -200,6 +200,7 @@ fn scratch_config() -> crate::config::SurrealConfig {
         pass: None,
         namespace: "onyx".into(),
         database: "test".into(),
+        embedded: crate::config::EmbeddedStore::default(),
     }
 }
 

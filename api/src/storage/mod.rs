@@ -3,6 +3,7 @@
 //! `ObjectStore` has a `local` directory backend and an `s3` backend.
 
 mod db;
+mod embedded;
 mod keys;
 mod local;
 mod migrations;
@@ -11,7 +12,8 @@ mod s3;
 
 use std::sync::Arc;
 
-pub use db::{Db, DbError, wait_closed};
+pub use db::{Client, Db, DbError};
+pub use embedded::wait_closed;
 pub use keys::{InvalidKey, ObjectKey};
 pub use local::LocalStore;
 pub use migrations::LATEST as SCHEMA_VERSION;

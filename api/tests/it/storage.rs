@@ -207,6 +207,7 @@ fn surreal_config(url: String, credentials: bool) -> SurrealConfig {
         pass: credentials.then(|| SecretString::from("root")),
         namespace: "onyx".into(),
         database: "test".into(),
+        embedded: onyx::config::EmbeddedStore::default(),
     }
 }
 
