@@ -178,6 +178,26 @@ async fn bedrock_errors_keep_their_meaning() {
         "{body}"
     );
 
+    // An exception event in the middle of a stream ends it with an error chunk.
+    let response = onyx
+        .post("/v1/chat/completions")
+        .json(
+            &json!({"model": format!("bedrock/{}", onyx_test_fakes::bedrock::MIDSTREAM_THROTTLE),
+            "messages": user("x"), "stream": true}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let events = sse_events(response).await;
+    assert!(events.iter().any(|e| e.contains("partial")), "{events:?}");
+    let error = events
+        .iter()
+        .find(|e| e.contains("\"error\""))
+        .unwrap_or_else(|| panic!("no error event: {events:?}"));
+    assert!(error.contains("ThrottlingException"), "{error}");
+    assert!(error.contains("Too many tokens"), "{error}");
+
     // The wrong secret: the fake's signature check refuses it, and says so.
     let wrong = Onyx::start(Some(&config), &aws_env("not-the-secret-access-key")).await;
     let (status, body) = wrong

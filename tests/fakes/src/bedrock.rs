@@ -9,7 +9,12 @@
 //! key as a Bedrock API key (`Authorization: Bearer`). Refusals and failures
 //! come in Bedrock's error shape: the status, `x-amzn-ErrorType` and
 //! `{"message"}`. Answers follow [`crate::script`]; recorded bodies get the
-//! decoded model id as `modelId`.
+//! decoded model id as `modelId`. `fake-midstream-throttle` starts a
+//! stream, then fails it with a `throttlingException` event, as Bedrock does
+//! when a stream hits a quota.
+
+/// The model whose stream fails after its first words.
+pub const MIDSTREAM_THROTTLE: &str = "fake-midstream-throttle";
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -166,6 +171,9 @@ async fn call(
         return aws_error(400, "ValidationException", "The messages field is required.");
     }
     let model = fake_model(&model_id);
+    if model == MIDSTREAM_THROTTLE && operation == "converse-stream" {
+        return midstream_throttle(state);
+    }
     let turn = turn(model, &body);
     let plan = script::plan(&state, &turn);
     match &plan {
@@ -262,6 +270,32 @@ fn converse_stream(state: Arc<FakeState>, model: &str, plan: Plan, usage: Value)
                 tokio::time::sleep(Duration::from_millis(30)).await;
             }
             yield Ok::<_, std::convert::Infallible>(Bytes::from(event));
+        }
+        guard.complete();
+    };
+    (
+        [(header::CONTENT_TYPE, "application/vnd.amazon.eventstream")],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
+
+fn midstream_throttle(state: Arc<FakeState>) -> Response {
+    let frames = [
+        eventstream::event("messageStart", &json!({"role": "assistant"})),
+        eventstream::event(
+            "contentBlockDelta",
+            &json!({"contentBlockIndex": 0, "delta": {"text": "partial"}}),
+        ),
+        eventstream::exception(
+            "throttlingException",
+            "Too many tokens per minute, please wait before trying again.",
+        ),
+    ];
+    let body = async_stream::stream! {
+        let mut guard = StreamGuard::new(state);
+        for frame in frames {
+            yield Ok::<_, std::convert::Infallible>(Bytes::from(frame));
         }
         guard.complete();
     };

@@ -62,6 +62,19 @@ pub fn event(kind: &str, payload: &serde_json::Value) -> Vec<u8> {
     )
 }
 
+/// An exception in the stream (`:message-type: exception`), named as the
+/// stream's error union names it (`throttlingException`, …).
+pub fn exception(kind: &str, message: &str) -> Vec<u8> {
+    frame(
+        &[
+            (":exception-type", kind),
+            (":content-type", "application/json"),
+            (":message-type", "exception"),
+        ],
+        serde_json::json!({"message": message}).to_string().as_bytes(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -126,7 +126,7 @@ impl Provider for Bedrock {
                         Ok(Some(event)) => for chunk in translator.on_event(&event) { yield Ok(chunk) },
                         Ok(None) => break,
                         Err(err) => {
-                            yield Err(response::sdk_error(&name, err, timeout, None));
+                            yield Err(stream::stream_error(&name, err, timeout));
                             return;
                         }
                     }

@@ -9,12 +9,35 @@
 
 use std::collections::HashMap;
 
+use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_bedrockruntime::types::error::ConverseStreamOutputError as StreamError;
 use aws_sdk_bedrockruntime::types::{ContentBlockDelta, ContentBlockStart, ConverseStreamOutput as Event};
 use serde_json::Value;
 
-use super::response::{finish_reason, usage};
+use super::response::{exception, finish_reason, sdk_error, usage};
 use crate::providers::ProviderError;
 use crate::providers::types::{ChunkFactory, Delta, FunctionDelta, ToolCallDelta, Usage};
+
+/// A failure the event stream reported (an exception event) or met.
+pub fn stream_error(
+    provider: &str,
+    err: SdkError<StreamError, aws_smithy_types::event_stream::RawMessage>,
+    timeout: std::time::Duration,
+) -> ProviderError {
+    let Some(service) = err.as_service_error() else {
+        return sdk_error(provider, err, timeout, None);
+    };
+    // The exception's name, from its metadata or else from its variant.
+    let code = service.code().unwrap_or(match service {
+        StreamError::ThrottlingException(_) => "ThrottlingException",
+        StreamError::ValidationException(_) => "ValidationException",
+        StreamError::ModelStreamErrorException(_) => "ModelStreamErrorException",
+        StreamError::ServiceUnavailableException(_) => "ServiceUnavailableException",
+        StreamError::InternalServerException(_) => "InternalServerException",
+        _ => "UnknownError",
+    });
+    exception(provider, code, service.message(), None)
+}
 
 pub struct StreamTranslator {
     provider: String,
