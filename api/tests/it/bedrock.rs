@@ -138,6 +138,23 @@ async fn bedrock_signs_translates_and_streams() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["choices"][0]["message"]["content"], "echo: with a key");
 
+    // Added through the API: the API key is sealed, shown as a hint only.
+    let (status, created) = reply(onyx.post("/v1/providers").json(&json!({"name": "stored",
+        "type": "bedrock", "baseUrl": aws.url(), "region": "eu-west-1", "apiKey": DEFAULT_KEY, "maxRetries": 0})))
+    .await;
+    assert_eq!(status, 201, "{created}");
+    assert!(!created.to_string().contains(DEFAULT_KEY), "{created}");
+    let (status, body) = onyx
+        .chat(json!({"model": "stored/fake-echo", "messages": user("stored")}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["choices"][0]["message"]["content"], "echo: stored");
+    let (status, body) = reply(onyx.post("/v1/providers").json(&json!({"name": "bad",
+        "type": "bedrock", "region": "us east"})))
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["param"], "region", "{body}");
+
     let models = ids(&onyx.get_json("/v1/models").await);
     assert!(models.iter().any(|m| m == "bedrock/fake-echo"), "{models:?}");
     assert!(
