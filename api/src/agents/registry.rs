@@ -306,6 +306,7 @@ fn fallback_model(config: &Config) -> Option<String> {
         ProviderKind::Gemini | ProviderKind::Vertex => "gemini-2.5-flash",
         ProviderKind::ClaudeSubscription => "sonnet",
         ProviderKind::Codex => "gpt-5.1-codex",
+        ProviderKind::Copilot => "gpt-5",
     };
     Some(format!("{}/{model}", provider.name))
 }

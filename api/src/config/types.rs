@@ -301,6 +301,8 @@ pub enum ProviderKind {
     ClaudeSubscription,
     /// ChatGPT Plus/Pro through the Codex CLI (`providers::subscription`).
     Codex,
+    /// A GitHub Copilot subscription through the Copilot CLI (`providers::subscription`).
+    Copilot,
 }
 
 impl ProviderKind {
@@ -314,6 +316,7 @@ impl ProviderKind {
             Self::Vertex => "vertex",
             Self::ClaudeSubscription => "claude-subscription",
             Self::Codex => "codex",
+            Self::Copilot => "copilot",
         }
     }
 }

@@ -133,6 +133,7 @@ pub fn build(config: &ProviderConfig) -> Result<Arc<dyn Provider>, ProviderError
         ProviderKind::Gemini | ProviderKind::Vertex => Arc::new(gemini::Gemini::new(config)?),
         ProviderKind::ClaudeSubscription => Arc::new(subscription::claude::provider(config)),
         ProviderKind::Codex => Arc::new(subscription::codex::provider(config)),
+        ProviderKind::Copilot => Arc::new(subscription::copilot::provider(config)),
     })
 }
 
