@@ -1,8 +1,9 @@
-//! One run of a vendor CLI: a child in its own process group (so whatever it
-//! starts ends with it), stdin for the request line, stdout read as JSON
-//! lines, the last lines of stderr kept for the log. Every live group is
-//! listed so shutdown can end them all ([`stop_all`]); dropping a run kills
-//! its group.
+//! A vendor CLI's process: a child in its own process group (so whatever it
+//! starts ends with it), the last lines of its stderr kept for the log
+//! ([`Group`]); and one run of a one-request CLI on top of it ([`Run`]):
+//! stdin for the request line, stdout read as JSON lines. Every live group
+//! is listed so shutdown can end them all ([`stop_all`]); dropping a group
+//! kills it.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::path::PathBuf;

@@ -98,6 +98,7 @@ impl Copilot {
             }
         };
         if !version.is_some_and(|v| PROTOCOLS.contains(&v)) {
+            self.supervisor.died();
             return Err(self.unreachable(format!(
                 "the CLI speaks SDK protocol {version:?}, Onyx speaks {PROTOCOLS:?}: install @github/copilot 1.0.102 or a compatible version"
             )));
