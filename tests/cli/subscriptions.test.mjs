@@ -266,7 +266,8 @@ function login(cli, files) {
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 const home = process.env.CLAUDE_CONFIG_DIR ?? process.env.CODEX_HOME ?? process.env.COPILOT_HOME;
-writeFileSync(join('${dir}', 'called.json'), JSON.stringify({ args: process.argv.slice(2), home }));
+const keytar = process.env.COPILOT_DISABLE_KEYTAR;
+writeFileSync(join('${dir}', 'called.json'), JSON.stringify({ args: process.argv.slice(2), home, keytar }));
 console.log('Visit https://example.com/device and enter code ABCD-1234');
 for (const [name, value] of Object.entries(${JSON.stringify(files)})) writeFileSync(join(home, name), JSON.stringify(value));
 `);
@@ -312,7 +313,8 @@ test('onyx login copilot signs in by device code and leaves only sealed credenti
   });
   assert.equal(out.status, 0, out.stderr);
   const home = join(data, 'subscriptions', 'copilot');
-  assert.deepEqual(called, { args: ['login', '--device-code'], home });
+  // The token goes to the config dir (sealed there), not a desktop keychain.
+  assert.deepEqual(called, { args: ['login', '--device-code'], home, keytar: '1' });
   assert.match(out.stdout, /copilot: Connected ✓ \(octocat\)/);
   assert.ok(!existsSync(join(home, 'config.json')), 'no plaintext credentials after the sign-in');
   const sealed = readFileSync(join(home, 'config.json.sealed'), 'utf8');

@@ -83,11 +83,13 @@ pub async fn run(config_path: Option<PathBuf>, cli: Cli, command: Option<String>
         home.display()
     );
     let (args, home_var) = cli.sign_in();
-    let exit = tokio::process::Command::new(&program)
-        .args(args)
-        .env(home_var, &home)
-        .status()
-        .await;
+    let mut sign_in = tokio::process::Command::new(&program);
+    sign_in.args(args).env(home_var, &home);
+    if matches!(cli, Cli::Copilot) {
+        // The token in the config dir (to be sealed there), not the desktop keychain.
+        sign_in.env("COPILOT_DISABLE_KEYTAR", "1");
+    }
+    let exit = sign_in.status().await;
     match exit {
         Ok(exit) if !exit.success() => eprintln!("onyx login: {program} ended with {exit}"),
         Ok(_) => {}

@@ -81,6 +81,8 @@ impl Copilot {
             env: vec![
                 ("COPILOT_HOME".into(), dir.display().to_string()),
                 ("COPILOT_AUTO_UPDATE".into(), "false".into()),
+                // The sign-in lives in the config dir, as `onyx login copilot` wrote it.
+                ("COPILOT_DISABLE_KEYTAR".into(), "1".into()),
             ],
             cwd: dir.join("work"),
         };
