@@ -307,6 +307,7 @@ fn fallback_model(config: &Config) -> Option<String> {
         ProviderKind::Bedrock => "anthropic.claude-3-5-haiku-20241022-v1:0",
         ProviderKind::ClaudeSubscription => "sonnet",
         ProviderKind::Codex => "gpt-5.1-codex",
+        ProviderKind::Copilot => "gpt-5",
     };
     Some(format!("{}/{model}", provider.name))
 }

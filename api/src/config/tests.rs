@@ -47,7 +47,7 @@ fn the_example_config_loads_and_documents_every_section() {
         config.gateway.api_keys.is_empty(),
         "an unset ${{ONYX_API_KEY:-}} adds no key"
     );
-    assert_eq!(config.providers.len(), 11);
+    assert_eq!(config.providers.len(), 12);
     assert_eq!(config.providers["anthropic"].kind, ProviderKind::Anthropic);
     assert_eq!(config.providers["azure"].kind, ProviderKind::Azure);
     assert_eq!(
@@ -80,6 +80,13 @@ fn the_example_config_loads_and_documents_every_section() {
     assert_eq!(claude.kind, ProviderKind::ClaudeSubscription);
     assert_eq!(claude.command.as_deref(), Some("claude"));
     assert_eq!(config.providers["chatgpt"].kind, ProviderKind::Codex);
+    let copilot = &config.providers["copilot"];
+    assert_eq!(copilot.kind, ProviderKind::Copilot);
+    assert_eq!(
+        copilot.base_url.as_str(),
+        "https://api.githubcopilot.com/",
+        "the signed-in account, no BYOK upstream"
+    );
     assert!(config.providers["openai"].prompt_cache_key);
     assert!(!config.providers["mistral"].prompt_cache_key);
     assert!(

@@ -303,6 +303,8 @@ pub enum ProviderKind {
     ClaudeSubscription,
     /// ChatGPT Plus/Pro through the Codex CLI (`providers::subscription`).
     Codex,
+    /// A GitHub Copilot subscription through the Copilot CLI (`providers::subscription`).
+    Copilot,
 }
 
 impl ProviderKind {
@@ -317,6 +319,7 @@ impl ProviderKind {
             Self::Bedrock => "bedrock",
             Self::ClaudeSubscription => "claude-subscription",
             Self::Codex => "codex",
+            Self::Copilot => "copilot",
         }
     }
 }

@@ -289,6 +289,8 @@ fn default_base_url(name: &str, kind: ProviderKind) -> &'static str {
         (_, ProviderKind::OpenAi | ProviderKind::Codex) => "https://api.openai.com/v1",
         (_, ProviderKind::Anthropic | ProviderKind::ClaudeSubscription) => "https://api.anthropic.com",
         (_, ProviderKind::Ollama) => "http://127.0.0.1:11434",
+        // Means "the signed-in GitHub account"; any other is a BYOK upstream.
+        (_, ProviderKind::Copilot) => "https://api.githubcopilot.com",
         (_, ProviderKind::Gemini) => "https://generativelanguage.googleapis.com",
         // Without a region the AWS chain's is used, found at the first call.
         (_, ProviderKind::Bedrock) => "https://bedrock-runtime.amazonaws.com",

@@ -145,6 +145,7 @@ pub fn build(config: &ProviderConfig) -> Result<Arc<dyn Provider>, ProviderError
         ProviderKind::Bedrock => Arc::new(bedrock::Bedrock::new(config)?),
         ProviderKind::ClaudeSubscription => Arc::new(subscription::claude::provider(config)),
         ProviderKind::Codex => Arc::new(subscription::codex::provider(config)),
+        ProviderKind::Copilot => Arc::new(subscription::copilot::provider(config)),
     })
 }
 
