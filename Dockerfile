@@ -1,6 +1,8 @@
 # syntax=docker/dockerfile:1
 # Onyx: the control UI built with Node, the gateway built in release with
-# cached dependencies (cargo-chef), run on slim Debian as a non-root user.
+# cached dependencies (cargo-chef), run on slim Debian as a non-root user,
+# with the subscription providers' CLIs (Claude Code, Codex, GitHub Copilot)
+# installed globally so their provider types need no `command`.
 
 FROM node:22-bookworm-slim AS ui
 WORKDIR /src/frontend
@@ -26,9 +28,23 @@ COPY --from=ui /src/frontend/build frontend/build
 RUN cargo build --release --locked --package onyx --bin onyx
 
 FROM debian:bookworm-slim
+# Node 22 for the CLIs, taken from the official image (bookworm's nodejs is 18).
+COPY --from=ui /usr/local/bin/node /usr/local/bin/node
+COPY --from=ui /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/npm
+# The versions tests/cli/package.json pins and tests against.
+ARG CLAUDE_CODE_VERSION=2.1.197
+ARG CODEX_VERSION=0.169.0
+ARG COPILOT_VERSION=1.0.102
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates curl \
  && rm -rf /var/lib/apt/lists/* \
+ && ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \
+ && npm install -g --no-audit --no-fund \
+      "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}" \
+      "@openai/codex@${CODEX_VERSION}" \
+      "@github/copilot@${COPILOT_VERSION}" \
+ && npm cache clean --force \
+ && claude --version && codex --version && copilot --version \
  && useradd --system --uid 10001 --user-group --create-home --home-dir /home/onyx onyx \
  && mkdir -p /home/onyx/data /home/onyx/workspace \
  && chown -R onyx:onyx /home/onyx

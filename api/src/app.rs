@@ -93,6 +93,9 @@ impl App {
         let metrics = Arc::new(Metrics::new());
         let vault = Arc::new(crate::secrets::vault_from_env(&config.storage.data_dir)?);
         crate::providers::subscription::set_data_dir(&config.storage.data_dir);
+        crate::providers::subscription::sealed::set_vault(vault.clone());
+        // Plaintext left by a crash or a sign-in made outside Onyx is sealed now.
+        crate::providers::subscription::seal_at_rest();
         let db = Db::connect(&config.storage.surrealdb).await?;
         db.migrate().await?;
         let usage = crate::usage::Meter::new(db.clone(), usage_settings(config), metrics.clone());

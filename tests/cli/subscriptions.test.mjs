@@ -1,9 +1,11 @@
-// Subscription providers: Onyx drives the real Claude Code CLI (the npm
-// package in this folder) as the `claude-subscription` provider, the CLI
-// pointed at the fake Anthropic upstream with an API key instead of a
-// subscription sign-in. Through the official OpenAI JS SDK: one turn as JSON
-// and streamed; a CLI killed mid-turn is a clean 502 and the next request
-// works; and shutdown leaves no CLI process behind (read from /proc).
+// Subscription providers: Onyx drives the real Claude Code, Codex and GitHub
+// Copilot CLIs (the npm packages in this folder) as the `claude-subscription`,
+// `codex` and `copilot` providers, each pointed at a fake upstream with an API
+// key instead of a subscription sign-in (Copilot through its BYOK provider,
+// over the JSON-RPC protocol of its SDK). Through the official OpenAI JS SDK:
+// one turn as JSON and streamed; a CLI killed mid-turn is a clean 502 and the
+// next request works; shutdown leaves no CLI process behind (read from /proc);
+// and the credential files are sealed at rest.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,11 +24,34 @@ const providers = (urls) => `
     type: "claude-subscription", command: "${bin('claude')}", baseUrl: "${urls.anthropic}", apiKey: "${urls.key}", maxRetries: 0,
   },
   codex: { type: "codex", command: "${bin('codex')}", baseUrl: "${urls.openai}", apiKey: "${urls.key}", maxRetries: 0 },
+  copilot: { type: "copilot", command: "${bin('copilot')}", baseUrl: "${urls.openai}", apiKey: "${urls.key}", maxRetries: 0 },
+  "sealed-codex": { type: "codex", command: "${SEALED_CODEX}", maxRetries: 0 },
 `;
 const CLIS = [
   { prefix: 'claude-subscription', program: 'claude', name: 'Claude Code', echo: /^echo: [\s\S]*Say hello$/, pieces: 3 },
   { prefix: 'codex', program: 'codex', name: 'Codex', echo: /^echo: Say hello\s*$/, pieces: 1 },
+  // The Copilot CLI puts the date before the prompt; the fake echoes both.
+  { prefix: 'copilot', program: 'copilot', name: 'GitHub Copilot', echo: /^echo: [\s\S]*Say hello$/, pieces: 2 },
 ];
+// A stand-in for the Codex CLI that answers only when the credentials it
+// reads from its config dir are the ones signed in (what a real CLI needs).
+const TOKEN = 'rt-sealed-test-0123456789abcdef';
+const SEALED_CODEX = join(mkdtempSync(join(tmpdir(), 'onyx-sealed-')), 'codex-stand-in.mjs');
+writeFileSync(SEALED_CODEX, `#!/usr/bin/env node
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+let auth = {};
+try { auth = JSON.parse(readFileSync(join(process.env.CODEX_HOME, 'auth.json'), 'utf8')); } catch {}
+const ok = auth.tokens?.refresh_token === '${TOKEN}';
+const say = (line) => process.stdout.write(JSON.stringify(line) + '\\n');
+if (ok) {
+  say({ type: 'item.completed', item: { type: 'agent_message', text: 'signed in as ' + auth.tokens.account_id } });
+  say({ type: 'turn.completed', usage: { input_tokens: 3, output_tokens: 4 } });
+} else {
+  say({ type: 'turn.failed', error: { message: 'not signed in' } });
+}
+`);
+chmodSync(SEALED_CODEX, 0o755);
 let stack;
 
 before(async () => {
@@ -68,7 +93,10 @@ async function cliChild(onyx, program) {
   for (let i = 0; i < 500; i++) {
     const child = descendants(onyx.pid).find((pid) => {
       try {
-        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(program);
+        // An argument named `program` (not any path containing the word).
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+          .split('\0')
+          .some((arg) => arg.split('/').pop() === program);
       } catch {
         return false;
       }
@@ -146,10 +174,13 @@ test('GET /v1/subscriptions reads the sign-in from the credential files under th
     assert.equal(res.status, 200);
     return (await res.json()).data;
   };
-  assert.deepEqual(await list(), [
+  const listed = await list();
+  assert.deepEqual(listed[0], 
     { provider: 'claude-subscription', type: 'claude-subscription', cli: 'claude', connected: false, expired: false, account: null },
-    { provider: 'codex', type: 'codex', cli: 'codex', connected: false, expired: false, account: null },
-  ]);
+  );
+  assert.deepEqual(listed.find((s) => s.provider === 'copilot'),
+    { provider: 'copilot', type: 'copilot', cli: 'copilot', connected: false, expired: false, account: null },
+  );
   const home = join(stack.dir, 'data', 'subscriptions', 'claude');
   mkdirSync(home, { recursive: true });
   const credentials = join(home, '.credentials.json');
@@ -167,6 +198,31 @@ test('GET /v1/subscriptions reads the sign-in from the credential files under th
   writeFileSync(join(home, '.claude.json'), JSON.stringify(config));
 });
 
+test('credential files are sealed at rest, unsealed for a run, and the run still signs in', async () => {
+  const home = join(stack.dir, 'data', 'subscriptions', 'codex');
+  mkdirSync(home, { recursive: true });
+  // A sign-in made outside Onyx: plaintext, sealed after the first run.
+  writeFileSync(join(home, 'auth.json'), JSON.stringify({ tokens: { refresh_token: TOKEN, account_id: 'acct-7' } }));
+  const ask = () => stack.client.chat.completions.create({ model: 'sealed-codex/m', messages });
+  assert.equal((await ask()).choices[0].message.content, 'signed in as acct-7');
+  const atRest = () => {
+    assert.ok(!existsSync(join(home, 'auth.json')), 'no plaintext credentials at rest');
+    const sealed = readFileSync(join(home, 'auth.json.sealed'), 'utf8');
+    assert.match(sealed, /^onyx-sealed:v1:/);
+    assert.ok(!sealed.includes(TOKEN) && !sealed.includes('acct-7'), 'the sealed file does not hold the token');
+  };
+  atRest();
+  // The next run reads the credentials unsealed from the sealed file.
+  assert.equal((await ask()).choices[0].message.content, 'signed in as acct-7');
+  atRest();
+  const res = await fetch(`${stack.base}/v1/subscriptions`, { headers: { authorization: `Bearer ${KEY}` } });
+  const codex = (await res.json()).data.find((s) => s.provider === 'sealed-codex');
+  assert.deepEqual(codex, { provider: 'sealed-codex', type: 'codex', cli: 'codex', connected: true, expired: false, account: 'acct-7' });
+  // Without the credentials the stand-in refuses: the answer above needed them.
+  rmSync(join(home, 'auth.json.sealed'));
+  await assert.rejects(ask(), (err) => err.status === 502 && /not signed in/.test(err.message));
+});
+
 test('shutdown leaves no CLI process behind', async () => {
   const { onyx } = stack;
   const pending = stack.client.chat.completions
@@ -176,7 +232,9 @@ test('shutdown leaves no CLI process behind', async () => {
     })
     .catch(() => {});
   const pid = await cliChild(onyx, 'claude');
-  const family = [pid, ...descendants(pid)];
+  // The long-lived Copilot CLI, up since the Copilot tests.
+  const copilot = await cliChild(onyx, 'copilot');
+  const family = [pid, ...descendants(pid), copilot, ...descendants(copilot)];
   const exited = new Promise((resolve) => onyx.once('exit', resolve));
   onyx.kill('SIGTERM');
   await exited;
@@ -207,8 +265,9 @@ function login(cli, files) {
   writeFileSync(standIn, `#!/usr/bin/env node
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-const home = process.env.CLAUDE_CONFIG_DIR ?? process.env.CODEX_HOME;
-writeFileSync(join('${dir}', 'called.json'), JSON.stringify({ args: process.argv.slice(2), home }));
+const home = process.env.CLAUDE_CONFIG_DIR ?? process.env.CODEX_HOME ?? process.env.COPILOT_HOME;
+const keytar = process.env.COPILOT_DISABLE_KEYTAR;
+writeFileSync(join('${dir}', 'called.json'), JSON.stringify({ args: process.argv.slice(2), home, keytar }));
 console.log('Visit https://example.com/device and enter code ABCD-1234');
 for (const [name, value] of Object.entries(${JSON.stringify(files)})) writeFileSync(join(home, name), JSON.stringify(value));
 `);
@@ -242,4 +301,23 @@ test('onyx login codex signs in by device code; a sign-in that leaves no credent
   const failed = login('claude', {});
   assert.equal(failed.out.status, 1);
   assert.match(failed.out.stdout, /claude: not connected; sign in with `onyx login claude`/);
+});
+
+test('onyx login copilot signs in by device code and leaves only sealed credentials', () => {
+  const token = 'gho_sealedlogin0123456789';
+  const { out, called, data } = login('copilot', {
+    'config.json': {
+      last_logged_in_user: { host: 'https://github.com', login: 'octocat' },
+      copilot_tokens: { 'https://github.com:octocat': token },
+    },
+  });
+  assert.equal(out.status, 0, out.stderr);
+  const home = join(data, 'subscriptions', 'copilot');
+  // The token goes to the config dir (sealed there), not a desktop keychain.
+  assert.deepEqual(called, { args: ['login', '--device-code'], home, keytar: '1' });
+  assert.match(out.stdout, /copilot: Connected ✓ \(octocat\)/);
+  assert.ok(!existsSync(join(home, 'config.json')), 'no plaintext credentials after the sign-in');
+  const sealed = readFileSync(join(home, 'config.json.sealed'), 'utf8');
+  assert.match(sealed, /^onyx-sealed:v1:/);
+  assert.ok(!sealed.includes(token), 'the sealed file does not hold the token');
 });

@@ -304,8 +304,10 @@ fn fallback_model(config: &Config) -> Option<String> {
         ProviderKind::Anthropic => "claude-sonnet-4-5",
         ProviderKind::Ollama => "llama3.2",
         ProviderKind::Gemini | ProviderKind::Vertex => "gemini-2.5-flash",
+        ProviderKind::Bedrock => "anthropic.claude-3-5-haiku-20241022-v1:0",
         ProviderKind::ClaudeSubscription => "sonnet",
         ProviderKind::Codex => "gpt-5.1-codex",
+        ProviderKind::Copilot => "gpt-5",
     };
     Some(format!("{}/{model}", provider.name))
 }

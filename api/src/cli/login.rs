@@ -1,15 +1,16 @@
-//! `onyx login claude|codex`: signs a subscription CLI in with its own sign-in
+//! `onyx login claude|codex|copilot`: signs a subscription CLI in with its own sign-in
 //! (which shows the URL and code and waits for them), its config dir pointed
 //! at `{dataDir}/subscriptions/{cli}/` so the credentials stay with Onyx's
-//! data; then polls the credential files until they show a connection.
+//! data; then polls the credential files until they show a connection and
+//! seals them at rest under the master key.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::config::{self, ProviderKind};
-use crate::providers::subscription::cli_home;
 use crate::providers::subscription::status::{SubscriptionStatus, status};
+use crate::providers::subscription::{cli_home, sealed};
 
 /// The subscription CLIs Onyx can sign in.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -18,6 +19,8 @@ pub enum Cli {
     Claude,
     /// ChatGPT Plus/Pro through the Codex CLI (`codex login --device-auth`).
     Codex,
+    /// GitHub Copilot through the Copilot CLI (`copilot login --device-code`).
+    Copilot,
 }
 
 impl Cli {
@@ -25,6 +28,7 @@ impl Cli {
         match self {
             Self::Claude => "claude",
             Self::Codex => "codex",
+            Self::Copilot => "copilot",
         }
     }
 
@@ -32,6 +36,7 @@ impl Cli {
         match self {
             Self::Claude => ProviderKind::ClaudeSubscription,
             Self::Codex => ProviderKind::Codex,
+            Self::Copilot => ProviderKind::Copilot,
         }
     }
 
@@ -40,6 +45,7 @@ impl Cli {
         match self {
             Self::Claude => (&["auth", "login", "--claudeai"], "CLAUDE_CONFIG_DIR"),
             Self::Codex => (&["login", "--device-auth"], "CODEX_HOME"),
+            Self::Copilot => (&["login", "--device-code"], "COPILOT_HOME"),
         }
     }
 }
@@ -77,11 +83,13 @@ pub async fn run(config_path: Option<PathBuf>, cli: Cli, command: Option<String>
         home.display()
     );
     let (args, home_var) = cli.sign_in();
-    let exit = tokio::process::Command::new(&program)
-        .args(args)
-        .env(home_var, &home)
-        .status()
-        .await;
+    let mut sign_in = tokio::process::Command::new(&program);
+    sign_in.args(args).env(home_var, &home);
+    if matches!(cli, Cli::Copilot) {
+        // The token in the config dir (to be sealed there), not the desktop keychain.
+        sign_in.env("COPILOT_DISABLE_KEYTAR", "1");
+    }
+    let exit = sign_in.status().await;
     match exit {
         Ok(exit) if !exit.success() => eprintln!("onyx login: {program} ended with {exit}"),
         Ok(_) => {}
@@ -90,11 +98,23 @@ pub async fn run(config_path: Option<PathBuf>, cli: Cli, command: Option<String>
             return ExitCode::FAILURE;
         }
     }
+    // The credentials are sealed at rest as soon as the sign-in wrote them.
+    let vault = match crate::secrets::vault_from_env(&config.storage.data_dir) {
+        Ok(vault) => vault,
+        Err(err) => {
+            eprintln!("onyx login: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
     let started = tokio::time::Instant::now();
     loop {
         let now = u64::try_from(crate::clock::now().timestamp_millis()).unwrap_or(0);
         let found = status(name, &home, now);
         if found.connected {
+            if let Err(err) = sealed::seal(&vault, name, &home) {
+                eprintln!("onyx login: cannot seal the credentials: {err}");
+                return ExitCode::FAILURE;
+            }
             println!("{}", line(&found));
             return ExitCode::SUCCESS;
         }

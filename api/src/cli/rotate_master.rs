@@ -1,5 +1,6 @@
-//! `onyx keys rotate-master`: seals every stored credential under a new master
-//! key. With the key file in the data dir, the new key is written to
+//! `onyx keys rotate-master`: seals every stored credential (provider
+//! secrets in the database, subscription credential files in the data dir)
+//! under a new master key. With the key file in the data dir, the new key is written to
 //! `master.key.next` first, everything is re-sealed, then the file replaces
 //! `master.key` (a crash in between leaves both keys readable, and running the
 //! command again finishes the job). With `ONYX_MASTER_KEY`, the new key is
@@ -28,6 +29,8 @@ pub async fn rotate(config: &Config, db: &Db) -> Result<(), CliError> {
     let vault = old.rotated(new_key);
     let store = ProviderStore::new(db.clone());
     let resealed = store.reseal_all(&vault).await?;
+    let files_resealed = crate::providers::subscription::sealed::reseal_all(&vault, &config.storage.data_dir)
+        .map_err(|err| CliError::Io(err.to_string()))?;
     crate::audit::record(
         db,
         crate::audit::NewEvent {
@@ -35,20 +38,22 @@ pub async fn rotate(config: &Config, db: &Db) -> Result<(), CliError> {
             actor: "cli",
             target: Some(&new_id),
             ip: None,
-            detail: Some(format!("from key {old_id} ({resealed} providers re-sealed)")),
+            detail: Some(format!(
+                "from key {old_id} ({resealed} providers and {files_resealed} subscription credential files re-sealed)"
+            )),
         },
     )
     .await;
     if from_file {
         files.promote_next()?;
         eprintln!(
-            "re-sealed {resealed} stored providers under master key {new_id}; {} now holds it",
+            "re-sealed {resealed} stored providers and {files_resealed} subscription credential files under master key {new_id}; {} now holds it",
             files.current.display()
         );
     } else {
         println!("{printable}");
         eprintln!(
-            "re-sealed {resealed} stored providers under master key {new_id} (printed above).\n\
+            "re-sealed {resealed} stored providers and {files_resealed} subscription credential files under master key {new_id} (printed above).\n\
              Set ONYX_MASTER_KEY to it on every replica; until they have all restarted, \
              give them the old key as ONYX_MASTER_KEY_PREVIOUS."
         );

@@ -121,6 +121,7 @@ async fn serve(
     // grace to exit (their process groups are killed after it).
     app.mcp.shutdown().await;
     crate::providers::subscription::stop_all();
+    crate::providers::subscription::seal_at_rest();
     close_database(app).await;
     Ok(())
 }

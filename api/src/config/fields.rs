@@ -30,12 +30,14 @@ pub(super) fn provider_kind(text: &str, path: &str) -> Result<ProviderKind, Conf
         "azure" => Ok(ProviderKind::Azure),
         "gemini" => Ok(ProviderKind::Gemini),
         "vertex" => Ok(ProviderKind::Vertex),
+        "bedrock" => Ok(ProviderKind::Bedrock),
         "claude-subscription" => Ok(ProviderKind::ClaudeSubscription),
         "codex" | "chatgpt" => Ok(ProviderKind::Codex),
+        "copilot" => Ok(ProviderKind::Copilot),
         other => Err(ConfigError::invalid(
             format!("{path}.type"),
             format!(
-                "unknown provider type {other:?}; expected \"openai\", \"anthropic\", \"ollama\", \"azure\", \"gemini\", \"vertex\", \"claude-subscription\" or \"codex\""
+                "unknown provider type {other:?}; expected \"openai\", \"anthropic\", \"ollama\", \"azure\", \"gemini\", \"vertex\", \"bedrock\", \"claude-subscription\", \"codex\" or \"copilot\""
             ),
         )),
     }

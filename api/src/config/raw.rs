@@ -221,6 +221,8 @@ pub struct RawProvider {
     pub project: Option<String>,
     pub location: Option<String>,
     pub credentials_file: Option<String>,
+    /// Bedrock: the AWS region.
+    pub region: Option<String>,
     /// The context window of this provider's models, where the shipped table
     /// does not know them.
     pub context_window: Option<u32>,

@@ -47,7 +47,7 @@ fn the_example_config_loads_and_documents_every_section() {
         config.gateway.api_keys.is_empty(),
         "an unset ${{ONYX_API_KEY:-}} adds no key"
     );
-    assert_eq!(config.providers.len(), 10);
+    assert_eq!(config.providers.len(), 12);
     assert_eq!(config.providers["anthropic"].kind, ProviderKind::Anthropic);
     assert_eq!(config.providers["azure"].kind, ProviderKind::Azure);
     assert_eq!(
@@ -64,10 +64,29 @@ fn the_example_config_loads_and_documents_every_section() {
         "https://us-central1-aiplatform.googleapis.com/"
     );
     assert_eq!(config.providers["gemini"].kind, ProviderKind::Gemini);
+    let bedrock = &config.providers["bedrock"];
+    assert_eq!(bedrock.kind, ProviderKind::Bedrock);
+    assert_eq!(
+        bedrock.base_url.as_str(),
+        "https://bedrock-runtime.us-east-1.amazonaws.com/"
+    );
+    let settings = bedrock.bedrock.as_ref().unwrap();
+    assert_eq!(settings.region.as_deref(), Some("us-east-1"));
+    assert!(
+        settings.endpoint.is_none(),
+        "the region's endpoint is not an override"
+    );
     let claude = &config.providers["claude-subscription"];
     assert_eq!(claude.kind, ProviderKind::ClaudeSubscription);
     assert_eq!(claude.command.as_deref(), Some("claude"));
     assert_eq!(config.providers["chatgpt"].kind, ProviderKind::Codex);
+    let copilot = &config.providers["copilot"];
+    assert_eq!(copilot.kind, ProviderKind::Copilot);
+    assert_eq!(
+        copilot.base_url.as_str(),
+        "https://api.githubcopilot.com/",
+        "the signed-in account, no BYOK upstream"
+    );
     assert!(config.providers["openai"].prompt_cache_key);
     assert!(!config.providers["mistral"].prompt_cache_key);
     assert!(
@@ -385,4 +404,42 @@ fn circuit_breakers_default_on_and_take_settings_or_false() {
     }
     let text = r#"{providers: {x: {type: "openai", circuitBreaker: {cool: 5}}}}"#;
     assert!(parse(Some(text), None, &env(&[])).is_err());
+}
+
+#[test]
+fn bedrock_takes_a_region_and_an_endpoint_override() {
+    let home = env(&[("HOME", "/home/u")]);
+    let text = r#"{providers: {aws: {type: "bedrock"}, eu: {type: "bedrock", region: "eu-west-3"},
+        test: {type: "bedrock", region: "us-west-2", baseUrl: "http://127.0.0.1:9000"}}}"#;
+    let config = parse(Some(text), None, &home).unwrap();
+    let aws = &config.providers["aws"];
+    assert_eq!(aws.kind, ProviderKind::Bedrock);
+    assert_eq!(aws.bedrock.as_ref().unwrap().region, None);
+    let eu = &config.providers["eu"];
+    assert_eq!(
+        eu.base_url.as_str(),
+        "https://bedrock-runtime.eu-west-3.amazonaws.com/"
+    );
+    assert!(eu.bedrock.as_ref().unwrap().endpoint.is_none());
+    let test = config.providers["test"].bedrock.as_ref().unwrap();
+    assert_eq!(test.endpoint.as_ref().unwrap().as_str(), "http://127.0.0.1:9000/");
+    assert_eq!(test.region.as_deref(), Some("us-west-2"));
+
+    for (text, path) in [
+        (
+            r#"{providers: {x: {type: "openai", region: "us-east-1"}}}"#,
+            "providers.x.region",
+        ),
+        (
+            r#"{providers: {x: {type: "bedrock", region: "us-east-1.evil.com/"}}}"#,
+            "providers.x.region",
+        ),
+        (
+            r#"{providers: {x: {type: "bedrock", headers: {"x-a": "b"}}}}"#,
+            "providers.x.headers",
+        ),
+    ] {
+        let err = parse(Some(text), None, &home).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("{path}:")), "{text}: {err}");
+    }
 }

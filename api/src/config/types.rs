@@ -297,10 +297,14 @@ pub enum ProviderKind {
     Gemini,
     /// Gemini on Google Cloud Vertex AI (project, location, OAuth2 bearer).
     Vertex,
+    /// AWS Bedrock's Converse API (SigV4 from the AWS credential chain, or a Bedrock API key).
+    Bedrock,
     /// Claude Pro/Max through the Claude Code CLI (`providers::subscription`).
     ClaudeSubscription,
     /// ChatGPT Plus/Pro through the Codex CLI (`providers::subscription`).
     Codex,
+    /// A GitHub Copilot subscription through the Copilot CLI (`providers::subscription`).
+    Copilot,
 }
 
 impl ProviderKind {
@@ -312,8 +316,10 @@ impl ProviderKind {
             Self::Azure => "azure",
             Self::Gemini => "gemini",
             Self::Vertex => "vertex",
+            Self::Bedrock => "bedrock",
             Self::ClaudeSubscription => "claude-subscription",
             Self::Codex => "codex",
+            Self::Copilot => "copilot",
         }
     }
 }
@@ -339,6 +345,8 @@ pub struct ProviderConfig {
     pub deployments: BTreeMap<String, String>,
     /// Vertex: where the models run.
     pub vertex: Option<VertexConfig>,
+    /// Bedrock: the region and endpoint.
+    pub bedrock: Option<BedrockConfig>,
     /// The context window of its models where the shipped table has none.
     pub context_window: Option<u32>,
     /// Send `prompt_cache_key` upstream (OpenAI-compatible providers).
@@ -363,6 +371,16 @@ pub struct VertexConfig {
     /// A service account's JSON key file; without one, `apiKey` is a static
     /// OAuth2 access token.
     pub credentials_file: Option<PathBuf>,
+}
+
+/// An AWS Bedrock provider's region and endpoint; credentials come from the
+/// AWS chain (environment, profile, IMDS…) or `apiKey` (a Bedrock API key).
+#[derive(Debug, Clone)]
+pub struct BedrockConfig {
+    /// `us-east-1`, …; without one, the AWS chain's (`AWS_REGION`, the profile).
+    pub region: Option<String>,
+    /// `baseUrl` when set: the endpoint instead of the region's.
+    pub endpoint: Option<Url>,
 }
 
 /// When a provider's circuit opens, and for how long.

@@ -289,7 +289,11 @@ fn default_base_url(name: &str, kind: ProviderKind) -> &'static str {
         (_, ProviderKind::OpenAi | ProviderKind::Codex) => "https://api.openai.com/v1",
         (_, ProviderKind::Anthropic | ProviderKind::ClaudeSubscription) => "https://api.anthropic.com",
         (_, ProviderKind::Ollama) => "http://127.0.0.1:11434",
+        // Means "the signed-in GitHub account"; any other is a BYOK upstream.
+        (_, ProviderKind::Copilot) => "https://api.githubcopilot.com",
         (_, ProviderKind::Gemini) => "https://generativelanguage.googleapis.com",
+        // Without a region the AWS chain's is used, found at the first call.
+        (_, ProviderKind::Bedrock) => "https://bedrock-runtime.amazonaws.com",
         // Checked before: an Azure resource has no default; Vertex's depends on the location.
         (_, ProviderKind::Azure | ProviderKind::Vertex) => "",
     }
@@ -322,17 +326,33 @@ fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<Pr
         "global" => "https://aiplatform.googleapis.com".to_string(),
         location => format!("https://{location}-aiplatform.googleapis.com"),
     });
+    let bedrock = bedrock_config(&raw, kind, path)?;
+    let bedrock_base = bedrock
+        .as_ref()
+        .and_then(|b| b.region.as_ref())
+        .map(|region| format!("https://bedrock-runtime.{region}.amazonaws.com"));
     let base_text = raw
         .base_url
         .as_deref()
         .or(vertex_base.as_deref())
+        .or(bedrock_base.as_deref())
         .unwrap_or(default_base_url(&name, kind));
     let base_url = parse_url(base_text, &format!("{path}.baseUrl"))?;
+    let bedrock = bedrock.map(|b| BedrockConfig {
+        endpoint: raw.base_url.is_some().then(|| base_url.clone()),
+        ..b
+    });
     let timeout = raw.timeout_seconds.unwrap_or(600);
     if timeout == 0 {
         return Err(ConfigError::invalid(
             format!("{path}.timeoutSeconds"),
             "must be greater than 0",
+        ));
+    }
+    if kind == ProviderKind::Bedrock && !raw.headers.is_empty() {
+        return Err(ConfigError::invalid(
+            format!("{path}.headers"),
+            "not for type bedrock (its requests are signed; extra headers are not sent)",
         ));
     }
     for header in raw.headers.keys() {
@@ -378,6 +398,7 @@ fn provider_config(name: String, raw: raw::RawProvider, path: &str) -> Result<Pr
         api_version: raw.api_version,
         deployments: raw.deployments,
         vertex,
+        bedrock,
         context_window: raw.context_window,
         prompt_cache_key,
         responses,
@@ -473,6 +494,38 @@ fn vertex_config(
     }))
 }
 
+/// Bedrock's region (letters, digits and `-`: it goes into the host name).
+fn bedrock_config(
+    raw: &raw::RawProvider,
+    kind: ProviderKind,
+    path: &str,
+) -> Result<Option<BedrockConfig>, ConfigError> {
+    let region = raw.region.clone().filter(|r| !r.is_empty());
+    if kind != ProviderKind::Bedrock {
+        return match region {
+            Some(_) => Err(ConfigError::invalid(
+                format!("{path}.region"),
+                "only for type bedrock",
+            )),
+            None => Ok(None),
+        };
+    }
+    if let Some(region) = &region
+        && !region
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        return Err(ConfigError::invalid(
+            format!("{path}.region"),
+            format!("{region:?} is not an AWS region (like \"us-east-1\")"),
+        ));
+    }
+    Ok(Some(BedrockConfig {
+        region,
+        endpoint: None,
+    }))
+}
+
 fn circuit_breaker(
     raw: Option<&raw::RawCircuitBreaker>,
     path: &str,
@@ -535,6 +588,7 @@ pub fn detected_provider(
         api_version: None,
         deployments: BTreeMap::new(),
         vertex: None,
+        bedrock: None,
         context_window: None,
         prompt_cache_key: true,
         responses,

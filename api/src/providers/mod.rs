@@ -5,12 +5,14 @@
 //! an alias's fallback list, skipping providers whose circuit breaker is
 //! open. Each wire protocol is one submodule:
 //! `openai_compat` (async-openai; with `azure`'s URLs for Azure OpenAI), `anthropic` (Messages API over reqwest) and
-//! `ollama` (ollama-rs), `gemini` (Gemini API and Vertex AI over reqwest). All of them take and return OpenAI-shaped JSON;
+//! `ollama` (ollama-rs), `gemini` (Gemini API and Vertex AI over reqwest), `bedrock` (AWS Bedrock's
+//! Converse API through the AWS SDK). All of them take and return OpenAI-shaped JSON;
 //! Anthropic providers also take Messages API requests as they are
 //! ([`Provider::messages`]), for Anthropic clients.
 
 pub mod anthropic;
 mod azure;
+mod bedrock;
 pub mod breaker;
 pub mod catalog;
 mod error;
@@ -69,6 +71,15 @@ pub enum MessagesAnswer {
 
 fn unsupported<T: Send + 'static>(provider: &str, api: &str) -> BoxFuture<'static, Result<T, ProviderError>> {
     let message = format!("provider {provider:?} does not speak {api}");
+    Box::pin(async move { Err(ProviderError::Unsupported(message)) })
+}
+
+/// The answer of a provider that has no embeddings endpoint Onyx speaks.
+fn no_embeddings(provider: &str, kind: ProviderKind) -> BoxFuture<'static, Result<Value, ProviderError>> {
+    let message = format!(
+        "provider {provider:?} ({}) does not serve /v1/embeddings through Onyx yet; use an OpenAI-compatible or Ollama provider",
+        kind.as_str()
+    );
     Box::pin(async move { Err(ProviderError::Unsupported(message)) })
 }
 
@@ -131,8 +142,10 @@ pub fn build(config: &ProviderConfig) -> Result<Arc<dyn Provider>, ProviderError
         ProviderKind::Anthropic => Arc::new(anthropic::Anthropic::new(config)?),
         ProviderKind::Ollama => Arc::new(ollama::Ollama::new(config)?),
         ProviderKind::Gemini | ProviderKind::Vertex => Arc::new(gemini::Gemini::new(config)?),
+        ProviderKind::Bedrock => Arc::new(bedrock::Bedrock::new(config)?),
         ProviderKind::ClaudeSubscription => Arc::new(subscription::claude::provider(config)),
         ProviderKind::Codex => Arc::new(subscription::codex::provider(config)),
+        ProviderKind::Copilot => Arc::new(subscription::copilot::provider(config)),
     })
 }
 

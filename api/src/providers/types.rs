@@ -366,6 +366,24 @@ impl ChunkFactory {
         self.to_value(Vec::new(), Some(usage))
     }
 
+    /// After a translated stream's last event: its usage chunk, or the error
+    /// of a stream cut off before its finish (`marker` names what was missing).
+    pub fn ending(
+        &self,
+        provider: &str,
+        finished: bool,
+        usage: Option<Usage>,
+        marker: &str,
+    ) -> Result<Vec<Value>, super::ProviderError> {
+        if !finished {
+            return Err(super::ProviderError::Connect {
+                provider: provider.to_string(),
+                detail: format!("the stream ended before {marker}"),
+            });
+        }
+        Ok(usage.map(|u| self.usage(u)).into_iter().collect())
+    }
+
     fn to_value(&self, choices: Vec<ChunkChoice>, usage: Option<Usage>) -> Value {
         let chunk = Chunk {
             id: self.id.clone(),
@@ -408,4 +426,13 @@ pub enum EmbeddingInput {
     Many(Vec<String>),
     Tokens(Vec<u32>),
     TokenBatches(Vec<Vec<u32>>),
+}
+
+/// Adds a turn of `role`, merged into the last one when that has the same
+/// role (upstreams that want strictly alternating roles).
+pub fn push_turn<R: PartialEq, B>(turns: &mut Vec<(R, Vec<B>)>, role: R, blocks: Vec<B>) {
+    match turns.last_mut() {
+        Some((last_role, last_blocks)) if *last_role == role => last_blocks.extend(blocks),
+        _ => turns.push((role, blocks)),
+    }
 }

@@ -195,6 +195,27 @@ fn searxng_answers_json_and_the_dockerfile_builds_a_small_non_root_image() {
     );
     assert!(runtime.contains("HEALTHCHECK") && runtime.contains("/health"));
     assert!(runtime.contains("COPY config/"), "the image carries config/");
+    // The subscription CLIs, at the versions the CLI suite tests against.
+    let pinned: Value = serde_json::from_str(&repo_file("tests/cli/package.json")).unwrap();
+    for (package, arg) in [
+        ("@anthropic-ai/claude-code", "CLAUDE_CODE_VERSION"),
+        ("@openai/codex", "CODEX_VERSION"),
+        ("@github/copilot", "COPILOT_VERSION"),
+    ] {
+        let version = pinned["dependencies"][package].as_str().unwrap();
+        assert!(
+            runtime.contains(&format!("ARG {arg}={version}")),
+            "the image pins {package} {version} as tests/cli does"
+        );
+        assert!(
+            runtime.contains(&format!("\"{package}@${{{arg}}}\"")),
+            "the image installs {package}"
+        );
+    }
+    assert!(
+        runtime.contains("npm install -g"),
+        "the CLIs are installed globally"
+    );
     // Every path the Dockerfile copies from the build context exists.
     for line in dockerfile
         .lines()

@@ -12,6 +12,7 @@ mod harness;
 mod agents;
 mod azure;
 mod bad_input;
+mod bedrock;
 mod budgets;
 mod chat_approvals;
 mod circuits;

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 /// A key no other test uses, so finding it anywhere means it leaked.
 const SECRET_KEY: &str = "sk-live-onyx-sealed-7f3a9c2e51b84d06";
 const SECRET_HEADER: &str = "team-secret-header-value-9b1e77";
+const SUBSCRIPTION_TOKEN: &str = "rt-subscription-sealed-4c1d8e";
 const MASTER_KEY: &str = "3f1c0b6a9e8d7c6b5a4938271605f4e3d2c1b0a99887766554433221100ffeed";
 
 async fn secret_upstream() -> onyx_test_fakes::FakeServer {
@@ -214,7 +215,18 @@ async fn secrets_are_sealed_at_rest_never_logged_and_survive_a_master_key_rotati
     assert_eq!(chat_status(&onyx, "acme/fake-echo").await.0, 200);
     let listed = onyx.get_json("/v1/providers").await;
     assert!(!listed.to_string().contains(SECRET_KEY) && !listed.to_string().contains(SECRET_HEADER));
+    // A subscription sign-in written while Onyx runs is sealed when it stops.
+    let codex_home = onyx.dir.path().join("data/subscriptions/codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(
+        codex_home.join("auth.json"),
+        format!(r#"{{"tokens":{{"refresh_token":"{SUBSCRIPTION_TOKEN}"}}}}"#),
+    )
+    .unwrap();
     let (dir, logs) = onyx.stop().await;
+    let codex_home = dir.path().join("data/subscriptions/codex");
+    assert!(!codex_home.join("auth.json").exists(), "no plaintext at rest");
+    let sealed_before = std::fs::read_to_string(codex_home.join("auth.json.sealed")).unwrap();
 
     let data = dir.path().join("data");
     let key_file = data.join("master.key");
@@ -232,7 +244,7 @@ async fn secrets_are_sealed_at_rest_never_logged_and_survive_a_master_key_rotati
         !files_containing(&data, b"onyx-sealed:v1:").is_empty(),
         "the database files hold the sealed key"
     );
-    for secret in [SECRET_KEY, SECRET_HEADER] {
+    for secret in [SECRET_KEY, SECRET_HEADER, SUBSCRIPTION_TOKEN] {
         assert_eq!(
             files_containing(dir.path(), secret.as_bytes()),
             Vec::<String>::new(),
@@ -246,7 +258,18 @@ async fn secrets_are_sealed_at_rest_never_logged_and_survive_a_master_key_rotati
     let output = Onyx::cli(dir.path(), &["keys", "rotate-master"]).await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
-    assert!(stderr.contains("re-sealed 1 stored providers"), "{stderr}");
+    assert!(
+        stderr.contains("re-sealed 1 stored providers and 1 subscription credential files"),
+        "{stderr}"
+    );
+    let sealed_after =
+        std::fs::read_to_string(dir.path().join("data/subscriptions/codex/auth.json.sealed")).unwrap();
+    let key_id = |sealed: &str| sealed.split(':').nth(2).unwrap().to_string();
+    assert_ne!(
+        key_id(&sealed_before),
+        key_id(&sealed_after),
+        "re-sealed under the new key"
+    );
     assert!(output.stdout.is_empty(), "a key file rotation prints no key");
     let after = std::fs::read_to_string(&key_file).unwrap();
     assert_ne!(before, after);

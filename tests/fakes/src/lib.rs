@@ -1,6 +1,7 @@
 //! Fake model upstreams for tests and benchmarks: OpenAI chat completions and
 //! the Responses API (and Azure OpenAI's URLs for them), Google's Gemini API
-//! and Vertex AI (with its OAuth2 token endpoint), Anthropic Messages and Ollama, each speaking its real HTTP wire protocol on
+//! and Vertex AI (with its OAuth2 token endpoint), AWS Bedrock's Converse API (SigV4 checked,
+//! streams in AWS's binary event-stream framing), Anthropic Messages and Ollama, each speaking its real HTTP wire protocol on
 //! 127.0.0.1. What the fake "model" does is decided by [`script`] from the model
 //! name and the conversation, so every protocol behaves the same way.
 //!
@@ -9,12 +10,15 @@
 
 pub mod anthropic;
 pub mod azure;
+pub mod bedrock;
 pub mod discord;
+pub mod eventstream;
 pub mod gemini;
 pub mod ollama;
 pub mod openai;
 pub mod openai_responses;
 pub mod script;
+pub mod sigv4;
 pub mod telegram;
 pub mod topics;
 

@@ -1,7 +1,7 @@
-//! `onyx-fake-upstream`: runs the fake OpenAI (and Azure OpenAI), Anthropic, Ollama and Gemini (and Vertex AI) servers for
+//! `onyx-fake-upstream`: runs the fake OpenAI (and Azure OpenAI), Anthropic, Ollama, Gemini (and Vertex AI) and Bedrock servers for
 //! SDK tests and benchmarks, prints their base URLs as one JSON line, and runs
-//! until killed. Ports: `--openai-port`, `--anthropic-port`, `--ollama-port`, `--gemini-port`
-//! (0 = any free port); the API key: `--key` (default the fakes' default key).
+//! until killed. Ports: `--openai-port`, `--anthropic-port`, `--ollama-port`, `--gemini-port`,
+//! `--bedrock-port` (0 = any free port); the API key: `--key` (default the fakes' default key).
 
 use std::process::ExitCode;
 
@@ -25,9 +25,10 @@ async fn main() -> ExitCode {
             onyx_test_fakes::anthropic::start(Some(key.clone()), port("--anthropic-port")).await?;
         let ollama = onyx_test_fakes::ollama::start(port("--ollama-port")).await?;
         let gemini = onyx_test_fakes::gemini::start(Some(key.clone()), port("--gemini-port")).await?;
-        Ok::<_, std::io::Error>((openai, anthropic, ollama, gemini))
+        let bedrock = onyx_test_fakes::bedrock::start(Some(key.clone()), port("--bedrock-port")).await?;
+        Ok::<_, std::io::Error>((openai, anthropic, ollama, gemini, bedrock))
     };
-    let (openai, anthropic, ollama, gemini) = match started.await {
+    let (openai, anthropic, ollama, gemini, bedrock) = match started.await {
         Ok(servers) => servers,
         Err(err) => {
             eprintln!("onyx-fake-upstream: {err}");
@@ -44,6 +45,10 @@ async fn main() -> ExitCode {
             "ollama": ollama.url(),
             // The Gemini API and Vertex AI (whose static access token is the key).
             "gemini": gemini.url(),
+            // Bedrock: SigV4 with these credentials, or the key as a Bedrock API key.
+            "bedrock": bedrock.url(),
+            "awsAccessKeyId": onyx_test_fakes::bedrock::ACCESS_KEY_ID,
+            "awsSecretAccessKey": onyx_test_fakes::bedrock::SECRET_ACCESS_KEY,
             "key": key,
         })
     );

@@ -18,7 +18,7 @@ function firstLine(proc) {
 }
 
 /**
- * Starts the stack; `stop()` ends it. Providers: openai, openai_resp (its Responses API), anthropic, ollama,
+ * Starts the stack; `stop()` ends it. Providers: openai, openai_resp (its Responses API), anthropic, ollama, azure, gemini, vertex, bedrock,
  * plus `extra.providers(urls)` (more provider entries) and `extra.gateway` (more gateway keys).
  */
 export async function startStack(key, extra = {}) {
@@ -38,11 +38,15 @@ export async function startStack(key, extra = {}) {
       azure: { type: "azure", baseUrl: "${urls.azure}", apiKey: "${urls.key}", maxRetries: 0, deployments: { "gpt-4o-mini": "fake-echo" } },
       gemini: { type: "gemini", baseUrl: "${urls.gemini}", apiKey: "${urls.key}", maxRetries: 0 },
       vertex: { type: "vertex", baseUrl: "${urls.gemini}", project: "demo", apiKey: "${urls.key}", maxRetries: 0 },
+      bedrock: { type: "bedrock", baseUrl: "${urls.bedrock}", region: "us-east-1", maxRetries: 0, models: ["fake-echo"] },
       ${extra.providers ? extra.providers(urls) : ''}
     },
   }`);
   const env = { ...process.env, HOME: dir, ONYX_DATA_DIR: join(dir, 'data') };
   for (const name of ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENROUTER_API_KEY', 'OLLAMA_HOST', 'ONYX_CONFIG']) delete env[name];
+  for (const name of Object.keys(env).filter((n) => n.startsWith('AWS_'))) delete env[name];
+  // Bedrock signs with the AWS chain's first link: these credentials, for the fake.
+  Object.assign(env, { AWS_ACCESS_KEY_ID: urls.awsAccessKeyId, AWS_SECRET_ACCESS_KEY: urls.awsSecretAccessKey, AWS_EC2_METADATA_DISABLED: 'true' });
   const onyx = spawn(process.env.ONYX_BIN, ['serve', '--config', config, '--listen', '127.0.0.1:0'], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env,

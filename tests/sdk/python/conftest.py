@@ -32,11 +32,20 @@ def stack():
     azure: {{ type: "azure", baseUrl: "{urls['azure']}", apiKey: "{urls['key']}", maxRetries: 0, deployments: {{ "gpt-4o-mini": "fake-echo" }} }},
     gemini: {{ type: "gemini", baseUrl: "{urls['gemini']}", apiKey: "{urls['key']}", maxRetries: 0 }},
     vertex: {{ type: "vertex", baseUrl: "{urls['gemini']}", project: "demo", apiKey: "{urls['key']}", maxRetries: 0 }},
+    bedrock: {{ type: "bedrock", baseUrl: "{urls['bedrock']}", region: "us-east-1", maxRetries: 0, models: ["fake-echo"] }},
   }},
 }}"""
         )
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in ("OLLAMA_HOST", "ONYX_CONFIG")}
-    env.update(HOME=tmp, ONYX_DATA_DIR=os.path.join(tmp, "data"))
+    env = {k: v for k, v in env.items() if not k.startswith("AWS_")}
+    # Bedrock signs with the AWS chain's first link: these credentials, for the fake.
+    env.update(
+        HOME=tmp,
+        ONYX_DATA_DIR=os.path.join(tmp, "data"),
+        AWS_ACCESS_KEY_ID=urls["awsAccessKeyId"],
+        AWS_SECRET_ACCESS_KEY=urls["awsSecretAccessKey"],
+        AWS_EC2_METADATA_DISABLED="true",
+    )
     onyx = subprocess.Popen(
         [os.environ["ONYX_BIN"], "serve", "--config", config, "--listen", "127.0.0.1:0"],
         stdout=subprocess.PIPE,

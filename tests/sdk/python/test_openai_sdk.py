@@ -9,7 +9,8 @@ import pytest
 from conftest import ONYX_KEY
 
 # azure/gpt-4o-mini: Azure OpenAI, the model mapped to the fake-echo deployment;
-# gemini/ and vertex/: Google's generateContent (API key; static access token).
+# gemini/ and vertex/: Google's generateContent (API key; static access token);
+# bedrock/: AWS Bedrock's Converse API, SigV4-signed (an inference-profile-style id too).
 PROVIDERS = [
     "openai/fake-echo",
     "anthropic/fake-echo",
@@ -17,6 +18,8 @@ PROVIDERS = [
     "azure/gpt-4o-mini",
     "gemini/fake-echo",
     "vertex/fake-echo",
+    "bedrock/fake-echo",
+    "bedrock/us.anthropic.fake-echo:0",
 ]
 TOOLS = [
     {
@@ -60,7 +63,8 @@ def test_streaming_with_usage(client, model):
 
 @pytest.mark.parametrize(
     "model",
-    ["openai/fake-tools", "anthropic/fake-tools", "ollama/fake-tools", "azure/fake-tools", "gemini/fake-tools", "vertex/fake-tools"],
+    ["openai/fake-tools", "anthropic/fake-tools", "ollama/fake-tools", "azure/fake-tools", "gemini/fake-tools", "vertex/fake-tools",
+     "bedrock/us.anthropic.fake-tools:0"],
 )
 def test_tool_calls(client, model):
     messages = [{"role": "user", "content": "tokyo"}]
@@ -74,7 +78,7 @@ def test_tool_calls(client, model):
     assert second.choices[0].message.content == "tool said: clear skies"
 
 
-@pytest.mark.parametrize("model", ["anthropic/fake-tools", "azure/fake-tools", "gemini/fake-tools"])
+@pytest.mark.parametrize("model", ["anthropic/fake-tools", "azure/fake-tools", "gemini/fake-tools", "bedrock/fake-tools"])
 def test_streamed_tool_calls_accumulate(client, model):
     stream = client.chat.completions.create(
         model=model, messages=[{"role": "user", "content": "oslo"}], tools=TOOLS, stream=True
@@ -91,7 +95,7 @@ def test_streamed_tool_calls_accumulate(client, model):
 
 def test_models_list(client):
     ids = {m.id for m in client.models.list()}
-    assert {"openai/fake-echo", "anthropic/fake-echo", "ollama/fake-echo:latest"} <= ids
+    assert {"openai/fake-echo", "anthropic/fake-echo", "ollama/fake-echo:latest", "bedrock/fake-echo"} <= ids
 
 
 @pytest.mark.parametrize("model", ["openai/fake-embed", "ollama/fake-embed"])

@@ -16,7 +16,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::providers::ProviderError;
-use crate::providers::types::{ChatRequest, Content, ContentPart, Message, Role, ToolChoice};
+use crate::providers::types::{ChatRequest, Content, ContentPart, Message, Role, ToolChoice, push_turn};
 
 const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// The user turn put before a conversation that starts with the assistant.
@@ -57,10 +57,7 @@ pub fn messages_request(request: &ChatRequest, model: &str, stream: bool) -> Res
         if blocks.is_empty() {
             continue;
         }
-        match turns.last_mut() {
-            Some((last_role, last_blocks)) if *last_role == role => last_blocks.extend(blocks),
-            _ => turns.push((role, blocks)),
-        }
+        push_turn(&mut turns, role, blocks);
     }
     if turns.is_empty() {
         return Err(ProviderError::InvalidRequest(

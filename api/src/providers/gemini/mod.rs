@@ -245,12 +245,7 @@ impl Provider for Gemini {
         _: &'a str,
         _: &'a EmbeddingsCall,
     ) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        let message = format!(
-            "provider {:?} ({}) does not serve /v1/embeddings through Onyx yet; use an OpenAI-compatible or Ollama provider",
-            self.name,
-            self.kind.as_str()
-        );
-        async move { Err(ProviderError::Unsupported(message)) }.boxed()
+        super::no_embeddings(&self.name, self.kind)
     }
 
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {

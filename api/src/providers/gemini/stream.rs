@@ -128,18 +128,8 @@ impl StreamTranslator {
 
     /// After the body ended: the usage chunk, or the error of a cut-off stream.
     pub fn finish(&mut self) -> Result<Vec<Value>, ProviderError> {
-        if !self.finished {
-            return Err(ProviderError::Connect {
-                provider: self.provider.clone(),
-                detail: "the stream ended before a finishReason".into(),
-            });
-        }
-        Ok(self
-            .usage
-            .take()
-            .map(|u| self.chunks.usage(u))
-            .into_iter()
-            .collect())
+        self.chunks
+            .ending(&self.provider, self.finished, self.usage.take(), "a finishReason")
     }
 }
 

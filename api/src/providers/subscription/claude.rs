@@ -35,6 +35,7 @@ pub fn provider(config: &ProviderConfig) -> CliProvider<Claude> {
 
 impl Dialect for Claude {
     const KIND: ProviderKind = ProviderKind::ClaudeSubscription;
+    const CLI: &'static str = "claude";
     const PROGRAM: &'static str = "Claude Code";
     const DEFAULT_COMMAND: &'static str = "claude";
     const MODELS: &'static [&'static str] = &["sonnet", "opus", "haiku"];

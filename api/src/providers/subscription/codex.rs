@@ -40,6 +40,7 @@ fn toml_string(text: &str) -> String {
 
 impl Dialect for Codex {
     const KIND: ProviderKind = ProviderKind::Codex;
+    const CLI: &'static str = "codex";
     const PROGRAM: &'static str = "Codex";
     const DEFAULT_COMMAND: &'static str = "codex";
     const MODELS: &'static [&'static str] = &["gpt-5.1-codex", "gpt-5.1"];

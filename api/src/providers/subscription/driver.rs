@@ -1,15 +1,20 @@
-//! The [`Provider`] every subscription CLI shares: one run per request from
-//! the pool, the request written to stdin, the CLI's JSON lines turned into
-//! a `chat.completion` or its chunks by the CLI's [`Dialect`].
+//! The [`Provider`] the one-run-per-request CLIs share: one run per request
+//! from the pool, the request written to stdin, the CLI's JSON lines turned
+//! into [`Step`]s by the CLI's [`Dialect`]; and how any subscription
+//! provider's steps become a `chat.completion` or its chunks
+//! ([`answer_json`], [`answer_stream`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use futures::future::BoxFuture;
+use futures::stream::BoxStream;
 use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::process::{Run, Spawn};
+use super::sealed::{self, Lease};
 use super::{Supervisor, prompt};
 use crate::config::{ProviderConfig, ProviderKind};
 use crate::providers::types::{AssistantMessage, Choice, ChunkFactory, Completion, Delta, Usage, unix_now};
@@ -29,6 +34,8 @@ pub enum Step {
 /// How one CLI is started, sent a request and read.
 pub trait Dialect: Send + Sync + 'static {
     const KIND: ProviderKind;
+    /// The CLI's name, as in its config dir `{dataDir}/subscriptions/{cli}/`.
+    const CLI: &'static str;
     /// The program's name in messages ("Claude Code").
     const PROGRAM: &'static str;
     /// The program started when the config names none.
@@ -43,10 +50,8 @@ pub trait Dialect: Send + Sync + 'static {
 }
 
 pub struct CliProvider<D> {
-    name: String,
+    settings: Settings,
     command: String,
-    timeout: Duration,
-    models: Vec<String>,
     supervisor: Arc<Supervisor>,
     dialect: Arc<D>,
 }
@@ -54,13 +59,11 @@ pub struct CliProvider<D> {
 impl<D: Dialect> CliProvider<D> {
     pub fn new(config: &ProviderConfig, dialect: D) -> Self {
         Self {
-            name: config.name.clone(),
+            settings: Settings::new(config),
             command: config
                 .command
                 .clone()
                 .unwrap_or_else(|| D::DEFAULT_COMMAND.into()),
-            timeout: config.timeout,
-            models: config.models.clone(),
             supervisor: Arc::new(Supervisor::new()),
             dialect: Arc::new(dialect),
         }
@@ -71,7 +74,7 @@ impl<D: Dialect> CliProvider<D> {
         &self,
         model: &str,
         call: &ChatCall,
-    ) -> Result<(Run, OwnedSemaphorePermit), ProviderError> {
+    ) -> Result<(Run, Lease, OwnedSemaphorePermit), ProviderError> {
         let prompt =
             prompt::render(&call.request, D::KIND.as_str()).map_err(ProviderError::InvalidRequest)?;
         let permit = self
@@ -80,6 +83,7 @@ impl<D: Dialect> CliProvider<D> {
             .await
             .ok_or_else(|| self.unreachable("the pool is closed".into()))?;
         let spawn = self.dialect.spawn(&self.command, model, &prompt.system);
+        let lease = sealed::lease(D::CLI);
         let mut run = Run::start(spawn).map_err(|err| {
             self.supervisor.died();
             self.unreachable(format!("cannot start {:?}: {err}", self.command))
@@ -89,12 +93,12 @@ impl<D: Dialect> CliProvider<D> {
             let ended = run.ended().await;
             return Err(self.unreachable(format!("cannot write the request: {err} ({ended})")));
         }
-        Ok((run, permit))
+        Ok((run, lease, permit))
     }
 
     fn unreachable(&self, detail: String) -> ProviderError {
         ProviderError::Connect {
-            provider: self.name.clone(),
+            provider: self.settings.name.clone(),
             detail,
         }
     }
@@ -133,65 +137,197 @@ impl<D: Dialect> Reader<D> {
 }
 
 impl<D: Dialect> CliProvider<D> {
-    fn reader(&self) -> Reader<D> {
-        Reader {
-            name: self.name.clone(),
+    /// The answer of a run started for the request, step by step.
+    async fn run_steps(&self, model: &str, call: &ChatCall) -> Result<Steps, ProviderError> {
+        let (mut run, lease, permit) = self.start(model, call).await?;
+        let reader = Reader {
+            name: self.settings.name.clone(),
             supervisor: self.supervisor.clone(),
             dialect: self.dialect.clone(),
+        };
+        Ok(Box::pin(async_stream::stream! {
+            let _permit = permit;
+            loop {
+                match reader.next(&mut run).await {
+                    Step::Skip => {}
+                    done @ Step::Done { .. } => {
+                        reader.supervisor.answered();
+                        yield done;
+                        run.finish().await;
+                        // Sealed again (a token refreshed during the run included).
+                        drop(lease);
+                        return;
+                    }
+                    failed @ Step::Failed(_) => {
+                        yield failed;
+                        drop(run);
+                        drop(lease);
+                        return;
+                    }
+                    text => yield text,
+                }
+            }
+        }))
+    }
+}
+
+/// An answer as it arrives; it ends after [`Step::Done`] or [`Step::Failed`]
+/// (and after its source has cleaned up, so readers drain it to the end).
+pub type Steps = BoxStream<'static, Step>;
+
+/// The whole answer as a `chat.completion`, within `timeout`.
+pub async fn answer_json(
+    name: &str,
+    model: &str,
+    timeout: Duration,
+    mut steps: Steps,
+) -> Result<Value, ProviderError> {
+    let answer = async {
+        let mut text = String::new();
+        loop {
+            match steps.next().await {
+                Some(Step::Text(piece)) => text.push_str(&piece),
+                Some(Step::Done { usage, finish }) => return Ok((text, usage, finish)),
+                Some(Step::Failed(err)) => return Err(err),
+                Some(Step::Skip) => {}
+                None => return Err(ended_early(name)),
+            }
+        }
+    };
+    let (text, usage, finish) = crate::providers::within(name, timeout, answer, |e| e).await?;
+    while steps.next().await.is_some() {}
+    let completion = Completion {
+        id: completion_id(),
+        object: "chat.completion",
+        created: unix_now(),
+        model: model.to_string(),
+        choices: vec![Choice {
+            index: 0,
+            message: AssistantMessage {
+                role: "assistant",
+                content: Some(text),
+                tool_calls: None,
+                refusal: None,
+            },
+            finish_reason: finish,
+            logprobs: None,
+        }],
+        usage,
+    };
+    serde_json::to_value(completion).map_err(|err| ProviderError::BadResponse {
+        provider: name.to_string(),
+        detail: err.to_string(),
+    })
+}
+
+/// The answer as `chat.completion.chunk`s; an error before the first word
+/// (within `timeout`) is the response's status, not a broken stream.
+pub async fn answer_stream(
+    name: &str,
+    model: &str,
+    timeout: Duration,
+    mut steps: Steps,
+) -> Result<ChunkStream, ProviderError> {
+    let first = async {
+        loop {
+            match steps.next().await {
+                Some(Step::Skip) => {}
+                Some(step) => return Ok(step),
+                None => return Err(ended_early(name)),
+            }
+        }
+    };
+    let first = crate::providers::within(name, timeout, first, |e| e).await?;
+    if let Step::Failed(err) = first {
+        return Err(err);
+    }
+    let factory = ChunkFactory::new(completion_id(), model.to_string());
+    let name = name.to_string();
+    let chunks = async_stream::stream! {
+        let role = Delta { role: Some("assistant"), content: Some(String::new()), tool_calls: None };
+        yield Ok(factory.delta(role, None));
+        let mut pending = Some(first);
+        loop {
+            let next = match pending.take() {
+                Some(step) => Some(step),
+                None => steps.next().await,
+            };
+            match next {
+                Some(Step::Text(text)) => {
+                    let delta = Delta { content: Some(text), ..Delta::default() };
+                    yield Ok(factory.delta(delta, None));
+                }
+                Some(Step::Done { usage, finish }) => {
+                    yield Ok(factory.delta(Delta::default(), Some(finish)));
+                    // Always: the router records it and drops it for a client that did not ask.
+                    yield Ok(factory.usage(usage));
+                    while steps.next().await.is_some() {}
+                    return;
+                }
+                Some(Step::Failed(err)) => {
+                    yield Err(err);
+                    return;
+                }
+                Some(Step::Skip) => {}
+                None => {
+                    yield Err(ended_early(&name));
+                    return;
+                }
+            }
+        }
+    };
+    Ok(Box::pin(chunks) as ChunkStream)
+}
+
+/// A source that ended without saying the answer was done or failed.
+fn ended_early(name: &str) -> ProviderError {
+    ProviderError::BadResponse {
+        provider: name.to_string(),
+        detail: "the answer ended before it was complete".into(),
+    }
+}
+
+/// A subscription provider: its answer to a request as [`Steps`]; the
+/// [`Provider`] around it is the same for every CLI.
+pub trait Answers: Send + Sync + 'static {
+    const KIND: ProviderKind;
+    /// The models listed when the config names none.
+    const MODELS: &'static [&'static str];
+    fn settings(&self) -> &Settings;
+    fn steps<'a>(&'a self, model: &'a str, call: &'a ChatCall)
+    -> BoxFuture<'a, Result<Steps, ProviderError>>;
+}
+
+/// What every subscription provider takes from its config.
+pub struct Settings {
+    pub name: String,
+    pub timeout: Duration,
+    pub models: Vec<String>,
+}
+
+impl Settings {
+    pub fn new(config: &ProviderConfig) -> Self {
+        Self {
+            name: config.name.clone(),
+            timeout: config.timeout,
+            models: config.models.clone(),
         }
     }
 }
 
-impl<D: Dialect> Provider for CliProvider<D> {
+impl<A: Answers> Provider for A {
     fn name(&self) -> &str {
-        &self.name
+        &self.settings().name
     }
 
     fn kind(&self) -> ProviderKind {
-        D::KIND
+        A::KIND
     }
 
     fn chat<'a>(&'a self, model: &'a str, call: &'a ChatCall) -> BoxFuture<'a, Result<Value, ProviderError>> {
         Box::pin(async move {
-            let (mut run, _permit) = self.start(model, call).await?;
-            let reader = self.reader();
-            let answer = async {
-                let mut text = String::new();
-                loop {
-                    match reader.next(&mut run).await {
-                        Step::Text(piece) => text.push_str(&piece),
-                        Step::Done { usage, finish } => return Ok((text, usage, finish)),
-                        Step::Failed(err) => return Err(err),
-                        Step::Skip => {}
-                    }
-                }
-            };
-            let (text, usage, finish) =
-                crate::providers::within(&self.name, self.timeout, answer, |e| e).await?;
-            self.supervisor.answered();
-            run.finish().await;
-            let completion = Completion {
-                id: completion_id(),
-                object: "chat.completion",
-                created: unix_now(),
-                model: model.to_string(),
-                choices: vec![Choice {
-                    index: 0,
-                    message: AssistantMessage {
-                        role: "assistant",
-                        content: Some(text),
-                        tool_calls: None,
-                        refusal: None,
-                    },
-                    finish_reason: finish,
-                    logprobs: None,
-                }],
-                usage,
-            };
-            serde_json::to_value(completion).map_err(|err| ProviderError::BadResponse {
-                provider: self.name.clone(),
-                detail: err.to_string(),
-            })
+            let steps = self.steps(model, call).await?;
+            answer_json(&self.settings().name, model, self.settings().timeout, steps).await
         })
     }
 
@@ -201,47 +337,8 @@ impl<D: Dialect> Provider for CliProvider<D> {
         call: &'a ChatCall,
     ) -> BoxFuture<'a, Result<ChunkStream, ProviderError>> {
         Box::pin(async move {
-            let (mut run, permit) = self.start(model, call).await?;
-            let reader = self.reader();
-            // Errors before the first word are the response's status, not a broken stream.
-            let first = async { Ok(reader.next(&mut run).await) };
-            let first = crate::providers::within(&self.name, self.timeout, first, |e| e).await?;
-            if let Step::Failed(err) = first {
-                return Err(err);
-            }
-            let factory = ChunkFactory::new(completion_id(), model.to_string());
-            let chunks = async_stream::stream! {
-                let _permit = permit;
-                let role = Delta { role: Some("assistant"), content: Some(String::new()), tool_calls: None };
-                yield Ok(factory.delta(role, None));
-                let mut pending = Some(first);
-                loop {
-                    let next = match pending.take() {
-                        Some(step) => step,
-                        None => reader.next(&mut run).await,
-                    };
-                    match next {
-                        Step::Text(text) => {
-                            let delta = Delta { content: Some(text), ..Delta::default() };
-                            yield Ok(factory.delta(delta, None));
-                        }
-                        Step::Done { usage, finish } => {
-                            reader.supervisor.answered();
-                            yield Ok(factory.delta(Delta::default(), Some(finish)));
-                            // Always: the router records it and drops it for a client that did not ask.
-                            yield Ok(factory.usage(usage));
-                            run.finish().await;
-                            return;
-                        }
-                        Step::Failed(err) => {
-                            yield Err(err);
-                            return;
-                        }
-                        Step::Skip => {}
-                    }
-                }
-            };
-            Ok(Box::pin(chunks) as ChunkStream)
+            let steps = self.steps(model, call).await?;
+            answer_stream(&self.settings().name, model, self.settings().timeout, steps).await
         })
     }
 
@@ -250,15 +347,33 @@ impl<D: Dialect> Provider for CliProvider<D> {
         _model: &'a str,
         _call: &'a EmbeddingsCall,
     ) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        unsupported(&self.name, "embeddings")
+        unsupported(&self.settings().name, "embeddings")
     }
 
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
-        let models = if self.models.is_empty() {
-            D::MODELS.iter().map(|m| m.to_string()).collect()
+        let configured = &self.settings().models;
+        let models = if configured.is_empty() {
+            A::MODELS.iter().map(|m| m.to_string()).collect()
         } else {
-            self.models.clone()
+            configured.clone()
         };
         Box::pin(async move { Ok(models) })
+    }
+}
+
+impl<D: Dialect> Answers for CliProvider<D> {
+    const KIND: ProviderKind = D::KIND;
+    const MODELS: &'static [&'static str] = D::MODELS;
+
+    fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    fn steps<'a>(
+        &'a self,
+        model: &'a str,
+        call: &'a ChatCall,
+    ) -> BoxFuture<'a, Result<Steps, ProviderError>> {
+        Box::pin(self.run_steps(model, call))
     }
 }

@@ -1,22 +1,27 @@
 //! Subscription providers: models the user already pays for through a
 //! vendor's own program (Claude Code for Claude Pro/Max, the Codex CLI for
-//! ChatGPT Plus/Pro), driven in its
+//! ChatGPT Plus/Pro, the Copilot CLI for GitHub Copilot), driven in its
 //! headless JSON mode with its own tools off, so Onyx's agent loop stays in
 //! charge. Never the vendor's OAuth tokens replayed against an API.
 //!
-//! The CLIs fix the model and system prompt when they start and keep one
-//! conversation per process, while chat completions are stateless, so each
-//! request is one short-lived run (the way the vendors' Agent SDKs use them),
-//! bounded by a pool of [`POOL_SIZE`] runs per provider. A run that dies
-//! before answering makes the next start wait a backoff; shutdown kills every
-//! run still alive ([`stop_all`]). Credentials live in the CLI's config dir
-//! under the data dir, `{dataDir}/subscriptions/{cli}/`.
+//! Claude Code and Codex fix the model and system prompt when they start and
+//! keep one conversation per process, while chat completions are stateless,
+//! so each request is one short-lived run (the way the vendors' Agent SDKs
+//! use them), bounded by a pool of [`POOL_SIZE`] runs per provider. The
+//! Copilot CLI's JSON-RPC protocol holds many sessions per process, so it is
+//! one long-lived process per provider with a session per request. A process
+//! that dies before answering makes the next start wait a backoff; shutdown
+//! kills every one still alive ([`stop_all`]). Credentials live in the CLI's
+//! config dir under the data dir, `{dataDir}/subscriptions/{cli}/`.
 
 pub mod claude;
 pub mod codex;
+pub mod copilot;
 mod driver;
 mod process;
 mod prompt;
+mod rpc;
+pub mod sealed;
 pub mod status;
 
 use std::path::{Path, PathBuf};
@@ -38,6 +43,15 @@ static DATA_DIR: OnceLock<PathBuf> = OnceLock::new();
 /// Where the CLIs keep their credentials: set once at startup.
 pub fn set_data_dir(dir: &Path) {
     let _ = DATA_DIR.set(dir.to_path_buf());
+}
+
+/// Seals every CLI's plaintext credential files with the startup vault
+/// (`onyx serve` at start and after [`stop_all`]); how many it sealed.
+pub fn seal_at_rest() -> usize {
+    match (sealed::vault(), DATA_DIR.get()) {
+        (Some(vault), Some(dir)) => sealed::seal_all(&vault, dir),
+        _ => 0,
+    }
 }
 
 /// The config dir of `cli` (`claude`, `codex`, `copilot`) under `data_dir`.
@@ -108,6 +122,8 @@ pub fn sign_in(kind: &str) -> Option<status::SubscriptionStatus> {
         "claude"
     } else if kind == ProviderKind::Codex.as_str() {
         "codex"
+    } else if kind == ProviderKind::Copilot.as_str() {
+        "copilot"
     } else {
         return None;
     };

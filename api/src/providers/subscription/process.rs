@@ -1,8 +1,9 @@
-//! One run of a vendor CLI: a child in its own process group (so whatever it
-//! starts ends with it), stdin for the request line, stdout read as JSON
-//! lines, the last lines of stderr kept for the log. Every live group is
-//! listed so shutdown can end them all ([`stop_all`]); dropping a run kills
-//! its group.
+//! A vendor CLI's process: a child in its own process group (so whatever it
+//! starts ends with it), the last lines of its stderr kept for the log
+//! ([`Group`]); and one run of a one-request CLI on top of it ([`Run`]):
+//! stdin for the request line, stdout read as JSON lines. Every live group
+//! is listed so shutdown can end them all ([`stop_all`]); dropping a group
+//! kills it.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::path::PathBuf;
@@ -31,13 +32,19 @@ pub struct Spawn {
 }
 
 pub struct Run {
-    child: Box<dyn ChildWrapper>,
+    group: Group,
     lines: Lines<BufReader<ChildStdout>>,
-    pid: u32,
-    stderr: Arc<Mutex<VecDeque<String>>>,
 }
 
-impl Run {
+/// A child started from a [`Spawn`] in its own process group, listed for
+/// [`stop_all`], the last lines of its stderr kept.
+pub struct Group {
+    pub child: Box<dyn ChildWrapper>,
+    pub pid: u32,
+    pub stderr: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl Group {
     pub fn start(spawn: Spawn) -> std::io::Result<Self> {
         std::fs::create_dir_all(&spawn.cwd)?;
         let mut cmd = tokio::process::Command::new(&spawn.program);
@@ -53,10 +60,6 @@ impl Run {
         wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
         let mut child = wrapped.spawn()?;
         let pid = child.id().unwrap_or_default();
-        let stdout = child
-            .stdout()
-            .take()
-            .ok_or_else(|| std::io::Error::other("the child has no stdout"))?;
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
         if let Some(pipe) = child.stderr().take() {
             let tail = stderr.clone();
@@ -75,21 +78,56 @@ impl Run {
         if let Ok(mut live) = LIVE.lock() {
             live.insert(pid);
         }
+        Ok(Self { child, pid, stderr })
+    }
+
+    /// How the child ended (waiting a moment for it), with its last stderr lines.
+    pub async fn ended(&mut self) -> String {
+        let status = match tokio::time::timeout(EXIT_WAIT, self.child.wait()).await {
+            Ok(Ok(status)) => status.to_string(),
+            Ok(Err(err)) => err.to_string(),
+            Err(_) => "still running".to_string(),
+        };
+        let tail = self
+            .stderr
+            .lock()
+            .map(|t| t.iter().cloned().collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default();
+        format!("{status}; stderr: {tail}")
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Ok(mut live) = LIVE.lock() {
+            live.remove(&self.pid);
+        }
+        // KillOnDrop ends the group of a child that has not exited.
+    }
+}
+
+impl Run {
+    pub fn start(spawn: Spawn) -> std::io::Result<Self> {
+        let mut group = Group::start(spawn)?;
+        let stdout = group
+            .child
+            .stdout()
+            .take()
+            .ok_or_else(|| std::io::Error::other("the child has no stdout"))?;
         Ok(Self {
-            child,
             lines: BufReader::new(stdout).lines(),
-            pid,
-            stderr,
+            group,
         })
     }
 
     pub fn pid(&self) -> u32 {
-        self.pid
+        self.group.pid
     }
 
     /// Writes `line` and closes stdin: one request per run.
     pub async fn send(&mut self, line: &str) -> std::io::Result<()> {
         let mut stdin = self
+            .group
             .child
             .stdin()
             .take()
@@ -108,7 +146,7 @@ impl Run {
             match self.lines.next_line().await {
                 Ok(Some(line)) => match serde_json::from_str::<Value>(&line) {
                     Ok(value @ Value::Object(_)) => return Some(value),
-                    _ => tracing::debug!(pid = self.pid, %line, "subscription CLI: not a JSON line"),
+                    _ => tracing::debug!(pid = self.group.pid, %line, "subscription CLI: not a JSON line"),
                 },
                 Ok(None) | Err(_) => return None,
             }
@@ -117,33 +155,17 @@ impl Run {
 
     /// How the child ended (waiting a moment for it), with its last stderr lines.
     pub async fn ended(&mut self) -> String {
-        let status = match tokio::time::timeout(EXIT_WAIT, self.child.wait()).await {
-            Ok(Ok(status)) => status.to_string(),
-            Ok(Err(err)) => err.to_string(),
-            Err(_) => "still running".to_string(),
-        };
-        let tail = self
-            .stderr
-            .lock()
-            .map(|t| t.iter().cloned().collect::<Vec<_>>().join("\n"))
-            .unwrap_or_default();
-        format!("{status}; stderr: {tail}")
+        self.group.ended().await
     }
 
     /// Waits for a clean exit after the answer; a CLI that lingers is killed.
     pub async fn finish(mut self) {
-        if tokio::time::timeout(EXIT_WAIT, self.child.wait()).await.is_err() {
-            let _ = Box::into_pin(self.child.kill()).await;
+        if tokio::time::timeout(EXIT_WAIT, self.group.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = Box::into_pin(self.group.child.kill()).await;
         }
-    }
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        if let Ok(mut live) = LIVE.lock() {
-            live.remove(&self.pid);
-        }
-        // KillOnDrop ends the group of a child that has not exited.
     }
 }
 

@@ -1,5 +1,7 @@
 //! Whether a subscription CLI is signed in, read from the credential files it
-//! keeps in its config dir under the data dir (Onyx never holds the tokens).
+//! keeps in its config dir under the data dir: the plaintext while the CLI
+//! runs, else the sealed form ([`sealed`](super::sealed)). Onyx sends the
+//! tokens nowhere; only the CLI uses them.
 
 use std::path::Path;
 
@@ -21,7 +23,7 @@ pub struct SubscriptionStatus {
 /// The status of `cli` whose config dir is `home`, at `now_ms` (Unix ms).
 pub fn status(cli: &'static str, home: &Path, now_ms: u64) -> SubscriptionStatus {
     let read = |name: &str| -> Option<Value> {
-        let text = std::fs::read_to_string(home.join(name)).ok()?;
+        let text = super::sealed::read(cli, home, name)?;
         serde_json::from_str(&text).ok()
     };
     let mut status = SubscriptionStatus {
@@ -40,6 +42,20 @@ pub fn status(cli: &'static str, home: &Path, now_ms: u64) -> SubscriptionStatus
             || auth["OPENAI_API_KEY"].as_str().is_some_and(|k| !k.is_empty());
         status.connected = signed_in;
         status.account = tokens["account_id"].as_str().map(str::to_string);
+        return status;
+    }
+    if cli == "copilot" {
+        // The Copilot CLI without a system keychain (a server, a container):
+        // `config.json` holds the tokens by host and login, and the last account.
+        let Some(config) = read("config.json") else {
+            return status;
+        };
+        status.connected = config["copilot_tokens"]
+            .as_object()
+            .is_some_and(|tokens| tokens.values().any(|t| t.as_str().is_some_and(|t| !t.is_empty())));
+        status.account = config["last_logged_in_user"]["login"]
+            .as_str()
+            .map(str::to_string);
         return status;
     }
     if cli == "claude" {
@@ -110,6 +126,29 @@ mod tests {
         assert!(!expired.connected && expired.expired);
         let fresh = status("claude", dir.path(), 100);
         assert!(fresh.connected && !fresh.expired);
+    }
+
+    #[test]
+    fn copilot_is_connected_by_the_tokens_in_its_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!status("copilot", dir.path(), 0).connected);
+        write(
+            dir.path(),
+            "config.json",
+            json!({"copilot_tokens": {}, "banner": "never"}),
+        );
+        assert!(!status("copilot", dir.path(), 0).connected);
+        write(
+            dir.path(),
+            "config.json",
+            json!({
+                "last_logged_in_user": {"host": "https://github.com", "login": "octocat"},
+                "copilot_tokens": {"https://github.com:octocat": "gho_x"},
+            }),
+        );
+        let signed_in = status("copilot", dir.path(), 0);
+        assert!(signed_in.connected);
+        assert_eq!(signed_in.account.as_deref(), Some("octocat"));
     }
 
     #[test]

@@ -91,6 +91,11 @@ impl Onyx {
             "ONYX_CONFIG",
             "ONYX_API_KEY",
             "ONYX_DATA_DIR",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN",
+            "AWS_PROFILE",
+            "AWS_BEARER_TOKEN_BEDROCK",
         ] {
             cmd.env_remove(var);
         }
