@@ -8,7 +8,7 @@
 // tests/run) and /usr/bin/chromium.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
+import { chmodSync, mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -73,6 +73,28 @@ async function stopOnyx(server) {
 const api = (path, init = {}) =>
 	fetch(`${onyx.url}${path}`, { ...init, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...(init.headers ?? {}) } });
 
+/**
+ * A stand-in for `codex login --device-auth` (the real sign-in needs OpenAI's
+ * servers): prints a URL and a code as the CLI does, then signs in.
+ */
+function signInStandIn() {
+	const file = join(mkdtempSync(join(tmpdir(), 'onyx-ui-sign-in-')), 'codex.mjs');
+	writeFileSync(
+		file,
+		`#!/usr/bin/env node
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+if (process.argv.slice(2).join(' ') !== 'login --device-auth') process.exit(2);
+console.log('1. Open https://auth.openai.com/codex/device\\n2. Enter this one-time code K7QP-2XWB');
+setTimeout(() => {
+  writeFileSync(join(process.env.CODEX_HOME, 'auth.json'), JSON.stringify({ tokens: { refresh_token: 'rt-ui', account_id: 'acct-ui' } }));
+}, 2000);
+`
+	);
+	chmodSync(file, 0o755);
+	return file;
+}
+
 before(async () => {
 	assert.ok(ONYX && FAKES, 'ONYX_BIN and FAKE_UPSTREAM_BIN must be set (tests/run does)');
 	assert.ok(process.env.MCP_TIME_BIN, 'MCP_TIME_BIN (a real MCP server) must be set (tests/run does)');
@@ -83,7 +105,10 @@ before(async () => {
 	const hash = hashPassword(PASSWORD);
 	config = `{
 		gateway: { auth: { apiKeys: ["${KEY}"], passwordHash: "${hash}" } },
-		providers: { openai: { type: "openai", baseUrl: "${fakes.openai}", apiKey: "\${FAKE_KEY}" } },
+		providers: {
+			openai: { type: "openai", baseUrl: "${fakes.openai}", apiKey: "\${FAKE_KEY}" },
+			chatgpt: { type: "codex", command: "${signInStandIn()}" },
+		},
 		usage: { prices: { "openai/fake-echo": { input: 1000, output: 2000 } } },
 		agents: {
 			defaults: { model: "openai/fake-echo", permissionMode: "allow-all" },
@@ -333,7 +358,7 @@ test('sessions, memory, agents, tasks, config, logs and status pages work', asyn
 
 	// Config: providers with a live test; a key shown once, listed, revoked.
 	await page.getByRole('link', { name: 'Config' }).click();
-	const provider = page.getByTestId('provider').filter({ hasText: 'openai' });
+	const provider = page.getByTestId('provider').filter({ hasText: 'openai · config file' });
 	await provider.getByRole('button', { name: 'Test connection' }).click();
 	await provider.getByText(/models · \d+ ms/).waitFor();
 	await page.getByLabel('Name').fill('laptop');
@@ -378,6 +403,17 @@ test('sessions, memory, agents, tasks, config, logs and status pages work', asyn
 	await shot(page, 'config');
 	await alias.getByRole('button', { name: 'Remove' }).click();
 	await alias.waitFor({ state: 'detached' });
+
+	// A subscription provider signs in from here: the CLI's own device sign-in
+	// (a stand-in, since the real one needs OpenAI's servers) shows its URL and
+	// code, and the page follows it until connected.
+	const subscription = page.getByTestId('provider').filter({ hasText: 'chatgpt' });
+	await subscription.getByText('Not signed in').waitFor();
+	await subscription.getByRole('button', { name: 'Sign in' }).click();
+	await subscription.getByTestId('sign-in-code').getByText('K7QP-2XWB').waitFor();
+	assert.equal(await subscription.getByTestId('sign-in-url').getAttribute('href'), 'https://auth.openai.com/codex/device');
+	await subscription.getByTestId('sign-in-result').getByText('Connected ✓ (acct-ui)').waitFor({ timeout: 20000 });
+	await subscription.getByRole('button', { name: 'Sign in again' }).waitFor();
 	page.once('dialog', (dialog) => dialog.accept());
 	await added.getByRole('button', { name: 'Remove' }).click();
 	await added.waitFor({ state: 'detached' });

@@ -26,6 +26,8 @@ const providers = (urls) => `
   codex: { type: "codex", command: "${bin('codex')}", baseUrl: "${urls.openai}", apiKey: "${urls.key}", maxRetries: 0 },
   copilot: { type: "copilot", command: "${bin('copilot')}", baseUrl: "${urls.openai}", apiKey: "${urls.key}", maxRetries: 0 },
   "sealed-codex": { type: "codex", command: "${SEALED_CODEX}", maxRetries: 0 },
+  "device-codex": { type: "codex", command: "${DEVICE_STAND_IN}", maxRetries: 0 },
+  "pasted-claude": { type: "claude-subscription", command: "${DEVICE_STAND_IN}", maxRetries: 0 },
 `;
 const CLIS = [
   { prefix: 'claude-subscription', program: 'claude', name: 'Claude Code', echo: /^echo: [\s\S]*Say hello$/, pieces: 3 },
@@ -52,6 +54,41 @@ if (ok) {
 }
 `);
 chmodSync(SEALED_CODEX, 0o755);
+// A stand-in for the CLIs' own sign-ins, as the UI starts them: Codex's device
+// flow prints a URL and a code, then finishes on its own; Claude Code's prints
+// a URL and waits for the code the page shows to be pasted back.
+const DEVICE_STAND_IN = join(mkdtempSync(join(tmpdir(), 'onyx-device-')), 'sign-in-stand-in.mjs');
+writeFileSync(DEVICE_STAND_IN, `#!/usr/bin/env node
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+const args = process.argv.slice(2).join(' ');
+if (args === 'login --device-auth') {
+  console.log('Follow these steps to sign in:\\n  1. Open \\u001b[94mhttps://auth.openai.com/codex/device\\u001b[0m\\n  2. Enter this one-time code \\u001b[94mK7QP-2XWB\\u001b[0m');
+  setTimeout(() => {
+    writeFileSync(join(process.env.CODEX_HOME, 'auth.json'), JSON.stringify({ tokens: { refresh_token: 'rt-device', account_id: 'acct-device' } }));
+    console.log('Successfully logged in');
+  }, 1500);
+} else if (args === 'auth login --claudeai') {
+  process.stdout.write('Use the url below to sign in:\\n\\nhttps://claude.ai/oauth/authorize?code=true&state=xyz\\n\\nPaste code here if prompted > ');
+  const lines = createInterface({ input: process.stdin });
+  lines.on('line', (code) => {
+    if (code.trim() !== 'pasted-code-42') {
+      console.log('OAuth error: invalid code');
+      process.exit(1);
+    }
+    const home = process.env.CLAUDE_CONFIG_DIR;
+    writeFileSync(join(home, '.credentials.json'), JSON.stringify({ claudeAiOauth: { accessToken: 'a', refreshToken: 'rt-pasted', expiresAt: Date.now() + 3600_000 } }));
+    writeFileSync(join(home, '.claude.json'), JSON.stringify({ oauthAccount: { emailAddress: 'grace@example.com' } }));
+    console.log('Login successful');
+    process.exit(0);
+  });
+} else {
+  console.error('unexpected arguments: ' + args);
+  process.exit(2);
+}
+`);
+chmodSync(DEVICE_STAND_IN, 0o755);
 let stack;
 
 before(async () => {
@@ -221,6 +258,77 @@ test('credential files are sealed at rest, unsealed for a run, and the run still
   // Without the credentials the stand-in refuses: the answer above needed them.
   rmSync(join(home, 'auth.json.sealed'));
   await assert.rejects(ask(), (err) => err.status === 502 && /not signed in/.test(err.message));
+});
+
+test('the UI\'s sign-in: the CLI\'s URL and device code shown, a pasted code passed on, connected and sealed', async () => {
+  const call = async (method, path, body) => {
+    const res = await fetch(`${stack.base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : null };
+  };
+  const until = async (provider, done) => {
+    for (let i = 0; i < 100; i++) {
+      const { body } = await call('GET', `/v1/subscriptions/${provider}/login`);
+      if (done(body)) return body;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.fail(`the sign-in of ${provider} never got there`);
+  };
+  // The device flow: URL and code read from what the CLI printed (colours removed).
+  const started = await call('POST', '/v1/subscriptions/device-codex/login');
+  assert.equal(started.status, 202, JSON.stringify(started.body));
+  assert.equal(started.body.state, 'waiting');
+  const shown = await until('device-codex', (s) => s.url && s.code);
+  assert.equal(shown.url, 'https://auth.openai.com/codex/device');
+  assert.equal(shown.code, 'K7QP-2XWB');
+  assert.equal(shown.accepts_code, false);
+  const connected = await until('device-codex', (s) => s.state !== 'waiting');
+  assert.equal(connected.state, 'connected', JSON.stringify(connected));
+  assert.equal(connected.message, 'acct-device');
+  const home = join(stack.dir, 'data', 'subscriptions', 'codex');
+  assert.ok(!existsSync(join(home, 'auth.json')), 'sealed at rest once connected');
+  assert.ok(!readFileSync(join(home, 'auth.json.sealed'), 'utf8').includes('rt-device'));
+  const listed = await call('GET', '/v1/subscriptions');
+  assert.equal(listed.body.data.find((s) => s.provider === 'device-codex').connected, true);
+  rmSync(join(home, 'auth.json.sealed'));
+
+  // Claude Code's flow: the page's code pasted back; a wrong one fails in words.
+  const claudeHome = join(stack.dir, 'data', 'subscriptions', 'claude');
+  const claudeJson = join(claudeHome, '.claude.json');
+  const kept = existsSync(claudeJson) ? readFileSync(claudeJson, 'utf8') : null;
+  await call('POST', '/v1/subscriptions/pasted-claude/login');
+  const asking = await until('pasted-claude', (s) => s.url);
+  assert.equal(asking.url, 'https://claude.ai/oauth/authorize?code=true&state=xyz');
+  assert.equal(asking.accepts_code, true);
+  const bad = await call('POST', '/v1/subscriptions/pasted-claude/login/code', { code: '' });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.body.error.param, 'code');
+  await call('POST', '/v1/subscriptions/pasted-claude/login/code', { code: 'wrong' });
+  const refused = await until('pasted-claude', (s) => s.state !== 'waiting');
+  assert.equal(refused.state, 'failed');
+  assert.match(refused.message, /without credentials\. OAuth error: invalid code/);
+  await call('POST', '/v1/subscriptions/pasted-claude/login');
+  await until('pasted-claude', (s) => s.url && s.state === 'waiting');
+  const sent = await call('POST', '/v1/subscriptions/pasted-claude/login/code', { code: 'pasted-code-42' });
+  assert.equal(sent.status, 200, JSON.stringify(sent.body));
+  const done = await until('pasted-claude', (s) => s.state !== 'waiting');
+  assert.equal(done.state, 'connected', JSON.stringify(done));
+  assert.equal(done.message, 'grace@example.com');
+  assert.ok(!existsSync(join(claudeHome, '.credentials.json')), 'sealed at rest once connected');
+  rmSync(join(claudeHome, '.credentials.json.sealed'));
+  if (kept === null) rmSync(claudeJson);
+  else writeFileSync(claudeJson, kept);
+
+  // Not a subscription provider, or no sign-in started: a 404 naming it.
+  const notOne = await call('POST', '/v1/subscriptions/nope/login');
+  assert.equal(notOne.status, 404);
+  assert.match(notOne.body.error.message, /no provider "nope"/);
+  const none = await call('DELETE', '/v1/subscriptions/codex/login');
+  assert.equal(none.status, 404);
 });
 
 test('shutdown leaves no CLI process behind', async () => {

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::config::{self, ProviderKind};
+use crate::providers::subscription::device_login::sign_in_command;
 use crate::providers::subscription::status::{SubscriptionStatus, status};
 use crate::providers::subscription::{cli_home, sealed};
 
@@ -37,15 +38,6 @@ impl Cli {
             Self::Claude => ProviderKind::ClaudeSubscription,
             Self::Codex => ProviderKind::Codex,
             Self::Copilot => ProviderKind::Copilot,
-        }
-    }
-
-    /// The CLI's own sign-in, and the variable naming its config dir.
-    fn sign_in(self) -> (&'static [&'static str], &'static str) {
-        match self {
-            Self::Claude => (&["auth", "login", "--claudeai"], "CLAUDE_CONFIG_DIR"),
-            Self::Codex => (&["login", "--device-auth"], "CODEX_HOME"),
-            Self::Copilot => (&["login", "--device-code"], "COPILOT_HOME"),
         }
     }
 }
@@ -82,7 +74,7 @@ pub async fn run(config_path: Option<PathBuf>, cli: Cli, command: Option<String>
         "Signing {name} in (credentials in {}); follow its instructions.",
         home.display()
     );
-    let (args, home_var) = cli.sign_in();
+    let (args, home_var) = sign_in_command(name);
     let mut sign_in = tokio::process::Command::new(&program);
     sign_in.args(args).env(home_var, &home);
     if matches!(cli, Cli::Copilot) {

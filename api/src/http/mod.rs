@@ -79,6 +79,16 @@ pub fn router(app: Arc<App>) -> Router {
             axum::routing::put(providers::put_alias).delete(providers::delete_alias),
         )
         .route("/v1/subscriptions", get(subscriptions::list))
+        .route(
+            "/v1/subscriptions/{name}/login",
+            get(subscriptions::login_state)
+                .post(subscriptions::start_login)
+                .delete(subscriptions::cancel_login),
+        )
+        .route(
+            "/v1/subscriptions/{name}/login/code",
+            post(subscriptions::login_code),
+        )
         .route("/v1/logs", get(console::logs))
         // The loop's rules and who is trusted with what.
         .route("/v1/policy", get(operations::policies))

@@ -76,6 +76,10 @@ pub struct ProviderView {
     pub read_only: bool,
     /// Why this replica cannot use it as stored, if so.
     pub error: Option<String>,
+    /// Subscription providers: the vendor CLI to run (for its sign-in).
+    #[serde(skip)]
+    #[cfg_attr(test, ts(skip))]
+    pub command: Option<String>,
     pub created_at: Option<String>,
     pub updated_at: Option<String>,
 }
@@ -161,6 +165,7 @@ fn view(config: &ProviderConfig, source: Source) -> ProviderView {
         source,
         read_only: source != Source::Api,
         error: None,
+        command: config.command.clone(),
         created_at: None,
         updated_at: None,
     }

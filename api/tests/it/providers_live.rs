@@ -143,7 +143,7 @@ async fn bad_provider_input_is_refused_naming_the_field() {
     let cases = [
         (json!({"type": "openai"}), "name"),
         (json!({"name": "a/b", "type": "openai"}), "name"),
-        (json!({"name": "x", "type": "bedrock"}), "type"),
+        (json!({"name": "x", "type": "watsonx"}), "type"),
         (
             json!({"name": "x", "type": "openai", "baseUrl": "not a url"}),
             "baseUrl",

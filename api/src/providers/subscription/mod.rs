@@ -17,6 +17,7 @@
 pub mod claude;
 pub mod codex;
 pub mod copilot;
+pub mod device_login;
 mod driver;
 mod process;
 mod prompt;
@@ -115,18 +116,28 @@ impl Supervisor {
     }
 }
 
+/// The CLI behind a provider of `kind` (`claude`, `codex`, `copilot`; none for other kinds).
+pub fn cli_for(kind: &str) -> Option<&'static str> {
+    use crate::config::ProviderKind;
+    if kind == ProviderKind::ClaudeSubscription.as_str() {
+        Some("claude")
+    } else if kind == ProviderKind::Codex.as_str() {
+        Some("codex")
+    } else if kind == ProviderKind::Copilot.as_str() {
+        Some("copilot")
+    } else {
+        None
+    }
+}
+
+/// This gateway's config dir of `cli` (see [`cli_home`]).
+pub fn config_home(cli: &str) -> PathBuf {
+    home(cli)
+}
+
 /// The sign-in state of the CLI behind a provider of `kind` (none for other kinds).
 pub fn sign_in(kind: &str) -> Option<status::SubscriptionStatus> {
-    use crate::config::ProviderKind;
-    let cli = if kind == ProviderKind::ClaudeSubscription.as_str() {
-        "claude"
-    } else if kind == ProviderKind::Codex.as_str() {
-        "codex"
-    } else if kind == ProviderKind::Copilot.as_str() {
-        "copilot"
-    } else {
-        return None;
-    };
+    let cli = cli_for(kind)?;
     let now = u64::try_from(crate::clock::now().timestamp_millis()).unwrap_or(0);
     Some(status::status(cli, &home(cli), now))
 }

@@ -34,6 +34,25 @@ export type SubscriptionView = {
 
 export const listSubscriptions = () => get<List<SubscriptionView>>('/v1/subscriptions');
 
+/** A subscription CLI's own sign-in, started from the Config page. */
+export type SignInView = {
+	provider: string;
+	cli: string;
+	state: 'waiting' | 'connected' | 'failed' | 'cancelled';
+	url: string | null;
+	code: string | null;
+	accepts_code: boolean;
+	message: string | null;
+	output: string[];
+};
+
+const loginPath = (provider: string) => `/v1/subscriptions/${segment(provider)}/login`;
+export const startSignIn = (provider: string) => post<SignInView>(loginPath(provider), {});
+export const signInState = (provider: string) => get<SignInView>(loginPath(provider));
+export const sendSignInCode = (provider: string, code: string) =>
+	post<SignInView>(`${loginPath(provider)}/code`, { code });
+export const cancelSignIn = (provider: string) => del<void>(loginPath(provider));
+
 export const addProvider = (input: ProviderInput) => post<ProviderView>('/v1/providers', input);
 
 export const editProvider = (name: string, changes: ProviderInput) =>

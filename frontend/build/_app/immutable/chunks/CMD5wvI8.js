@@ -1,1 +1,0 @@
-import"./xihTtKlq.js";import"./bBlKImyO.js";import{t as e}from"./PYOBdcoA.js";function t(t,n){e(t,{kind:`empty`,get title(){return n.title},get children(){return n.children}})}export{t};
