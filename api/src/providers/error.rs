@@ -36,6 +36,14 @@ pub enum ProviderError {
 }
 
 impl ProviderError {
+    /// An answer from `provider` that Onyx could not read or re-encode.
+    pub fn bad_response(provider: &str, detail: impl ToString) -> Self {
+        Self::BadResponse {
+            provider: provider.to_string(),
+            detail: detail.to_string(),
+        }
+    }
+
     /// 429, 5xx, connection failures and timeouts are transient; others are the caller's.
     pub fn is_retryable(&self) -> bool {
         match self {

@@ -23,6 +23,7 @@ mod openai_compat;
 mod passthrough_routes;
 pub mod registry;
 mod router;
+mod sse;
 pub mod stored;
 pub mod subscription;
 pub mod types;

@@ -13,9 +13,8 @@ pub use response::{finish_reason, stop_reason};
 
 use std::time::Duration;
 
-use eventsource_stream::Eventsource;
+use futures::FutureExt;
 use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
@@ -101,10 +100,7 @@ impl Anthropic {
     }
 
     fn bad_response(&self, detail: impl ToString) -> ProviderError {
-        ProviderError::BadResponse {
-            provider: self.name.clone(),
-            detail: detail.to_string(),
-        }
+        ProviderError::bad_response(&self.name, detail)
     }
 }
 
@@ -169,33 +165,12 @@ impl Provider for Anthropic {
     ) -> BoxFuture<'a, Result<ChunkStream, ProviderError>> {
         async move {
             let body = request::messages_request(&call.request, model, true)?;
-            let response = self.send(self.request(reqwest::Method::POST, "/messages").json(&body)).await?;
+            let response = self
+                .send(self.request(reqwest::Method::POST, "/messages").json(&body))
+                .await?;
             // Always with usage: the router records it and drops it for a client that did not ask.
-            let mut translator = stream::StreamTranslator::new(&self.name, model, true);
-            let name = self.name.clone();
-            let mut events = response.bytes_stream().eventsource();
-            let chunks = async_stream::stream! {
-                while let Some(event) = events.next().await {
-                    let event = match event {
-                        Ok(event) => event,
-                        Err(err) => {
-                            yield Err(ProviderError::BadResponse { provider: name.clone(), detail: err.to_string() });
-                            return;
-                        }
-                    };
-                    match translator.on_event(&event.data) {
-                        Ok(chunks) => for chunk in chunks { yield Ok(chunk) },
-                        Err(err) => { yield Err(err); return; }
-                    }
-                    if translator.done {
-                        return;
-                    }
-                }
-                if !translator.done {
-                    yield Err(ProviderError::Connect { provider: name.clone(), detail: "the stream ended before message_stop".into() });
-                }
-            };
-            Ok(chunks.boxed())
+            let translator = stream::StreamTranslator::new(&self.name, model, true);
+            Ok(super::sse::chunks(&self.name, response, translator))
         }
         .boxed()
     }

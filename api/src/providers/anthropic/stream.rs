@@ -214,6 +214,27 @@ impl StreamTranslator {
     }
 }
 
+impl crate::providers::sse::EventTranslator for StreamTranslator {
+    fn on_event(&mut self, data: &str) -> Result<Vec<Value>, ProviderError> {
+        StreamTranslator::on_event(self, data)
+    }
+
+    fn done(&self) -> bool {
+        self.done
+    }
+
+    /// `message_stop` never came: the answer is cut short, said as an error.
+    fn finish(&mut self) -> Result<Vec<Value>, ProviderError> {
+        if self.done {
+            return Ok(Vec::new());
+        }
+        Err(ProviderError::Connect {
+            provider: self.provider.clone(),
+            detail: "the stream ended before message_stop".into(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -96,12 +96,8 @@ impl Provider for Bedrock {
             let parts = request::converse_request(&call.request)?;
             let send = with_parts!(self.client().await?.converse(), model, parts).send();
             let output = super::within(&self.name, self.timeout, send, |e| self.sdk_error(e)).await?;
-            serde_json::to_value(response::to_completion(&output, model)).map_err(|err| {
-                ProviderError::BadResponse {
-                    provider: self.name.clone(),
-                    detail: err.to_string(),
-                }
-            })
+            serde_json::to_value(response::to_completion(&output, model))
+                .map_err(|err| ProviderError::bad_response(&self.name, err))
         }
         .boxed()
     }

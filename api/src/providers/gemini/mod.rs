@@ -13,9 +13,8 @@ mod stream;
 
 use std::time::Duration;
 
-use eventsource_stream::Eventsource;
+use futures::FutureExt;
 use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
@@ -178,10 +177,7 @@ impl Gemini {
     }
 
     fn bad_response(&self, detail: impl ToString) -> ProviderError {
-        ProviderError::BadResponse {
-            provider: self.name.clone(),
-            detail: detail.to_string(),
-        }
+        ProviderError::bad_response(&self.name, detail)
     }
 }
 
@@ -213,29 +209,8 @@ impl Provider for Gemini {
     ) -> BoxFuture<'a, Result<ChunkStream, ProviderError>> {
         async move {
             let response = self.generate(model, call, true).await?;
-            let mut translator = stream::StreamTranslator::new(&self.name, model);
-            let name = self.name.clone();
-            let mut events = response.bytes_stream().eventsource();
-            let chunks = async_stream::stream! {
-                while let Some(event) = events.next().await {
-                    let event = match event {
-                        Ok(event) => event,
-                        Err(err) => {
-                            yield Err(ProviderError::BadResponse { provider: name.clone(), detail: err.to_string() });
-                            return;
-                        }
-                    };
-                    match translator.on_event(&event.data) {
-                        Ok(chunks) => for chunk in chunks { yield Ok(chunk) },
-                        Err(err) => { yield Err(err); return; }
-                    }
-                }
-                match translator.finish() {
-                    Ok(chunks) => for chunk in chunks { yield Ok(chunk) },
-                    Err(err) => yield Err(err),
-                }
-            };
-            Ok(chunks.boxed())
+            let translator = stream::StreamTranslator::new(&self.name, model);
+            Ok(super::sse::chunks(&self.name, response, translator))
         }
         .boxed()
     }

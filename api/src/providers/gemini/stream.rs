@@ -133,6 +133,16 @@ impl StreamTranslator {
     }
 }
 
+impl crate::providers::sse::EventTranslator for StreamTranslator {
+    fn on_event(&mut self, data: &str) -> Result<Vec<Value>, ProviderError> {
+        StreamTranslator::on_event(self, data)
+    }
+
+    fn finish(&mut self) -> Result<Vec<Value>, ProviderError> {
+        StreamTranslator::finish(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

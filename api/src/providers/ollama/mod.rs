@@ -95,10 +95,7 @@ impl Provider for Ollama {
             let request = translate::chat_request(&call.request, model)?;
             let response = self.within(self.client.send_chat_messages(request)).await?;
             let completion = translate::completion(response, super::completion_id());
-            serde_json::to_value(completion).map_err(|err| ProviderError::BadResponse {
-                provider: self.name.clone(),
-                detail: err.to_string(),
-            })
+            serde_json::to_value(completion).map_err(|err| ProviderError::bad_response(&self.name, err))
         }
         .boxed()
     }

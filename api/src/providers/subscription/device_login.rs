@@ -163,14 +163,13 @@ pub fn cancel(provider: &str) -> bool {
 /// Keeps the CLI's last lines, and the first URL and device code it prints.
 async fn read_output(sign_in: Arc<SignIn>, mut output: Box<dyn AsyncRead + Send + Unpin>) {
     let mut buffer = [0u8; 4096];
-    let mut pending = String::new();
     while let Ok(read) = output.read(&mut buffer).await {
         if read == 0 {
             break;
         }
-        pending.push_str(&String::from_utf8_lossy(&buffer[..read]));
-        // Prompts end without a newline, so each read is taken in whole.
-        let text = std::mem::take(&mut pending);
+        // Prompts end without a newline, so each read is taken in whole (the
+        // CLIs write each message at once).
+        let text = String::from_utf8_lossy(&buffer[..read]);
         let mut view = lock(&sign_in.view);
         for line in strip_ansi(&text)
             .split(['\n', '\r'])
