@@ -22,7 +22,8 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 DURATION=${DURATION:-10s}
 KEY=onyx_sk_bench_key_0000000000
 # BUILD=0 measures the binaries already built (while other work changes the source).
-[ "${BUILD:-1}" = 0 ] || cargo build --release -q -p onyx -p onyx-test-fakes
+# ONLY=paced runs the paced rows alone.
+[ "${BUILD:-1}" = 0 ] || cargo build --release -q -p onyx -p onyx-test-fakes -p onyx-paced
 bin=$CARGO_TARGET_DIR/release
 tmp=$(mktemp -d)
 pids=()
@@ -52,7 +53,8 @@ cat > "$tmp/onyx.json5" <<JSON
     far: { type: "openai", baseUrl: "$far", apiKey: "$upstream_key", maxRetries: 0 },
   } }
 JSON
-ONYX_LOG=warn HOME=$tmp taskset -c 0 "$bin/onyx" serve --config "$tmp/onyx.json5" --listen 127.0.0.1:0 > "$tmp/onyx.out" 2>/dev/null &
+# ONYX_BIN=path measures another build of onyx (an A/B against the same fakes and load).
+ONYX_LOG=warn HOME=$tmp taskset -c 0 "${ONYX_BIN:-$bin/onyx}" serve --config "$tmp/onyx.json5" --listen 127.0.0.1:0 > "$tmp/onyx.out" 2>/dev/null &
 onyx_pid=$!
 pids+=($onyx_pid)
 until grep -q '^listening on' "$tmp/onyx.out" 2>/dev/null; do sleep 0.05; done
@@ -69,6 +71,7 @@ echo "limits: ${LIMITS:-off}"
 echo "onyx idle RSS: $(rss)"
 
 run() { # label base-url model key conns delay-ms description [api]
+  [ "${ONLY:-}" != paced ] || return 0
   BENCH_MODEL=$3 BENCH_KEY=$4 BENCH_DELAY_MS=$6 BENCH_API=${8:-chat} \
     taskset -c 1 wrk -t1 -c"$5" -d"$DURATION" --latency -s bench/chat.lua "$2" > "$tmp/wrk.txt"
   local p50 p99 rps errors
@@ -79,13 +82,31 @@ run() { # label base-url model key conns delay-ms description [api]
   printf '| %-6s | %-28s | %9s | %9s | %10s | %s\n' "$1" "$7" "$p50" "$p99" "$rps" "$errors"
 }
 
+# Paced rows: onyx-paced sends requests at evenly spaced times (wrk's pacing
+# leaves in bursts on its millisecond timer ticks) and measures from when each
+# was due. RATE requests a second over 8 connections.
+paced() { # label base-url model key description
+  local body out
+  body='{"model":"'"$3"'","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello to the benchmark"}]}'
+  local trace=()
+  # TRACE=dir keeps each request's latency by time (dir/direct.txt, dir/onyx.txt).
+  [ -z "${TRACE:-}" ] || trace=(--trace "$TRACE/$1.txt")
+  out=$(taskset -c 1 "$bin/onyx-paced" --url "$2/v1/chat/completions" --rate "${RATE:-3000}" \
+    --seconds "${DURATION%s}" --connections 8 --header "Authorization: Bearer $4" --body "$body" "${trace[@]}")
+  local p50 p99 rate
+  p50=$(sed -n 's/.*p50_us=\([0-9]*\).*/\1/p' <<< "$out")
+  p99=$(sed -n 's/.*p99_us=\([0-9]*\).*/\1/p' <<< "$out")
+  rate=$(sed -n 's/.*rate=\([0-9]*\).*/\1/p' <<< "$out")
+  printf '| %-6s | %-28s | %6sus | %6sus | %10s | %s\n' "$1" "$5" "$p50" "$p99" "$rate" "$(grep -o 'errors=[0-9]*' <<< "$out")"
+}
+
 echo
 echo "| path   | load                         |       p50 |       p99 |      req/s | errors"
 echo "| ------ | ---------------------------- | --------- | --------- | ---------- | ------"
 run direct "${near%/v1}" fake-echo "$upstream_key" 1 0 "latency: 1 connection"
 run onyx "$onyx" near/fake-echo "$KEY" 1 0 "latency: 1 connection"
-run direct "${near%/v1}" fake-echo "$upstream_key" 6 2 "latency: ~3,000 req/s paced"
-run onyx "$onyx" near/fake-echo "$KEY" 6 2 "latency: ~3,000 req/s paced"
+paced direct "${near%/v1}" fake-echo "$upstream_key" "latency: ${RATE:-3000} req/s paced"
+paced onyx "$onyx" near/fake-echo "$KEY" "latency: ${RATE:-3000} req/s paced"
 run direct "${far%/v1}" fake-echo "$upstream_key" 64 0 "throughput: 64 connections"
 run onyx "$onyx" far/fake-echo "$KEY" 64 0 "throughput: 64 connections"
 run onyx "$onyx" near/fake-echo "$KEY" 1 0 "responses → chat: 1 conn" responses
@@ -93,6 +114,7 @@ run onyx "$onyx" near/fake-echo "$KEY" 1 0 "messages → chat: 1 conn" messages
 echo
 echo "onyx RSS after load: $(rss)"
 
+[ "${ONLY:-}" != paced ] || exit 0
 ttfb() { # base-url model key
   for _ in $(seq 200); do
     curl -s -o /dev/null -w '%{time_starttransfer}\n' "$1/v1/chat/completions" -H "Authorization: Bearer $3" \

@@ -24,6 +24,7 @@ const LEAVES: &[&[&str]] = &[
     &["error_chain"],
     &["model_ref"],
     &["replica"],
+    &["sync"],
     &["text"],
     &["http", "sse"],
 ];

@@ -63,6 +63,7 @@ pub mod secrets;
 pub mod sessions;
 pub mod skills;
 pub mod storage;
+pub mod sync;
 pub mod tasks;
 pub mod text;
 pub mod usage;

@@ -123,10 +123,18 @@ pub enum KeyError {
 }
 
 fn digest_hex(key: &str) -> String {
-    Sha256::digest(key.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&Sha256::digest(key.as_bytes()))
+}
+
+/// Lowercase hex; every request's key goes through it, so no `format!` per byte.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        out.push(DIGITS[usize::from(byte >> 4)] as char);
+        out.push(DIGITS[usize::from(byte & 0xf)] as char);
+    }
+    out
 }
 
 /// A stored key as a request needs it.
@@ -200,10 +208,11 @@ impl Authenticator {
 
     /// Who presented `presented`, or why the key is refused.
     pub async fn identify(&self, presented: &str) -> Result<Caller, Denied> {
-        if self.config_keys.verify(presented) {
+        let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+        if self.config_keys.contains_digest(&digest) {
             return Ok(Caller {
                 scope: Scope::Admin,
-                key_id: format!("config:{}", &digest_hex(presented)[..12]).into(),
+                key_id: format!("config:{}", hex(&digest[..6])).into(),
                 limits: None,
                 agents: None,
             });
@@ -211,7 +220,7 @@ impl Authenticator {
         if !presented.starts_with(KEY_PREFIX) {
             return Err(Denied::Invalid);
         }
-        let digest = digest_hex(presented);
+        let digest = hex(&digest);
         let cached = self.cache.lock().ok().and_then(|c| c.get(&digest).cloned());
         let found = match cached {
             Some((at, found)) if at.elapsed() < CACHE_TTL => found,
@@ -402,6 +411,14 @@ fn check_bounds(scope: Scope, bounds: KeyBounds) -> Result<(Option<Vec<String>>,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_matches_the_formatted_digest() {
+        let bytes = [0x00, 0x0f, 0xa5, 0xff];
+        assert_eq!(hex(&bytes), "000fa5ff");
+        let formatted: String = Sha256::digest(b"k").iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(digest_hex("k"), formatted);
+    }
 
     fn bounds(agents: Option<&[&str]>, expires_at: Option<&str>) -> KeyBounds {
         KeyBounds {

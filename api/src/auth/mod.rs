@@ -39,10 +39,14 @@ impl ApiKeys {
     /// Whether `presented` is one of the keys. Every stored digest is compared,
     /// each in constant time, so timing reveals neither which key nor how much matched.
     pub fn verify(&self, presented: &str) -> bool {
-        let candidate = digest(presented);
+        self.contains_digest(&digest(presented))
+    }
+
+    /// [`verify`](Self::verify) for a key already digested.
+    pub fn contains_digest(&self, candidate: &[u8; 32]) -> bool {
         let mut matched = subtle::Choice::from(0);
         for stored in &self.digests {
-            matched |= stored.ct_eq(&candidate);
+            matched |= stored.ct_eq(candidate);
         }
         matched.into()
     }

@@ -30,17 +30,18 @@ fn client_request_id(req: &Request) -> Option<HeaderValue> {
     sane.then(|| value.clone())
 }
 
+/// A UUIDv7, encoded on the stack (no intermediate `String`).
+fn new_request_id() -> HeaderValue {
+    let mut buf = uuid::Uuid::encode_buffer();
+    let text = uuid::Uuid::now_v7().hyphenated().encode_lower(&mut buf);
+    HeaderValue::from_str(text).unwrap_or(HeaderValue::from_static("unknown"))
+}
+
 pub async fn request_context(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let id = client_request_id(&req).unwrap_or_else(|| {
-        HeaderValue::from_str(&uuid::Uuid::now_v7().to_string())
-            .unwrap_or(HeaderValue::from_static("unknown"))
-    });
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_string());
-    let route = route.unwrap_or_else(|| "unmatched".into());
+    let id = client_request_id(&req).unwrap_or_else(new_request_id);
+    // MatchedPath is a shared string: cloning it copies no text.
+    let route = req.extensions().get::<MatchedPath>().cloned();
     let method = req.method().clone();
     req.extensions_mut().insert(BodyLimit(app.max_body_bytes));
     let span = tracing::info_span!(
@@ -52,8 +53,9 @@ pub async fn request_context(State(app): State<Arc<App>>, mut req: Request, next
     let mut response = next.run(req).instrument(span.clone()).await;
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
     app.metrics
-        .record_request(&route, method.as_str(), status, elapsed.as_secs_f64());
+        .record_request(route, method.as_str(), status, elapsed.as_secs_f64());
     span.in_scope(|| {
         tracing::debug!(
             status,

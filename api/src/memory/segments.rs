@@ -12,6 +12,7 @@ use bytes::Bytes;
 
 use super::paths::{self, PathError};
 use crate::storage::{ObjectInfo, ObjectKey};
+use crate::sync::lock;
 
 /// The top folder segments live under: no agent id starts with '_' (but
 /// `_shared`), so no listing of memory files takes them for one.
@@ -118,10 +119,6 @@ impl SegmentCache {
             None => tails.remove(&prefix(agent, path)),
         };
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]

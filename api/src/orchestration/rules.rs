@@ -140,7 +140,7 @@ impl Dice {
 
     /// A number in `[0, 1)` (xorshift64*).
     pub fn roll(&self) -> f64 {
-        let mut state = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = crate::sync::lock(&self.0);
         let mut x = *state;
         x ^= x >> 12;
         x ^= x << 25;

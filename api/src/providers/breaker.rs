@@ -5,7 +5,7 @@
 //! closes the circuit, failure opens it again for twice as long, up to a cap.
 //! Time comes from an injected [`Ticks`] so the state machine is testable.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -118,7 +118,7 @@ impl Breaker {
     }
 
     fn inner(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.inner)
     }
 
     /// Lets a call through (the probe, when half-open), or says how long

@@ -4,7 +4,8 @@
 //! the [`Router`] resolves it, retries transient failures with backoff and walks
 //! an alias's fallback list, skipping providers whose circuit breaker is
 //! open. Each wire protocol is one submodule:
-//! `openai_compat` (async-openai; with `azure`'s URLs for Azure OpenAI), `anthropic` (Messages API over reqwest) and
+//! `openai_compat` (reqwest with prepared endpoints for JSON calls, async-openai for
+//! streams; with `azure`'s URLs for Azure OpenAI), `anthropic` (Messages API over reqwest) and
 //! `ollama` (ollama-rs), `gemini` (Gemini API and Vertex AI over reqwest), `bedrock` (AWS Bedrock's
 //! Converse API through the AWS SDK). All of them take and return OpenAI-shaped JSON;
 //! Anthropic providers also take Messages API requests as they are
@@ -20,12 +21,14 @@ mod gemini;
 pub mod meter;
 mod ollama;
 mod openai_compat;
+mod openai_wire;
 mod passthrough_routes;
 pub mod registry;
 mod router;
 mod sse;
 pub mod stored;
 pub mod subscription;
+mod transport;
 pub mod types;
 
 use std::sync::Arc;

@@ -1,13 +1,15 @@
 //! Any server speaking OpenAI's API (OpenAI, OpenRouter, Groq, Together, vLLM,
-//! llama.cpp, LM Studio…), through async-openai's bring-your-own-types calls so
-//! the request body reaches the upstream exactly as the client sent it (only
-//! `model` is rewritten) and the response comes back as raw JSON. Azure
+//! llama.cpp, LM Studio…). The request body reaches the upstream exactly as
+//! the client sent it (only `model` is rewritten) and the response comes back
+//! as raw JSON: JSON calls over [`super::openai_wire`] with endpoints prepared
+//! once, streams and the Responses API through async-openai's
+//! bring-your-own-types calls. Azure
 //! OpenAI is the same wire format with its own URLs and key header
 //! ([`super::azure`]).
 
-use std::time::Duration;
-
+use std::borrow::Cow;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_openai::config::{Config, OpenAIConfig};
 use async_openai::error::OpenAIError;
@@ -16,15 +18,37 @@ use futures::{FutureExt, StreamExt};
 use secrecy::ExposeSecret;
 use serde_json::{Map, Value};
 
+use super::openai_wire::{Endpoint, Wire};
+use super::transport::Transport;
 use super::{ChatCall, ChunkStream, EmbeddingsCall, Provider, ProviderError, ResponsesAnswer, WithModel};
 use crate::config::{ProviderConfig, ProviderKind};
 
 type Client = async_openai::Client<Arc<dyn Config>>;
 
+/// The JSON endpoints called over [`Wire`].
+#[derive(Clone, Copy)]
+enum JsonApi {
+    Chat,
+    Embeddings,
+}
+
+impl JsonApi {
+    fn path(self) -> &'static str {
+        match self {
+            Self::Chat => "/chat/completions",
+            Self::Embeddings => "/embeddings",
+        }
+    }
+}
+
 /// Where calls go.
 enum Upstream {
-    /// One client for every model.
-    Shared(Client),
+    /// One client for every model, and its JSON endpoints prepared.
+    Shared {
+        client: Client,
+        chat: Box<Endpoint>,
+        embeddings: Box<Endpoint>,
+    },
     /// Azure: each model's deployment (a client per call, sharing the transport).
     Azure {
         http: reqwest::Client,
@@ -34,6 +58,7 @@ enum Upstream {
 
 pub struct OpenAiCompat {
     name: String,
+    transport: Transport,
     kind: ProviderKind,
     upstream: Upstream,
     timeout: Duration,
@@ -48,13 +73,29 @@ impl OpenAiCompat {
         let http = super::http_client(config)?;
         let upstream = match config.kind {
             ProviderKind::Azure => Upstream::Azure {
-                http,
+                http: http.clone(),
                 deployments: super::azure::Deployments::new(config)?,
             },
-            _ => Upstream::Shared(client(&http, Arc::new(openai_config(config)?))),
+            _ => {
+                let openai: Arc<dyn Config> = Arc::new(openai_config(config)?);
+                Upstream::Shared {
+                    chat: Box::new(Endpoint::new(
+                        openai.as_ref(),
+                        JsonApi::Chat.path(),
+                        &config.name,
+                    )?),
+                    embeddings: Box::new(Endpoint::new(
+                        openai.as_ref(),
+                        JsonApi::Embeddings.path(),
+                        &config.name,
+                    )?),
+                    client: client(&http, openai),
+                }
+            }
         };
         Ok(Self {
             name: config.name.clone(),
+            transport: Transport::new(config, &http),
             kind: config.kind,
             upstream,
             timeout: config.timeout,
@@ -70,8 +111,31 @@ impl OpenAiCompat {
     /// The client for `model` (Azure: its deployment's).
     fn client(&self, model: &str) -> Result<Client, ProviderError> {
         match &self.upstream {
-            Upstream::Shared(client) => Ok(client.clone()),
+            Upstream::Shared { client, .. } => Ok(client.clone()),
             Upstream::Azure { http, deployments } => Ok(client(http, deployments.config_for(model)?)),
+        }
+    }
+
+    /// The endpoint of `api` for `model` (Azure: its deployment's, made per call).
+    fn endpoint(&self, model: &str, api: JsonApi) -> Result<Cow<'_, Endpoint>, ProviderError> {
+        match &self.upstream {
+            Upstream::Shared { chat, embeddings, .. } => Ok(Cow::Borrowed(match api {
+                JsonApi::Chat => chat.as_ref(),
+                JsonApi::Embeddings => embeddings.as_ref(),
+            })),
+            Upstream::Azure { deployments, .. } => Ok(Cow::Owned(Endpoint::new(
+                deployments.config_for(model)?.as_ref(),
+                api.path(),
+                &self.name,
+            )?)),
+        }
+    }
+
+    fn wire(&self) -> Wire<'_> {
+        Wire {
+            transport: &self.transport,
+            provider: &self.name,
+            timeout: self.timeout,
         }
     }
 
@@ -131,7 +195,8 @@ impl Provider for OpenAiCompat {
                 without: self.chat_without,
                 stream_usage: false,
             };
-            self.within(self.client(model)?.chat().create_byot::<_, Value>(body))
+            self.wire()
+                .post(&*self.endpoint(model, JsonApi::Chat)?, &body)
                 .await
         }
         .boxed()
@@ -173,7 +238,8 @@ impl Provider for OpenAiCompat {
                 without: &[],
                 stream_usage: false,
             };
-            self.within(self.client(model)?.embeddings().create_byot::<_, Value>(body))
+            self.wire()
+                .post(&*self.endpoint(model, JsonApi::Embeddings)?, &body)
                 .await
         }
         .boxed()
@@ -219,7 +285,7 @@ impl Provider for OpenAiCompat {
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
         async move {
             let client = match &self.upstream {
-                Upstream::Shared(client) => client.clone(),
+                Upstream::Shared { client, .. } => client.clone(),
                 Upstream::Azure { http, deployments } => client(http, deployments.resource_config()),
             };
             let list: Value = self.within(client.models().list_byot()).await?;

@@ -11,7 +11,7 @@
 //! (at most a fiftieth of the limit per replica, for a few seconds).
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::budget::{self, Amount, GrowError, Scope, Window, Writeback};
@@ -100,11 +100,11 @@ impl Limiter {
     }
 
     fn slices(&self) -> MutexGuard<'_, HashMap<String, Slice>> {
-        self.slices.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.slices)
     }
 
     fn unwritten(&self) -> MutexGuard<'_, Vec<Writeback>> {
-        self.unwritten.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.unwritten)
     }
 
     /// Admits a call estimated at `usd` and `tokens` in every window of

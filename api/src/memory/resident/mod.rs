@@ -262,7 +262,7 @@ impl Resident {
     }
 
     pub(super) fn feed_slot(&self) -> std::sync::MutexGuard<'_, Option<tokio::task::AbortHandle>> {
-        self.feed.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        crate::sync::lock(&self.feed)
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Phase> {

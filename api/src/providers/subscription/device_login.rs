@@ -17,6 +17,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, Command};
 
 use super::status::status;
+use crate::sync::lock;
 
 /// How long a sign-in may wait for the user before it is given up.
 const SIGN_IN_LIMIT: Duration = Duration::from_secs(15 * 60);
@@ -60,10 +61,6 @@ struct SignIn {
 }
 
 static SIGN_INS: LazyLock<Mutex<HashMap<String, Arc<SignIn>>>> = LazyLock::new(Default::default);
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// The provider's sign-in, if one was started on this replica.
 pub fn get(provider: &str) -> Option<SignInView> {
