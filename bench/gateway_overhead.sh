@@ -15,6 +15,7 @@
 # settles an atomic reservation in SurrealDB.
 #
 #   bench/gateway_overhead.sh            (needs: wrk, curl, taskset, python3)
+#   RATE=3000 requests a second in the paced rows (onyx-paced, bench/paced)
 #   LIMITS=on bench/gateway_overhead.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
