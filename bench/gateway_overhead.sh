@@ -23,7 +23,6 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 DURATION=${DURATION:-10s}
 KEY=onyx_sk_bench_key_0000000000
 # BUILD=0 measures the binaries already built (while other work changes the source).
-# ONLY=paced runs the paced rows alone.
 [ "${BUILD:-1}" = 0 ] || cargo build --release -q -p onyx -p onyx-test-fakes -p onyx-paced
 bin=$CARGO_TARGET_DIR/release
 tmp=$(mktemp -d)
@@ -71,8 +70,11 @@ echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}
 echo "limits: ${LIMITS:-off}"
 echo "onyx idle RSS: $(rss)"
 
+# ONLY=text runs only the rows whose load description contains it (paced, throughput…).
+wanted() { [ -z "${ONLY:-}" ] || [[ "$1" == *"$ONLY"* ]]; }
+
 run() { # label base-url model key conns delay-ms description [api]
-  [ "${ONLY:-}" != paced ] || return 0
+  wanted "$7" || return 0
   BENCH_MODEL=$3 BENCH_KEY=$4 BENCH_DELAY_MS=$6 BENCH_API=${8:-chat} \
     taskset -c 1 wrk -t1 -c"$5" -d"$DURATION" --latency -s bench/chat.lua "$2" > "$tmp/wrk.txt"
   local p50 p99 rps errors
@@ -87,6 +89,7 @@ run() { # label base-url model key conns delay-ms description [api]
 # leaves in bursts on its millisecond timer ticks) and measures from when each
 # was due. RATE requests a second over 8 connections.
 paced() { # label base-url model key description
+  wanted "$5" || return 0
   local body out
   body='{"model":"'"$3"'","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello to the benchmark"}]}'
   local trace=()
@@ -115,7 +118,7 @@ run onyx "$onyx" near/fake-echo "$KEY" 1 0 "messages → chat: 1 conn" messages
 echo
 echo "onyx RSS after load: $(rss)"
 
-[ "${ONLY:-}" != paced ] || exit 0
+[ -z "${ONLY:-}" ] || exit 0
 ttfb() { # base-url model key
   for _ in $(seq 200); do
     curl -s -o /dev/null -w '%{time_starttransfer}\n' "$1/v1/chat/completions" -H "Authorization: Bearer $3" \
