@@ -20,6 +20,9 @@ use futures::{StreamExt, TryStreamExt};
 use super::types::LogMessage;
 use crate::storage::{Bucket, ObjectKey, ObjectStore, PutCondition, StoreError};
 
+/// How many sessions' next `seq` are kept before idle ones are forgotten.
+const REMEMBERED_SESSIONS: usize = 4096;
+
 pub struct SessionLog {
     store: Arc<dyn ObjectStore>,
     /// Next free `seq` per session, learned from listing once, then kept.
@@ -51,10 +54,13 @@ impl SessionLog {
     }
 
     fn slot(&self, session: &str) -> Arc<tokio::sync::Mutex<Option<u64>>> {
-        let mut slots = match self.next_seq.lock() {
-            Ok(slots) => slots,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut slots = crate::sync::lock(&self.next_seq);
+        if slots.len() >= REMEMBERED_SESSIONS && !slots.contains_key(session) {
+            // With `recordSessions` every request is a new session: forget
+            // the ones no append holds. A forgotten one lists its segments
+            // again on its next append, which is correct, only slower.
+            slots.retain(|_, slot| Arc::strong_count(slot) > 1);
+        }
         slots.entry(session.to_string()).or_default().clone()
     }
 
@@ -271,6 +277,23 @@ mod tests {
         let fresh = SessionLog::new(here.store.clone());
         assert_eq!(fresh.read_segments("main", "s1", 3).await.unwrap().len(), 3);
         assert_eq!(here.read("main", "s1").await.unwrap().len(), 6);
+    }
+
+    #[tokio::test]
+    async fn idle_sessions_are_forgotten_and_append_where_they_left_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn ObjectStore> = Arc::new(crate::storage::LocalStore::new(dir.path()));
+        store.ensure_buckets().await.unwrap();
+        let log = SessionLog::new(store);
+        let line = vec![LogMessage::plain("user", "hi")];
+        assert_eq!(log.append("main", "first", &line).await.unwrap(), 0);
+        for i in 0..REMEMBERED_SESSIONS {
+            log.mark_new(&format!("s{i}"));
+        }
+        assert!(crate::sync::lock(&log.next_seq).len() <= REMEMBERED_SESSIONS);
+        // "first" was forgotten; its next append finds its end by listing.
+        assert!(!crate::sync::lock(&log.next_seq).contains_key("first"));
+        assert_eq!(log.append("main", "first", &line).await.unwrap(), 1);
     }
 
     #[test]
