@@ -35,7 +35,9 @@ struct Options {
 }
 
 fn main() {
-    let options = match parse_args(std::env::args().skip(1).collect()) {
+    // The first argument is the program's own name.
+    let arguments: Vec<String> = std::env::args().collect();
+    let options = match parse_args(arguments.get(1..).unwrap_or_default().to_vec()) {
         Ok(options) => options,
         Err(message) => {
             eprintln!("onyx-paced: {message}");
@@ -70,9 +72,9 @@ fn main() {
         }
     }
     if let Some(path) = &options.trace {
-        let mut by_time = latencies.clone();
-        by_time.sort_unstable();
-        let lines: String = by_time
+        // By request number, which is by due time.
+        latencies.sort_unstable();
+        let lines: String = latencies
             .iter()
             .map(|(i, micros)| format!("{:.3} {micros}\n", *i as f64 * 1000.0 / options.rate))
             .collect();
@@ -82,7 +84,6 @@ fn main() {
     }
     let mut latencies: Vec<u32> = latencies.into_iter().map(|(_, micros)| micros).collect();
     latencies.sort_unstable();
-    let elapsed = options.seconds;
     let pick = |q: f64| -> u32 {
         if latencies.is_empty() {
             return 0;
@@ -93,7 +94,7 @@ fn main() {
         "requests={} errors={} rate={:.0} p50_us={} p90_us={} p99_us={} p999_us={} max_us={}",
         latencies.len(),
         errors,
-        latencies.len() as f64 / elapsed,
+        latencies.len() as f64 / options.seconds,
         pick(0.50),
         pick(0.90),
         pick(0.99),
