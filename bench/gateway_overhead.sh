@@ -17,6 +17,7 @@
 #   bench/gateway_overhead.sh            (needs: wrk, curl, taskset, python3)
 #   RATE=3000 requests a second in the paced rows (onyx-paced, bench/paced)
 #   LIMITS=on bench/gateway_overhead.sh
+#   NGINX=off leaves out the nginx reference rows (they run where nginx is installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
@@ -60,6 +61,39 @@ pids+=($onyx_pid)
 until grep -q '^listening on' "$tmp/onyx.out" 2>/dev/null; do sleep 0.05; done
 onyx=$(sed -n 's/^listening on //p' "$tmp/onyx.out")
 until curl -sf "$onyx/health" >/dev/null; do sleep 0.05; done
+# A reference proxy where nginx is installed (apt `nginx-light`): the same
+# pinning, keep-alive to the upstream, no logging. Its rows show what any
+# proxy's extra hop costs on this machine, which Onyx's added latency includes.
+nginx_near="" nginx_far=""
+if command -v nginx >/dev/null && [ "${NGINX:-on}" = on ]; then
+  free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+  host_port() { local hp=${1#http://}; echo "${hp%/v1}"; }
+  port_near=$(free_port) port_far=$(free_port)
+  mkdir -p "$tmp/nginx"
+  cat > "$tmp/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $tmp/nginx/pid;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  # Clients keep their connections as long as they like (the default closes one after 1,000 requests).
+  keepalive_requests 10000000; keepalive_timeout 300s;
+  client_body_temp_path $tmp/nginx; proxy_temp_path $tmp/nginx;
+  fastcgi_temp_path $tmp/nginx; uwsgi_temp_path $tmp/nginx; scgi_temp_path $tmp/nginx;
+  upstream near { server $(host_port "$near"); keepalive 64; keepalive_requests 10000000; }
+  upstream far { server $(host_port "$far"); keepalive 64; keepalive_requests 10000000; }
+  server { listen 127.0.0.1:$port_near;
+    location / { proxy_pass http://near; proxy_http_version 1.1; proxy_set_header Connection ""; } }
+  server { listen 127.0.0.1:$port_far;
+    location / { proxy_pass http://far; proxy_http_version 1.1; proxy_set_header Connection ""; } }
+}
+CONF
+  taskset -c 0 nginx -p "$tmp/nginx" -c "$tmp/nginx.conf" -e "$tmp/nginx/error.log" &
+  pids+=($!)
+  nginx_near=http://127.0.0.1:$port_near nginx_far=http://127.0.0.1:$port_far
+  until curl -s -o /dev/null "$nginx_near/"; do sleep 0.05; done
+fi
 # Total RSS, and the part that is the process's own memory (anonymous) rather
 # than the binary's code pages mapped from the page cache (clean, shared, reclaimable).
 rss() {
@@ -109,10 +143,13 @@ echo "| path   | load                         |       p50 |       p99 |      req
 echo "| ------ | ---------------------------- | --------- | --------- | ---------- | ------"
 run direct "${near%/v1}" fake-echo "$upstream_key" 1 0 "latency: 1 connection"
 run onyx "$onyx" near/fake-echo "$KEY" 1 0 "latency: 1 connection"
+[ -z "$nginx_near" ] || run nginx "$nginx_near" fake-echo "$upstream_key" 1 0 "latency: 1 connection"
 paced direct "${near%/v1}" fake-echo "$upstream_key" "latency: ${RATE:-3000} req/s paced"
 paced onyx "$onyx" near/fake-echo "$KEY" "latency: ${RATE:-3000} req/s paced"
+[ -z "$nginx_near" ] || paced nginx "$nginx_near" fake-echo "$upstream_key" "latency: ${RATE:-3000} req/s paced"
 run direct "${far%/v1}" fake-echo "$upstream_key" 64 0 "throughput: 64 connections"
 run onyx "$onyx" far/fake-echo "$KEY" 64 0 "throughput: 64 connections"
+[ -z "$nginx_far" ] || run nginx "$nginx_far" fake-echo "$upstream_key" 64 0 "throughput: 64 connections"
 run onyx "$onyx" near/fake-echo "$KEY" 1 0 "responses → chat: 1 conn" responses
 run onyx "$onyx" near/fake-echo "$KEY" 1 0 "messages → chat: 1 conn" messages
 echo

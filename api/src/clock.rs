@@ -7,7 +7,7 @@
 //! calls "today" (daily-log names, the date in a prompt) is the day in their
 //! timezone: the `*_in` helpers.
 
-use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, SecondsFormat, Utc};
 use chrono_tz::Tz;
 
 /// The current time.
@@ -34,7 +34,9 @@ pub fn parse_stamp(text: &str) -> Option<DateTime<Utc>> {
 
 /// The UTC day of a time, `YYYY-MM-DD`.
 pub fn day(at: DateTime<Utc>) -> String {
-    at.format("%Y-%m-%d").to_string()
+    // Written out rather than through `format`, which parses its pattern on
+    // every call: usage records take a day on every request.
+    format!("{:04}-{:02}-{:02}", at.year(), at.month(), at.day())
 }
 
 /// The day before `at`'s, `YYYY-MM-DD`.

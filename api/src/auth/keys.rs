@@ -208,45 +208,57 @@ impl Authenticator {
 
     /// Who presented `presented`, or why the key is refused.
     pub async fn identify(&self, presented: &str) -> Result<Caller, Denied> {
+        if let Some(answer) = self.identify_now(presented) {
+            return answer;
+        }
+        let digest = hex(&Sha256::digest(presented.as_bytes()));
+        let rows: Result<Vec<Found>, _> = self
+            .db
+            .rows(
+                "SELECT record::id(id) AS id, scope, limits, agents, expires_at FROM api_key
+                 WHERE digest = $digest AND revoked_at = NONE",
+                json!({"digest": digest}),
+                0,
+            )
+            .await;
+        let found = match rows {
+            Ok(rows) => rows.into_iter().next(),
+            Err(err) => {
+                tracing::error!(error = %err, "API key lookup failed");
+                return Err(Denied::Invalid);
+            }
+        };
+        if let Ok(mut cache) = self.cache.lock() {
+            cache.insert(digest, (Instant::now(), found.clone()));
+        }
+        self.admit(found)
+    }
+
+    /// [`identify`](Self::identify) without waiting, when no database lookup
+    /// is needed: a configured key, a malformed one, or a stored key looked up
+    /// within the cache's lifetime. `None`: the database must be asked.
+    pub fn identify_now(&self, presented: &str) -> Option<Result<Caller, Denied>> {
         let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
         if self.config_keys.contains_digest(&digest) {
-            return Ok(Caller {
+            return Some(Ok(Caller {
                 scope: Scope::Admin,
                 key_id: format!("config:{}", hex(&digest[..6])).into(),
                 limits: None,
                 agents: None,
-            });
+            }));
         }
         if !presented.starts_with(KEY_PREFIX) {
-            return Err(Denied::Invalid);
+            return Some(Err(Denied::Invalid));
         }
-        let digest = hex(&digest);
-        let cached = self.cache.lock().ok().and_then(|c| c.get(&digest).cloned());
-        let found = match cached {
-            Some((at, found)) if at.elapsed() < CACHE_TTL => found,
-            _ => {
-                let rows: Result<Vec<Found>, _> = self
-                    .db
-                    .rows(
-                        "SELECT record::id(id) AS id, scope, limits, agents, expires_at FROM api_key
-                         WHERE digest = $digest AND revoked_at = NONE",
-                        json!({"digest": digest}),
-                        0,
-                    )
-                    .await;
-                let found = match rows {
-                    Ok(rows) => rows.into_iter().next(),
-                    Err(err) => {
-                        tracing::error!(error = %err, "API key lookup failed");
-                        return Err(Denied::Invalid);
-                    }
-                };
-                if let Ok(mut cache) = self.cache.lock() {
-                    cache.insert(digest, (Instant::now(), found.clone()));
-                }
-                found
-            }
-        };
+        let cached = self.cache.lock().ok()?.get(&hex(&digest)).cloned();
+        match cached {
+            Some((at, found)) if at.elapsed() < CACHE_TTL => Some(self.admit(found)),
+            _ => None,
+        }
+    }
+
+    /// The caller a stored key makes, unless it is unknown or expired.
+    fn admit(&self, found: Option<Found>) -> Result<Caller, Denied> {
         let found = found.ok_or(Denied::Invalid)?;
         if let Some(expires_at) = &found.expires_at
             && crate::clock::parse_stamp(expires_at).is_none_or(|at| at <= crate::clock::now())

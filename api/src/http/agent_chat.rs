@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use axum::http::HeaderMap;
 
-use super::answer::{Answer, Answered};
+use super::answer::{Answer, Answered, Completion};
 use super::chat_session::{SESSION_HEADER, source};
 use super::error::ApiError;
 use super::run_events::{self, RUN_HEADER};
@@ -104,7 +104,7 @@ pub async fn answer(
     let mut answered = Answered::new(if stream {
         Answer::Chunks(run_events::chunks(&run, include_usage))
     } else {
-        Answer::Complete(run_events::collect(&run).await?)
+        Answer::Complete(Completion::Parsed(run_events::collect(&run).await?))
     });
     answered.header(SESSION_HEADER, &session.id);
     answered.header(RUN_HEADER, &run.id);

@@ -6,6 +6,8 @@ use axum::http::{HeaderMap, HeaderValue};
 use futures::stream::BoxStream;
 use serde_json::Value;
 
+pub use crate::providers::Completion;
+
 use super::error::ApiError;
 
 /// `chat.completion.chunk` objects in order (no `[DONE]`); an `Err` item is a
@@ -15,7 +17,7 @@ pub type Chunks = BoxStream<'static, Result<Value, ApiError>>;
 /// What the chat path answers, in chat-completions shape, before any wire encoding.
 pub enum Answer {
     /// One `chat.completion` object.
-    Complete(Value),
+    Complete(Completion),
     Chunks(Chunks),
 }
 

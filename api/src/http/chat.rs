@@ -8,13 +8,13 @@ use std::sync::Arc;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::Value;
 
 use super::body::{JsonObject, into_map, typed};
-use super::chat_core::{self, Answer, Answered, Chunks};
+use super::chat_core::{self, Answer, Answered, Chunks, Completion};
 use super::chat_session::{SESSION_HEADER, session_header};
 use super::error::ApiError;
 use super::middleware::Caller;
@@ -38,7 +38,12 @@ pub async fn chat_completions(
 pub fn into_response(answered: Answered) -> Response {
     let Answered { answer, headers } = answered;
     let mut response = match answer {
-        Answer::Complete(completion) => Json(completion).into_response(),
+        Answer::Complete(Completion::Parsed(completion)) => Json(completion).into_response(),
+        Answer::Complete(Completion::Forwarded { json, .. }) => (
+            [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+            json,
+        )
+            .into_response(),
         Answer::Chunks(chunks) => chunks_sse(chunks),
     };
     response.headers_mut().extend(headers);

@@ -25,7 +25,7 @@ use crate::providers::{Attribution, ChatCall, ChunkStream};
 use crate::sessions::recorder::{self, StreamRecorder};
 use crate::sessions::{LogMessage, SessionMeta, Sessions};
 
-pub use super::answer::{Answer, Answered, Chunks};
+pub use super::answer::{Answer, Answered, Chunks, Completion};
 
 /// Answers one chat request. `body` is the chat-completions JSON object (what
 /// OpenAI-compatible upstreams receive), `request` its typed view.
@@ -86,15 +86,17 @@ pub async fn answer(
             .map(|s| StreamRecorder::new(app.sessions.clone(), s, turn, served_by.to_string()));
         Answer::Chunks(recorded(stream, recorder))
     } else {
-        let (completion, served_by, priced) = app.router.chat_metered(&targets, &call).await?;
+        let (mut completion, served_by, priced) = app.router.chat_to_forward(&targets, &call).await?;
         cost = priced;
         if let Some(session) = &session {
+            let parsed = completion.into_value();
             let mut turn = turn;
             turn.push(recorder::assistant_from_completion(
-                &completion,
+                &parsed,
                 &served_by.to_string(),
             ));
             record(app.sessions.clone(), session.clone(), turn).await;
+            completion = Completion::Parsed(parsed);
         }
         Answer::Complete(completion)
     };

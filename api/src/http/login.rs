@@ -115,34 +115,3 @@ pub fn same_origin(method: &Method, headers: &HeaderMap) -> bool {
         _ => false,
     }
 }
-
-/// Adds `Secure` to the session cookie when the request came over https
-/// (a TLS-terminating proxy says so in `X-Forwarded-Proto`).
-pub async fn secure_cookies(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    let https = request
-        .headers()
-        .get("x-forwarded-proto")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.eq_ignore_ascii_case("https"))
-        || request.uri().scheme_str() == Some("https");
-    let mut response = next.run(request).await;
-    if https {
-        let cookies: Vec<_> = response
-            .headers()
-            .get_all(header::SET_COOKIE)
-            .iter()
-            .cloned()
-            .collect();
-        response.headers_mut().remove(header::SET_COOKIE);
-        for cookie in cookies {
-            let secured = cookie
-                .to_str()
-                .ok()
-                .filter(|c| !c.contains("Secure"))
-                .and_then(|c| header::HeaderValue::from_str(&format!("{c}; Secure")).ok())
-                .unwrap_or(cookie);
-            response.headers_mut().append(header::SET_COOKIE, secured);
-        }
-    }
-    response
-}

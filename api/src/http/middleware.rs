@@ -1,88 +1,144 @@
-//! Request context and auth.
-//!
-//! `request_context` gives every request an id (the client's `x-request-id` when
-//! sane, else a UUIDv7), a tracing span carrying it, the id echoed on the
-//! response, and the request metrics. `require_api_key` checks the bearer key
-//! (or `x-api-key`, as Anthropic's clients send it), refuses an expired key,
-//! and holds a key scoped to agents to them (`agent_scope`).
+//! Auth. `RequireApiKeyLayer` checks the bearer key (or `x-api-key`, as
+//! Anthropic's clients send it), refuses an expired key, holds a key scoped to
+//! agents to them (`agent_scope`), and lets the control UI in by its cookie
+//! session. (Every request's id, span and metrics: `request_context`.)
 
+use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Instant;
+use std::task::{Context, Poll};
 
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderValue, header};
+use axum::extract::Request;
+use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use tracing::Instrument;
+use futures::future::{BoxFuture, Either};
+use tower::{Layer, Service};
 
-use super::body::BodyLimit;
 use super::error::ApiError;
 use crate::app::App;
-use crate::auth::{Denied, KeyError, Scope};
+use crate::auth::{Caller as KeyCaller, Denied, KeyError, Scope};
 use crate::providers::Attribution;
 
-const REQUEST_ID: &str = "x-request-id";
-
-fn client_request_id(req: &Request) -> Option<HeaderValue> {
-    let value = req.headers().get(REQUEST_ID)?;
-    let text = value.to_str().ok()?;
-    let sane = !text.is_empty() && text.len() <= 128 && text.bytes().all(|b| b.is_ascii_graphic());
-    sane.then(|| value.clone())
+/// Checks the caller's key (see the module docs). A hand-written service
+/// for the same reason as `RequestContextLayer`: the common case (a
+/// configured key, or a stored one looked up in the last seconds) is decided
+/// without waiting and calls the route directly, without boxing anything.
+#[derive(Clone)]
+pub struct RequireApiKeyLayer {
+    app: Arc<App>,
 }
 
-/// A UUIDv7, encoded on the stack (no intermediate `String`).
-fn new_request_id() -> HeaderValue {
-    let mut buf = uuid::Uuid::encode_buffer();
-    let text = uuid::Uuid::now_v7().hyphenated().encode_lower(&mut buf);
-    HeaderValue::from_str(text).unwrap_or(HeaderValue::from_static("unknown"))
-}
-
-pub async fn request_context(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let id = client_request_id(&req).unwrap_or_else(new_request_id);
-    // MatchedPath is a shared string: cloning it copies no text.
-    let route = req.extensions().get::<MatchedPath>().cloned();
-    let method = req.method().clone();
-    req.extensions_mut().insert(BodyLimit(app.max_body_bytes));
-    let span = tracing::info_span!(
-        "request",
-        request_id = id.to_str().unwrap_or_default(),
-        method = %method,
-        path = %req.uri().path()
-    );
-    let mut response = next.run(req).instrument(span.clone()).await;
-    let elapsed = started.elapsed();
-    let status = response.status().as_u16();
-    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
-    app.metrics
-        .record_request(route, method.as_str(), status, elapsed.as_secs_f64());
-    span.in_scope(|| {
-        tracing::debug!(
-            status,
-            elapsed_us = elapsed.as_micros() as u64,
-            "request finished"
-        )
-    });
-    response.headers_mut().insert(REQUEST_ID, id);
-    response
-}
-
-pub async fn require_api_key(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
-    if !app.auth.required() {
-        // No key exists: only possible when bound to loopback (checked at startup).
-        req.extensions_mut().insert(Scope::Admin);
-        return next.run(req).await;
+impl RequireApiKeyLayer {
+    pub fn new(app: Arc<App>) -> Self {
+        Self { app }
     }
-    let presented = req
-        .headers()
+}
+
+impl<S> Layer<S> for RequireApiKeyLayer {
+    type Service = RequireApiKey<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RequireApiKey {
+            app: self.app.clone(),
+            inner,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct RequireApiKey<S> {
+    app: Arc<App>,
+    inner: S,
+}
+
+/// What can be decided about a request without waiting.
+enum KeyCheck {
+    Passed(Request),
+    Refused(Response),
+    /// A cookie session, a key scoped to agents, or a key not looked up lately.
+    NeedsLookup(Request),
+}
+
+impl<S> Service<Request> for RequireApiKey<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<S::Future, BoxFuture<'static, Result<Response, Infallible>>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        match check_now(&self.app, req) {
+            KeyCheck::Passed(req) => Either::Left(self.inner.call(req)),
+            KeyCheck::Refused(response) => Either::Right(Box::pin(std::future::ready(Ok(response)))),
+            KeyCheck::NeedsLookup(req) => {
+                // The ready service goes into the future; a clone stays for the next call.
+                let clone = self.inner.clone();
+                let inner = std::mem::replace(&mut self.inner, clone);
+                let app = self.app.clone();
+                Either::Right(Box::pin(
+                    async move { Ok(check_then_call(app, req, inner).await) },
+                ))
+            }
+        }
+    }
+}
+
+/// The key presented as `Authorization: Bearer` or, as Anthropic's clients send it, `x-api-key`.
+fn presented_key(req: &Request) -> Option<&str> {
+    req.headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        // Anthropic's clients send the key as `x-api-key`.
         .or_else(|| req.headers().get("x-api-key").and_then(|v| v.to_str().ok()))
         .map(str::trim)
-        .map(String::from);
-    let Some(presented) = presented else {
+}
+
+fn check_now(app: &App, mut req: Request) -> KeyCheck {
+    if !app.auth.required() {
+        // No key exists: only possible when bound to loopback (checked at startup).
+        req.extensions_mut().insert(Scope::Admin);
+        return KeyCheck::Passed(req);
+    }
+    let Some(presented) = presented_key(&req) else {
+        return KeyCheck::NeedsLookup(req);
+    };
+    match app.auth.identify_now(presented) {
+        Some(Ok(caller)) if caller.agents.is_none() => {
+            admit(&mut req, caller);
+            KeyCheck::Passed(req)
+        }
+        Some(Err(denied)) => KeyCheck::Refused(refusal(denied)),
+        Some(Ok(_)) | None => KeyCheck::NeedsLookup(req),
+    }
+}
+
+fn admit(req: &mut Request, caller: KeyCaller) {
+    req.extensions_mut().insert(caller.scope);
+    req.extensions_mut().insert(Attribution {
+        key: Some(caller.key_id),
+        key_limits: caller.limits,
+        ..Attribution::default()
+    });
+}
+
+fn refusal(denied: Denied) -> Response {
+    match denied {
+        Denied::Expired(at) => ApiError::from(KeyError::Expired(at)).into_response(),
+        Denied::Invalid => ApiError::Unauthorized("invalid API key").into_response(),
+    }
+}
+
+async fn check_then_call<S>(app: Arc<App>, mut req: Request, mut inner: S) -> Response
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
+    let Some(presented) = presented_key(&req).map(String::from) else {
         // The control UI: a signed-in cookie session, from the UI's own origin.
         if let Some(session) = req.extensions().get::<tower_sessions::Session>().cloned()
             && super::login::signed_in(&session).await
@@ -94,7 +150,8 @@ pub async fn require_api_key(State(app): State<Arc<App>>, mut req: Request, next
                 .into_response();
             }
             req.extensions_mut().insert(Scope::Admin);
-            return next.run(req).await;
+            let Ok(response) = inner.call(req).await;
+            return response;
         }
         return ApiError::Unauthorized(
             "missing API key: send `Authorization: Bearer <key>` or `x-api-key: <key>`",
@@ -103,13 +160,9 @@ pub async fn require_api_key(State(app): State<Arc<App>>, mut req: Request, next
     };
     match app.auth.identify(&presented).await {
         Ok(caller) => {
-            req.extensions_mut().insert(caller.scope);
-            req.extensions_mut().insert(Attribution {
-                key: Some(caller.key_id),
-                key_limits: caller.limits,
-                ..Attribution::default()
-            });
-            if let Some(agents) = caller.agents {
+            let agents = caller.agents.clone();
+            admit(&mut req, caller);
+            if let Some(agents) = agents {
                 req.extensions_mut()
                     .insert(super::mcp::ScopedAgents(agents.clone()));
                 req = match super::agent_scope::check(&app, req, &agents).await {
@@ -117,10 +170,10 @@ pub async fn require_api_key(State(app): State<Arc<App>>, mut req: Request, next
                     Err(refused) => return refused.into_response(),
                 };
             }
-            next.run(req).await
+            let Ok(response) = inner.call(req).await;
+            response
         }
-        Err(Denied::Expired(at)) => ApiError::from(KeyError::Expired(at)).into_response(),
-        Err(Denied::Invalid) => ApiError::Unauthorized("invalid API key").into_response(),
+        Err(denied) => refusal(denied),
     }
 }
 
@@ -144,7 +197,8 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller {
         _: &S,
     ) -> Result<Self, Self::Rejection> {
         Ok(Self(
-            parts.extensions.get::<Attribution>().cloned().unwrap_or_default(),
+            // Taken, not cloned: one handler reads it, once.
+            parts.extensions.remove::<Attribution>().unwrap_or_default(),
         ))
     }
 }

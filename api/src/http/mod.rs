@@ -26,6 +26,7 @@ mod models;
 mod operations;
 mod ops;
 mod providers;
+mod request_context;
 mod responses;
 mod run_events;
 mod runs;
@@ -38,6 +39,7 @@ mod tasks;
 mod ts_types;
 mod ui;
 mod ui_headers;
+mod ui_sessions;
 mod usage;
 mod views;
 
@@ -191,10 +193,7 @@ pub fn router(app: Arc<App>) -> Router {
             post(mcp::post).get(mcp::not_offered).delete(mcp::not_offered),
         )
         .method_not_allowed_fallback(ops::method_not_allowed)
-        .route_layer(axum::middleware::from_fn_with_state(
-            app.clone(),
-            middleware::require_api_key,
-        ));
+        .route_layer(middleware::RequireApiKeyLayer::new(app.clone()));
     let router = Router::new()
         .route("/health", get(ops::health))
         .route("/auth/login", post(login::login))
@@ -208,28 +207,25 @@ pub fn router(app: Arc<App>) -> Router {
         Client::Embedded(db) => with_ui_sessions(router, SurrealSessionStore::new(db, UI_SESSIONS.into())),
     };
     router
-        .layer(axum::middleware::from_fn(login::secure_cookies))
         .layer(DefaultBodyLimit::max(limit))
         // Last line of defence: a bug must still answer in OpenAI's shape, not drop the connection.
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             ops::panic_response,
         ))
-        .layer(axum::middleware::from_fn_with_state(
-            app.clone(),
-            middleware::request_context,
-        ))
+        .layer(request_context::RequestContextLayer::new(app.clone()))
         .with_state(app)
 }
 
 /// The table of the UI's cookie sessions.
 const UI_SESSIONS: &str = "ui_session";
 
-/// The UI's login sessions, kept in SurrealDB (whichever client it is).
+/// The UI's login sessions, kept in SurrealDB (whichever client it is), for
+/// the requests that can use one (`ui_sessions`).
 fn with_ui_sessions<S>(router: Router<Arc<App>>, store: S) -> Router<Arc<App>>
 where
     S: tower_sessions::SessionStore + Clone,
 {
-    router.layer(
+    router.layer(ui_sessions::UiSessionsLayer::new(
         tower_sessions::SessionManagerLayer::new(store)
             .with_name("onyx_session")
             .with_http_only(true)
@@ -238,5 +234,5 @@ where
             .with_expiry(tower_sessions::Expiry::OnInactivity(
                 tower_sessions::cookie::time::Duration::days(7),
             )),
-    )
+    ))
 }

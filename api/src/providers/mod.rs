@@ -16,6 +16,7 @@ mod azure;
 mod bedrock;
 pub mod breaker;
 pub mod catalog;
+mod completion;
 mod error;
 mod gemini;
 pub mod meter;
@@ -39,6 +40,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 pub use crate::model_ref::{ModelRef, ModelRefError};
+pub use completion::Completion;
 pub use error::ProviderError;
 pub use meter::{Attribution, NoMeter, Refusal, Reservation, UsageMeter};
 pub use registry::ProviderRegistry;
@@ -93,6 +95,15 @@ pub trait Provider: Send + Sync {
     fn kind(&self) -> ProviderKind;
     /// A complete `chat.completion` object.
     fn chat<'a>(&'a self, model: &'a str, call: &'a ChatCall) -> BoxFuture<'a, Result<Value, ProviderError>>;
+    /// The same completion for a caller that passes it on: an upstream that
+    /// speaks chat completions hands back its own bytes.
+    fn chat_completion<'a>(
+        &'a self,
+        model: &'a str,
+        call: &'a ChatCall,
+    ) -> BoxFuture<'a, Result<Completion, ProviderError>> {
+        Box::pin(async move { self.chat(model, call).await.map(Completion::Parsed) })
+    }
     /// Resolves once the upstream has accepted the request and started streaming.
     fn chat_stream<'a>(
         &'a self,

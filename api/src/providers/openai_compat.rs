@@ -3,7 +3,8 @@
 //! the client sent it (only `model` is rewritten) and the response comes back
 //! as raw JSON: JSON calls over [`super::openai_wire`] with endpoints prepared
 //! once, streams and the Responses API through async-openai's
-//! bring-your-own-types calls. Azure
+//! bring-your-own-types calls. A chat answer is passed on as the upstream's
+//! bytes ([`Completion`]). Azure
 //! OpenAI is the same wire format with its own URLs and key header
 //! ([`super::azure`]).
 
@@ -20,7 +21,9 @@ use serde_json::{Map, Value};
 
 use super::openai_wire::{Endpoint, Wire};
 use super::transport::Transport;
-use super::{ChatCall, ChunkStream, EmbeddingsCall, Provider, ProviderError, ResponsesAnswer, WithModel};
+use super::{
+    ChatCall, ChunkStream, Completion, EmbeddingsCall, Provider, ProviderError, ResponsesAnswer, WithModel,
+};
 use crate::config::{ProviderConfig, ProviderKind};
 
 type Client = async_openai::Client<Arc<dyn Config>>;
@@ -188,6 +191,14 @@ impl Provider for OpenAiCompat {
     }
 
     fn chat<'a>(&'a self, model: &'a str, call: &'a ChatCall) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        async move { Ok(self.chat_completion(model, call).await?.into_value()) }.boxed()
+    }
+
+    fn chat_completion<'a>(
+        &'a self,
+        model: &'a str,
+        call: &'a ChatCall,
+    ) -> BoxFuture<'a, Result<Completion, ProviderError>> {
         async move {
             let body = WithModel {
                 model,
@@ -195,9 +206,11 @@ impl Provider for OpenAiCompat {
                 without: self.chat_without,
                 stream_usage: false,
             };
-            self.wire()
-                .post(&*self.endpoint(model, JsonApi::Chat)?, &body)
-                .await
+            let json = self
+                .wire()
+                .post_for_bytes(&*self.endpoint(model, JsonApi::Chat)?, &body)
+                .await?;
+            Completion::forwarded(&self.name, json)
         }
         .boxed()
     }

@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use async_openai::config::Config;
+use bytes::Bytes;
 use http::HeaderMap;
 use serde::Deserialize;
 use serde::Serialize;
@@ -68,6 +69,16 @@ impl Wire<'_> {
         endpoint: &Endpoint,
         body: &impl Serialize,
     ) -> Result<Value, ProviderError> {
+        let bytes = self.post_for_bytes(endpoint, body).await?;
+        serde_json::from_slice(&bytes).map_err(|err| ProviderError::bad_response(self.provider, err))
+    }
+
+    /// Like [`post`](Self::post), with a successful answer's bytes as they came.
+    pub(super) async fn post_for_bytes(
+        &self,
+        endpoint: &Endpoint,
+        body: &impl Serialize,
+    ) -> Result<Bytes, ProviderError> {
         let body = serde_json::to_vec(body).map_err(|err| {
             ProviderError::InvalidRequest(format!("the request could not be encoded: {err}"))
         })?;
@@ -83,7 +94,7 @@ impl Wire<'_> {
         if !status.is_success() {
             return Err(upstream_error(self.provider, status.as_u16(), &bytes));
         }
-        serde_json::from_slice(&bytes).map_err(|err| ProviderError::bad_response(self.provider, err))
+        Ok(bytes)
     }
 }
 

@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 
 use super::breaker::{Breaker, CircuitView, Tripped};
 use super::meter::{Attribution, NoMeter, Reservation, UsageMeter};
-use super::{ChatCall, ChunkStream, EmbeddingsCall, ModelRef, Provider, ProviderError, Usage};
+use super::{ChatCall, ChunkStream, Completion, EmbeddingsCall, ModelRef, Provider, ProviderError, Usage};
 use crate::observability::Metrics;
 
 const BACKOFF_BASE: Duration = Duration::from_millis(100);
@@ -191,12 +191,23 @@ impl Router {
         targets: &[ModelTarget],
         call: &ChatCall,
     ) -> Result<(Value, ModelRef, Option<f64>), ProviderError> {
+        let (completion, served_by, cost) = self.chat_to_forward(targets, call).await?;
+        Ok((completion.into_value(), served_by, cost))
+    }
+
+    /// Like [`chat_metered`](Self::chat_metered), for a caller that passes
+    /// the completion on: it may be the upstream's bytes, unparsed.
+    pub async fn chat_to_forward(
+        &self,
+        targets: &[ModelTarget],
+        call: &ChatCall,
+    ) -> Result<(Completion, ModelRef, Option<f64>), ProviderError> {
         let (completion, served_by, mut settle) = self
             .run_metered(targets, &call.who, &call.body, |t| {
-                t.provider.chat(&t.model, call)
+                t.provider.chat_completion(&t.model, call)
             })
             .await?;
-        settle.observe(&self.metrics, Usage::from_response(&completion));
+        settle.observe(&self.metrics, completion.usage());
         Ok((completion, served_by, settle.finish()))
     }
 

@@ -51,6 +51,46 @@ async fn upstream_errors_keep_their_status_after_retries() {
 }
 
 #[tokio::test]
+async fn answers_pass_through_byte_for_byte_and_a_garbled_one_is_a_502() {
+    let (fakes, onyx) = setup().await;
+    let direct = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", fakes.openai.url()))
+        .bearer_auth(onyx_test_fakes::DEFAULT_KEY)
+        .json(&json!({"model": "fake-echo", "messages": user("same bytes")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(direct.status(), 200);
+    let direct = direct.bytes().await.unwrap();
+    let through = onyx
+        .post("/v1/chat/completions")
+        .json(&json!({"model": "openai/fake-echo", "messages": user("same bytes")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(through.status(), 200);
+    assert_eq!(through.headers()["content-type"], "application/json");
+    assert_eq!(
+        through.bytes().await.unwrap(),
+        direct,
+        "the upstream's answer, unchanged"
+    );
+
+    let (status, body) = onyx
+        .chat(json!({"model": "openai/fake-garbled", "messages": user("x")}))
+        .await;
+    assert_eq!(status, 502, "{body}");
+    assert_eq!(body["error"]["code"], "upstream_bad_response", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("could not read"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
 async fn aliases_fall_back_to_the_next_model() {
     let (fakes, onyx) = setup().await;
     let (status, body) = onyx

@@ -118,6 +118,14 @@ pub(crate) async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap
         Err(refused) => return *refused,
     };
     let turn = turn(&body);
+    if turn.model == script::GARBLED {
+        // A 200 whose JSON stops mid-object, as a broken proxy in between may leave it.
+        return (
+            [(header::CONTENT_TYPE, "application/json")],
+            r#"{"id":"chatcmpl-fake","object":"chat.completion","choices":["#,
+        )
+            .into_response();
+    }
     let plan = script::plan(&state, &turn);
     if let Some(refused) = refusal(&plan, &turn.model) {
         return refused;

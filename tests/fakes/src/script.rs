@@ -9,6 +9,7 @@
 //! | `fake-flaky` | fails with 503 twice, then answers like `fake-echo` (counted per fake) |
 //! | `fake-slow` | streams 100 words, one every 30 ms; without streaming (OpenAI fake) answers after 3 s |
 //! | `fake-script` | follows a script in the last user message (see [`script_plan`]) |
+//! | `fake-garbled` (OpenAI fake, chat) | answers 200 with JSON cut off mid-object (not listed as a model) |
 //! | anything else | 404 model not found |
 //!
 //! Every model that answers also takes part in Onyx's context compaction
@@ -28,6 +29,9 @@ pub const MODELS: &[&str] = &[
     "fake-slow",
     "fake-script",
 ];
+
+/// The model whose chat answers arrive garbled (see the table above).
+pub const GARBLED: &str = "fake-garbled";
 
 /// The protocol-independent view of a request.
 pub struct Turn {

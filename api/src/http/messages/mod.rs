@@ -43,10 +43,7 @@ pub fn routes(app: Arc<App>) -> Router<Arc<App>> {
         .route("/v1/messages", post(create))
         .route("/v1/messages/count_tokens", post(count_tokens))
         .method_not_allowed_fallback(ops::method_not_allowed)
-        .route_layer(axum::middleware::from_fn_with_state(
-            app,
-            middleware::require_api_key,
-        ))
+        .route_layer(middleware::RequireApiKeyLayer::new(app))
         .layer(axum::middleware::map_response(errors::to_anthropic))
 }
 
@@ -147,7 +144,9 @@ async fn translated(
     let session_ref = session_header(headers)?;
     let answered = chat_core::answer(app, headers, into_map(chat), chat_request, session_ref, who).await?;
     let mut response = match answered.answer {
-        Answer::Complete(completion) => Json(response::to_message(&completion, model)).into_response(),
+        Answer::Complete(completion) => {
+            Json(response::to_message(&completion.into_value(), model)).into_response()
+        }
         Answer::Chunks(chunks) => {
             let mut translator = stream::Translator::new(model, estimated_input as u64);
             let events = async_stream::stream! {

@@ -119,7 +119,7 @@ pub async fn create(
     };
     let mut response = match answered.answer {
         Answer::Complete(completion) => {
-            let response = output::from_completion(skeleton, &completion);
+            let response = output::from_completion(skeleton, &completion.into_value());
             keeper.save(&response).await;
             Json(response).into_response()
         }
