@@ -28,7 +28,7 @@ KEY=onyx_sk_bench_key_0000000000
 bin=$CARGO_TARGET_DIR/release
 tmp=$(mktemp -d)
 pids=()
-cleanup() { kill "${pids[@]}" 2>/dev/null || true; rm -rf "$tmp"; }
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
 
 start_fake() { # core name: runs in this shell so its pid reaches cleanup
@@ -107,6 +107,9 @@ echo "onyx idle RSS: $(rss)"
 # ONLY=text runs only the rows whose load description contains it (paced, throughput…).
 wanted() { [ -z "${ONLY:-}" ] || [[ "$1" == *"$ONLY"* ]]; }
 
+# wrk's latencies ("121.00us", "2.32ms", "1.01s") in microseconds.
+to_us() { awk -v t="$1" 'BEGIN { n = t + 0; if (t ~ /ms$/) n *= 1000; else if (t ~ /[0-9]s$/) n *= 1000000; printf "%.0f", n }'; }
+
 run() { # label base-url model key conns delay-ms description [api]
   wanted "$7" || return 0
   BENCH_MODEL=$3 BENCH_KEY=$4 BENCH_DELAY_MS=$6 BENCH_API=${8:-chat} \
@@ -117,6 +120,7 @@ run() { # label base-url model key conns delay-ms description [api]
   rps=$(awk '/Requests\/sec/ {print $2}' "$tmp/wrk.txt")
   errors=$(grep -E 'Non-2xx|Socket errors' "$tmp/wrk.txt" | xargs || true)
   printf '| %-6s | %-28s | %9s | %9s | %10s | %s\n' "$1" "$7" "$p50" "$p99" "$rps" "$errors"
+  echo "$1|$7|$(to_us "$p50")|$(to_us "$p99")|$rps" >> "$tmp/rows"
 }
 
 # Paced rows: onyx-paced sends requests at evenly spaced times (wrk's pacing
@@ -136,6 +140,7 @@ paced() { # label base-url model key description
   p99=$(sed -n 's/.*p99_us=\([0-9]*\).*/\1/p' <<< "$out")
   rate=$(sed -n 's/.*rate=\([0-9]*\).*/\1/p' <<< "$out")
   printf '| %-6s | %-28s | %6sus | %6sus | %10s | %s\n' "$1" "$5" "$p50" "$p99" "$rate" "$(grep -o 'errors=[0-9]*' <<< "$out")"
+  echo "$1|$5|$p50|$p99|$rate" >> "$tmp/rows"
 }
 
 echo
@@ -154,6 +159,27 @@ run onyx "$onyx" near/fake-echo "$KEY" 1 0 "responses → chat: 1 conn" response
 run onyx "$onyx" near/fake-echo "$KEY" 1 0 "messages → chat: 1 conn" messages
 echo
 echo "onyx RSS after load: $(rss)"
+
+# Onyx against the bare upstream and against nginx in this same run: on a
+# noisy VM the absolute numbers drift between runs, these ratios much less.
+if [ -s "$tmp/rows" ]; then
+  echo
+  awk -F'|' '
+    { p50[$1 FS $2] = $3; p99[$1 FS $2] = $4; rps[$1 FS $2] = $5; loads[$2] = 1 }
+    END {
+      for (load in loads) {
+        d = "direct" FS load; o = "onyx" FS load; n = "nginx" FS load
+        if (!(d in p50) || !(o in p50)) continue
+        line = sprintf("%s: onyx adds p50 %+d us, p99 %+d us", load, p50[o] - p50[d], p99[o] - p99[d])
+        if (n in p50) line = line sprintf(" (nginx %+d us, %+d us)", p50[n] - p50[d], p99[n] - p99[d])
+        if (load ~ /throughput/) {
+          line = line sprintf("; onyx %d req/s = %.0f%% of the bare upstream", rps[o], 100 * rps[o] / rps[d])
+          if (n in rps) line = line sprintf(", %.0f%% of nginx", 100 * rps[o] / rps[n])
+        }
+        print line
+      }
+    }' "$tmp/rows" | sort
+fi
 
 [ -z "${ONLY:-}" ] || exit 0
 ttfb() { # base-url model key
