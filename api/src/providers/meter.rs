@@ -100,11 +100,28 @@ impl UsageMeter for NoMeter {
 /// body in any protocol: about four bytes of JSON per prompt token (messages,
 /// system prompt and tools alike), and the output limit it asks for.
 pub fn estimate(body: &Map<String, Value>) -> (u64, Option<u64>) {
-    let bytes = serde_json::to_vec(body).map_or(0, |b| b.len());
+    let mut bytes = ByteCount(0);
+    // Counted as it is written: the body's JSON is never held in memory.
+    let _ = serde_json::to_writer(&mut bytes, body);
+    let bytes = bytes.0;
     let output = ["max_completion_tokens", "max_tokens", "max_output_tokens"]
         .iter()
         .find_map(|key| body.get(*key).and_then(Value::as_u64));
     ((bytes as u64).div_ceil(4), output)
+}
+
+/// A writer that only counts what is written to it.
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -120,6 +137,8 @@ mod tests {
         };
         let (prompt, output) = estimate(&chat);
         assert!((10..=30).contains(&prompt), "{prompt}");
+        let written = serde_json::to_vec(&chat).unwrap().len() as u64;
+        assert_eq!(prompt, written.div_ceil(4), "the count is the JSON's length");
         assert_eq!(output, Some(7));
         let Value::Object(responses) = serde_json::json!({"input": "hi", "max_output_tokens": 3}) else {
             unreachable!()
