@@ -127,7 +127,7 @@ fn digest_hex(key: &str) -> String {
 }
 
 /// Lowercase hex; every request's key goes through it, so no `format!` per byte.
-fn hex(bytes: &[u8]) -> String {
+pub(super) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
     for byte in bytes {
@@ -157,7 +157,8 @@ pub struct Authenticator {
     config_keys: ApiKeys,
     db: Db,
     active_db_keys: AtomicUsize,
-    cache: Mutex<HashMap<String, CachedLookup>>,
+    /// By the key's SHA-256.
+    cache: Mutex<HashMap<[u8; 32], CachedLookup>>,
     touched: Mutex<HashMap<String, Instant>>,
 }
 
@@ -211,13 +212,13 @@ impl Authenticator {
         if let Some(answer) = self.identify_now(presented) {
             return answer;
         }
-        let digest = hex(&Sha256::digest(presented.as_bytes()));
+        let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
         let rows: Result<Vec<Found>, _> = self
             .db
             .rows(
                 "SELECT record::id(id) AS id, scope, limits, agents, expires_at FROM api_key
                  WHERE digest = $digest AND revoked_at = NONE",
-                json!({"digest": digest}),
+                json!({"digest": hex(&digest)}),
                 0,
             )
             .await;
@@ -239,10 +240,10 @@ impl Authenticator {
     /// within the cache's lifetime. `None`: the database must be asked.
     pub fn identify_now(&self, presented: &str) -> Option<Result<Caller, Denied>> {
         let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
-        if self.config_keys.contains_digest(&digest) {
+        if let Some(key_id) = self.config_keys.id_of(&digest) {
             return Some(Ok(Caller {
                 scope: Scope::Admin,
-                key_id: format!("config:{}", hex(&digest[..6])).into(),
+                key_id,
                 limits: None,
                 agents: None,
             }));
@@ -250,7 +251,7 @@ impl Authenticator {
         if !presented.starts_with(KEY_PREFIX) {
             return Some(Err(Denied::Invalid));
         }
-        let cached = self.cache.lock().ok()?.get(&hex(&digest)).cloned();
+        let cached = self.cache.lock().ok()?.get(&digest).cloned();
         match cached {
             Some((at, found)) if at.elapsed() < CACHE_TTL => Some(self.admit(found)),
             _ => None,

@@ -7,6 +7,8 @@ mod keys;
 mod password;
 mod throttle;
 
+use std::sync::Arc;
+
 use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -18,6 +20,8 @@ pub use throttle::LoginThrottle;
 /// The accepted API keys, as digests.
 pub struct ApiKeys {
     digests: Vec<[u8; 32]>,
+    /// Each digest's key id, `config:<first 12 hex digits>`, in the same order.
+    ids: Vec<Arc<str>>,
 }
 
 impl ApiKeys {
@@ -25,7 +29,11 @@ impl ApiKeys {
         let mut digests: Vec<[u8; 32]> = keys.into_iter().map(|k| digest(k.expose_secret())).collect();
         digests.sort_unstable();
         digests.dedup();
-        Self { digests }
+        let ids = digests
+            .iter()
+            .map(|d| format!("config:{}", keys::hex(&d[..6])).into())
+            .collect();
+        Self { digests, ids }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -42,8 +50,18 @@ impl ApiKeys {
         self.contains_digest(&digest(presented))
     }
 
+    /// The id of the key with this digest, if it is one (checked as [`verify`](Self::verify) does).
+    pub fn id_of(&self, candidate: &[u8; 32]) -> Option<Arc<str>> {
+        if !self.contains_digest(candidate) {
+            return None;
+        }
+        // Which one matched may take variable time: the caller holds that key.
+        let at = self.digests.iter().position(|d| d == candidate)?;
+        Some(self.ids[at].clone())
+    }
+
     /// [`verify`](Self::verify) for a key already digested.
-    pub fn contains_digest(&self, candidate: &[u8; 32]) -> bool {
+    fn contains_digest(&self, candidate: &[u8; 32]) -> bool {
         let mut matched = subtle::Choice::from(0);
         for stored in &self.digests {
             matched |= stored.ct_eq(candidate);

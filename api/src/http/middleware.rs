@@ -1,4 +1,4 @@
-//! Auth. `RequireApiKeyLayer` checks the bearer key (or `x-api-key`, as
+//! Auth. `require_api_key` checks the bearer key (or `x-api-key`, as
 //! Anthropic's clients send it), refuses an expired key, holds a key scoped to
 //! agents to them (`agent_scope`), and lets the control UI in by its cookie
 //! session. (Every request's id, span and metrics: `request_context`.)
@@ -11,79 +11,76 @@ use axum::extract::Request;
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::routing::Route;
+use axum::routing::future::RouteFuture;
 use futures::future::{BoxFuture, Either};
-use tower::{Layer, Service};
+use tower::Service;
+use tower::layer::{LayerFn, layer_fn};
 
 use super::error::ApiError;
 use crate::app::App;
 use crate::auth::{Caller as KeyCaller, Denied, KeyError, Scope};
 use crate::providers::Attribution;
 
-/// Checks the caller's key (see the module docs). A hand-written service
-/// for the same reason as `RequestContextLayer`: the common case (a
-/// configured key, or a stored one looked up in the last seconds) is decided
-/// without waiting and calls the route directly, without boxing anything.
-#[derive(Clone)]
-pub struct RequireApiKeyLayer {
-    app: Arc<App>,
-}
-
-impl RequireApiKeyLayer {
-    pub fn new(app: Arc<App>) -> Self {
-        Self { app }
-    }
-}
-
-impl<S> Layer<S> for RequireApiKeyLayer {
-    type Service = RequireApiKey<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        RequireApiKey {
-            app: self.app.clone(),
-            inner,
-        }
-    }
+/// Checks the caller's key (see the module docs) on every route it wraps. A
+/// hand-written service for the same reason as `request_context`'s: the
+/// common case (a configured key, or a stored one looked up in the last
+/// seconds) is decided without waiting and calls the route directly, without
+/// boxing anything.
+pub fn require_api_key(app: Arc<App>) -> LayerFn<impl Fn(Route) -> RequireApiKey + Clone> {
+    layer_fn(move |inner| RequireApiKey {
+        app: app.clone(),
+        inner,
+    })
 }
 
 #[derive(Clone)]
-pub struct RequireApiKey<S> {
+pub struct RequireApiKey {
     app: Arc<App>,
-    inner: S,
+    inner: Route,
 }
 
 /// What can be decided about a request without waiting.
 enum KeyCheck {
     Passed(Request),
     Refused(Response),
-    /// A cookie session, a key scoped to agents, or a key not looked up lately.
-    NeedsLookup(Request),
+    Pending(Request, Pending),
 }
 
-impl<S> Service<Request> for RequireApiKey<S>
-where
-    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-{
+/// What is left to wait for.
+enum Pending {
+    /// No key: the control UI's cookie session, if signed in.
+    CookieSession,
+    /// A stored key not looked up lately.
+    Lookup(String),
+    /// A valid key scoped to these agents (already admitted): the request must name one of them.
+    AgentScope(Arc<[String]>),
+}
+
+impl Service<Request> for RequireApiKey {
     type Response = Response;
     type Error = Infallible;
-    type Future = Either<S::Future, BoxFuture<'static, Result<Response, Infallible>>>;
+    type Future = Either<RouteFuture<Infallible>, BoxFuture<'static, Result<Response, Infallible>>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+        Service::<Request>::poll_ready(&mut self.inner, cx)
     }
 
     fn call(&mut self, req: Request) -> Self::Future {
         match check_now(&self.app, req) {
             KeyCheck::Passed(req) => Either::Left(self.inner.call(req)),
             KeyCheck::Refused(response) => Either::Right(Box::pin(std::future::ready(Ok(response)))),
-            KeyCheck::NeedsLookup(req) => {
-                // The ready service goes into the future; a clone stays for the next call.
+            KeyCheck::Pending(req, pending) => {
+                // The ready route goes into the future; a clone stays for the next call.
                 let clone = self.inner.clone();
-                let inner = std::mem::replace(&mut self.inner, clone);
                 let app = self.app.clone();
-                Either::Right(Box::pin(
-                    async move { Ok(check_then_call(app, req, inner).await) },
-                ))
+                let mut inner = std::mem::replace(&mut self.inner, clone);
+                Either::Right(Box::pin(async move {
+                    Ok(match check_later(&app, req, pending).await {
+                        Ok(req) => inner.call(req).await?,
+                        Err(refused) => refused,
+                    })
+                }))
             }
         }
     }
@@ -106,25 +103,30 @@ fn check_now(app: &App, mut req: Request) -> KeyCheck {
         return KeyCheck::Passed(req);
     }
     let Some(presented) = presented_key(&req) else {
-        return KeyCheck::NeedsLookup(req);
+        return KeyCheck::Pending(req, Pending::CookieSession);
     };
     match app.auth.identify_now(presented) {
-        Some(Ok(caller)) if caller.agents.is_none() => {
-            admit(&mut req, caller);
-            KeyCheck::Passed(req)
-        }
+        Some(Ok(caller)) => match admit(&mut req, caller) {
+            None => KeyCheck::Passed(req),
+            Some(agents) => KeyCheck::Pending(req, Pending::AgentScope(agents)),
+        },
         Some(Err(denied)) => KeyCheck::Refused(refusal(denied)),
-        Some(Ok(_)) | None => KeyCheck::NeedsLookup(req),
+        None => {
+            let presented = presented.to_string();
+            KeyCheck::Pending(req, Pending::Lookup(presented))
+        }
     }
 }
 
-fn admit(req: &mut Request, caller: KeyCaller) {
+/// Marks the request as the caller's; the agents its key is scoped to, if any.
+fn admit(req: &mut Request, caller: KeyCaller) -> Option<Arc<[String]>> {
     req.extensions_mut().insert(caller.scope);
     req.extensions_mut().insert(Attribution {
         key: Some(caller.key_id),
         key_limits: caller.limits,
         ..Attribution::default()
     });
+    caller.agents
 }
 
 fn refusal(denied: Denied) -> Response {
@@ -134,47 +136,48 @@ fn refusal(denied: Denied) -> Response {
     }
 }
 
-async fn check_then_call<S>(app: Arc<App>, mut req: Request, mut inner: S) -> Response
-where
-    S: Service<Request, Response = Response, Error = Infallible>,
-{
-    let Some(presented) = presented_key(&req).map(String::from) else {
-        // The control UI: a signed-in cookie session, from the UI's own origin.
-        if let Some(session) = req.extensions().get::<tower_sessions::Session>().cloned()
-            && super::login::signed_in(&session).await
-        {
-            if !super::login::same_origin(req.method(), req.headers()) {
-                return ApiError::Forbidden(
-                    "cross-site request refused: it must come from the Onyx UI's own origin",
-                )
-                .into_response();
+/// The checks that wait (a database lookup, the cookie session, the agent
+/// the request names): the request, ready for the route, or the refusal.
+async fn check_later(app: &App, mut req: Request, pending: Pending) -> Result<Request, Response> {
+    let agents = match pending {
+        Pending::CookieSession => return cookie_session(req).await,
+        Pending::AgentScope(agents) => agents,
+        Pending::Lookup(presented) => {
+            let caller = app.auth.identify(&presented).await.map_err(refusal)?;
+            match admit(&mut req, caller) {
+                None => return Ok(req),
+                Some(agents) => agents,
             }
-            req.extensions_mut().insert(Scope::Admin);
-            let Ok(response) = inner.call(req).await;
-            return response;
         }
-        return ApiError::Unauthorized(
-            "missing API key: send `Authorization: Bearer <key>` or `x-api-key: <key>`",
-        )
-        .into_response();
     };
-    match app.auth.identify(&presented).await {
-        Ok(caller) => {
-            let agents = caller.agents.clone();
-            admit(&mut req, caller);
-            if let Some(agents) = agents {
-                req.extensions_mut()
-                    .insert(super::mcp::ScopedAgents(agents.clone()));
-                req = match super::agent_scope::check(&app, req, &agents).await {
-                    Ok(req) => req,
-                    Err(refused) => return refused.into_response(),
-                };
-            }
-            let Ok(response) = inner.call(req).await;
-            response
-        }
-        Err(denied) => refusal(denied),
+    req.extensions_mut()
+        .insert(super::mcp::ScopedAgents(agents.clone()));
+    super::agent_scope::check(app, req, &agents)
+        .await
+        .map_err(IntoResponse::into_response)
+}
+
+/// The control UI: a signed-in cookie session, from the UI's own origin.
+async fn cookie_session(mut req: Request) -> Result<Request, Response> {
+    let Some(session) = req.extensions().get::<tower_sessions::Session>().cloned() else {
+        return Err(missing_key());
+    };
+    if !super::login::signed_in(&session).await {
+        return Err(missing_key());
     }
+    if !super::login::same_origin(req.method(), req.headers()) {
+        return Err(ApiError::Forbidden(
+            "cross-site request refused: it must come from the Onyx UI's own origin",
+        )
+        .into_response());
+    }
+    req.extensions_mut().insert(Scope::Admin);
+    Ok(req)
+}
+
+fn missing_key() -> Response {
+    ApiError::Unauthorized("missing API key: send `Authorization: Bearer <key>` or `x-api-key: <key>`")
+        .into_response()
 }
 
 /// Key and config management need the admin scope.

@@ -193,7 +193,7 @@ pub fn router(app: Arc<App>) -> Router {
             post(mcp::post).get(mcp::not_offered).delete(mcp::not_offered),
         )
         .method_not_allowed_fallback(ops::method_not_allowed)
-        .route_layer(middleware::RequireApiKeyLayer::new(app.clone()));
+        .route_layer(middleware::require_api_key(app.clone()));
     let router = Router::new()
         .route("/health", get(ops::health))
         .route("/auth/login", post(login::login))
@@ -212,7 +212,7 @@ pub fn router(app: Arc<App>) -> Router {
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             ops::panic_response,
         ))
-        .layer(request_context::RequestContextLayer::new(app.clone()))
+        .layer(request_context::request_context(app.clone()))
         .with_state(app)
 }
 

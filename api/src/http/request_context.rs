@@ -11,7 +11,10 @@ use std::time::Instant;
 use axum::extract::{MatchedPath, Request};
 use axum::http::{HeaderValue, Method};
 use axum::response::Response;
-use tower::{Layer, Service};
+use axum::routing::Route;
+use axum::routing::future::RouteFuture;
+use tower::Service;
+use tower::layer::{LayerFn, layer_fn};
 use tracing::Instrument;
 use tracing::instrument::Instrumented;
 
@@ -34,48 +37,30 @@ fn new_request_id() -> HeaderValue {
     HeaderValue::from_str(text).unwrap_or(HeaderValue::from_static("unknown"))
 }
 
-/// Gives each request its context (see the module docs). A hand-written
-/// service rather than `from_fn`, which boxes the inner route and the future
-/// and clones the route on every request: this layer wraps every route, so
-/// that showed in the gateway's profile.
-#[derive(Clone)]
-pub struct RequestContextLayer {
-    app: Arc<App>,
-}
-
-impl RequestContextLayer {
-    pub fn new(app: Arc<App>) -> Self {
-        Self { app }
-    }
-}
-
-impl<S> Layer<S> for RequestContextLayer {
-    type Service = RequestContext<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        RequestContext {
-            app: self.app.clone(),
-            inner,
-        }
-    }
+/// Gives each request on the routes it wraps its context (see the module
+/// docs). A hand-written service rather than `from_fn`, which boxes the route
+/// and the future and clones the route on every request: this one wraps
+/// every route, so that showed in the gateway's profile.
+pub fn request_context(app: Arc<App>) -> LayerFn<impl Fn(Route) -> RequestContext + Clone> {
+    layer_fn(move |inner| RequestContext {
+        app: app.clone(),
+        inner,
+    })
 }
 
 #[derive(Clone)]
-pub struct RequestContext<S> {
+pub struct RequestContext {
     app: Arc<App>,
-    inner: S,
+    inner: Route,
 }
 
-impl<S> Service<Request> for RequestContext<S>
-where
-    S: Service<Request, Response = Response, Error = Infallible>,
-{
+impl Service<Request> for RequestContext {
     type Response = Response;
     type Error = Infallible;
-    type Future = Finishing<S::Future>;
+    type Future = Finishing<RouteFuture<Infallible>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+        Service::<Request>::poll_ready(&mut self.inner, cx)
     }
 
     fn call(&mut self, mut req: Request) -> Self::Future {

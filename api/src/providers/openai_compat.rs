@@ -134,6 +134,17 @@ impl OpenAiCompat {
         }
     }
 
+    /// The client's chat body as this upstream takes it: `model` rewritten,
+    /// refused fields left out, and (for streams) usage asked for.
+    fn chat_body<'a>(&'a self, model: &'a str, call: &'a ChatCall, stream: bool) -> WithModel<'a> {
+        WithModel {
+            model,
+            body: &call.body,
+            without: self.chat_without,
+            stream_usage: stream,
+        }
+    }
+
     fn wire(&self) -> Wire<'_> {
         Wire {
             transport: &self.transport,
@@ -191,7 +202,13 @@ impl Provider for OpenAiCompat {
     }
 
     fn chat<'a>(&'a self, model: &'a str, call: &'a ChatCall) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        async move { Ok(self.chat_completion(model, call).await?.into_value()) }.boxed()
+        async move {
+            let endpoint = self.endpoint(model, JsonApi::Chat)?;
+            self.wire()
+                .post(&endpoint, &self.chat_body(model, call, false))
+                .await
+        }
+        .boxed()
     }
 
     fn chat_completion<'a>(
@@ -200,15 +217,10 @@ impl Provider for OpenAiCompat {
         call: &'a ChatCall,
     ) -> BoxFuture<'a, Result<Completion, ProviderError>> {
         async move {
-            let body = WithModel {
-                model,
-                body: &call.body,
-                without: self.chat_without,
-                stream_usage: false,
-            };
+            let endpoint = self.endpoint(model, JsonApi::Chat)?;
             let json = self
                 .wire()
-                .post_for_bytes(&*self.endpoint(model, JsonApi::Chat)?, &body)
+                .post_for_bytes(&endpoint, &self.chat_body(model, call, false))
                 .await?;
             Completion::forwarded(&self.name, json)
         }
@@ -221,12 +233,7 @@ impl Provider for OpenAiCompat {
         call: &'a ChatCall,
     ) -> BoxFuture<'a, Result<ChunkStream, ProviderError>> {
         async move {
-            let body = WithModel {
-                model,
-                body: &call.body,
-                without: self.chat_without,
-                stream_usage: true,
-            };
+            let body = self.chat_body(model, call, true);
             let stream = self
                 .within(self.client(model)?.chat().create_stream_byot::<_, Value>(body))
                 .await?;

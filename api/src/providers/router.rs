@@ -176,39 +176,50 @@ impl Router {
             .collect()
     }
 
+    /// A parsed completion, for callers that read it (agents, compaction).
     pub async fn chat(
         &self,
         targets: &[ModelTarget],
         call: &ChatCall,
     ) -> Result<(Value, ModelRef), ProviderError> {
-        let (completion, served_by, _) = self.chat_metered(targets, call).await?;
+        let (completion, served_by, _) = self
+            .chat_with(
+                targets,
+                call,
+                |t| t.provider.chat(&t.model, call),
+                Usage::from_response,
+            )
+            .await?;
         Ok((completion, served_by))
     }
 
-    /// Like [`chat`](Self::chat), with the call's cost in USD when its price is known.
-    pub async fn chat_metered(
-        &self,
-        targets: &[ModelTarget],
-        call: &ChatCall,
-    ) -> Result<(Value, ModelRef, Option<f64>), ProviderError> {
-        let (completion, served_by, cost) = self.chat_to_forward(targets, call).await?;
-        Ok((completion.into_value(), served_by, cost))
-    }
-
-    /// Like [`chat_metered`](Self::chat_metered), for a caller that passes
-    /// the completion on: it may be the upstream's bytes, unparsed.
+    /// The completion for a caller that passes it on (it may be the
+    /// upstream's bytes, unparsed), with the call's cost in USD when its price is known.
     pub async fn chat_to_forward(
         &self,
         targets: &[ModelTarget],
         call: &ChatCall,
     ) -> Result<(Completion, ModelRef, Option<f64>), ProviderError> {
-        let (completion, served_by, mut settle) = self
-            .run_metered(targets, &call.who, &call.body, |t| {
-                t.provider.chat_completion(&t.model, call)
-            })
-            .await?;
-        settle.observe(&self.metrics, completion.usage());
-        Ok((completion, served_by, settle.finish()))
+        self.chat_with(
+            targets,
+            call,
+            |t| t.provider.chat_completion(&t.model, call),
+            Completion::usage,
+        )
+        .await
+    }
+
+    /// One metered chat call made by `op`, its usage read by `usage`.
+    async fn chat_with<'a, T>(
+        &self,
+        targets: &'a [ModelTarget],
+        call: &'a ChatCall,
+        op: impl Fn(&'a ModelTarget) -> BoxFuture<'a, Result<T, ProviderError>>,
+        usage: impl Fn(&T) -> Option<Usage>,
+    ) -> Result<(T, ModelRef, Option<f64>), ProviderError> {
+        let (answer, served_by, mut settle) = self.run_metered(targets, &call.who, &call.body, op).await?;
+        settle.observe(&self.metrics, usage(&answer));
+        Ok((answer, served_by, settle.finish()))
     }
 
     /// Streams the answer. The upstream is always asked for usage (the

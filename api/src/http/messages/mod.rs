@@ -43,7 +43,7 @@ pub fn routes(app: Arc<App>) -> Router<Arc<App>> {
         .route("/v1/messages", post(create))
         .route("/v1/messages/count_tokens", post(count_tokens))
         .method_not_allowed_fallback(ops::method_not_allowed)
-        .route_layer(middleware::RequireApiKeyLayer::new(app))
+        .route_layer(middleware::require_api_key(app))
         .layer(axum::middleware::map_response(errors::to_anthropic))
 }
 
