@@ -57,7 +57,6 @@ use crate::storage::Client;
 
 /// The whole HTTP surface. `/health` is the only route without auth.
 pub fn router(app: Arc<App>) -> Router {
-    let limit = app.max_body_bytes;
     let admin = Router::new()
         .route("/v1/keys", get(keys::list).post(keys::create))
         .route("/v1/keys/{id}", axum::routing::delete(keys::revoke))
@@ -202,37 +201,41 @@ pub fn router(app: Arc<App>) -> Router {
         .merge(protected)
         .merge(messages::routes(app.clone()))
         .fallback(ui::fallback);
-    let router = match app.db.client() {
-        Client::Any(db) => with_ui_sessions(router, SurrealSessionStore::new(db, UI_SESSIONS.into())),
-        Client::Embedded(db) => with_ui_sessions(router, SurrealSessionStore::new(db, UI_SESSIONS.into())),
-    };
-    router
-        .layer(DefaultBodyLimit::max(limit))
-        // Last line of defence: a bug must still answer in OpenAI's shape, not drop the connection.
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-            ops::panic_response,
-        ))
-        .layer(request_context::request_context(app.clone()))
-        .with_state(app)
+    match app.db.client() {
+        Client::Any(db) => with_request_layers(router, app, SurrealSessionStore::new(db, UI_SESSIONS.into())),
+        Client::Embedded(db) => {
+            with_request_layers(router, app, SurrealSessionStore::new(db, UI_SESSIONS.into()))
+        }
+    }
 }
 
 /// The table of the UI's cookie sessions.
 const UI_SESSIONS: &str = "ui_session";
 
-/// The UI's login sessions, kept in SurrealDB (whichever client it is), for
-/// the requests that can use one (`ui_sessions`).
-fn with_ui_sessions<S>(router: Router<Arc<App>>, store: S) -> Router<Arc<App>>
+/// What every request goes through, stacked into one layer so each route is
+/// wrapped (and boxed) once, outermost first: its context (id, span,
+/// metrics), the panic catcher, the body limit, and the UI's login sessions,
+/// kept in SurrealDB (whichever client it is), for the requests that can use
+/// one (`ui_sessions`).
+fn with_request_layers<S>(router: Router<Arc<App>>, app: Arc<App>, store: S) -> Router
 where
     S: tower_sessions::SessionStore + Clone,
 {
-    router.layer(ui_sessions::UiSessionsLayer::new(
-        tower_sessions::SessionManagerLayer::new(store)
-            .with_name("onyx_session")
-            .with_http_only(true)
-            .with_same_site(tower_sessions::cookie::SameSite::Strict)
-            .with_secure(false)
-            .with_expiry(tower_sessions::Expiry::OnInactivity(
-                tower_sessions::cookie::time::Duration::days(7),
-            )),
-    ))
+    let sessions = tower_sessions::SessionManagerLayer::new(store)
+        .with_name("onyx_session")
+        .with_http_only(true)
+        .with_same_site(tower_sessions::cookie::SameSite::Strict)
+        .with_secure(false)
+        .with_expiry(tower_sessions::Expiry::OnInactivity(
+            tower_sessions::cookie::time::Duration::days(7),
+        ));
+    let per_request = tower::ServiceBuilder::new()
+        .layer(request_context::RequestContextLayer::new(app.clone()))
+        // Last line of defence: a bug must still answer in OpenAI's shape, not drop the connection.
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            ops::panic_response,
+        ))
+        .layer(DefaultBodyLimit::max(app.max_body_bytes))
+        .layer(ui_sessions::UiSessionsLayer::new(sessions));
+    router.layer(per_request).with_state(app)
 }

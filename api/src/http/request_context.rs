@@ -1,6 +1,11 @@
 //! The context every request gets: an id (the client's `x-request-id` when
 //! sane, else a UUIDv7), a tracing span carrying it, the id echoed on the
 //! response, and the request metrics.
+//!
+//! It is the outermost of the per-request layers, which `http::mod` stacks
+//! into one service wrapping each route once: every `Router::layer` boxes
+//! the route again, and each boxed route clones every route inside it on
+//! every request.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -11,10 +16,7 @@ use std::time::Instant;
 use axum::extract::{MatchedPath, Request};
 use axum::http::{HeaderValue, Method};
 use axum::response::Response;
-use axum::routing::Route;
-use axum::routing::future::RouteFuture;
-use tower::Service;
-use tower::layer::{LayerFn, layer_fn};
+use tower::{Layer, Service};
 use tracing::Instrument;
 use tracing::instrument::Instrumented;
 
@@ -37,30 +39,48 @@ fn new_request_id() -> HeaderValue {
     HeaderValue::from_str(text).unwrap_or(HeaderValue::from_static("unknown"))
 }
 
-/// Gives each request on the routes it wraps its context (see the module
+/// Gives each request on the services it wraps its context (see the module
 /// docs). A hand-written service rather than `from_fn`, which boxes the route
 /// and the future and clones the route on every request: this one wraps
 /// every route, so that showed in the gateway's profile.
-pub fn request_context(app: Arc<App>) -> LayerFn<impl Fn(Route) -> RequestContext + Clone> {
-    layer_fn(move |inner| RequestContext {
-        app: app.clone(),
-        inner,
-    })
+#[derive(Clone)]
+pub struct RequestContextLayer {
+    app: Arc<App>,
+}
+
+impl RequestContextLayer {
+    pub fn new(app: Arc<App>) -> Self {
+        Self { app }
+    }
+}
+
+impl<S> Layer<S> for RequestContextLayer {
+    type Service = RequestContext<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RequestContext {
+            app: self.app.clone(),
+            inner,
+        }
+    }
 }
 
 #[derive(Clone)]
-pub struct RequestContext {
+pub struct RequestContext<S> {
     app: Arc<App>,
-    inner: Route,
+    inner: S,
 }
 
-impl Service<Request> for RequestContext {
-    type Response = Response;
+impl<S, B> Service<Request> for RequestContext<S>
+where
+    S: Service<Request, Response = Response<B>, Error = Infallible>,
+{
+    type Response = Response<B>;
     type Error = Infallible;
-    type Future = Finishing<RouteFuture<Infallible>>;
+    type Future = Finishing<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Service::<Request>::poll_ready(&mut self.inner, cx)
+        self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, mut req: Request) -> Self::Future {
@@ -107,8 +127,11 @@ pin_project_lite::pin_project! {
     }
 }
 
-impl<F: Future<Output = Result<Response, Infallible>>> Future for Finishing<F> {
-    type Output = Result<Response, Infallible>;
+impl<F, B> Future for Finishing<F>
+where
+    F: Future<Output = Result<Response<B>, Infallible>>,
+{
+    type Output = Result<Response<B>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();

@@ -8,13 +8,13 @@
 //! session cookie is marked `Secure`.
 
 use std::convert::Infallible;
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 
 use axum::extract::Request;
 use axum::http::{HeaderValue, header};
 use axum::response::Response;
 use futures::future::{BoxFuture, Either};
-use tower::{Layer, Service};
+use tower::{Layer, Service, ServiceExt};
 
 /// Wraps each route in `sessions` (a `SessionManagerLayer`) for the requests that need it.
 #[derive(Clone)]
@@ -28,37 +28,40 @@ impl<L> UiSessionsLayer<L> {
     }
 }
 
-impl<L: Layer<S>, S: Clone> Layer<S> for UiSessionsLayer<L> {
-    type Service = UiSessions<S, L::Service>;
+impl<L: Clone, S> Layer<S> for UiSessionsLayer<L> {
+    type Service = UiSessions<S, L>;
 
     fn layer(&self, inner: S) -> Self::Service {
         UiSessions {
-            bare: inner.clone(),
-            with_sessions: self.sessions.layer(inner),
+            bare: inner,
+            sessions: self.sessions.clone(),
         }
     }
 }
 
-/// One route, with and without the session layer in front.
+/// One route, and the session layer to put in front of it when a request
+/// can use a session. The layered service is made for those requests only:
+/// keeping it made every clone of the route (one per request) clone the
+/// route twice.
 #[derive(Clone)]
-pub struct UiSessions<S, W> {
+pub struct UiSessions<S, L> {
     bare: S,
-    with_sessions: W,
+    sessions: L,
 }
 
-impl<S, W> Service<Request> for UiSessions<S, W>
+impl<S, L> Service<Request> for UiSessions<S, L>
 where
-    S: Service<Request, Response = Response, Error = Infallible>,
-    W: Service<Request, Response = Response, Error = Infallible>,
-    W::Future: Send + 'static,
+    S: Service<Request, Response = Response, Error = Infallible> + Clone,
+    L: Layer<S>,
+    L::Service: Service<Request, Response = Response, Error = Infallible> + Send + 'static,
+    <L::Service as Service<Request>>::Future: Send + 'static,
 {
     type Response = Response;
     type Error = Infallible;
     type Future = Either<S::Future, BoxFuture<'static, Result<Response, Infallible>>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        ready!(self.bare.poll_ready(cx))?;
-        self.with_sessions.poll_ready(cx)
+        self.bare.poll_ready(cx)
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
@@ -66,9 +69,9 @@ where
             return Either::Left(self.bare.call(request));
         }
         let https = came_over_https(&request);
-        let answer = self.with_sessions.call(request);
+        let with_session = self.sessions.layer(self.bare.clone());
         Either::Right(Box::pin(async move {
-            let mut response = answer.await?;
+            let mut response = with_session.oneshot(request).await?;
             if https {
                 mark_cookies_secure(&mut response);
             }

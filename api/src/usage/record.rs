@@ -6,13 +6,14 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Timelike;
 
 use serde::Serialize;
 use serde_json::json;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::providers::{Attribution, ModelRef, Usage};
 use crate::storage::Db;
@@ -161,19 +162,25 @@ enum Message {
 #[derive(Clone)]
 pub struct Writer {
     tx: mpsc::Sender<Message>,
+    /// Wakes the writer before its batch is due: a flush, or a queue filling up.
+    wake: Arc<Notify>,
 }
 
 impl Writer {
     /// Starts the writer task on `db`.
     pub fn start(db: Db) -> Self {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
-        tokio::spawn(write_loop(db, rx));
-        Self { tx }
+        let wake = Arc::new(Notify::new());
+        tokio::spawn(write_loop(db, rx, wake.clone()));
+        Self { tx, wake }
     }
 
     pub fn send(&self, record: Record) {
         if let Err(err) = self.tx.try_send(Message::Record(Box::new(record))) {
             tracing::warn!(error = %err, "usage record dropped: the writer is behind");
+        }
+        if self.tx.capacity() < QUEUE_CAPACITY / 4 {
+            self.wake.notify_one();
         }
     }
 
@@ -181,42 +188,64 @@ impl Writer {
     pub async fn flush(&self) {
         let (done, wait) = oneshot::channel();
         if self.tx.send(Message::Flush(done)).await.is_ok() {
+            self.wake.notify_one();
             let _ = wait.await;
         }
     }
 }
 
-async fn write_loop(db: Db, mut rx: mpsc::Receiver<Message>) {
+/// Sums records until the oldest unwritten one is `BATCH_EVERY` old, then
+/// writes them. While a batch is open the writer sleeps rather than wait on
+/// the queue: waking it for every record cost the gateway a task switch, a
+/// timer and a buffer per request.
+async fn write_loop(db: Db, mut rx: mpsc::Receiver<Message>, wake: Arc<Notify>) {
     let mut batch = Sums::default();
     let mut waiting: Vec<oneshot::Sender<()>> = Vec::new();
+    let mut buffer = Vec::with_capacity(256);
     // When the oldest unwritten record must be written: a steady trickle of
     // records must not keep postponing it.
     let mut due: Option<tokio::time::Instant> = None;
     loop {
-        let mut buffer = Vec::with_capacity(256);
-        let limit = 256;
-        let (received, timed_out) = match due {
-            None => (rx.recv_many(&mut buffer, limit).await, false),
-            Some(due) => match tokio::time::timeout_at(due, rx.recv_many(&mut buffer, limit)).await {
-                Ok(n) => (n, false),
-                Err(_) => (0, true),
-            },
-        };
-        if received == 0 && !timed_out {
-            write(&db, &mut batch).await;
-            return;
-        }
-        for message in buffer {
-            match message {
-                Message::Record(record) => batch.add(*record),
-                Message::Flush(done) => waiting.push(done),
+        let mut timed_out = false;
+        match due {
+            None => {
+                if rx.recv_many(&mut buffer, 256).await == 0 {
+                    write(&db, &mut batch).await;
+                    return;
+                }
+            }
+            Some(due) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(due) => timed_out = true,
+                    _ = wake.notified() => {}
+                }
             }
         }
-        if timed_out || batch.len() >= BATCH_ROWS || !waiting.is_empty() {
+        let mut closed = false;
+        loop {
+            for message in buffer.drain(..) {
+                match message {
+                    Message::Record(record) => batch.add(*record),
+                    Message::Flush(done) => waiting.push(done),
+                }
+            }
+            match rx.try_recv() {
+                Ok(message) => buffer.push(message),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    closed = true;
+                    break;
+                }
+            }
+        }
+        if closed || timed_out || batch.len() >= BATCH_ROWS || !waiting.is_empty() {
             write(&db, &mut batch).await;
             for done in waiting.drain(..) {
                 let _ = done.send(());
             }
+        }
+        if closed {
+            return;
         }
         due = match (batch.is_empty(), due) {
             (true, _) => None,
@@ -279,5 +308,46 @@ mod tests {
         assert_eq!(rows[1]["requests"], 1, "unpriced calls sum apart: {rows:?}");
         assert!(rows[1]["cost_usd"].is_null(), "{rows:?}");
         assert_eq!(rows[2]["session"], "s2");
+    }
+
+    async fn requests_in(db: &Db) -> i64 {
+        let rows: Vec<serde_json::Value> = db
+            .rows("SELECT requests FROM usage_record", json!({}), 0)
+            .await
+            .unwrap();
+        rows.iter().filter_map(|r| r["requests"].as_i64()).sum()
+    }
+
+    #[tokio::test]
+    async fn an_open_batch_is_written_when_due_and_a_flush_does_not_wait_for_it() {
+        let db = Db::scratch().await;
+        let writer = Writer::start(db.clone());
+        let target = ModelRef {
+            provider: "openai".into(),
+            model: "gpt".into(),
+        };
+        let who = Attribution::default();
+        writer.send(Record::new(&who, &target, &Usage::new(1, 1), None));
+        // No flush: the writer sleeps on the open batch and writes it when due.
+        let mut written = 0;
+        for _ in 0..100 {
+            written = requests_in(&db).await;
+            if written == 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(written, 1, "the batch was never written on its own");
+        // A batch opened, then more records and a flush while the writer sleeps on it.
+        writer.send(Record::new(&who, &target, &Usage::new(1, 1), None));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        writer.send(Record::new(&who, &target, &Usage::new(1, 1), None));
+        let started = std::time::Instant::now();
+        writer.flush().await;
+        assert_eq!(requests_in(&db).await, 3);
+        assert!(
+            started.elapsed() < BATCH_EVERY,
+            "the flush waited for the batch to fall due"
+        );
     }
 }
