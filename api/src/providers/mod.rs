@@ -19,6 +19,7 @@ pub mod catalog;
 mod completion;
 mod error;
 mod gemini;
+mod http1;
 pub mod meter;
 mod ollama;
 mod openai_compat;

@@ -1,5 +1,7 @@
-//! The HTTP transport of the proxied hot path: hyper's pooled client over
-//! rustls, with nothing between the call and the connection. reqwest wraps
+//! The HTTP transport of the proxied hot path: for plain `http://`
+//! upstreams our own HTTP/1.1 client (`http1`), whose I/O runs in the
+//! calling task; for the rest hyper's pooled client over rustls, with nothing
+//! between the call and the connection. reqwest wraps
 //! every call in a retry layer, a redirect follower and a boxed service, and
 //! parses the URL again (with IDNA) on every response; profiling put that at
 //! ~5% of the gateway's CPU at saturation. When the environment names a
@@ -16,30 +18,37 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
-use super::ProviderError;
+use super::{ProviderError, http1};
 use crate::config::ProviderConfig;
 use crate::error_chain::root_cause;
 
 type Direct = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
 
 pub(crate) enum Transport {
-    /// hyper's pooled client; TLS by rustls with the platform's trust store.
-    Direct(Box<Direct>),
+    /// Plain `http://` by our HTTP/1.1 client, a pool per host; the rest by
+    /// hyper's pooled client, TLS by rustls with the platform's trust store.
+    Direct(Box<Direct>, Plain),
     /// reqwest: a proxy is configured, or the TLS setup failed.
     Reqwest(reqwest::Client),
 }
 
-/// Where a call goes: the same URL in both transports' types, parsed once.
+/// Where a call goes: the same URL in both transports' types, parsed once,
+/// and for a plain `http://` URL its `host:port`.
 #[derive(Clone)]
 pub(crate) struct Target {
     pub uri: http::Uri,
     pub url: reqwest::Url,
+    plain: Option<String>,
 }
 
 impl Target {
     pub(crate) fn new(url: reqwest::Url) -> Result<Self, String> {
         let uri = url.as_str().parse::<http::Uri>().map_err(|err| err.to_string())?;
-        Ok(Self { uri, url })
+        let plain = match (uri.scheme_str(), url.host_str(), url.port_or_known_default()) {
+            (Some("http"), Some(host), Some(port)) => Some(format!("{host}:{port}")),
+            _ => None,
+        };
+        Ok(Self { uri, url, plain })
     }
 }
 
@@ -57,7 +66,7 @@ impl Transport {
             return Self::Reqwest(fallback.clone());
         }
         match direct(config) {
-            Ok(client) => Self::Direct(Box::new(client)),
+            Ok(client) => Self::Direct(Box::new(client), Plain::new(config.connect_timeout)),
             Err(err) => {
                 tracing::warn!(provider = %config.name, error = %err, "TLS setup for the direct transport failed; using reqwest");
                 Self::Reqwest(fallback.clone())
@@ -75,7 +84,22 @@ impl Transport {
         timeout: Duration,
     ) -> Result<Answer, ProviderError> {
         match self {
-            Self::Direct(client) => {
+            Self::Direct(_, plain) if target.plain.is_some() => {
+                let pool = plain.pool(target.plain.as_deref().unwrap_or_default());
+                let path = target.uri.path_and_query().map_or("/", |p| p.as_str());
+                match pool.post(path, headers, &body).await {
+                    Ok(answer) => Ok(Answer {
+                        status: answer.status,
+                        body: answer.body,
+                    }),
+                    Err(http1::Failure::Connect(detail)) => Err(ProviderError::Connect {
+                        provider: provider.into(),
+                        detail,
+                    }),
+                    Err(http1::Failure::Body(detail)) => Err(ProviderError::bad_response(provider, detail)),
+                }
+            }
+            Self::Direct(client, _) => {
                 let mut request = http::Request::new(Full::new(Bytes::from(body)));
                 *request.method_mut() = http::Method::POST;
                 *request.uri_mut() = target.uri.clone();
@@ -110,6 +134,32 @@ impl Transport {
                 Ok(Answer { status, body })
             }
         }
+    }
+}
+
+/// The pools of plain-http connections, one per `host:port` (a provider
+/// has one or two; found by a short scan).
+pub(crate) struct Plain {
+    connect_timeout: Duration,
+    pools: std::sync::Mutex<Vec<Arc<http1::Pool>>>,
+}
+
+impl Plain {
+    fn new(connect_timeout: Duration) -> Self {
+        Self {
+            connect_timeout,
+            pools: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    fn pool(&self, authority: &str) -> Arc<http1::Pool> {
+        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(pool) = pools.iter().find(|p| p.authority() == authority) {
+            return pool.clone();
+        }
+        let pool = Arc::new(http1::Pool::new(authority, self.connect_timeout));
+        pools.push(pool.clone());
+        pool
     }
 }
 
