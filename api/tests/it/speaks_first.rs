@@ -106,15 +106,17 @@ async fn heartbeat_results_reach_deliver_to_but_heartbeat_ok_does_not() {
     assert_eq!(task["deliver_to"], "telegram:111", "{task}");
 
     said_in(&telegram, 111, "Water the plants").await;
-    let runs = onyx.get_json("/v1/tasks/heartbeat-watcher/runs").await;
-    let delivered = runs["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["result"] == "Water the plants")
-        .cloned()
-        .unwrap_or_default();
-    assert_eq!(delivered["delivered_to"], "telegram:111", "{runs}");
+    // The message goes out before the run that sent it is written down as finished.
+    let delivered = wait_until(secs(30), "the delivering run recorded", async || {
+        let runs = onyx.get_json("/v1/tasks/heartbeat-watcher/runs").await;
+        runs["data"]
+            .as_array()?
+            .iter()
+            .find(|r| r["status"] == "succeeded" && r["result"] == "Water the plants")
+            .cloned()
+    })
+    .await;
+    assert_eq!(delivered["delivered_to"], "telegram:111", "{delivered}");
 
     let quiet_run = wait_until(secs(30), "a HEARTBEAT_OK heartbeat", async || {
         let runs = onyx.get_json("/v1/tasks/heartbeat-quiet/runs").await;
