@@ -12,6 +12,26 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use super::handles::{Handles, pair_key};
+
+type CostCounter = Counter<f64, std::sync::atomic::AtomicU64>;
+
+/// The series one route's requests update.
+struct RequestSeries {
+    requests: Counter,
+    seconds: Histogram,
+}
+
+/// The series one provider's model updates, each made when first used (a
+/// series that was never updated is not rendered, as before).
+#[derive(Default)]
+struct ModelSeries {
+    prompt_tokens: std::sync::OnceLock<Counter>,
+    completion_tokens: std::sync::OnceLock<Counter>,
+    cached_tokens: std::sync::OnceLock<Counter>,
+    cost: std::sync::OnceLock<CostCounter>,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     route: String,
@@ -80,10 +100,16 @@ pub struct Metrics {
     upstream_errors: Family<ErrorLabels, Counter>,
     tokens: Family<TokenLabels, Counter>,
     cached_tokens: Family<ModelLabels, Counter>,
-    cost: Family<ModelLabels, Counter<f64, std::sync::atomic::AtomicU64>>,
+    cost: Family<ModelLabels, CostCounter>,
     circuit_state: Family<ProviderLabels, Gauge>,
     circuit_openings: Family<ProviderLabels, Counter>,
     totals: Totals,
+    /// By route, method and status.
+    request_series: Handles<RequestSeries>,
+    /// By provider.
+    upstream_series: Handles<Histogram>,
+    /// By provider and model.
+    model_series: Handles<ModelSeries>,
 }
 
 /// Process-wide sums for the status page (the families hold the detail).
@@ -154,7 +180,7 @@ impl Metrics {
             "Prompt tokens read from the provider's prompt cache, by provider and model (also counted in tokens)",
             cached_tokens.clone(),
         );
-        let cost = Family::<ModelLabels, Counter<f64, std::sync::atomic::AtomicU64>>::default();
+        let cost = Family::<ModelLabels, CostCounter>::default();
         registry.register(
             "cost_usd",
             "Cost of upstream calls in USD by provider and model (calls with a known price only)",
@@ -189,6 +215,9 @@ impl Metrics {
             tokens,
             cached_tokens,
             totals: Totals::default(),
+            request_series: Handles::default(),
+            upstream_series: Handles::default(),
+            model_series: Handles::default(),
         }
     }
 
@@ -204,12 +233,29 @@ impl Metrics {
     }
 
     pub fn record_request(&self, route: &str, method: &str, status: u16, seconds: f64) {
-        let labels = RequestLabels {
-            route: route.into(),
-            method: method.into(),
-            status,
+        let mut key = pair_key(route, method);
+        // HTTP statuses have three digits.
+        for digit in [status / 100 % 10, status / 10 % 10, status % 10] {
+            key.push(char::from(b'0' + digit as u8));
+        }
+        let make = || RequestSeries {
+            requests: self
+                .requests
+                .get_or_create(&RequestLabels {
+                    route: route.into(),
+                    method: method.into(),
+                    status,
+                })
+                .clone(),
+            seconds: self
+                .request_seconds
+                .get_or_create(&RouteLabels { route: route.into() })
+                .clone(),
         };
-        self.requests.get_or_create(&labels).inc();
+        self.request_series.with(&key, make, |series| {
+            series.requests.inc();
+            series.seconds.observe(seconds);
+        });
         self.totals
             .requests
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -218,17 +264,24 @@ impl Metrics {
                 .errors
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        self.request_seconds
-            .get_or_create(&RouteLabels { route: route.into() })
-            .observe(seconds);
     }
 
     pub fn record_upstream(&self, provider: &str, seconds: f64) {
-        self.upstream_seconds
-            .get_or_create(&ProviderLabels {
-                provider: provider.into(),
-            })
-            .observe(seconds);
+        let make = || {
+            self.upstream_seconds
+                .get_or_create(&ProviderLabels {
+                    provider: provider.into(),
+                })
+                .clone()
+        };
+        self.upstream_series
+            .with(provider, make, |histogram| histogram.observe(seconds));
+    }
+
+    /// Calls `update` with the series of `provider`'s `model`.
+    fn with_model(&self, provider: &str, model: &str, update: impl FnOnce(&ModelSeries)) {
+        self.model_series
+            .with(&pair_key(provider, model), ModelSeries::default, update);
     }
 
     pub fn record_upstream_error(&self, provider: &str, reason: &str) {
@@ -262,11 +315,12 @@ impl Metrics {
 
     /// The cost of one upstream call whose price is known.
     pub fn record_cost(&self, provider: &str, model: &str, usd: f64) {
-        let labels = ModelLabels {
-            provider: provider.into(),
-            model: model.into(),
-        };
-        self.cost.get_or_create(&labels).inc_by(usd);
+        self.with_model(provider, model, |series| {
+            series
+                .cost
+                .get_or_init(|| model_series(&self.cost, provider, model))
+                .inc_by(usd);
+        });
     }
 
     /// Tokens an upstream reports having used for one request.
@@ -276,16 +330,32 @@ impl Metrics {
         self.totals
             .completion_tokens
             .fetch_add(completion_tokens, Relaxed);
-        for (kind, count) in [("prompt", prompt_tokens), ("completion", completion_tokens)] {
-            if count > 0 {
-                let labels = TokenLabels {
+        if prompt_tokens == 0 && completion_tokens == 0 {
+            return;
+        }
+        let tokens = |kind| {
+            self.tokens
+                .get_or_create(&TokenLabels {
                     provider: provider.into(),
                     model: model.into(),
                     kind,
-                };
-                self.tokens.get_or_create(&labels).inc_by(count);
+                })
+                .clone()
+        };
+        self.with_model(provider, model, |series| {
+            if prompt_tokens > 0 {
+                series
+                    .prompt_tokens
+                    .get_or_init(|| tokens("prompt"))
+                    .inc_by(prompt_tokens);
             }
-        }
+            if completion_tokens > 0 {
+                series
+                    .completion_tokens
+                    .get_or_init(|| tokens("completion"))
+                    .inc_by(completion_tokens);
+            }
+        });
     }
 
     /// Prompt tokens an upstream read from its prompt cache for one request.
@@ -296,11 +366,12 @@ impl Metrics {
         self.totals
             .cached_tokens
             .fetch_add(cached_tokens, std::sync::atomic::Ordering::Relaxed);
-        let labels = ModelLabels {
-            provider: provider.into(),
-            model: model.into(),
-        };
-        self.cached_tokens.get_or_create(&labels).inc_by(cached_tokens);
+        self.with_model(provider, model, |series| {
+            series
+                .cached_tokens
+                .get_or_init(|| model_series(&self.cached_tokens, provider, model))
+                .inc_by(cached_tokens);
+        });
     }
 
     /// The Prometheus text exposition of every metric.
@@ -310,4 +381,14 @@ impl Metrics {
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
     }
+}
+
+/// The series of `family` for `provider`'s `model`.
+fn model_series<M: Clone>(family: &Family<ModelLabels, M>, provider: &str, model: &str) -> M {
+    family
+        .get_or_create(&ModelLabels {
+            provider: provider.into(),
+            model: model.into(),
+        })
+        .clone()
 }

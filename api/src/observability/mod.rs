@@ -3,6 +3,7 @@
 //! Logging never blocks a request: a stderr that does not keep up loses lines,
 //! counted in `onyx_log_lines_dropped_total`.
 
+mod handles;
 mod logging;
 mod metrics;
 pub mod tail;

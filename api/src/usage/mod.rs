@@ -19,12 +19,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use serde_json::{Map, Value};
 
 use crate::limits::Limits;
 use crate::observability::Metrics;
 use crate::providers::meter::estimate;
-use crate::providers::{Attribution, ModelRef, Refusal, Reservation, Usage, UsageMeter};
+use crate::providers::{Attribution, BodyRef, ModelRef, Refusal, Reservation, Usage, UsageMeter};
 use crate::storage::Db;
 
 pub use budget::{Spent, spent};
@@ -190,7 +189,7 @@ impl UsageMeter for Meter {
     fn admit<'a>(
         &'a self,
         who: &'a Attribution,
-        body: &'a Map<String, Value>,
+        body: BodyRef<'a>,
         target: &'a ModelRef,
     ) -> BoxFuture<'a, Result<Option<Reservation>, Refusal>> {
         if !self.is_limited(who) {

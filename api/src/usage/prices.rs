@@ -4,7 +4,9 @@
 //! `None` (unknown), never 0.
 
 use std::collections::BTreeMap;
+use std::sync::RwLock;
 
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::providers::{ModelRef, Usage};
@@ -49,7 +51,15 @@ const SHIPPED: &str = include_str!("prices.json5");
 pub struct PriceTable {
     /// Normalized name → price: the shipped table with the config's on top.
     by_name: BTreeMap<String, Price>,
+    /// Answers already found, by target: every metered call asks, and a
+    /// gateway serves a handful of models, so the name matching (lowercasing,
+    /// formatting keys, walking the table) is done once per model.
+    found: RwLock<FxHashMap<ModelRef, Option<Price>>>,
 }
+
+/// Targets remembered before `found` starts over (model names come from
+/// clients, so they are bounded).
+const FOUND_MAX: usize = 4096;
 
 impl PriceTable {
     /// The shipped prices, then `overrides` (keys: a model name, or
@@ -67,13 +77,29 @@ impl PriceTable {
             .chain(overrides)
             .map(|(name, price)| (normalize(name), *price))
             .collect();
-        Self { by_name }
+        Self {
+            by_name,
+            found: RwLock::default(),
+        }
     }
 
     /// The price of `target`: the provider-specific entry, the exact model
     /// name, the name without a vendor prefix (`openai/gpt-4o` on OpenRouter),
     /// then the longest known name it starts with.
     pub fn price(&self, target: &ModelRef) -> Option<Price> {
+        if let Some(found) = crate::sync::read(&self.found).get(target) {
+            return *found;
+        }
+        let price = self.look_up(target);
+        let mut found = crate::sync::write(&self.found);
+        if found.len() >= FOUND_MAX {
+            found.clear();
+        }
+        found.insert(target.clone(), price);
+        price
+    }
+
+    fn look_up(&self, target: &ModelRef) -> Option<Price> {
         let model = normalize(&target.model);
         let provider = normalize(&target.provider);
         let exact = [format!("{provider}/{model}"), format!("{provider}/*")];

@@ -177,7 +177,7 @@ fn empty_row() -> ReportRow {
 
 #[cfg(test)]
 mod tests {
-    use super::super::record::Record;
+    use super::super::record::{Record, Row};
     use super::*;
     use crate::providers::{Attribution, ModelRef, Usage};
 
@@ -192,7 +192,7 @@ mod tests {
             provider: "p".into(),
             model: model.into(),
         };
-        let rows = vec![
+        let rows: Vec<Row> = [
             Record::new(&who, &target("priced"), &Usage::new(10, 5), Some(0.25)),
             Record::new(&who, &target("priced"), &Usage::new(1, 1), Some(0.5)),
             Record::new(
@@ -201,7 +201,10 @@ mod tests {
                 &Usage::new(3, 4),
                 None,
             ),
-        ];
+        ]
+        .into_iter()
+        .map(Row::from)
+        .collect();
         db.execute(
             "INSERT INTO usage_record $rows",
             serde_json::json!({"rows": rows}),

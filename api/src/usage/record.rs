@@ -6,10 +6,9 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
-
-use chrono::Timelike;
 
 use serde::Serialize;
 use serde_json::json;
@@ -25,14 +24,14 @@ const BATCH_ROWS: usize = 200;
 /// than let memory grow while the database is down.
 const QUEUE_CAPACITY: usize = 50_000;
 
-/// Upstream calls of one caller in one minute, as stored in `usage_record`
-/// (several rows may sum the same minute: one per write).
+/// Upstream calls of one caller in one minute. Stored in `usage_record`
+/// with the minute as `at` and `day` (several rows may sum the same minute:
+/// one per write); the text of those is made when rows are written, not per call.
 #[derive(Debug, Clone, Serialize)]
 pub struct Record {
-    /// The minute's start, RFC 3339 UTC with microseconds (sorts as text).
-    pub at: String,
-    /// `YYYY-MM-DD` (UTC), for grouping by day.
-    pub day: String,
+    /// The minute's start, in seconds since the Unix epoch (UTC).
+    #[serde(skip)]
+    pub minute: i64,
     pub key_id: Option<String>,
     pub agent: Option<String>,
     pub task: Option<String>,
@@ -60,14 +59,9 @@ pub struct Record {
 impl Record {
     /// One call.
     pub fn new(who: &Attribution, served_by: &ModelRef, usage: &Usage, cost: Option<f64>) -> Self {
-        let now = crate::clock::now();
-        let minute = now
-            .with_second(0)
-            .and_then(|t| t.with_nanosecond(0))
-            .unwrap_or(now);
+        let seconds = crate::clock::now().timestamp();
         Self {
-            at: crate::clock::stamp(minute),
-            day: crate::clock::day(now),
+            minute: seconds - seconds.rem_euclid(60),
             key_id: who.key.as_deref().map(String::from),
             agent: who.agent.clone(),
             task: who.task.clone(),
@@ -91,7 +85,6 @@ impl Record {
     /// What makes two records one sum.
     fn group(&self) -> String {
         let parts = [
-            Some(self.at.as_str()),
             self.key_id.as_deref(),
             self.agent.as_deref(),
             self.task.as_deref(),
@@ -101,6 +94,7 @@ impl Record {
             Some(self.model.as_str()),
         ];
         let mut group = String::with_capacity(128);
+        let _ = write!(group, "{}\u{1f}", self.minute);
         for part in parts {
             // Unit separators keep `a`+`bc` apart from `ab`+`c`; absent
             // fields differ from empty ones.
@@ -121,6 +115,28 @@ impl Record {
         self.reasoning_tokens += other.reasoning_tokens;
         self.priced_usd += other.priced_usd;
         self.cost_usd = self.cost_usd.map(|c| c + other.cost_usd.unwrap_or(0.0));
+    }
+}
+
+/// A sum as stored: the record with its minute as text.
+#[derive(Serialize)]
+pub struct Row {
+    /// The minute's start, RFC 3339 UTC with microseconds (sorts as text).
+    at: String,
+    /// `YYYY-MM-DD` (UTC), for grouping by day.
+    day: String,
+    #[serde(flatten)]
+    record: Record,
+}
+
+impl From<Record> for Row {
+    fn from(record: Record) -> Self {
+        let minute = chrono::DateTime::from_timestamp(record.minute, 0).unwrap_or_default();
+        Self {
+            at: crate::clock::stamp(minute),
+            day: crate::clock::day(minute),
+            record,
+        }
     }
 }
 
@@ -259,7 +275,7 @@ async fn write(db: &Db, batch: &mut Sums) {
     if batch.is_empty() {
         return;
     }
-    let rows = batch.take();
+    let rows: Vec<Row> = batch.take().into_iter().map(Row::from).collect();
     let count = rows.len();
     let result = db
         .execute_retrying("INSERT INTO usage_record $rows", json!({ "rows": rows }))
