@@ -78,7 +78,7 @@ impl RunRequest {
         who.agent = Some(self.agent.id.clone());
         who.session = self.session.as_ref().map(|s| s.id.clone());
         Ok(ChatCall {
-            body,
+            body: body.into(),
             request: parsed,
             who,
         })

@@ -34,6 +34,19 @@ impl<S: Send + Sync> FromRequest<S> for JsonObject {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let JsonBytes(bytes) = JsonBytes::from_request(req, state).await?;
+        parse_object(&bytes).map(Self)
+    }
+}
+
+/// A request body meant to be a JSON object, not yet parsed (the handler
+/// reads it its own way); it is not empty.
+pub struct JsonBytes(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for JsonBytes {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = read_limited(req, state).await?;
         if bytes.is_empty() {
             return Err(ApiError::bad_request(
@@ -41,11 +54,12 @@ impl<S: Send + Sync> FromRequest<S> for JsonObject {
                 None,
             ));
         }
-        parse_object(&bytes).map(Self)
+        Ok(Self(bytes))
     }
 }
 
-fn parse_object(bytes: &[u8]) -> Result<Value, ApiError> {
+/// `bytes` as a JSON object (always `Value::Object`), or a 400 saying why not.
+pub fn parse_object(bytes: &[u8]) -> Result<Value, ApiError> {
     match serde_json::from_slice::<Value>(bytes) {
         Ok(value @ Value::Object(_)) => Ok(value),
         Ok(_) => Err(ApiError::bad_request(

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::body::{JsonObject, into_map, typed};
+use super::body::{JsonBytes, into_map, parse_object, typed};
 use super::chat_core::{self, Answer, Answered, Chunks, Completion};
 use super::chat_session::{SESSION_HEADER, session_header};
 use super::error::ApiError;
@@ -21,17 +21,40 @@ use super::middleware::Caller;
 use super::sse;
 use crate::app::App;
 use crate::providers::types::ChatRequest;
+use crate::providers::{ChatBody, RawObject};
 
 pub async fn chat_completions(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
     Caller(who): Caller,
-    JsonObject(mut body): JsonObject,
+    JsonBytes(json): JsonBytes,
 ) -> Result<Response, ApiError> {
-    let session_ref = take_session_ref(&headers, &mut body)?;
-    let request: ChatRequest = typed(&body)?;
-    let answered = chat_core::answer(&app, &headers, into_map(body), request, session_ref, who).await?;
+    let (body, request, session_ref) = read_chat(&headers, json)?;
+    let answered = chat_core::answer(&app, &headers, body, request, session_ref, who).await?;
     Ok(into_response(answered))
+}
+
+/// The body, its typed view and the session it names. A plainly valid
+/// object is kept as it came (forwarded without being built into a tree);
+/// anything else is read into a tree, whose errors name the problem.
+fn read_chat(
+    headers: &HeaderMap,
+    json: axum::body::Bytes,
+) -> Result<(ChatBody, ChatRequest, Option<String>), ApiError> {
+    if let Some(mut raw) = RawObject::scan(json.clone())
+        && let Ok(request) = serde_json::from_slice::<ChatRequest>(&json)
+    {
+        let from_body = raw
+            .remove(SESSION_HEADER)
+            .and_then(|text| serde_json::from_str(&text).ok());
+        let session_ref = session_ref(headers, from_body)?;
+        return Ok((ChatBody::Raw(raw), request, session_ref));
+    }
+    let mut body = parse_object(&json)?;
+    let from_body = body.as_object_mut().and_then(|b| b.remove(SESSION_HEADER));
+    let session_ref = session_ref(headers, from_body)?;
+    let request: ChatRequest = typed(&body)?;
+    Ok((ChatBody::Tree(into_map(body)), request, session_ref))
 }
 
 /// The answer in chat-completions wire format, with Onyx's headers.
@@ -67,10 +90,9 @@ pub fn chunks_sse(chunks: Chunks) -> Response {
     sse::response(Body::from_stream(events))
 }
 
-/// The session the request names, from the header or the body field (which is
-/// removed: upstreams would reject an unknown parameter).
-fn take_session_ref(headers: &HeaderMap, body: &mut Value) -> Result<Option<String>, ApiError> {
-    let from_body = body.as_object_mut().and_then(|b| b.remove(SESSION_HEADER));
+/// The session the request names, from the header or the body field (taken
+/// out of the body by the caller: upstreams would reject an unknown parameter).
+fn session_ref(headers: &HeaderMap, from_body: Option<Value>) -> Result<Option<String>, ApiError> {
     if let Some(reference) = session_header(headers)? {
         return Ok(Some(reference));
     }

@@ -14,14 +14,14 @@ use std::sync::Arc;
 
 use axum::http::HeaderMap;
 use futures::StreamExt;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::chat_session::{SESSION_HEADER, source, split_system};
 use super::error::ApiError;
 use crate::agents::MAIN as DEFAULT_AGENT;
 use crate::app::App;
 use crate::providers::types::ChatRequest;
-use crate::providers::{Attribution, ChatCall, ChunkStream};
+use crate::providers::{Attribution, ChatBody, ChatCall, ChunkStream};
 use crate::sessions::recorder::{self, StreamRecorder};
 use crate::sessions::{LogMessage, SessionMeta, Sessions};
 
@@ -32,7 +32,7 @@ pub use super::answer::{Answer, Answered, Chunks, Completion};
 pub async fn answer(
     app: &Arc<App>,
     headers: &HeaderMap,
-    body: Map<String, Value>,
+    body: ChatBody,
     request: ChatRequest,
     session_ref: Option<String>,
     mut who: Attribution,
@@ -43,39 +43,35 @@ pub async fn answer(
             Some("messages".into()),
         ));
     }
+    // The agent and session paths are boxed: their futures are large, and
+    // inline they would make every plain call's future (moved several times
+    // on its way through the service stack) as large.
     if let Some(agent) = super::agent_chat::agent_of(headers, &request.model) {
-        return super::agent_chat::answer(app, headers, request, &agent, session_ref, who).await;
+        return Box::pin(super::agent_chat::answer(
+            app,
+            headers,
+            request,
+            &agent,
+            session_ref,
+            who,
+        ))
+        .await;
     }
     let targets = app.router.resolve(&request.model)?;
-    let session = open_session(app, session_ref.as_deref(), headers).await?;
+    let session = if session_ref.is_some() || app.record_sessions {
+        Box::pin(open_session(app, session_ref.as_deref(), headers)).await?
+    } else {
+        None
+    };
     who.session = session.as_ref().map(|s| s.id.clone());
     let mut history_missing = false;
     let (call, turn) = match &session {
         None => (ChatCall { body, request, who }, Vec::new()),
         Some(session) => {
-            let mut body = Value::Object(body);
-            let client_messages = body["messages"].as_array().cloned().unwrap_or_default();
-            let turn = recorder::client_messages(&client_messages);
-            let history = match app.sessions.messages(session).await {
-                Ok(history) => history,
-                // The object store is down: answer without the history rather than not at all.
-                Err(err) => {
-                    tracing::warn!(session = %session.id, error = %err, "session history unavailable; answering without it");
-                    history_missing = true;
-                    Vec::new()
-                }
-            };
-            let request = if history.is_empty() {
-                request
-            } else {
-                body["messages"] = Value::Array(with_history(
-                    client_messages,
-                    history.iter().map(|m| m.to_openai()),
-                ));
-                super::body::typed(&body)?
-            };
-            let body = super::body::into_map(body);
-            (ChatCall { body, request, who }, turn)
+            let (call, turn, missing) =
+                Box::pin(with_session_history(app, session, body, request, who)).await?;
+            history_missing = missing;
+            (call, turn)
         }
     };
     let mut cost = None;
@@ -95,7 +91,7 @@ pub async fn answer(
                 &parsed,
                 &served_by.to_string(),
             ));
-            record(app.sessions.clone(), session.clone(), turn).await;
+            Box::pin(record(app.sessions.clone(), session.clone(), turn)).await;
             completion = Completion::Parsed(parsed);
         }
         Answer::Complete(completion)
@@ -112,6 +108,45 @@ pub async fn answer(
         }
     }
     Ok(answered)
+}
+
+/// The call with the session's stored history put before the client's
+/// messages, the client's messages as the turn to record, and whether the
+/// history could not be read.
+async fn with_session_history(
+    app: &App,
+    session: &SessionMeta,
+    body: ChatBody,
+    request: ChatRequest,
+    who: Attribution,
+) -> Result<(ChatCall, Vec<LogMessage>, bool), ApiError> {
+    let body = body
+        .into_tree()
+        .map_err(|err| ApiError::bad_request(format!("the request body could not be read: {err}"), None))?;
+    let mut body = Value::Object(body);
+    let client_messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let turn = recorder::client_messages(&client_messages);
+    let mut history_missing = false;
+    let history = match app.sessions.messages(session).await {
+        Ok(history) => history,
+        // The object store is down: answer without the history rather than not at all.
+        Err(err) => {
+            tracing::warn!(session = %session.id, error = %err, "session history unavailable; answering without it");
+            history_missing = true;
+            Vec::new()
+        }
+    };
+    let request = if history.is_empty() {
+        request
+    } else {
+        body["messages"] = Value::Array(with_history(
+            client_messages,
+            history.iter().map(|m| m.to_openai()),
+        ));
+        super::body::typed(&body)?
+    };
+    let body = super::body::into_map(body).into();
+    Ok((ChatCall { body, request, who }, turn, history_missing))
 }
 
 async fn open_session(

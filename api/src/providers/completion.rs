@@ -36,11 +36,17 @@ impl Completion {
                 "the answer is not a JSON object",
             ));
         }
-        let field: UsageField =
-            serde_json::from_slice(&json).map_err(|err| ProviderError::bad_response(provider, err))?;
-        let usage = field
-            .usage
-            .and_then(|raw| serde_json::from_str::<Usage>(raw.get()).ok());
+        let usage = match super::json_scan::object_usage(&json) {
+            Some(usage) => usage.and_then(|range| serde_json::from_slice::<Usage>(&json[range]).ok()),
+            // Not plainly valid: serde_json decides, and names what is wrong.
+            None => {
+                let field: UsageField = serde_json::from_slice(&json)
+                    .map_err(|err| ProviderError::bad_response(provider, err))?;
+                field
+                    .usage
+                    .and_then(|raw| serde_json::from_str::<Usage>(raw.get()).ok())
+            }
+        };
         Ok(Self::Forwarded { json, usage })
     }
 

@@ -8,9 +8,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use serde_json::{Map, Value};
-
-use super::{ModelRef, Usage};
+use super::{BodyRef, ModelRef, Usage};
 use crate::limits::Limits;
 
 /// Who an upstream call is made for; travels on every `ChatCall`.
@@ -57,7 +55,7 @@ pub trait UsageMeter: Send + Sync {
     fn admit<'a>(
         &'a self,
         who: &'a Attribution,
-        body: &'a Map<String, Value>,
+        body: BodyRef<'a>,
         target: &'a ModelRef,
     ) -> BoxFuture<'a, Result<Option<Reservation>, Refusal>>;
 
@@ -79,7 +77,7 @@ impl UsageMeter for NoMeter {
     fn admit<'a>(
         &'a self,
         _: &'a Attribution,
-        _: &'a Map<String, Value>,
+        _: BodyRef<'a>,
         _: &'a ModelRef,
     ) -> BoxFuture<'a, Result<Option<Reservation>, Refusal>> {
         Box::pin(std::future::ready(Ok(None)))
@@ -99,14 +97,17 @@ impl UsageMeter for NoMeter {
 /// A request's size before it goes out, for budget reservations, from its
 /// body in any protocol: about four bytes of JSON per prompt token (messages,
 /// system prompt and tools alike), and the output limit it asks for.
-pub fn estimate(body: &Map<String, Value>) -> (u64, Option<u64>) {
-    let mut bytes = ByteCount(0);
-    // Counted as it is written: the body's JSON is never held in memory.
-    let _ = serde_json::to_writer(&mut bytes, body);
-    let bytes = bytes.0;
-    let output = ["max_completion_tokens", "max_tokens", "max_output_tokens"]
-        .iter()
-        .find_map(|key| body.get(*key).and_then(Value::as_u64));
+pub fn estimate(body: BodyRef<'_>) -> (u64, Option<u64>) {
+    let bytes = match body {
+        BodyRef::Raw(raw) => raw.json_len(),
+        BodyRef::Tree(map) => {
+            let mut bytes = ByteCount(0);
+            // Counted as it is written: the body's JSON is never held in memory.
+            let _ = serde_json::to_writer(&mut bytes, map);
+            bytes.0
+        }
+    };
+    let output = body.first_u64(&["max_completion_tokens", "max_tokens", "max_output_tokens"]);
     ((bytes as u64).div_ceil(4), output)
 }
 
@@ -127,6 +128,7 @@ impl std::io::Write for ByteCount {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     #[test]
     fn estimates_any_protocols_body() {
@@ -135,7 +137,7 @@ mod tests {
         else {
             unreachable!()
         };
-        let (prompt, output) = estimate(&chat);
+        let (prompt, output) = estimate((&chat).into());
         assert!((10..=30).contains(&prompt), "{prompt}");
         let written = serde_json::to_vec(&chat).unwrap().len() as u64;
         assert_eq!(prompt, written.div_ceil(4), "the count is the JSON's length");
@@ -143,6 +145,13 @@ mod tests {
         let Value::Object(responses) = serde_json::json!({"input": "hi", "max_output_tokens": 3}) else {
             unreachable!()
         };
-        assert_eq!(estimate(&responses).1, Some(3));
+        assert_eq!(estimate((&responses).into()).1, Some(3));
+        let raw =
+            super::super::RawObject::scan(bytes::Bytes::from(serde_json::to_vec(&chat).unwrap())).unwrap();
+        assert_eq!(
+            estimate(BodyRef::Raw(&raw)),
+            (prompt, Some(7)),
+            "as it came, the same"
+        );
     }
 }

@@ -20,12 +20,14 @@ mod completion;
 mod error;
 mod gemini;
 mod http1;
+mod json_scan;
 pub mod meter;
 mod ollama;
 mod openai_compat;
 mod openai_wire;
 mod passthrough_routes;
 pub mod registry;
+mod request_body;
 mod router;
 mod sse;
 pub mod stored;
@@ -37,7 +39,6 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 pub use crate::model_ref::{ModelRef, ModelRefError};
@@ -45,6 +46,8 @@ pub use completion::Completion;
 pub use error::ProviderError;
 pub use meter::{Attribution, NoMeter, Refusal, Reservation, UsageMeter};
 pub use registry::ProviderRegistry;
+pub(crate) use request_body::WithModel;
+pub use request_body::{BodyRef, ChatBody, RawObject};
 pub use router::{ModelTarget, ResponsesAnswer, RouteError, RoutedProvider, Router, Routes};
 pub use types::{ChatCall, EmbeddingsCall, Usage};
 
@@ -165,42 +168,6 @@ pub fn build(config: &ProviderConfig) -> Result<Arc<dyn Provider>, ProviderError
     })
 }
 
-/// Serializes a request body with `model` replaced, without copying the body.
-pub(crate) struct WithModel<'a> {
-    pub model: &'a str,
-    pub body: &'a Map<String, Value>,
-    /// Fields the upstream must not get.
-    pub without: &'a [&'a str],
-    /// Ask for the usage chunk of a stream (`stream_options.include_usage`)
-    /// whether or not the client did, keeping its other stream options.
-    pub stream_usage: bool,
-}
-
-impl Serialize for WithModel<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("model", self.model)?;
-        for (key, value) in self.body {
-            if key == "model" || self.without.contains(&key.as_str()) {
-                continue;
-            }
-            if self.stream_usage && key == "stream_options" {
-                continue;
-            }
-            map.serialize_entry(key, value)?;
-        }
-        if self.stream_usage {
-            let mut options = match self.body.get("stream_options") {
-                Some(Value::Object(options)) => options.clone(),
-                _ => Map::new(),
-            };
-            options.insert("include_usage".into(), Value::Bool(true));
-            map.serialize_entry("stream_options", &options)?;
-        }
-        map.end()
-    }
-}
-
 /// A shared HTTP client with the provider's connect timeout.
 pub(crate) fn http_client(config: &ProviderConfig) -> Result<reqwest::Client, ProviderError> {
     reqwest::Client::builder()
@@ -233,51 +200,4 @@ pub(crate) async fn within<T, E>(
 /// A fresh id for completions translated from other protocols.
 pub(crate) fn completion_id() -> String {
     format!("chatcmpl-{}", uuid::Uuid::now_v7().simple())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn with_model_replaces_only_the_model() {
-        let body = json!({"model": "openai/gpt-4o", "messages": [], "custom": {"x": 1}});
-        let Value::Object(map) = body else { unreachable!() };
-        let out = serde_json::to_value(WithModel {
-            model: "gpt-4o",
-            body: &map,
-            without: &[],
-            stream_usage: false,
-        })
-        .unwrap();
-        assert_eq!(
-            out,
-            json!({"model": "gpt-4o", "messages": [], "custom": {"x": 1}})
-        );
-        let streamed =
-            json!({"model": "m", "stream": true, "stream_options": {"include_obfuscation": false}});
-        let Value::Object(streamed) = streamed else {
-            unreachable!()
-        };
-        let out = serde_json::to_value(WithModel {
-            model: "m",
-            body: &streamed,
-            without: &[],
-            stream_usage: true,
-        })
-        .unwrap();
-        assert_eq!(
-            out,
-            json!({"model": "m", "stream": true, "stream_options": {"include_obfuscation": false, "include_usage": true}})
-        );
-        let out = serde_json::to_value(WithModel {
-            model: "gpt-4o",
-            body: &map,
-            without: &["custom"],
-            stream_usage: false,
-        })
-        .unwrap();
-        assert_eq!(out, json!({"model": "gpt-4o", "messages": []}));
-    }
 }

@@ -139,7 +139,7 @@ impl OpenAiCompat {
     fn chat_body<'a>(&'a self, model: &'a str, call: &'a ChatCall, stream: bool) -> WithModel<'a> {
         WithModel {
             model,
-            body: &call.body,
+            body: (&call.body).into(),
             without: self.chat_without,
             stream_usage: stream,
         }
@@ -205,7 +205,7 @@ impl Provider for OpenAiCompat {
         async move {
             let endpoint = self.endpoint(model, JsonApi::Chat)?;
             self.wire()
-                .post(&endpoint, &self.chat_body(model, call, false))
+                .post(&endpoint, self.chat_body(model, call, false).to_json())
                 .await
         }
         .boxed()
@@ -220,7 +220,7 @@ impl Provider for OpenAiCompat {
             let endpoint = self.endpoint(model, JsonApi::Chat)?;
             let json = self
                 .wire()
-                .post_for_bytes(&endpoint, &self.chat_body(model, call, false))
+                .post_for_bytes(&endpoint, self.chat_body(model, call, false).to_json())
                 .await?;
             Completion::forwarded(&self.name, json)
         }
@@ -254,12 +254,12 @@ impl Provider for OpenAiCompat {
         async move {
             let body = WithModel {
                 model,
-                body: &call.body,
+                body: (&call.body).into(),
                 without: &[],
                 stream_usage: false,
             };
             self.wire()
-                .post(&*self.endpoint(model, JsonApi::Embeddings)?, &body)
+                .post(&*self.endpoint(model, JsonApi::Embeddings)?, body.to_json())
                 .await
         }
         .boxed()
@@ -278,7 +278,7 @@ impl Provider for OpenAiCompat {
         async move {
             let body = WithModel {
                 model,
-                body,
+                body: body.into(),
                 without: &[],
                 stream_usage: false,
             };

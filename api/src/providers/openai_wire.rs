@@ -11,7 +11,6 @@ use async_openai::config::Config;
 use bytes::Bytes;
 use http::HeaderMap;
 use serde::Deserialize;
-use serde::Serialize;
 use serde_json::Value;
 
 use super::ProviderError;
@@ -62,12 +61,12 @@ pub(super) struct Wire<'a> {
 }
 
 impl Wire<'_> {
-    /// POSTs `body` to `endpoint` and parses the answer, mapping failures
-    /// the way OpenAI reports them (`{"error": {...}}`).
+    /// POSTs the JSON `body` to `endpoint` and parses the answer, mapping
+    /// failures the way OpenAI reports them (`{"error": {...}}`).
     pub(super) async fn post(
         &self,
         endpoint: &Endpoint,
-        body: &impl Serialize,
+        body: Result<Vec<u8>, serde_json::Error>,
     ) -> Result<Value, ProviderError> {
         let bytes = self.post_for_bytes(endpoint, body).await?;
         serde_json::from_slice(&bytes).map_err(|err| ProviderError::bad_response(self.provider, err))
@@ -77,9 +76,9 @@ impl Wire<'_> {
     pub(super) async fn post_for_bytes(
         &self,
         endpoint: &Endpoint,
-        body: &impl Serialize,
+        body: Result<Vec<u8>, serde_json::Error>,
     ) -> Result<Bytes, ProviderError> {
-        let body = serde_json::to_vec(body).map_err(|err| {
+        let body = body.map_err(|err| {
             ProviderError::InvalidRequest(format!("the request could not be encoded: {err}"))
         })?;
         let exchange = self.transport.post(

@@ -23,7 +23,7 @@ impl Router {
         who: &Attribution,
     ) -> Result<(ResponsesAnswer, ModelRef, Option<f64>), ProviderError> {
         let (answer, served_by, mut settle) = self
-            .run_metered(targets, who, body, |t| {
+            .run_metered(targets, who, body.into(), |t| {
                 t.provider.responses(&t.model, body, stream)
             })
             .await?;
@@ -59,7 +59,7 @@ impl Router {
         call: &MessagesCall,
     ) -> Result<(MessagesAnswer, ModelRef, Option<f64>), ProviderError> {
         let (answer, served_by, mut settle) = self
-            .run_metered(targets, &call.who, &call.body, |t| {
+            .run_metered(targets, &call.who, (&call.body).into(), |t| {
                 t.provider.messages(&t.model, call)
             })
             .await?;

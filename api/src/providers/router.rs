@@ -16,11 +16,13 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::breaker::{Breaker, CircuitView, Tripped};
 use super::meter::{Attribution, NoMeter, Reservation, UsageMeter};
-use super::{ChatCall, ChunkStream, Completion, EmbeddingsCall, ModelRef, Provider, ProviderError, Usage};
+use super::{
+    BodyRef, ChatCall, ChunkStream, Completion, EmbeddingsCall, ModelRef, Provider, ProviderError, Usage,
+};
 use crate::observability::Metrics;
 
 const BACKOFF_BASE: Duration = Duration::from_millis(100);
@@ -217,7 +219,9 @@ impl Router {
         op: impl Fn(&'a ModelTarget) -> BoxFuture<'a, Result<T, ProviderError>>,
         usage: impl Fn(&T) -> Option<Usage>,
     ) -> Result<(T, ModelRef, Option<f64>), ProviderError> {
-        let (answer, served_by, mut settle) = self.run_metered(targets, &call.who, &call.body, op).await?;
+        let (answer, served_by, mut settle) = self
+            .run_metered(targets, &call.who, (&call.body).into(), op)
+            .await?;
         settle.observe(&self.metrics, usage(&answer));
         Ok((answer, served_by, settle.finish()))
     }
@@ -231,7 +235,7 @@ impl Router {
         call: &ChatCall,
     ) -> Result<(ChunkStream, ModelRef), ProviderError> {
         let (stream, served_by, mut settle) = self
-            .run_metered(targets, &call.who, &call.body, |t| {
+            .run_metered(targets, &call.who, (&call.body).into(), |t| {
                 t.provider.chat_stream(&t.model, call)
             })
             .await?;
@@ -264,7 +268,7 @@ impl Router {
         &self,
         targets: &'a [ModelTarget],
         who: &Attribution,
-        body: &Map<String, Value>,
+        body: BodyRef<'_>,
         op: impl Fn(&'a ModelTarget) -> BoxFuture<'a, Result<T, ProviderError>>,
     ) -> Result<(T, ModelRef, Settle), ProviderError> {
         let reservation = match targets.first() {

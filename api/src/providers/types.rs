@@ -15,11 +15,11 @@ pub use message::{
     Content, ContentPart, FunctionCall, FunctionDef, ImageUrl, Message, Role, ToolCall, ToolDef,
 };
 
-/// A chat request: the raw body (source of truth), its validated typed view,
+/// A chat request: the body (source of truth), its validated typed view,
 /// and who it is made for (for usage records, budgets and limits).
 #[derive(Debug)]
 pub struct ChatCall {
-    pub body: Map<String, Value>,
+    pub body: super::ChatBody,
     pub request: ChatRequest,
     pub who: super::meter::Attribution,
 }

@@ -142,7 +142,15 @@ async fn translated(
         0
     };
     let session_ref = session_header(headers)?;
-    let answered = chat_core::answer(app, headers, into_map(chat), chat_request, session_ref, who).await?;
+    let answered = chat_core::answer(
+        app,
+        headers,
+        into_map(chat).into(),
+        chat_request,
+        session_ref,
+        who,
+    )
+    .await?;
     let mut response = match answered.answer {
         Answer::Complete(completion) => {
             Json(response::to_message(&completion.into_value(), model)).into_response()

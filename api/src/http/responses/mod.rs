@@ -109,7 +109,15 @@ pub async fn create(
     let chat = Value::Object(chat);
     let chat_request: ChatRequest = typed(&chat)?;
     let session_ref = session_header(&headers)?;
-    let answered = chat_core::answer(&app, &headers, into_map(chat), chat_request, session_ref, who).await?;
+    let answered = chat_core::answer(
+        &app,
+        &headers,
+        into_map(chat).into(),
+        chat_request,
+        session_ref,
+        who,
+    )
+    .await?;
     let skeleton = output::skeleton(&ids::response(), &body, &model);
     let keeper = Keeper {
         store,

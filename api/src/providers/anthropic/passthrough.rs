@@ -17,7 +17,7 @@ impl Anthropic {
     fn messages_request(&self, path: &str, model: &str, call: &MessagesCall) -> reqwest::RequestBuilder {
         let mut builder = self.request(reqwest::Method::POST, path).json(&WithModel {
             model,
-            body: &call.body,
+            body: (&call.body).into(),
             without: &[],
             stream_usage: false,
         });
