@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Makes api/link/onyx.order: the functions a release build of Onyx runs when it
+# starts and serves the gateway's paths (chat completions as JSON and streams,
+# /v1/responses, /v1/messages, embeddings, models, health, metrics, usage with
+# budgets and rate limits on), hottest first. api/build.rs hands the file to
+# the linker, which lays those functions out together at the front of .text.
+#
+# Why: the binary's code is ~100 MB and the kernel maps it in 64 KB runs
+# around each page touched. Left in the compiler's order, the few thousand
+# functions a gateway runs are spread over most of those runs, and RSS after
+# load was ~60 MB of code alone; laid out together they fit in a few MB.
+# The same contiguity helps the instruction cache and TLB.
+#
+# How: valgrind's callgrind runs the release binary (symbols are kept, see
+# [profile.release]) through the workload and lists every function that ran,
+# with its own instruction count. Symbol names of unchanged code stay the same
+# from build to build, so the file keeps working as the code changes; names it
+# no longer matches are skipped by the linker. Run this again after large
+# changes to the hot paths or to Cargo.lock (bench/README.md shows the effect).
+#
+#   bench/link_order.sh          (needs: valgrind, curl, python3; ~10 minutes)
+#   BUILD=0 measures the binary already built.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+# onyx alone, as the README and the Dockerfile build it: built together with
+# other packages, its dependencies' features (and so its symbol names) differ.
+if [ "${BUILD:-1}" != 0 ]; then
+  cargo build --release -q -p onyx
+  cargo build --release -q -p onyx-test-fakes
+fi
+bin=$CARGO_TARGET_DIR/release
+out=api/link/onyx.order
+tmp=$(mktemp -d)
+pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+"$bin/onyx-fake-upstream" > "$tmp/fakes.json" 2>/dev/null &
+pids+=($!)
+until [ -s "$tmp/fakes.json" ]; do sleep 0.05; done
+fake() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$tmp/fakes.json" "$1"; }
+key=onyx_sk_order_key_00000000000
+cat > "$tmp/onyx.json5" <<JSON
+{ gateway: { auth: { apiKeys: ["$key"] } },
+  usage: { limits: { dailyUsd: 1000000, rpm: 100000000, tpm: 100000000000 } },
+  providers: {
+    fake: { type: "openai", baseUrl: "$(fake openai)", apiKey: "$(fake key)", maxRetries: 0 },
+    claude: { type: "anthropic", baseUrl: "$(fake anthropic)", apiKey: "$(fake key)", maxRetries: 0 },
+    llama: { type: "ollama", baseUrl: "$(fake ollama)", maxRetries: 0 },
+  } }
+JSON
+
+echo "running onyx under callgrind (startup takes a minute)..."
+# The binary starts itself again with this set (main.rs); valgrind would lose it.
+MIMALLOC_ARENA_EAGER_COMMIT=0 ONYX_LOG=warn HOME=$tmp valgrind --tool=callgrind --demangle=no --callgrind-out-file="$tmp/callgrind.out" \
+  "$bin/onyx" serve --config "$tmp/onyx.json5" --listen 127.0.0.1:0 > "$tmp/onyx.out" 2> "$tmp/valgrind.log" &
+onyx_pid=$!
+pids+=($onyx_pid)
+until grep -q '^listening on' "$tmp/onyx.out" 2>/dev/null; do
+  kill -0 "$onyx_pid" 2>/dev/null || { cat "$tmp/valgrind.log" >&2; exit 1; }
+  sleep 0.5
+done
+onyx=$(sed -n 's/^listening on //p' "$tmp/onyx.out")
+until curl -sf "$onyx/health" >/dev/null; do sleep 0.5; done
+# What ran to start is dumped apart (callgrind.out.1), so the serving paths
+# can be ordered first.
+callgrind_control --dump=startup "$onyx_pid" >/dev/null
+until [ -s "$tmp/callgrind.out.1" ]; do sleep 0.5; done
+
+post() { # path body [extra curl args]
+  curl -sf -o /dev/null "$onyx$1" -H "Authorization: Bearer $key" -H 'content-type: application/json' -d "$2" "${@:3}" \
+    || echo "  (a request to $1 failed)"
+}
+chat='"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello to the benchmark"}]'
+rounds=${ROUNDS:-200}
+for i in $(seq "$rounds"); do
+  post /v1/chat/completions "{\"model\":\"fake/fake-echo\",$chat}"
+  if (( i % 4 == 0 )); then
+    post /v1/chat/completions "{\"model\":\"fake/fake-echo\",\"stream\":true,$chat}"
+    post /v1/responses '{"model":"fake/fake-echo","store":false,"instructions":"You are terse.","input":"Say hello"}'
+    post /v1/responses '{"model":"fake/fake-echo","stream":true,"input":"Say hello"}'
+    post /v1/messages '{"model":"fake/fake-echo","max_tokens":64,"system":"Terse.","messages":[{"role":"user","content":"Say hello"}]}' \
+      -H "x-api-key: $key" -H 'anthropic-version: 2023-06-01'
+    post /v1/messages '{"model":"claude/fake-echo","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"Say hello"}]}' \
+      -H "x-api-key: $key" -H 'anthropic-version: 2023-06-01'
+    post /v1/chat/completions "{\"model\":\"claude/fake-echo\",$chat}"
+    post /v1/chat/completions "{\"model\":\"llama/fake-echo\",$chat}"
+    post /v1/embeddings '{"model":"fake/fake-embed","input":"hello"}'
+    curl -sf -o /dev/null "$onyx/v1/models" -H "Authorization: Bearer $key"
+    curl -sf -o /dev/null "$onyx/metrics" -H "Authorization: Bearer $key"
+    curl -sf -o /dev/null "$onyx/health"
+  fi
+  (( i % 50 == 0 )) && echo "  $i of $rounds rounds"
+done
+curl -sf -o /dev/null "$onyx/v1/usage?group_by=model" -H "Authorization: Bearer $key" || true
+kill -TERM "$onyx_pid"
+wait "$onyx_pid" || true
+
+# Every function of the binary that ran: those that served requests by their
+# own instruction count (hottest first), then those only starting ran.
+python3 - "$tmp/callgrind.out" "$tmp/callgrind.out.1" "$(basename "$bin/onyx")" > "$tmp/order" <<'PY'
+import collections, re, sys
+
+def own_costs(path, binary):
+    """Each function's own cost (not its callees') in one callgrind file."""
+    names = {"fn": {}, "ob": {}, "fl": {}}
+    costs = collections.Counter()
+    def name(kind, text):
+        m = re.match(r"\((\d+)\)(?:\s+(.*))?", text)
+        if not m:
+            return text
+        if m.group(2) is not None:
+            names[kind][m.group(1)] = m.group(2)
+        return names[kind].get(m.group(1), text)
+    ob = fn = None
+    call_cost_next = False
+    for line in open(path, errors="replace"):
+        line = line.rstrip("\n")
+        # A function's recursion depth is written after its name (`fn'2`).
+        line = re.sub(r"'\d+$", "", line) if line.startswith(("fn=", "cfn=")) else line
+        key, _, value = line.partition("=")
+        if key in ("ob", "cob", "fn", "cfn", "fi", "fe", "fl", "cfi", "cfl"):
+            resolved = name("ob" if key.endswith("ob") else "fn" if key.endswith("fn") else "fl", value)
+            if key == "ob":
+                ob = resolved
+            elif key == "fn":
+                fn = resolved if ob and ob.endswith("/" + binary) else None
+        elif key == "calls":
+            call_cost_next = True
+        elif line[:1].isdigit() or line[:1] in "+-*":
+            if call_cost_next:
+                call_cost_next = False
+            elif fn:
+                parts = line.split()
+                if len(parts) >= 2:
+                    costs[fn] += int(parts[1])
+    return costs
+
+serving = own_costs(sys.argv[1], sys.argv[3])
+starting = own_costs(sys.argv[2], sys.argv[3])
+for fn, _ in serving.most_common():
+    print(fn)
+for fn, _ in starting.most_common():
+    if fn not in serving:
+        print(fn)
+PY
+mkdir -p "$(dirname "$out")"
+mv "$tmp/order" "$out"
+echo "$(wc -l < "$out") functions in $out"
