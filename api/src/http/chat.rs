@@ -41,8 +41,10 @@ fn read_chat(
     headers: &HeaderMap,
     json: axum::body::Bytes,
 ) -> Result<(ChatBody, ChatRequest, Option<String>), ApiError> {
+    // From text, serde_json does not check each string's UTF-8 again.
     if let Some(mut raw) = RawObject::scan(json.clone())
-        && let Ok(request) = serde_json::from_slice::<ChatRequest>(&json)
+        && let Ok(text) = std::str::from_utf8(&json)
+        && let Ok(request) = serde_json::from_str::<ChatRequest>(text)
     {
         let from_body = raw
             .remove(SESSION_HEADER)

@@ -42,8 +42,16 @@ impl RawObject {
     }
 
     fn text(&self, range: &std::ops::Range<usize>) -> &str {
-        // Checked to be UTF-8 by `object_fields`, and ranges fall on token boundaries.
+        // Checked to be UTF-8 by `object_fields`, and ranges fall on token
+        // boundaries; checked again only for the fields read as text.
         std::str::from_utf8(&self.json[range.clone()]).unwrap_or_default()
+    }
+
+    /// Each field's key and value as bytes, in order (keys are plain ASCII).
+    fn raw_fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.fields
+            .iter()
+            .map(|field| (&self.json[field.key.clone()], &self.json[field.value.clone()]))
     }
 
     /// Each field's key and value text, in order.
@@ -53,17 +61,20 @@ impl RawObject {
             .map(|field| (self.text(&field.key), self.text(&field.value)))
     }
 
+    fn position(&self, key: &str) -> Option<usize> {
+        self.fields
+            .iter()
+            .position(|field| &self.json[field.key.clone()] == key.as_bytes())
+    }
+
     /// The value text of the field `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.fields()
-            .find(|(name, _)| *name == key)
-            .map(|(_, value)| value)
+        self.position(key).map(|at| self.text(&self.fields[at].value))
     }
 
     /// Leaves the field `key` out from now on; its value text, if it was there.
     pub fn remove(&mut self, key: &str) -> Option<String> {
-        let at = self.fields().position(|(name, _)| name == key)?;
-        let field = self.fields.remove(at);
+        let field = self.fields.remove(self.position(key)?);
         Some(self.text(&field.value).to_owned())
     }
 
@@ -156,8 +167,10 @@ pub(crate) struct WithModel<'a> {
 
 impl WithModel<'_> {
     /// Whether `key` is written from the body as it is.
-    fn passes(&self, key: &str) -> bool {
-        key != "model" && !self.without.contains(&key) && !(self.stream_usage && key == "stream_options")
+    fn passes(&self, key: &[u8]) -> bool {
+        key != b"model"
+            && !self.without.iter().any(|left_out| left_out.as_bytes() == key)
+            && !(self.stream_usage && key == b"stream_options")
     }
 
     /// The client's stream options with `include_usage` set.
@@ -184,11 +197,11 @@ impl WithModel<'_> {
         let mut out = Vec::with_capacity(raw.json_len() + self.model.len() + 16);
         out.extend_from_slice(b"{\"model\":");
         serde_json::to_writer(&mut out, self.model)?;
-        for (key, value) in raw.fields().filter(|(key, _)| self.passes(key)) {
+        for (key, value) in raw.raw_fields().filter(|(key, _)| self.passes(key)) {
             out.extend_from_slice(b",\"");
-            out.extend_from_slice(key.as_bytes());
+            out.extend_from_slice(key);
             out.extend_from_slice(b"\":");
-            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(value);
         }
         if self.stream_usage {
             out.extend_from_slice(b",\"stream_options\":");
@@ -205,12 +218,12 @@ impl Serialize for WithModel<'_> {
         map.serialize_entry("model", self.model)?;
         match self.body {
             BodyRef::Tree(body) => {
-                for (key, value) in body.iter().filter(|(key, _)| self.passes(key)) {
+                for (key, value) in body.iter().filter(|(key, _)| self.passes(key.as_bytes())) {
                     map.serialize_entry(key, value)?;
                 }
             }
             BodyRef::Raw(raw) => {
-                for (key, value) in raw.fields().filter(|(key, _)| self.passes(key)) {
+                for (key, value) in raw.fields().filter(|(key, _)| self.passes(key.as_bytes())) {
                     let value: &RawValue = serde_json::from_str(value).map_err(S::Error::custom)?;
                     map.serialize_entry(key, value)?;
                 }
