@@ -165,6 +165,10 @@ run onyx "$onyx" near/fake-echo "$KEY" 1 0 "responses → chat: 1 conn" response
 run onyx "$onyx" near/fake-echo "$KEY" 1 0 "messages → chat: 1 conn" messages
 echo
 echo "onyx RSS after load: $(rss)"
+if command -v readelf > /dev/null; then
+  echo "of which the onyx binary's pages, by section:"
+  python3 bench/rss_sections.py "$onyx_pid" "${ONYX_BIN:-$bin/onyx}" || true
+fi
 
 # Onyx against the bare upstream and against nginx in this same run: on a
 # noisy VM the absolute numbers drift between runs, these ratios much less.
