@@ -71,44 +71,11 @@ requests=$(awk '/requests in/ {print $1}' "$tmp/wrk.txt")
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); api: $api; limits: ${LIMITS:-off}"
 python3 - "$(ls "$tmp"/callgrind.out.* | head -1)" "$requests" "${TOP:-25}" <<'PY'
 import collections, re, sys
+sys.path.insert(0, "bench")
+from callgrind import read
 
 path, requests, top = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-names = {"fn": {}, "ob": {}, "fl": {}}
-own = collections.Counter()
-calls = collections.Counter()
-
-def name(kind, text):
-    m = re.match(r"\((\d+)\)(?:\s+(.*))?", text)
-    if not m:
-        return text
-    if m.group(2) is not None:
-        names[kind][m.group(1)] = m.group(2)
-    return names[kind].get(m.group(1), text)
-
-fn = callee = None
-in_call = False
-for line in open(path, errors="replace"):
-    key, _, value = line.rstrip("\n").partition("=")
-    if key == "fn":
-        fn = name("fn", value)
-    elif key == "cfn":
-        callee = name("fn", value)
-    elif key in ("ob", "cob"):
-        name("ob", value)
-    elif key in ("fl", "fi", "fe", "cfi", "cfl"):
-        name("fl", value)
-    elif key == "calls":
-        in_call = True
-    elif line[:1].isdigit() or line[:1] in "+-*":
-        parts = line.split()
-        if len(parts) < 2:
-            continue
-        if in_call:
-            calls[(fn, callee)] += int(parts[1])
-            in_call = False
-        else:
-            own[fn] += int(parts[1])
-
+own, calls = read(path)
 inclusive = collections.Counter(own)
 for (caller, called), cost in calls.items():
     if caller != called:

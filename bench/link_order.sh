@@ -100,45 +100,12 @@ wait "$onyx_pid" || true
 # Every function of the binary that ran: those that served requests by their
 # own instruction count (hottest first), then those only starting ran.
 python3 - "$tmp/callgrind.out" "$tmp/callgrind.out.1" "$(basename "$bin/onyx")" > "$tmp/order" <<'PY'
-import collections, re, sys
+import sys
+sys.path.insert(0, "bench")
+from callgrind import read
 
-def own_costs(path, binary):
-    """Each function's own cost (not its callees') in one callgrind file."""
-    names = {"fn": {}, "ob": {}, "fl": {}}
-    costs = collections.Counter()
-    def name(kind, text):
-        m = re.match(r"\((\d+)\)(?:\s+(.*))?", text)
-        if not m:
-            return text
-        if m.group(2) is not None:
-            names[kind][m.group(1)] = m.group(2)
-        return names[kind].get(m.group(1), text)
-    ob = fn = None
-    call_cost_next = False
-    for line in open(path, errors="replace"):
-        line = line.rstrip("\n")
-        # A function's recursion depth is written after its name (`fn'2`).
-        line = re.sub(r"'\d+$", "", line) if line.startswith(("fn=", "cfn=")) else line
-        key, _, value = line.partition("=")
-        if key in ("ob", "cob", "fn", "cfn", "fi", "fe", "fl", "cfi", "cfl"):
-            resolved = name("ob" if key.endswith("ob") else "fn" if key.endswith("fn") else "fl", value)
-            if key == "ob":
-                ob = resolved
-            elif key == "fn":
-                fn = resolved if ob and ob.endswith("/" + binary) else None
-        elif key == "calls":
-            call_cost_next = True
-        elif line[:1].isdigit() or line[:1] in "+-*":
-            if call_cost_next:
-                call_cost_next = False
-            elif fn:
-                parts = line.split()
-                if len(parts) >= 2:
-                    costs[fn] += int(parts[1])
-    return costs
-
-serving = own_costs(sys.argv[1], sys.argv[3])
-starting = own_costs(sys.argv[2], sys.argv[3])
+serving, _ = read(sys.argv[1], sys.argv[3])
+starting, _ = read(sys.argv[2], sys.argv[3])
 for fn, _ in serving.most_common():
     print(fn)
 for fn, _ in starting.most_common():
