@@ -17,20 +17,28 @@ const EAGER_COMMIT: &str = "MIMALLOC_ARENA_EAGER_COMMIT";
 /// normal work (a key that exists already), so every one cost a stack walk.
 const LIBRARY_BACKTRACES: &str = "RUST_LIB_BACKTRACE";
 
+/// Set for the process if the user has not set them (they are read before
+/// `main`, or by libraries, so the binary starts itself again with them).
+const RUNTIME_SETTINGS: [(&str, &str); 2] = [(EAGER_COMMIT, "0"), (LIBRARY_BACKTRACES, "0")];
+
 fn main() -> std::process::ExitCode {
-    if cfg!(not(debug_assertions)) && std::env::var_os(EAGER_COMMIT).is_none() {
-        restart_with_runtime_settings();
+    let unset: Vec<_> = RUNTIME_SETTINGS
+        .into_iter()
+        .filter(|(name, _)| std::env::var_os(name).is_none())
+        .collect();
+    if cfg!(not(debug_assertions)) && !unset.is_empty() {
+        restart_with(&unset);
     }
     onyx::cli::main()
 }
 
-/// Starts this binary again with mimalloc committing arena memory as it is
-/// used rather than up front: idle anonymous memory goes from ~40 MB to
-/// ~11 MB at the same throughput (bench/README.md). Library errors capture
-/// no backtrace unless `RUST_LIB_BACKTRACE` asks (panics still print one with
+/// Starts this binary again with `settings` in its environment: mimalloc
+/// commits arena memory as it is used rather than up front (idle anonymous
+/// memory goes from ~40 MB to ~11 MB at the same throughput, bench/README.md),
+/// and library errors capture no backtrace (panics still print one with
 /// `RUST_BACKTRACE=1`). Returns only if the binary cannot be started again;
 /// it then runs as it is.
-fn restart_with_runtime_settings() {
+fn restart_with(settings: &[(&str, &str)]) {
     let Ok(exe) = std::env::current_exe() else {
         return;
     };
@@ -39,9 +47,6 @@ fn restart_with_runtime_settings() {
     if let Some(name) = args.next() {
         command.arg0(name);
     }
-    command.args(args).env(EAGER_COMMIT, "0");
-    if std::env::var_os(LIBRARY_BACKTRACES).is_none() {
-        command.env(LIBRARY_BACKTRACES, "0");
-    }
+    command.args(args).envs(settings.iter().copied());
     let _ = command.exec();
 }

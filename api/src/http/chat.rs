@@ -42,10 +42,9 @@ fn read_chat(
     json: axum::body::Bytes,
 ) -> Result<(ChatBody, ChatRequest, Option<String>), ApiError> {
     // From text, serde_json does not check each string's UTF-8 again.
-    if let Some(mut raw) = RawObject::scan(json.clone())
-        && let Ok(text) = std::str::from_utf8(&json)
-        && let Ok(request) = serde_json::from_str::<ChatRequest>(text)
-    {
+    if let Some((mut raw, request)) = RawObject::scan_with(json.clone(), |text| {
+        serde_json::from_str::<ChatRequest>(text).ok()
+    }) {
         let from_body = raw
             .remove(SESSION_HEADER)
             .and_then(|text| serde_json::from_str(&text).ok());

@@ -8,8 +8,6 @@
 //! something rewrote (a session's history put in, a translation from another
 //! protocol, an agent's call) is a tree.
 
-use std::borrow::Cow;
-
 use bytes::Bytes;
 use serde::ser::{Error as _, Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
@@ -37,8 +35,16 @@ impl RawObject {
     /// `json`'s fields, if it is plainly one JSON object (see `json_scan`);
     /// `None` leaves it to serde_json.
     pub fn scan(json: Bytes) -> Option<Self> {
-        let fields = json_scan::object_fields(&json)?;
-        Some(Self { json, fields })
+        Self::scan_with(json, |_| Some(())).map(|(raw, ())| raw)
+    }
+
+    /// As [`scan`](Self::scan), also handing the text (checked to be UTF-8
+    /// once, for both) to `read`, whose `None` is a `None` too.
+    pub fn scan_with<T>(json: Bytes, read: impl FnOnce(&str) -> Option<T>) -> Option<(Self, T)> {
+        let text = std::str::from_utf8(&json).ok()?;
+        let fields = json_scan::object_fields(text)?;
+        let read = read(text)?;
+        Some((Self { json, fields }, read))
     }
 
     fn text(&self, range: &std::ops::Range<usize>) -> &str {
@@ -92,17 +98,6 @@ impl RawObject {
 }
 
 impl ChatBody {
-    /// The value of the top-level field `key`.
-    pub fn get(&self, key: &str) -> Option<Cow<'_, Value>> {
-        match self {
-            Self::Tree(map) => map.get(key).map(Cow::Borrowed),
-            Self::Raw(raw) => raw
-                .get(key)
-                .and_then(|text| serde_json::from_str(text).ok())
-                .map(Cow::Owned),
-        }
-    }
-
     /// The body as a tree, for callers that rewrite it.
     pub fn into_tree(self) -> Result<Map<String, Value>, serde_json::Error> {
         match self {
