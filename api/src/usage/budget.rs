@@ -49,6 +49,7 @@ pub(crate) struct Window {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum WindowKind {
+    // In this order: `MinuteStamp::expires` is indexed by it.
     Day,
     Month,
     Minute,
@@ -56,49 +57,102 @@ pub(crate) enum WindowKind {
 
 /// The windows `scopes` need at `now`.
 pub(crate) fn windows(scopes: &[Scope], now: DateTime<Utc>) -> Vec<Window> {
-    let mut out = Vec::new();
-    for scope in scopes {
-        let l = &scope.limits;
-        let mut push = |kind, suffix: String, usd, rpm, tpm| {
-            out.push(Window {
-                id: format!("{}|{suffix}", scope.name),
-                kind,
-                usd,
-                rpm,
-                tpm,
-                scope: scope.name.clone(),
-                expires: window_end(kind, now) + chrono::Duration::days(1),
-            });
-        };
-        if l.daily_usd.is_some() {
-            push(
-                WindowKind::Day,
-                now.format("d:%Y-%m-%d").to_string(),
-                l.daily_usd,
-                None,
-                None,
-            );
+    with_stamp(now, |stamp| {
+        let mut out = Vec::new();
+        for scope in scopes {
+            let l = &scope.limits;
+            let mut push = |kind, usd, rpm, tpm| {
+                out.push(Window {
+                    id: stamp.id(&scope.name, kind),
+                    kind,
+                    usd,
+                    rpm,
+                    tpm,
+                    scope: scope.name.clone(),
+                    expires: stamp.expires(kind),
+                });
+            };
+            if l.daily_usd.is_some() {
+                push(WindowKind::Day, l.daily_usd, None, None);
+            }
+            if l.monthly_usd.is_some() {
+                push(WindowKind::Month, l.monthly_usd, None, None);
+            }
+            if l.rpm.is_some() || l.tpm.is_some() {
+                push(WindowKind::Minute, None, l.rpm, l.tpm);
+            }
         }
-        if l.monthly_usd.is_some() {
-            push(
-                WindowKind::Month,
-                now.format("m:%Y-%m").to_string(),
-                l.monthly_usd,
-                None,
-                None,
-            );
-        }
-        if l.rpm.is_some() || l.tpm.is_some() {
-            push(
-                WindowKind::Minute,
-                now.format("min:%Y-%m-%dT%H:%M").to_string(),
-                None,
-                l.rpm,
-                l.tpm,
-            );
+        out
+    })
+}
+
+/// The time part of each window's key (`d:2026-12-31`, `m:2026-12`,
+/// `min:2026-12-31T23:59`) and when its row may be dropped, for one UTC
+/// minute. Made once a minute on each thread rather than on every call:
+/// chrono's `strftime` was ~4,700 instructions per limited request
+/// (bench/README.md).
+struct MinuteStamp {
+    minute: i64,
+    day: String,
+    month: String,
+    min: String,
+    /// Day, month, minute: the window's end plus a day of grace.
+    expires: [DateTime<Utc>; 3],
+}
+
+impl MinuteStamp {
+    fn at(now: DateTime<Utc>) -> Self {
+        let expires = |kind| window_end(kind, now) + chrono::Duration::days(1);
+        Self {
+            minute: now.timestamp().div_euclid(60),
+            day: now.format("d:%Y-%m-%d").to_string(),
+            month: now.format("m:%Y-%m").to_string(),
+            min: now.format("min:%Y-%m-%dT%H:%M").to_string(),
+            expires: [
+                expires(WindowKind::Day),
+                expires(WindowKind::Month),
+                expires(WindowKind::Minute),
+            ],
         }
     }
-    out
+
+    fn suffix(&self, kind: WindowKind) -> &str {
+        match kind {
+            WindowKind::Day => &self.day,
+            WindowKind::Month => &self.month,
+            WindowKind::Minute => &self.min,
+        }
+    }
+
+    fn expires(&self, kind: WindowKind) -> DateTime<Utc> {
+        self.expires[kind as usize]
+    }
+
+    /// `<scope>|<time part>`: the `usage_window` row's key.
+    fn id(&self, scope: &str, kind: WindowKind) -> String {
+        let suffix = self.suffix(kind);
+        let mut id = String::with_capacity(scope.len() + 1 + suffix.len());
+        id.push_str(scope);
+        id.push('|');
+        id.push_str(suffix);
+        id
+    }
+}
+
+/// Runs `f` with the stamp for `now`'s minute, made afresh when the minute
+/// (or the clock) moved.
+fn with_stamp<R>(now: DateTime<Utc>, f: impl FnOnce(&MinuteStamp) -> R) -> R {
+    thread_local! {
+        static STAMP: std::cell::RefCell<Option<MinuteStamp>> = const { std::cell::RefCell::new(None) };
+    }
+    let minute = now.timestamp().div_euclid(60);
+    STAMP.with_borrow_mut(|stamp| {
+        let current = match stamp {
+            Some(s) if s.minute == minute => s,
+            _ => stamp.insert(MinuteStamp::at(now)),
+        };
+        f(current)
+    })
 }
 
 /// When the window containing `now` ends.
@@ -455,11 +509,9 @@ pub async fn spent(db: &Db, scope: &str) -> Result<Spent, DbError> {
         tokens: Option<u64>,
     }
     let now = crate::clock::now();
-    let ids = [
-        format!("{scope}|{}", now.format("d:%Y-%m-%d")),
-        format!("{scope}|{}", now.format("m:%Y-%m")),
-        format!("{scope}|{}", now.format("min:%Y-%m-%dT%H:%M")),
-    ];
+    let ids = with_stamp(now, |stamp| {
+        [WindowKind::Day, WindowKind::Month, WindowKind::Minute].map(|kind| stamp.id(scope, kind))
+    });
     let mut response = db
         .execute(
             "SELECT usd, requests, tokens FROM type::record('usage_window', $a);

@@ -38,3 +38,37 @@ fn windows_and_their_ends() {
     );
     assert!(windows(&[scope("global", Limits::default())], now).is_empty());
 }
+
+#[test]
+fn window_keys_follow_the_minute_and_a_clock_that_jumps_back() {
+    let limits = Limits {
+        daily_usd: Some(1.0),
+        rpm: Some(5),
+        ..Limits::default()
+    };
+    let ids = |at| -> Vec<String> {
+        windows(&[scope("agent:a", limits)], at)
+            .into_iter()
+            .map(|w| w.id)
+            .collect()
+    };
+    let last_second = Utc.with_ymd_and_hms(2026, 11, 26, 23, 59, 59).unwrap();
+    let next_day = last_second + chrono::Duration::seconds(1);
+    assert_eq!(
+        ids(last_second),
+        ["agent:a|d:2026-11-26", "agent:a|min:2026-11-26T23:59"]
+    );
+    assert_eq!(
+        ids(next_day),
+        ["agent:a|d:2026-11-27", "agent:a|min:2026-11-27T00:00"]
+    );
+    assert_eq!(
+        ids(last_second - chrono::Duration::days(3)),
+        ["agent:a|d:2026-11-23", "agent:a|min:2026-11-23T23:59"]
+    );
+    let minute = windows(&[scope("agent:a", limits)], next_day);
+    assert_eq!(
+        minute[1].expires,
+        Utc.with_ymd_and_hms(2026, 11, 28, 0, 1, 0).unwrap()
+    );
+}
