@@ -167,7 +167,7 @@ echo
 echo "onyx RSS after load: $(rss)"
 if command -v readelf > /dev/null; then
   echo "of which the onyx binary's pages, by section:"
-  python3 bench/rss_sections.py "$onyx_pid" "${ONYX_BIN:-$bin/onyx}" || true
+  python3 bench/rss_sections.py "$onyx_pid" "${ONYX_BIN:-$bin/onyx}" api/link/onyx.order || true
 fi
 
 # Onyx against the bare upstream and against nginx in this same run: on a

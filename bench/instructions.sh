@@ -14,6 +14,7 @@
 #   API=responses bench/instructions.sh   or messages
 #   ONYX_BIN=/tmp/onyx-before BUILD=0 bench/instructions.sh   another build, same fakes
 #   LIMITS=on   with a budget and rate limits configured; TOP=40 functions listed
+#   KEEP=/tmp/chat.callgrind   keeps the callgrind file (callers: bench/callgrind.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
@@ -44,8 +45,8 @@ cat > "$tmp/onyx.json5" <<JSON
 JSON
 
 echo "starting onyx under callgrind..."
-# The binary starts itself again with this set (main.rs); valgrind would lose it.
-MIMALLOC_ARENA_EAGER_COMMIT=0 ONYX_LOG=warn HOME=$tmp valgrind --tool=callgrind \
+# The binary starts itself again unless both are set (main.rs); valgrind would lose it.
+MIMALLOC_ARENA_EAGER_COMMIT=0 RUST_LIB_BACKTRACE=0 ONYX_LOG=warn HOME=$tmp valgrind --tool=callgrind \
   --callgrind-out-file="$tmp/callgrind.out" "$onyx_bin" serve --config "$tmp/onyx.json5" \
   --listen 127.0.0.1:0 > "$tmp/onyx.out" 2> "$tmp/valgrind.log" &
 onyx_pid=$!
@@ -67,6 +68,7 @@ if grep -q Non-2xx "$tmp/wrk.txt"; then
   cat "$tmp/wrk.txt" >&2
   exit 1
 fi
+[ -n "${KEEP:-}" ] && cp "$(ls "$tmp"/callgrind.out.* | head -1)" "$KEEP"
 requests=$(awk '/requests in/ {print $1}' "$tmp/wrk.txt")
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); api: $api; limits: ${LIMITS:-off}"
 python3 - "$(ls "$tmp"/callgrind.out.* | head -1)" "$requests" "${TOP:-25}" <<'PY'
