@@ -96,7 +96,8 @@ http {
 }
 CONF
   taskset -c 0 nginx -p "$tmp/nginx" -c "$tmp/nginx.conf" -e "$tmp/nginx/error.log" &
-  pids+=($!)
+  nginx_pid=$!
+  pids+=($nginx_pid)
   nginx_near=http://127.0.0.1:$port_near nginx_far=http://127.0.0.1:$port_far
   until curl -s -o /dev/null "$nginx_near/"; do sleep 0.05; done
 fi
@@ -116,10 +117,40 @@ wanted() { [ -z "${ONLY:-}" ] || [[ "$1" == *"$ONLY"* ]]; }
 # wrk's latencies ("121.00us", "2.32ms", "1.01s") in microseconds.
 to_us() { awk -v t="$1" 'BEGIN { n = t + 0; if (t ~ /ms$/) n *= 1000; else if (t ~ /[0-9]s$/) n *= 1000000; printf "%.0f", n }'; }
 
+# CPU time (user + system, in clock ticks) of a proxy's processes so far:
+# onyx, or nginx's master and worker.
+cpu_ticks() { # label
+  local procs=()
+  case $1 in
+    onyx) procs=("$onyx_pid") ;;
+    nginx) procs=("$nginx_pid" $(pgrep -P "$nginx_pid")) ;;
+  esac
+  local user=0 system=0 p
+  for p in "${procs[@]}"; do
+    # Fields 14 and 15 of /proc/PID/stat, counted after the ")" that ends the name.
+    read -r u s < <(sed 's/.*) //' "/proc/$p/stat" | awk '{print $12, $13}')
+    user=$((user + u)) system=$((system + s))
+  done
+  echo "$user $system"
+}
+
 run() { # label base-url model key conns delay-ms description [api]
   wanted "$7" || return 0
+  local cpu_before
+  cpu_before=$(cpu_ticks "$1")
   BENCH_MODEL=$3 BENCH_KEY=$4 BENCH_DELAY_MS=$6 BENCH_API=${8:-chat} \
     taskset -c 1 wrk -t1 -c"$5" -d"$DURATION" --latency -s bench/chat.lua "$2" > "$tmp/wrk.txt"
+  if [ "$1" != direct ]; then
+    # The proxy's own CPU per request: what one core it had alone could carry,
+    # whichever core limited the run.
+    awk -v before="$cpu_before" -v after="$(cpu_ticks "$1")" -v hz="$(getconf CLK_TCK)" \
+      -v requests="$(awk '/requests in/ {print $1}' "$tmp/wrk.txt")" -v row="$1|$7" \
+      'BEGIN {
+        split(before, b, " "); split(after, a, " "); per = 1e6 / hz / requests
+        if (requests > 0 && a[1] + a[2] > b[1] + b[2])
+          printf "%s|%.1f|%.1f\n", row, (a[1] - b[1]) * per, (a[2] - b[2]) * per
+      }' >> "$tmp/cpu"
+  fi
   local p50 p99 rps errors
   p50=$(awk '$1=="50%" {print $2}' "$tmp/wrk.txt")
   p99=$(awk '$1=="99%" {print $2}' "$tmp/wrk.txt")
@@ -189,6 +220,13 @@ if [ -s "$tmp/rows" ]; then
         print line
       }
     }' "$tmp/rows" | sort
+fi
+
+if [ -s "$tmp/cpu" ]; then
+  echo
+  echo "CPU per request on the proxy's own core, and the rate that core could carry:"
+  awk -F'|' '{ printf "  %-6s %-28s %6.1f us (user %5.1f + system %5.1f)  -> %6.0f req/s per core\n",
+    $1, $2, $3 + $4, $3, $4, 1e6 / ($3 + $4) }' "$tmp/cpu"
 fi
 
 [ -z "${ONLY:-}" ] || exit 0
