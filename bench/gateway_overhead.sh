@@ -18,6 +18,8 @@
 #   RATE=3000 requests a second in the paced rows (onyx-paced, bench/paced)
 #   LIMITS=on bench/gateway_overhead.sh
 #   NGINX=off leaves out the nginx reference rows (they run where nginx is installed)
+#   LOG=info runs Onyx at its default log level (each request then has a tracing span);
+#   the default here, warn, leaves that out as nginx's access_log off does
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
@@ -61,7 +63,7 @@ cat > "$tmp/onyx.json5" <<JSON
   } }
 JSON
 # ONYX_BIN=path measures another build of onyx (an A/B against the same fakes and load).
-ONYX_LOG=warn HOME=$tmp taskset -c 0 "${ONYX_BIN:-$bin/onyx}" serve --config "$tmp/onyx.json5" --listen 127.0.0.1:0 > "$tmp/onyx.out" 2>/dev/null &
+ONYX_LOG=${LOG:-warn} HOME=$tmp taskset -c 0 "${ONYX_BIN:-$bin/onyx}" serve --config "$tmp/onyx.json5" --listen 127.0.0.1:0 > "$tmp/onyx.out" 2>/dev/null &
 onyx_pid=$!
 pids+=($onyx_pid)
 until grep -q '^listening on' "$tmp/onyx.out" 2>/dev/null; do sleep 0.05; done
@@ -108,7 +110,7 @@ rss() {
 }
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-echo "limits: ${LIMITS:-off}"
+echo "limits: ${LIMITS:-off}; log level: ${LOG:-warn}"
 echo "onyx idle RSS: $(rss)"
 
 # ONLY=text runs only the rows whose load description contains it (paced, throughput…).

@@ -18,7 +18,8 @@
 # no longer matches are skipped by the linker. Run this again after large
 # changes to the hot paths or to Cargo.lock (bench/README.md shows the effect).
 #
-#   bench/link_order.sh          (needs: valgrind, curl, wrk, python3; ~12 minutes)
+#   bench/link_order.sh          (needs: valgrind, curl, wrk, python3; perf if installed; ~14 minutes)
+#   PERF=off leaves out the native pass under perf.
 #   BUILD=0 measures the binary already built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,8 +53,11 @@ cat > "$tmp/onyx.json5" <<JSON
 JSON
 
 echo "running onyx under callgrind (startup takes a minute)..."
+# At the default log level (info), where each request has a tracing span: its
+# code is ordered too. At warn (as gateway_overhead.sh runs by default) that
+# code does not run, and the ordered front covers the rest all the same.
 # The binary starts itself again unless both are set (main.rs); valgrind would lose it.
-MIMALLOC_ARENA_EAGER_COMMIT=0 RUST_LIB_BACKTRACE=0 ONYX_LOG=warn HOME=$tmp valgrind --tool=callgrind --demangle=no --callgrind-out-file="$tmp/callgrind.out" \
+MIMALLOC_ARENA_EAGER_COMMIT=0 RUST_LIB_BACKTRACE=0 ONYX_LOG=info HOME=$tmp valgrind --tool=callgrind --demangle=no --callgrind-out-file="$tmp/callgrind.out" \
   "$bin/onyx" serve --config "$tmp/onyx.json5" --listen 127.0.0.1:0 > "$tmp/onyx.out" 2> "$tmp/valgrind.log" &
 onyx_pid=$!
 pids+=($onyx_pid)
@@ -73,60 +77,94 @@ post() { # path body [extra curl args]
     || echo "  (a request to $1 failed)"
 }
 chat='"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello to the benchmark"}]'
-rounds=${ROUNDS:-200}
-for i in $(seq "$rounds"); do
-  post /v1/chat/completions "{\"model\":\"fake/fake-echo\",$chat}"
-  if (( i % 4 == 0 )); then
-    post /v1/chat/completions "{\"model\":\"fake/fake-echo\",\"stream\":true,$chat}"
-    post /v1/responses '{"model":"fake/fake-echo","store":false,"instructions":"You are terse.","input":"Say hello"}'
-    post /v1/responses '{"model":"fake/fake-echo","stream":true,"input":"Say hello"}'
-    post /v1/messages '{"model":"fake/fake-echo","max_tokens":64,"system":"Terse.","messages":[{"role":"user","content":"Say hello"}]}' \
-      -H "x-api-key: $key" -H 'anthropic-version: 2023-06-01'
-    post /v1/messages '{"model":"claude/fake-echo","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"Say hello"}]}' \
-      -H "x-api-key: $key" -H 'anthropic-version: 2023-06-01'
-    post /v1/chat/completions "{\"model\":\"claude/fake-echo\",$chat}"
-    post /v1/chat/completions "{\"model\":\"llama/fake-echo\",$chat}"
-    post /v1/embeddings '{"model":"fake/fake-embed","input":"hello"}'
-    curl -sf -o /dev/null "$onyx/v1/models" -H "Authorization: Bearer $key"
-    curl -sf -o /dev/null "$onyx/metrics" -H "Authorization: Bearer $key"
-    curl -sf -o /dev/null "$onyx/health"
-  fi
-  (( i % 50 == 0 )) && echo "  $i of $rounds rounds"
-done
-curl -sf -o /dev/null "$onyx/v1/usage?group_by=model" -H "Authorization: Bearer $key" || true
-# Then the load gateway_overhead.sh sends: connections kept open, one and
-# many at once, and paced. The server runs code there that one request per
-# connection never reaches; left out of the order, each such function
-# touches another 64 KB run of the binary.
-echo "  keep-alive load: chat, responses, messages; 1 and 64 connections; paced"
-for api in chat responses messages; do
-  for conns in 1 64; do
-    BENCH_API=$api BENCH_MODEL=fake/fake-echo BENCH_KEY=$key \
-      wrk -t1 -c"$conns" -d"${KEEP_ALIVE:-4s}" -s bench/chat.lua "$onyx" > /dev/null
+# The requests every path gets: one per connection round robin, then the load
+# gateway_overhead.sh sends.
+workload() {
+  rounds=${ROUNDS:-200}
+  for i in $(seq "$rounds"); do
+    post /v1/chat/completions "{\"model\":\"fake/fake-echo\",$chat}"
+    if (( i % 4 == 0 )); then
+      post /v1/chat/completions "{\"model\":\"fake/fake-echo\",\"stream\":true,$chat}"
+      post /v1/responses '{"model":"fake/fake-echo","store":false,"instructions":"You are terse.","input":"Say hello"}'
+      post /v1/responses '{"model":"fake/fake-echo","stream":true,"input":"Say hello"}'
+      post /v1/messages '{"model":"fake/fake-echo","max_tokens":64,"system":"Terse.","messages":[{"role":"user","content":"Say hello"}]}' \
+        -H "x-api-key: $key" -H 'anthropic-version: 2023-06-01'
+      post /v1/messages '{"model":"claude/fake-echo","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"Say hello"}]}' \
+        -H "x-api-key: $key" -H 'anthropic-version: 2023-06-01'
+      post /v1/chat/completions "{\"model\":\"claude/fake-echo\",$chat}"
+      post /v1/chat/completions "{\"model\":\"llama/fake-echo\",$chat}"
+      post /v1/embeddings '{"model":"fake/fake-embed","input":"hello"}'
+      curl -sf -o /dev/null "$onyx/v1/models" -H "Authorization: Bearer $key"
+      curl -sf -o /dev/null "$onyx/metrics" -H "Authorization: Bearer $key"
+      curl -sf -o /dev/null "$onyx/health"
+    fi
+    (( i % 50 == 0 )) && echo "  $i of $rounds rounds"
   done
-done
-"$bin/onyx-paced" --url "$onyx/v1/chat/completions" --rate 200 --seconds 4 --connections 8 \
-  --header "Authorization: Bearer $key" --body "{\"model\":\"fake/fake-echo\",$chat}" > /dev/null
+  curl -sf -o /dev/null "$onyx/v1/usage?group_by=model" -H "Authorization: Bearer $key" || true
+  # Then the load gateway_overhead.sh sends: connections kept open, one and
+  # many at once, and paced. The server runs code there that one request per
+  # connection never reaches; left out of the order, each such function
+  # touches another 64 KB run of the binary.
+  echo "  keep-alive load: chat, responses, messages; 1 and 64 connections; paced"
+  for api in chat responses messages; do
+    for conns in 1 64; do
+      BENCH_API=$api BENCH_MODEL=fake/fake-echo BENCH_KEY=$key \
+        wrk -t1 -c"$conns" -d"${KEEP_ALIVE:-4s}" -s bench/chat.lua "$onyx" > /dev/null
+    done
+  done
+  "$bin/onyx-paced" --url "$onyx/v1/chat/completions" --rate 200 --seconds 4 --connections 8 \
+    --header "Authorization: Bearer $key" --body "{\"model\":\"fake/fake-echo\",$chat}" > /dev/null
+}
+workload
 kill -TERM "$onyx_pid"
 wait "$onyx_pid" || true
 
+# The same again natively, sampled by perf where it is installed: code that runs
+# natively but not under valgrind (Landlock's probe, a syscall valgrind does not
+# know; CPU-feature variants; the runtime's idle and timer paths, which a
+# process kept busy by valgrind seldom takes) is ordered after what callgrind saw.
+touch "$tmp/sampled"
+if command -v perf > /dev/null && [ "${PERF:-on}" = on ]; then
+  echo "running onyx natively under perf..."
+  mkdir -p "$tmp/native"
+  ONYX_LOG=info HOME=$tmp/native perf record -q -F "${PERF_HZ:-20000}" -o "$tmp/perf.data" -- \
+    "$bin/onyx" serve --config "$tmp/onyx.json5" --listen 127.0.0.1:0 > "$tmp/native.out" 2> "$tmp/perf.log" &
+  perf_pid=$!
+  pids+=($perf_pid)
+  until grep -q '^listening on' "$tmp/native.out" 2>/dev/null; do
+    kill -0 "$perf_pid" 2>/dev/null || { cat "$tmp/perf.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  onyx=$(sed -n 's/^listening on //p' "$tmp/native.out")
+  workload
+  kill -TERM $(pgrep -P "$perf_pid")
+  wait "$perf_pid" || true
+  # "ip symbol (binary)" per sample; the binary's own symbols only.
+  perf script -i "$tmp/perf.data" -F ip,sym,dso --no-demangle 2> /dev/null \
+    | awk '$NF ~ /\/onyx\)$/ && $2 != "[unknown]" {print $2}' > "$tmp/sampled"
+fi
+
 # Every function of the binary that ran: those that served requests by their
 # own instruction count (hottest first), then those only starting ran.
-python3 - "$tmp/callgrind.out" "$tmp/callgrind.out.1" "$(basename "$bin/onyx")" > "$tmp/order" <<'PY'
+python3 - "$tmp/callgrind.out" "$tmp/callgrind.out.1" "$(basename "$bin/onyx")" "$tmp/sampled" > "$tmp/order" <<'PY'
+import collections
 import sys
 sys.path.insert(0, "bench")
 from callgrind import read
 
 serving, _ = read(sys.argv[1], sys.argv[3])
 starting, _ = read(sys.argv[2], sys.argv[3])
+sampled = collections.Counter(line.strip() for line in open(sys.argv[4]) if line.strip())
 # Code callgrind found no symbol for ("0x278c9f0", "(below main)") has no name to order.
 named = lambda fn: fn and not fn.startswith(("0x", "("))
-for fn, _ in serving.most_common():
-    if named(fn):
-        print(fn)
-for fn, _ in starting.most_common():
-    if named(fn) and fn not in serving:
-        print(fn)
+seen = set()
+for ranked in (serving, starting, sampled):
+    for fn, _ in ranked.most_common():
+        if named(fn) and fn not in seen:
+            seen.add(fn)
+            print(fn)
+print(f"{sum(fn not in serving and fn not in starting for fn in sampled):,} of them seen only by perf",
+      file=sys.stderr)
 PY
 mkdir -p "$(dirname "$out")"
 mv "$tmp/order" "$out"
