@@ -27,15 +27,7 @@ bin=$CARGO_TARGET_DIR/release
 onyx_bin=${ONYX_BIN:-$bin/onyx}
 api=${API:-chat}
 KEY=onyx_sk_bench_key_0000000000
-tmp=$(mktemp -d)
-pids=()
-cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-
-"$bin/onyx-fake-upstream" > "$tmp/fakes.json" 2>/dev/null &
-pids+=($!)
-until [ -s "$tmp/fakes.json" ]; do sleep 0.05; done
-fake() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$tmp/fakes.json" "$1"; }
+. bench/profile_setup.sh
 limits=""
 [ "${LIMITS:-off}" = on ] && limits='usage: { limits: { dailyUsd: 1000000, rpm: 100000000, tpm: 100000000000 } },'
 cat > "$tmp/onyx.json5" <<JSON
@@ -51,8 +43,7 @@ MIMALLOC_ARENA_EAGER_COMMIT=0 RUST_LIB_BACKTRACE=0 ONYX_LOG=warn HOME=$tmp valgr
   --listen 127.0.0.1:0 > "$tmp/onyx.out" 2> "$tmp/valgrind.log" &
 onyx_pid=$!
 pids+=($onyx_pid)
-until grep -q '^listening on' "$tmp/onyx.out" 2>/dev/null; do sleep 0.3; done
-onyx=$(sed -n 's/^listening on //p' "$tmp/onyx.out")
+wait_listening "$onyx_pid" "$tmp/onyx.out" "$tmp/valgrind.log"
 until curl -sf "$onyx/health" >/dev/null; do sleep 0.3; done
 load() {
   BENCH_API=$api BENCH_MODEL=far/fake-echo BENCH_KEY=$KEY wrk -t1 -c4 -d"$1" -s bench/chat.lua "$onyx"

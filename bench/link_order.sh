@@ -32,15 +32,7 @@ if [ "${BUILD:-1}" != 0 ]; then
 fi
 bin=$CARGO_TARGET_DIR/release
 out=api/link/onyx.order
-tmp=$(mktemp -d)
-pids=()
-cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-
-"$bin/onyx-fake-upstream" > "$tmp/fakes.json" 2>/dev/null &
-pids+=($!)
-until [ -s "$tmp/fakes.json" ]; do sleep 0.05; done
-fake() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$tmp/fakes.json" "$1"; }
+. bench/profile_setup.sh
 key=onyx_sk_order_key_00000000000
 cat > "$tmp/onyx.json5" <<JSON
 { gateway: { auth: { apiKeys: ["$key"] } },
@@ -61,11 +53,7 @@ MIMALLOC_ARENA_EAGER_COMMIT=0 RUST_LIB_BACKTRACE=0 ONYX_LOG=info HOME=$tmp valgr
   "$bin/onyx" serve --config "$tmp/onyx.json5" --listen 127.0.0.1:0 > "$tmp/onyx.out" 2> "$tmp/valgrind.log" &
 onyx_pid=$!
 pids+=($onyx_pid)
-until grep -q '^listening on' "$tmp/onyx.out" 2>/dev/null; do
-  kill -0 "$onyx_pid" 2>/dev/null || { cat "$tmp/valgrind.log" >&2; exit 1; }
-  sleep 0.5
-done
-onyx=$(sed -n 's/^listening on //p' "$tmp/onyx.out")
+wait_listening "$onyx_pid" "$tmp/onyx.out" "$tmp/valgrind.log"
 until curl -sf "$onyx/health" >/dev/null; do sleep 0.5; done
 # What ran to start is dumped apart (callgrind.out.1), so the serving paths
 # can be ordered first.
@@ -131,11 +119,7 @@ if command -v perf > /dev/null && [ "${PERF:-on}" = on ]; then
     "$bin/onyx" serve --config "$tmp/onyx.json5" --listen 127.0.0.1:0 > "$tmp/native.out" 2> "$tmp/perf.log" &
   perf_pid=$!
   pids+=($perf_pid)
-  until grep -q '^listening on' "$tmp/native.out" 2>/dev/null; do
-    kill -0 "$perf_pid" 2>/dev/null || { cat "$tmp/perf.log" >&2; exit 1; }
-    sleep 0.1
-  done
-  onyx=$(sed -n 's/^listening on //p' "$tmp/native.out")
+  wait_listening "$perf_pid" "$tmp/native.out" "$tmp/perf.log"
   workload
   kill -TERM $(pgrep -P "$perf_pid")
   wait "$perf_pid" || true

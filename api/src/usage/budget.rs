@@ -49,7 +49,6 @@ pub(crate) struct Window {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum WindowKind {
-    // In this order: `MinuteStamp::expires` is indexed by it.
     Day,
     Month,
     Minute,
@@ -93,30 +92,32 @@ pub(crate) fn windows(scopes: &[Scope], now: DateTime<Utc>) -> Vec<Window> {
 /// (bench/README.md).
 struct MinuteStamp {
     minute: i64,
-    day: String,
-    month: String,
-    min: String,
-    /// Day, month, minute: the window's end plus a day of grace.
-    expires: [DateTime<Utc>; 3],
+    day: StampPart,
+    month: StampPart,
+    min: StampPart,
+}
+
+struct StampPart {
+    key: String,
+    /// The window's end plus a day of grace.
+    expires: DateTime<Utc>,
 }
 
 impl MinuteStamp {
     fn at(now: DateTime<Utc>) -> Self {
-        let expires = |kind| window_end(kind, now) + chrono::Duration::days(1);
+        let part = |kind, pattern| StampPart {
+            key: now.format(pattern).to_string(),
+            expires: window_end(kind, now) + chrono::Duration::days(1),
+        };
         Self {
             minute: now.timestamp().div_euclid(60),
-            day: now.format("d:%Y-%m-%d").to_string(),
-            month: now.format("m:%Y-%m").to_string(),
-            min: now.format("min:%Y-%m-%dT%H:%M").to_string(),
-            expires: [
-                expires(WindowKind::Day),
-                expires(WindowKind::Month),
-                expires(WindowKind::Minute),
-            ],
+            day: part(WindowKind::Day, "d:%Y-%m-%d"),
+            month: part(WindowKind::Month, "m:%Y-%m"),
+            min: part(WindowKind::Minute, "min:%Y-%m-%dT%H:%M"),
         }
     }
 
-    fn suffix(&self, kind: WindowKind) -> &str {
+    fn part(&self, kind: WindowKind) -> &StampPart {
         match kind {
             WindowKind::Day => &self.day,
             WindowKind::Month => &self.month,
@@ -125,12 +126,12 @@ impl MinuteStamp {
     }
 
     fn expires(&self, kind: WindowKind) -> DateTime<Utc> {
-        self.expires[kind as usize]
+        self.part(kind).expires
     }
 
     /// `<scope>|<time part>`: the `usage_window` row's key.
     fn id(&self, scope: &str, kind: WindowKind) -> String {
-        let suffix = self.suffix(kind);
+        let suffix = &self.part(kind).key;
         let mut id = String::with_capacity(scope.len() + 1 + suffix.len());
         id.push_str(scope);
         id.push('|');
