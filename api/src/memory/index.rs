@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use super::chunker::{Chunk, content_hash};
 use super::paths::{FileKind, daily_date};
-use super::resident::{Change, FilePatch, Resident, ResidentChunk};
+use super::resident::{Change, FilePatch, Resident, ResidentChunk, StoredVector};
 use crate::storage::{Db, DbError};
 
 /// One chunk as stored.
@@ -92,6 +92,7 @@ impl ChunkRow {
             heading: self.heading.clone(),
             text: self.text.clone(),
             embedding: self.embedding.clone(),
+            rev: 0,
         }
     }
 }
@@ -219,7 +220,7 @@ impl Index {
         self.db
             .execute_retrying(
                 "BEGIN TRANSACTION;
-                 UPDATE memory_chunk SET embedding = NONE, pending = true;
+                 UPDATE memory_chunk SET embedding = NONE, pending = true, rev = (rev ?? 0) + 1;
                  UPDATE memory_file SET version = $version;
                  DELETE embedding_cache;
                  COMMIT TRANSACTION;",
@@ -456,29 +457,44 @@ impl Index {
     /// Stores vectors for pending chunks (rows replaced meanwhile are
     /// skipped); their files get a new version.
     pub async fn set_vectors(&self, updates: &[(String, Vec<f32>)]) -> Result<(), DbError> {
+        #[derive(Deserialize)]
+        struct Stored {
+            id: String,
+            rev: u64,
+        }
         let version = new_version();
         let rows: Vec<Value> = updates
             .iter()
             .map(|(id, vector)| json!({"id": id, "embedding": vector}))
             .collect();
-        self.db
+        let mut response = self
+            .db
             .execute_retrying(
                 "BEGIN TRANSACTION;
                  FOR $row IN $rows {
                      LET $chunk = (UPDATE type::record('memory_chunk', $row.id)
-                         SET embedding = $row.embedding, pending = false RETURN agent, path)[0];
+                         SET embedding = $row.embedding, pending = false, rev = (rev ?? 0) + 1
+                         RETURN agent, path)[0];
                      IF $chunk {
                          UPDATE type::record('memory_file', $chunk.agent + '/' + $chunk.path) SET version = $version;
                      };
                  };
+                 SELECT record::id(id) AS id, rev FROM array::map($rows, |$row| type::record('memory_chunk', $row.id));
                  COMMIT TRANSACTION;",
                 json!({"rows": rows, "version": version}),
             )
             .await?;
-        self.resident.apply(Change::SetVectors {
-            vectors: updates.to_vec(),
-            version,
-        });
+        // Results: BEGIN, FOR, SELECT.
+        let stored: Vec<Stored> = Db::take_rows(&mut response, 2)?;
+        let mut vectors: HashMap<&str, &Vec<f32>> = updates.iter().map(|(id, v)| (id.as_str(), v)).collect();
+        let vectors = stored
+            .into_iter()
+            .filter_map(|Stored { id, rev }| {
+                let vector = vectors.remove(id.as_str())?.clone();
+                Some(StoredVector { id, vector, rev })
+            })
+            .collect();
+        self.resident.apply(Change::SetVectors { vectors, version });
         Ok(())
     }
 
@@ -692,5 +708,81 @@ mod tests {
         let texts: Vec<String> = stored(&index).await.into_iter().map(|r| r.2).collect();
         assert!(texts.iter().any(|t| t.contains("at two")), "{texts:?}");
         assert!(!texts.iter().any(|t| t.contains("at one")), "{texts:?}");
+    }
+
+    /// The rows as the live feed shows them now (what a late echo carries).
+    async fn rows_now(index: &Index) -> Vec<ResidentChunk> {
+        index
+            .db()
+            .rows(
+                "SELECT record::id(id) AS id, agent, path, kind, day, start_line, end_line, heading, text, \
+                 embedding, rev ?? 0 AS rev FROM memory_chunk",
+                json!({}),
+                0,
+            )
+            .await
+            .unwrap()
+    }
+
+    /// How many chunks the resident index's vector leg finds.
+    fn with_vectors(index: &Index) -> usize {
+        let query = super::super::resident::Query {
+            agents: &["main"],
+            hidden: &[],
+            vector: Some(&[1.0, 0.0]),
+            words: None,
+            k: 50,
+        };
+        index.resident().search(&query).unwrap().vector.len()
+    }
+
+    #[tokio::test]
+    async fn late_echoes_of_this_replicas_writes_do_not_undo_its_vectors() {
+        let index = Index::new(Db::scratch().await);
+        super::super::resident::load(index.db(), index.resident(), None)
+            .await
+            .unwrap();
+        let (file, rows) = rows(FIRST);
+        index.replace_file(&file, &rows).await.unwrap();
+        let created = rows_now(&index).await;
+        assert!(created.iter().all(|c| c.embedding.is_none() && c.rev == 0));
+
+        let vectors: Vec<(String, Vec<f32>)> = rows.iter().map(|r| (r.id.clone(), vec![1.0, 0.0])).collect();
+        index.set_vectors(&vectors).await.unwrap();
+        let embedded = rows_now(&index).await;
+        assert!(
+            embedded.iter().all(|c| c.embedding.is_some() && c.rev == 1),
+            "{embedded:?}"
+        );
+        assert_eq!(with_vectors(&index), rows.len());
+        // The feed's notice of the rows' creation, arriving after the vectors.
+        for chunk in created {
+            index.resident().apply(Change::Upsert(chunk));
+        }
+        assert_eq!(with_vectors(&index), rows.len(), "a late echo dropped vectors");
+
+        // Dropped (the embedder changed), then the echo of the vectors arrives.
+        index.reset_vectors().await.unwrap();
+        assert!(
+            rows_now(&index)
+                .await
+                .iter()
+                .all(|c| c.embedding.is_none() && c.rev == 2)
+        );
+        for chunk in embedded {
+            index.resident().apply(Change::Upsert(chunk));
+        }
+        assert_eq!(with_vectors(&index), 0, "a late echo brought old vectors back");
+
+        // Another replica's write (a higher count) is taken.
+        let mut theirs = rows_now(&index).await;
+        for chunk in &mut theirs {
+            chunk.embedding = Some(vec![1.0, 0.0]);
+            chunk.rev = 3;
+        }
+        for chunk in theirs {
+            index.resident().apply(Change::Upsert(chunk));
+        }
+        assert_eq!(with_vectors(&index), rows.len());
     }
 }

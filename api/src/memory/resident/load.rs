@@ -21,8 +21,7 @@ const PAGE: usize = 2_000;
 /// Files read per query when only some changed since the snapshot.
 const FILES_PER_QUERY: usize = 32;
 
-const FIELDS: &str =
-    "record::id(id) AS id, agent, path, kind, day, start_line, end_line, heading, text, embedding";
+const FIELDS: &str = "record::id(id) AS id, agent, path, kind, day, start_line, end_line, heading, text, embedding, rev ?? 0 AS rev";
 
 #[derive(Deserialize)]
 struct FileVersion {

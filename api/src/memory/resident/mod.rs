@@ -53,6 +53,20 @@ pub struct ResidentChunk {
     pub text: String,
     #[serde(default)]
     pub embedding: Option<Vec<f32>>,
+    /// How many times the row's vector was set or dropped (`memory_chunk.rev`,
+    /// absent until the first time). The live feed echoes this replica's own
+    /// writes late; a row with a lower count than the one held is such an
+    /// echo, from before a vector this replica already applied.
+    #[serde(default)]
+    pub rev: u64,
+}
+
+/// A vector stored for a chunk, and the row's `rev` after storing it.
+#[derive(Debug, Clone)]
+pub struct StoredVector {
+    pub id: String,
+    pub vector: Vec<f32>,
+    pub rev: u64,
 }
 
 /// A chunk as a search hit shows it.
@@ -86,10 +100,10 @@ pub enum Change {
     },
     /// Vectors for chunks that were pending (unknown ids are ignored).
     SetVectors {
-        vectors: Vec<(String, Vec<f32>)>,
+        vectors: Vec<StoredVector>,
         version: String,
     },
-    /// Every vector dropped (the embedder changed).
+    /// Every vector dropped (the embedder changed); every row's `rev` went up by one.
     DropVectors {
         version: String,
     },

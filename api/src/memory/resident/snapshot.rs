@@ -155,6 +155,9 @@ pub fn read(path: &Path) -> io::Result<Option<Snapshot>> {
             heading,
             text,
             embedding: (!vector.is_empty()).then_some(vector),
+            // Not saved: the live feed only brings changes made after the
+            // load, whose counts are higher than any the snapshot held.
+            rev: 0,
         };
         chunks.push((chunk, terms));
     }
@@ -235,6 +238,7 @@ mod tests {
             heading: "Projects".into(),
             text: text.into(),
             embedding: vector,
+            rev: 0,
         }
     }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::analyzer;
 use super::text::{DocTerms, TextIndex};
 use super::vectors::VectorIndex;
-use super::{Change, FilePatch, LegResults, Query, ResidentChunk, Shown};
+use super::{Change, FilePatch, LegResults, Query, ResidentChunk, Shown, StoredVector};
 use crate::clock::day_number;
 use crate::memory::chunker::indexed_text;
 use crate::memory::paths::SHARED;
@@ -44,6 +44,8 @@ struct Doc {
     daily: Option<i64>,
     terms: DocTerms,
     vector_row: Option<u32>,
+    /// The row's `rev` as last applied (see [`ResidentChunk::rev`]).
+    rev: u64,
     alive: bool,
 }
 
@@ -114,9 +116,10 @@ impl State {
                 self.versions.remove(&(agent, path));
             }
             Change::SetVectors { vectors, version } => {
-                for (id, vector) in vectors {
+                for StoredVector { id, vector, rev } in vectors {
                     if let Some(&slot) = self.by_id.get(&id) {
                         self.set_vector(slot, Some(&vector));
+                        self.docs[slot as usize].rev = rev;
                         let file = &self.docs[slot as usize].file;
                         self.versions
                             .insert((file.0.clone(), file.1.clone()), version.clone());
@@ -125,14 +128,22 @@ impl State {
             }
             Change::DropVectors { version } => {
                 self.vectors.clear();
-                self.docs.iter_mut().for_each(|doc| doc.vector_row = None);
+                for doc in &mut self.docs {
+                    doc.vector_row = None;
+                    doc.rev += 1;
+                }
                 self.versions.values_mut().for_each(|v| v.clone_from(&version));
             }
             Change::Clear => *self = Self::default(),
             Change::Upsert(chunk) => match self.by_id.get(&chunk.id).copied() {
+                // An echo of this replica's own write from before a vector it
+                // already applied: taking it would drop (or bring back) that
+                // vector until the later echo arrives.
+                Some(slot) if chunk.rev < self.docs[slot as usize].rev => {}
                 // The live feed echoes this replica's own writes, and chunk
                 // ids change whenever text changes: at most the vector did.
                 Some(slot) if self.docs[slot as usize].holds(&chunk) => {
+                    self.docs[slot as usize].rev = chunk.rev;
                     if self.docs[slot as usize].vector_row.is_none() != chunk.embedding.is_none() {
                         self.set_vector(slot, chunk.embedding.as_deref());
                         self.forget_version(slot);
@@ -267,6 +278,7 @@ impl State {
             daily,
             terms,
             vector_row: None,
+            rev: chunk.rev,
             alive: true,
         });
         self.by_id.insert(chunk.id, slot);
@@ -447,6 +459,7 @@ mod tests {
             heading: String::new(),
             text: body.into(),
             embedding: vector,
+            rev: 0,
         }
     }
 
@@ -561,7 +574,11 @@ mod tests {
         let found = search(&state, &["main"], &words, Some(&[1.0, 0.1]));
         assert!(found.text.is_empty() && found.vector.is_empty());
         state.apply(Change::SetVectors {
-            vectors: vec![("d".into(), vec![0.0, 1.0])],
+            vectors: vec![StoredVector {
+                id: "d".into(),
+                vector: vec![0.0, 1.0],
+                rev: 1,
+            }],
             version: "v2".into(),
         });
         let found = search(&state, &["main", "other"], &words, Some(&[1.0, 0.1]));
