@@ -15,6 +15,7 @@
 #   ONYX_BIN=/tmp/onyx-before BUILD=0 bench/instructions.sh   another build, same fakes
 #   LIMITS=on   with a budget and rate limits configured; TOP=40 functions listed
 #   KEEP=/tmp/chat.callgrind   keeps the callgrind file (callers: bench/callgrind.py)
+#   LOG=info    at Onyx's default log level (each request has a tracing span); default warn
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
@@ -38,7 +39,7 @@ JSON
 
 echo "starting onyx under callgrind..."
 # The binary starts itself again unless both are set (main.rs); valgrind would lose it.
-MIMALLOC_ARENA_EAGER_COMMIT=0 RUST_LIB_BACKTRACE=0 ONYX_LOG=warn HOME=$tmp valgrind --tool=callgrind \
+MIMALLOC_ARENA_EAGER_COMMIT=0 RUST_LIB_BACKTRACE=0 ONYX_LOG=${LOG:-warn} HOME=$tmp valgrind --tool=callgrind \
   --callgrind-out-file="$tmp/callgrind.out" "$onyx_bin" serve --config "$tmp/onyx.json5" \
   --listen 127.0.0.1:0 > "$tmp/onyx.out" 2> "$tmp/valgrind.log" &
 onyx_pid=$!
@@ -61,7 +62,7 @@ if grep -q Non-2xx "$tmp/wrk.txt"; then
 fi
 [ -n "${KEEP:-}" ] && cp "$(ls "$tmp"/callgrind.out.* | head -1)" "$KEEP"
 requests=$(awk '/requests in/ {print $1}' "$tmp/wrk.txt")
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); api: $api; limits: ${LIMITS:-off}"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); api: $api; limits: ${LIMITS:-off}; log: ${LOG:-warn}"
 python3 - "$(ls "$tmp"/callgrind.out.* | head -1)" "$requests" "${TOP:-25}" <<'PY'
 import collections, re, sys
 sys.path.insert(0, "bench")

@@ -6,11 +6,13 @@
 //! (a full pipe nobody reads, a stuck log driver) costs dropped lines, counted
 //! in [`dropped_lines`] and `/metrics`, never a stalled request.
 
+use std::io::IsTerminal;
 use std::sync::OnceLock;
 
 use tracing_appender::non_blocking::{ErrorCounter, NonBlocking, NonBlockingBuilder, WorkerGuard};
-use tracing_subscriber::EnvFilter;
-use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::filter::{EnvFilter, LevelFilter, Targets};
+use tracing_subscriber::layer::{Layer, SubscriberExt};
+use tracing_subscriber::registry::Registry;
 use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::config::LogFormat;
@@ -59,11 +61,46 @@ fn lossy_writer<W: std::io::Write + Send + 'static>(out: W, lines: usize) -> (No
         .finish(out)
 }
 
+/// Colours only for a person at a terminal (and not with `NO_COLOR`): a log
+/// file, `docker logs` or journald gets plain text.
+fn colours() -> bool {
+    std::io::stderr().is_terminal() && env("NO_COLOR").is_none()
+}
+
+/// [`DEFAULT_FILTER`], for a spec neither filter can read.
+fn default_targets() -> Targets {
+    Targets::new()
+        .with_default(LevelFilter::INFO)
+        .with_target("surrealdb", LevelFilter::WARN)
+        .with_target("surrealkv", LevelFilter::WARN)
+}
+
+/// The log filter for `spec`, as `RUST_LOG` reads it.
+///
+/// A filter of targets and levels alone (the default, and what people
+/// usually write) becomes a static [`Targets`]. `EnvFilter` is kept for what
+/// only it can do (span and field directives, `[...]`) because it tracks
+/// every span: a lock on a map shared by all threads at each span's start,
+/// enter, exit and close, which every request's span pays several times.
+fn log_filter(spec: &str) -> Box<dyn Layer<Registry> + Send + Sync> {
+    let spec: Vec<&str> = spec.split(',').map(str::trim).filter(|d| !d.is_empty()).collect();
+    let spec = spec.join(",");
+    if !spec.contains('[')
+        && let Ok(targets) = spec.parse::<Targets>()
+    {
+        return Box::new(targets);
+    }
+    match EnvFilter::try_new(&spec) {
+        Ok(filter) => Box::new(filter),
+        Err(_) => Box::new(default_targets()),
+    }
+}
+
 pub fn init_logging(format: LogFormat) -> LogGuard {
     let filter = env("ONYX_LOG")
         .or_else(|| env("RUST_LOG"))
         .unwrap_or_else(|| DEFAULT_FILTER.into());
-    let filter = EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    let filter = log_filter(&filter);
     let format = match std::env::var("ONYX_LOG_FORMAT").as_deref() {
         Ok("json") => LogFormat::Json,
         Ok("human") => LogFormat::Human,
@@ -87,6 +124,7 @@ pub fn init_logging(format: LogFormat) -> LogGuard {
         LogFormat::Human => registry
             .with(
                 tracing_subscriber::fmt::layer()
+                    .with_ansi(colours())
                     .with_target(false)
                     .with_writer(writer),
             )
@@ -103,7 +141,7 @@ pub fn init_logging(format: LogFormat) -> LogGuard {
 #[cfg(test)]
 mod tests {
     use std::io::Write;
-    use std::sync::mpsc;
+    use std::sync::{Arc, Mutex, mpsc};
     use std::time::{Duration, Instant};
 
     use super::*;
@@ -119,6 +157,47 @@ mod tests {
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
+    }
+
+    /// The messages of the events `spec` lets through, of those each test emits.
+    fn passed(spec: &str) -> Vec<String> {
+        #[derive(Clone, Default)]
+        struct Seen(Arc<Mutex<Vec<String>>>);
+        impl<S: tracing::Subscriber> Layer<S> for Seen {
+            fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+                let mut text = String::new();
+                event.record(&mut |_: &tracing::field::Field, value: &dyn std::fmt::Debug| {
+                    text = format!("{value:?}");
+                });
+                self.0.lock().unwrap().push(text);
+            }
+        }
+        let seen = Seen::default();
+        let subscriber = Registry::default().with(log_filter(spec)).with(seen.clone());
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!(target: "surrealdb::kvs", "db info");
+            tracing::warn!(target: "surrealdb::kvs", "db warn");
+            tracing::info!(target: "onyx::gateway", "onyx info");
+            tracing::debug!(target: "onyx::gateway", "onyx debug");
+            tracing::info_span!(target: "onyx::http", "request").in_scope(|| {
+                tracing::debug!(target: "onyx::gateway", "debug in request");
+            });
+        });
+        seen.0.lock().unwrap().clone()
+    }
+
+    #[test]
+    fn filters_read_like_rust_log() {
+        assert_eq!(passed(DEFAULT_FILTER), ["db warn", "onyx info"]);
+        // Spaces around directives are ignored, as EnvFilter ignores them.
+        assert_eq!(
+            passed(" debug , surrealdb=error "),
+            ["onyx info", "onyx debug", "debug in request"]
+        );
+        // A span directive (EnvFilter's): debug inside the request span only.
+        assert_eq!(passed("warn,[request]=debug"), ["db warn", "debug in request"]);
+        // What neither reads falls back to the default.
+        assert_eq!(passed("onyx=loud[("), ["db warn", "onyx info"]);
     }
 
     #[test]

@@ -855,7 +855,6 @@ async fn a_restart_searches_from_its_snapshot_and_reads_only_the_files_changed_m
     onyx.write("main/MEMORY.md", "# Memory\n\nThe boat moved to pier 9.\n")
         .await;
     let (dir, logs) = onyx.stop().await;
-    let logs = without_ansi(&logs);
     assert!(
         logs.contains("memory search index loaded chunks=2 from_snapshot=2 files_read=0"),
         "{logs}"
@@ -869,23 +868,4 @@ async fn a_restart_searches_from_its_snapshot_and_reads_only_the_files_changed_m
         moved["data"][0]["snippet"].as_str().unwrap().contains("9"),
         "{moved}"
     );
-}
-
-/// Log text without terminal colour codes.
-fn without_ansi(logs: &str) -> String {
-    let mut out = String::with_capacity(logs.len());
-    let mut chars = logs.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            // An escape sequence: `ESC [ … letter`.
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }

@@ -126,22 +126,28 @@ async fn sigterm_lets_an_in_flight_stream_finish() {
     assert!(onyx.anonymous("GET", "/health").send().await.is_err());
 }
 
-#[tokio::test]
-async fn json_logs_carry_the_request_id() {
+/// The debug log of a gateway that answered one unknown path (a 404) to a
+/// request carrying `request_id`, in `format`.
+async fn logs_of_one_traced_404(format: &str, request_id: &str) -> String {
     let fakes = Fakes::start().await;
     let onyx = Onyx::start(
         Some(&fakes.config()),
-        &[("ONYX_LOG_FORMAT", "json"), ("ONYX_LOG", "debug")],
+        &[("ONYX_LOG_FORMAT", format), ("ONYX_LOG", "debug")],
     )
     .await;
     let response = onyx
         .get("/v1/nope")
-        .header("x-request-id", "trace-json-42")
+        .header("x-request-id", request_id)
         .send()
         .await
         .unwrap();
     assert_eq!(response.status(), 404);
-    let (_, stderr) = onyx.stop_and_logs().await;
+    onyx.stop_and_logs().await.1
+}
+
+#[tokio::test]
+async fn json_logs_carry_the_request_id() {
+    let stderr = logs_of_one_traced_404("json", "trace-json-42").await;
     let line = stderr
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -151,5 +157,22 @@ async fn json_logs_carry_the_request_id() {
         line["timestamp"].is_string() && line["level"].is_string(),
         "{line}"
     );
+    assert_eq!(line["span"]["path"], "/v1/nope", "{line}");
     assert!(!stderr.contains(ONYX_KEY), "the API key never reaches the logs");
+}
+
+#[tokio::test]
+async fn human_logs_are_plain_text_and_name_the_request() {
+    let stderr = logs_of_one_traced_404("human", "trace-human-7").await;
+    // stderr is a pipe here, not a terminal: no colour codes.
+    assert!(!stderr.contains('\u{1b}'), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("request finished") && l.contains("trace-human-7"))
+        .unwrap_or_else(|| panic!("no request line in:\n{stderr}"));
+    assert!(
+        line.contains("request{request_id=trace-human-7 method=GET path=/v1/nope}"),
+        "{line}"
+    );
+    assert!(line.contains("status=404"), "{line}");
 }
