@@ -13,10 +13,11 @@
 #
 # How: valgrind's callgrind runs the release binary (symbols are kept, see
 # [profile.release]) through the workload and lists every function that ran,
-# with its own instruction count. Symbol names of unchanged code stay the same
-# from build to build, so the file keeps working as the code changes; names it
-# no longer matches are skipped by the linker. Run this again after large
-# changes to the hot paths or to Cargo.lock (bench/README.md shows the effect).
+# with its own instruction count. Names it no longer matches are skipped by the
+# linker, but they go stale fast: a change to one module of the onyx crate
+# renamed 532 of 8,998 (ThinLTO's `.llvm.<hash>` suffixes) and cost ~6 MB of
+# RSS. Run this again after any change to api/src or Cargo.lock before
+# measuring RSS (bench/README.md shows the effect).
 #
 #   bench/link_order.sh          (needs: valgrind, curl, wrk, python3; perf if installed; ~14 minutes)
 #   PERF=off leaves out the native pass under perf.
