@@ -467,25 +467,26 @@ impl Index {
             .iter()
             .map(|(id, vector)| json!({"id": id, "embedding": vector}))
             .collect();
+        // Each row updated once, returning its new count (rows replaced
+        // meanwhile return nothing); then each file touched gets one new version.
         let mut response = self
             .db
             .execute_retrying(
                 "BEGIN TRANSACTION;
-                 FOR $row IN $rows {
-                     LET $chunk = (UPDATE type::record('memory_chunk', $row.id)
+                 LET $stored = array::flatten(array::map($rows, |$row|
+                     UPDATE type::record('memory_chunk', $row.id)
                          SET embedding = $row.embedding, pending = false, rev = (rev ?? 0) + 1
-                         RETURN agent, path)[0];
-                     IF $chunk {
-                         UPDATE type::record('memory_file', $chunk.agent + '/' + $chunk.path) SET version = $version;
-                     };
+                         RETURN record::id(id) AS id, agent, path, rev));
+                 FOR $file IN array::distinct(array::map($stored, |$chunk| $chunk.agent + '/' + $chunk.path)) {
+                     UPDATE type::record('memory_file', $file) SET version = $version;
                  };
-                 SELECT record::id(id) AS id, rev FROM array::map($rows, |$row| type::record('memory_chunk', $row.id));
+                 RETURN $stored;
                  COMMIT TRANSACTION;",
                 json!({"rows": rows, "version": version}),
             )
             .await?;
-        // Results: BEGIN, FOR, SELECT.
-        let stored: Vec<Stored> = Db::take_rows(&mut response, 2)?;
+        // Results: BEGIN, LET, FOR, RETURN.
+        let stored: Vec<Stored> = Db::take_rows(&mut response, 3)?;
         let mut vectors: HashMap<&str, &Vec<f32>> = updates.iter().map(|(id, v)| (id.as_str(), v)).collect();
         let vectors = stored
             .into_iter()
@@ -715,8 +716,10 @@ mod tests {
         index
             .db()
             .rows(
-                "SELECT record::id(id) AS id, agent, path, kind, day, start_line, end_line, heading, text, \
-                 embedding, rev ?? 0 AS rev FROM memory_chunk",
+                &format!(
+                    "SELECT {} FROM memory_chunk",
+                    super::super::resident::CHUNK_FIELDS
+                ),
                 json!({}),
                 0,
             )
@@ -748,7 +751,14 @@ mod tests {
         assert!(created.iter().all(|c| c.embedding.is_none() && c.rev == 0));
 
         let vectors: Vec<(String, Vec<f32>)> = rows.iter().map(|r| (r.id.clone(), vec![1.0, 0.0])).collect();
+        let version = async || -> Vec<Value> {
+            let sql = "SELECT VALUE version FROM memory_file:⟨main/MEMORY.md⟩";
+            index.db().rows(sql, json!({}), 0).await.unwrap()
+        };
+        let before = version().await;
         index.set_vectors(&vectors).await.unwrap();
+        let after = version().await;
+        assert_ne!(after, before, "the file's version moves with its vectors");
         let embedded = rows_now(&index).await;
         assert!(
             embedded.iter().all(|c| c.embedding.is_some() && c.rev == 1),

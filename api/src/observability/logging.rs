@@ -10,7 +10,7 @@ use std::io::IsTerminal;
 use std::sync::OnceLock;
 
 use tracing_appender::non_blocking::{ErrorCounter, NonBlocking, NonBlockingBuilder, WorkerGuard};
-use tracing_subscriber::filter::{EnvFilter, LevelFilter, Targets};
+use tracing_subscriber::filter::{EnvFilter, Targets};
 use tracing_subscriber::layer::{Layer, SubscriberExt};
 use tracing_subscriber::registry::Registry;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -67,14 +67,6 @@ fn colours() -> bool {
     std::io::stderr().is_terminal() && env("NO_COLOR").is_none()
 }
 
-/// [`DEFAULT_FILTER`], for a spec neither filter can read.
-fn default_targets() -> Targets {
-    Targets::new()
-        .with_default(LevelFilter::INFO)
-        .with_target("surrealdb", LevelFilter::WARN)
-        .with_target("surrealkv", LevelFilter::WARN)
-}
-
 /// The log filter for `spec`, as `RUST_LOG` reads it.
 ///
 /// A filter of targets and levels alone (the default, and what people
@@ -82,6 +74,7 @@ fn default_targets() -> Targets {
 /// only it can do (span and field directives, `[...]`) because it tracks
 /// every span: a lock on a map shared by all threads at each span's start,
 /// enter, exit and close, which every request's span pays several times.
+/// A spec neither can read gets [`DEFAULT_FILTER`] (a `Targets`).
 fn log_filter(spec: &str) -> Box<dyn Layer<Registry> + Send + Sync> {
     let spec: Vec<&str> = spec.split(',').map(str::trim).filter(|d| !d.is_empty()).collect();
     let spec = spec.join(",");
@@ -92,7 +85,7 @@ fn log_filter(spec: &str) -> Box<dyn Layer<Registry> + Send + Sync> {
     }
     match EnvFilter::try_new(&spec) {
         Ok(filter) => Box::new(filter),
-        Err(_) => Box::new(default_targets()),
+        Err(_) => log_filter(DEFAULT_FILTER),
     }
 }
 

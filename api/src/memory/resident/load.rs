@@ -13,15 +13,13 @@ use serde_json::json;
 use surrealdb::types::{RecordIdKey, Value};
 
 use super::text::DocTerms;
-use super::{Change, Resident, ResidentChunk, State, snapshot};
+use super::{CHUNK_FIELDS, Change, Resident, ResidentChunk, State, snapshot};
 use crate::storage::{Db, DbError};
 
 /// Rows read per query while loading.
 const PAGE: usize = 2_000;
 /// Files read per query when only some changed since the snapshot.
 const FILES_PER_QUERY: usize = 32;
-
-const FIELDS: &str = "record::id(id) AS id, agent, path, kind, day, start_line, end_line, heading, text, embedding, rev ?? 0 AS rev";
 
 #[derive(Deserialize)]
 struct FileVersion {
@@ -178,11 +176,11 @@ async fn read_every_chunk(db: &Db, files: Vec<FileVersion>, page: usize) -> Resu
     let mut after: Option<String> = None;
     loop {
         let sql = match after {
-            None => format!("SELECT {FIELDS} FROM memory_chunk ORDER BY id LIMIT {page}"),
+            None => format!("SELECT {CHUNK_FIELDS} FROM memory_chunk ORDER BY id LIMIT {page}"),
             // Reads on from the last key. Measured at 100,000 chunks: 26 s;
             // a record range (`memory_chunk:⟨key⟩>..`) took 135 s.
             Some(_) => format!(
-                "SELECT {FIELDS} FROM memory_chunk WHERE id > type::record('memory_chunk', $after) \
+                "SELECT {CHUNK_FIELDS} FROM memory_chunk WHERE id > type::record('memory_chunk', $after) \
                  ORDER BY id LIMIT {page}"
             ),
         };
@@ -209,7 +207,7 @@ async fn read_files(
     files: &[((String, String), Option<String>)],
 ) -> Result<(), DbError> {
     let sql: Vec<String> = (0..files.len())
-        .map(|i| format!("SELECT {FIELDS} FROM memory_chunk WHERE agent = $a{i} AND path = $p{i};"))
+        .map(|i| format!("SELECT {CHUNK_FIELDS} FROM memory_chunk WHERE agent = $a{i} AND path = $p{i};"))
         .collect();
     let mut vars = serde_json::Map::new();
     for (i, ((agent, path), _)) in files.iter().enumerate() {

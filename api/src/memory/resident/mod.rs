@@ -61,6 +61,10 @@ pub struct ResidentChunk {
     pub rev: u64,
 }
 
+/// What a `memory_chunk` query selects to read rows as [`ResidentChunk`]s.
+pub const CHUNK_FIELDS: &str = "record::id(id) AS id, agent, path, kind, day, start_line, end_line, heading, \
+     text, embedding, rev ?? 0 AS rev";
+
 /// A vector stored for a chunk, and the row's `rev` after storing it.
 #[derive(Debug, Clone)]
 pub struct StoredVector {
