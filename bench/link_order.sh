@@ -19,7 +19,7 @@
 # RSS. Run this again after any change to api/src or Cargo.lock before
 # measuring RSS (bench/README.md shows the effect).
 #
-#   bench/link_order.sh          (needs: valgrind, curl, wrk, python3; perf if installed; ~14 minutes)
+#   bench/link_order.sh          (needs: valgrind, curl, wrk, python3; perf if installed; 2-14 minutes)
 #   PERF=off leaves out the native pass under perf.
 #   BUILD=0 measures the binary already built.
 set -euo pipefail
