@@ -13,7 +13,9 @@ fn main() {
 /// - `link/onyx.order` (made by `bench/link_order.sh`) lists the functions
 ///   the gateway runs, hottest first; the linker puts them together at the
 ///   front of `.text`, so the code a running gateway touches is a few MB of
-///   contiguous pages instead of runs spread over the whole ~100 MB.
+///   contiguous pages instead of runs spread over the whole ~100 MB. The link
+///   goes through `link/cc-with-order` (`.cargo/config.toml`), which first
+///   fits the file to the names this build gave ThinLTO's shared functions.
 /// - Relative relocations are packed (`DT_RELR`, glibc 2.36+): the table the
 ///   loader reads at every start shrinks from ~4 MB to a few KB.
 ///

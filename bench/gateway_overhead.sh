@@ -200,7 +200,11 @@ echo
 echo "onyx RSS after load: $(rss)"
 if command -v readelf > /dev/null; then
   echo "of which the onyx binary's pages, by section:"
-  python3 bench/rss_sections.py "$onyx_pid" "${ONYX_BIN:-$bin/onyx}" api/link/onyx.order || true
+  # The order the link used: api/link/cc-with-order writes it, fitted to this
+  # build's names, beside the binary it linked (cargo's deps/onyx-<hash>).
+  onyx_bin=${ONYX_BIN:-$bin/onyx}
+  linked=$(find "$onyx_bin" "$bin/deps" -maxdepth 1 -samefile "$onyx_bin" 2> /dev/null | sed 's/$/.order/' | while read -r f; do [ -f "$f" ] && echo "$f"; done | head -1 || true)
+  python3 bench/rss_sections.py "$onyx_pid" "$onyx_bin" "${linked:-api/link/onyx.order}" || true
 fi
 
 # Onyx against the bare upstream and against nginx in this same run: on a

@@ -13,10 +13,11 @@
 #
 # How: valgrind's callgrind runs the release binary (symbols are kept, see
 # [profile.release]) through the workload and lists every function that ran,
-# with its own instruction count. Names it no longer matches are skipped by the
-# linker, but they go stale fast: a change to one module of the onyx crate
-# renamed 532 of 8,998 (ThinLTO's `.llvm.<hash>` suffixes) and cost ~6 MB of
-# RSS. Run this again after any change to api/src or Cargo.lock before
+# with its own instruction count. A later build renames the shared functions
+# of every module that changed (ThinLTO's `.llvm.<hash>` suffixes); the link
+# fits the file to those names by itself (api/link/cc-with-order: after a
+# one-line change, 8,929 of 8,940 names found instead of 8,546). Run this again
+# when the hot path itself changed (new functions), or Cargo.lock did, before
 # measuring RSS (bench/README.md shows the effect).
 #
 #   bench/link_order.sh          (needs: valgrind, curl, wrk, python3; perf if installed; 2-14 minutes)

@@ -22,6 +22,7 @@ mod fuzz;
 mod gemini;
 mod hardening;
 mod keys;
+mod link_order;
 mod local_embedder;
 mod logging;
 mod mcp;
