@@ -203,8 +203,11 @@ if command -v readelf > /dev/null; then
   # The order the link used: api/link/cc-with-order writes it, fitted to this
   # build's names, beside the binary it linked (cargo's deps/onyx-<hash>).
   onyx_bin=${ONYX_BIN:-$bin/onyx}
-  linked=$(find "$onyx_bin" "$bin/deps" -maxdepth 1 -samefile "$onyx_bin" 2> /dev/null | sed 's/$/.order/' | while read -r f; do [ -f "$f" ] && echo "$f"; done | head -1 || true)
-  python3 bench/rss_sections.py "$onyx_pid" "$onyx_bin" "${linked:-api/link/onyx.order}" || true
+  linked=api/link/onyx.order
+  for linked_bin in "$onyx_bin" $(find "$bin/deps" -maxdepth 1 -samefile "$onyx_bin" 2> /dev/null); do
+    if [ -f "$linked_bin.order" ]; then linked=$linked_bin.order; break; fi
+  done
+  python3 bench/rss_sections.py "$onyx_pid" "$onyx_bin" "$linked" || true
 fi
 
 # Onyx against the bare upstream and against nginx in this same run: on a

@@ -22,6 +22,7 @@ mod fuzz;
 mod gemini;
 mod hardening;
 mod keys;
+#[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
 mod link_order;
 mod local_embedder;
 mod logging;
