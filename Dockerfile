@@ -21,10 +21,6 @@ RUN cargo chef prepare --recipe-path recipe.json
 
 FROM chef AS builder
 COPY --from=planner /src/recipe.json recipe.json
-# The linker setting is part of every compiled crate's fingerprint: the
-# dependencies are cooked with the same one the build below uses.
-COPY .cargo/ .cargo/
-COPY api/link/cc-with-order api/link/cc-with-order
 # Dependencies only: this layer is reused until Cargo.lock changes.
 RUN cargo chef cook --release --package onyx --recipe-path recipe.json
 COPY . .

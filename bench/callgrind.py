@@ -1,4 +1,4 @@
-"""Reads a callgrind output file for the bench scripts (instructions.sh, link_order.sh).
+"""Reads a callgrind output file for the bench scripts (instructions.sh).
 
 callgrind compresses names (`fn=(12) name` once, then `fn=(12)`) and marks a
 function's recursion depth after its name (`name'2`); both are undone here.

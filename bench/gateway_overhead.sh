@@ -26,9 +26,8 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 DURATION=${DURATION:-10s}
 KEY=onyx_sk_bench_key_0000000000
 # BUILD=0 measures the binaries already built (while other work changes the source).
-# onyx alone, as the README and the Dockerfile build it: built with other
-# packages, its dependencies get other features, and other symbol names (which
-# its link order, api/link/onyx.order, is made of).
+# onyx alone, as the README and the Dockerfile build it (built with other
+# packages, its dependencies would get other features).
 if [ "${BUILD:-1}" != 0 ]; then
   cargo build --release -q -p onyx
   cargo build --release -q -p onyx-test-fakes -p onyx-paced
@@ -200,14 +199,8 @@ echo
 echo "onyx RSS after load: $(rss)"
 if command -v readelf > /dev/null; then
   echo "of which the onyx binary's pages, by section:"
-  # The order the link used: api/link/cc-with-order writes it, fitted to this
-  # build's names, beside the binary it linked (cargo's deps/onyx-<hash>).
   onyx_bin=${ONYX_BIN:-$bin/onyx}
-  linked=api/link/onyx.order
-  for linked_bin in "$onyx_bin" $(find "$bin/deps" -maxdepth 1 -samefile "$onyx_bin" 2> /dev/null); do
-    if [ -f "$linked_bin.order" ]; then linked=$linked_bin.order; break; fi
-  done
-  python3 bench/rss_sections.py "$onyx_pid" "$onyx_bin" "$linked" || true
+  python3 bench/rss_sections.py "$onyx_pid" "$onyx_bin" || true
 fi
 
 # Onyx against the bare upstream and against nginx in this same run: on a

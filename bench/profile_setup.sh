@@ -1,5 +1,5 @@
 # Sourced by the scripts that profile one Onyx process in front of the fake
-# upstreams (instructions.sh, link_order.sh): a scratch directory removed on
+# upstreams (instructions.sh): a scratch directory removed on
 # exit with every process started, the fake upstream running, and helpers.
 # Expects $bin (the release directory).
 tmp=$(mktemp -d)

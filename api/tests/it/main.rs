@@ -23,7 +23,6 @@ mod gemini;
 mod hardening;
 mod keys;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
-mod link_order;
 mod local_embedder;
 mod logging;
 mod mcp;
