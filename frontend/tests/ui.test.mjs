@@ -7,18 +7,16 @@
 // (no page may report a violation). Needs ONYX_BIN and FAKE_UPSTREAM_BIN (set by
 // tests/run) and /usr/bin/chromium.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { createInterface } from 'node:readline';
-import { chromium } from 'playwright-core';
+import * as harness from './harness.mjs';
+import { hashPassword, killAll, launchBrowser, startProcess, stopOnyx } from './harness.mjs';
 
 const ONYX = process.env.ONYX_BIN;
 const FAKES = process.env.FAKE_UPSTREAM_BIN;
-const CHROMIUM = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
 const KEY = 'onyx_sk_ui_test_key_0123456789';
 const PASSWORD = 'correct horse battery';
 const FAKE_KEY = 'sk-fake-upstream-key-0001';
@@ -28,47 +26,9 @@ const ARTIFACTS = fileURLToPath(new URL('../../tests/artifacts/ui/', import.meta
 mkdirSync(ARTIFACTS, { recursive: true });
 const shot = (page, name) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 
-const children = [];
 let fakes, browser, home, config, onyx;
 
-/** Starts a process and resolves with the first stdout line matching `pattern`. */
-function startProcess(command, args, env, pattern) {
-	const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-	children.push(child);
-	let stderr = '';
-	child.stderr.on('data', (d) => (stderr += d));
-	return new Promise((resolve, reject) => {
-		const lines = createInterface({ input: child.stdout });
-		lines.on('line', (line) => {
-			const match = line.match(pattern);
-			if (match) resolve({ child, match, stderr: () => stderr });
-		});
-		child.on('exit', (code) => reject(new Error(`${command} exited ${code}: ${stderr}`)));
-	});
-}
-
-function hashPassword(password) {
-	const out = spawnSync(ONYX, ['hash-password'], { input: `${password}\n`, encoding: 'utf8' });
-	assert.equal(out.status, 0, out.stderr);
-	return out.stdout.trim().split('\n').pop();
-}
-
-async function startOnyx(configText, dir = home) {
-	writeFileSync(join(dir, 'onyx.json5'), configText);
-	const { child, match } = await startProcess(
-		ONYX,
-		['serve', '--config', join(dir, 'onyx.json5'), '--listen', '127.0.0.1:0'],
-		{ HOME: dir, ONYX_DATA_DIR: join(dir, 'data'), FAKE_KEY, ONYX_LOG: 'info', OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', OLLAMA_HOST: '' },
-		/^listening on (http:\/\/\S+)/
-	);
-	return { child, url: match[1] };
-}
-
-async function stopOnyx(server) {
-	const exited = new Promise((resolve) => server.child.on('exit', resolve));
-	server.child.kill('SIGTERM');
-	await exited;
-}
+const startOnyx = (configText, dir = home) => harness.startOnyx(configText, dir, { FAKE_KEY });
 
 const api = (path, init = {}) =>
 	fetch(`${onyx.url}${path}`, { ...init, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...(init.headers ?? {}) } });
@@ -126,34 +86,19 @@ before(async () => {
 		} },
 	}`;
 	onyx = await startOnyx(config);
-	browser = await chromium.launch({
-		executablePath: CHROMIUM,
-		args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
-	});
+	browser = await launchBrowser();
 });
 
 after(async () => {
 	await browser?.close();
-	for (const child of children) child.kill('SIGKILL');
+	killAll();
 });
 
 /** Every Content-Security-Policy violation any page reported (none may happen). */
 const cspViolations = [];
 
-/** A browser context whose pages report CSP violations (console and the DOM event). */
-async function newContext(options = {}) {
-	const context = await browser.newContext(options);
-	await context.addInitScript(() => {
-		document.addEventListener('securitypolicyviolation', (e) =>
-			console.error(`CSP violation: ${e.violatedDirective} blocked ${e.blockedURI}`)
-		);
-	});
-	context.on('console', (message) => {
-		const text = message.text();
-		if (/Content Security Policy|CSP violation/i.test(text)) cspViolations.push(`${message.location().url}: ${text}`);
-	});
-	return context;
-}
+/** A browser context whose pages report CSP violations into `cspViolations`. */
+const newContext = (options = {}) => harness.newContext(browser, cspViolations, options);
 
 /** Polls `GET path` until `done(body)` holds (5 s at most); the last body. */
 async function eventually(path, done) {
@@ -170,9 +115,7 @@ async function signedInPage(viewport = { width: 1280, height: 900 }) {
 	const context = await newContext({ viewport });
 	const page = await context.newPage();
 	await page.goto(onyx.url);
-	await page.getByLabel('Password').fill(PASSWORD);
-	await page.getByRole('button', { name: 'Sign in' }).click();
-	await page.locator('nav[aria-label=Main]').waitFor({ state: 'attached' });
+	await harness.signIn(page, PASSWORD);
 	return { context, page };
 }
 

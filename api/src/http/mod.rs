@@ -187,18 +187,24 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/usage", get(usage::report))
         .route("/v1/usage/limits", get(usage::limits))
         .route("/metrics", get(ops::metrics))
+        .method_not_allowed_fallback(ops::method_not_allowed)
+        .route_layer(middleware::require_api_key(app.clone()));
+    let mcp_endpoint = Router::new()
         .route(
             "/mcp",
             post(mcp::post).get(mcp::not_offered).delete(mcp::not_offered),
         )
         .method_not_allowed_fallback(ops::method_not_allowed)
-        .route_layer(middleware::require_api_key(app.clone()));
+        .route_layer(middleware::require_api_key(app.clone()))
+        // Outside the auth: a browser's bookmark of the old MCP page needs no key.
+        .route_layer(axum::middleware::from_fn(ui::old_mcp_page));
     let router = Router::new()
         .route("/health", get(ops::health))
         .route("/auth/login", post(login::login))
         .route("/auth/logout", post(login::logout))
         .route("/auth/me", get(login::me))
         .merge(protected)
+        .merge(mcp_endpoint)
         .merge(messages::routes(app.clone()))
         .fallback(ui::fallback);
     match app.db.client() {

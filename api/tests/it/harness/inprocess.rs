@@ -41,6 +41,11 @@ impl InProcess {
         }
     }
 
+    /// The router itself, for tests that read its route table.
+    pub fn router(&self) -> &axum::Router {
+        &self.router
+    }
+
     /// Sends `request` through the router.
     pub async fn send(&self, request: Request<Body>) -> Reply {
         let (status, _, bytes) = self.send_raw(request).await;
