@@ -156,7 +156,7 @@ mod tests {
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         pairs
             .iter()
-            .map(|(name, value)| {
+            .map(|&(name, value)| {
                 (
                     header::HeaderName::from_static(name),
                     HeaderValue::from_static(value),

@@ -22,6 +22,11 @@ async fn send(onyx: &Onyx, method: &str, path: &str, cookie: &str, body: Option<
     request.send().await.unwrap()
 }
 
+/// A gateway with an API key (so the UI asks for a sign-in).
+fn with_a_key() -> TestConfig {
+    TestConfig::empty().set("gateway.auth.apiKeys", json!([ONYX_KEY]))
+}
+
 fn hash(password: &str) -> String {
     onyx::auth::hash_password(password).unwrap()
 }
@@ -121,9 +126,7 @@ async fn the_login_cookie_is_http_only_strict_and_secure_behind_https() {
 
 #[tokio::test]
 async fn without_a_password_login_says_how_to_set_one() {
-    let config = TestConfig::empty()
-        .set("gateway.auth.apiKeys", json!([ONYX_KEY]))
-        .build();
+    let config = with_a_key().build();
     let onyx = Onyx::start(Some(&config), &[]).await;
     let me = onyx.get_json("/auth/me").await;
     assert_eq!(me["authenticated"], false);
@@ -363,18 +366,20 @@ async fn no_ui_page_shares_an_address_with_the_api() {
         pages.len() > 1 && pages.contains(&"/".to_string()),
         "the UI's pages from frontend/src/routes: {pages:?}"
     );
-    let config = TestConfig::empty().set("gateway.auth.apiKeys", json!([ONYX_KEY]));
-    let onyx = InProcess::start(config).await;
+    let onyx = InProcess::start(with_a_key()).await;
     let routes = api_routes(onyx.router());
 
     // The listing is the router's: each route it names answers as the API
-    // (JSON, whatever the status), not as the UI.
+    // (whatever the status), not with the UI's page.
     assert!(routes.len() > 10, "{routes:?}");
     for route in &routes {
         let address = sample_address(&api_pattern(route));
         let request = http::Request::get(&address).body(axum::body::Body::empty()).unwrap();
-        let (status, headers, _) = onyx.send_raw(request).await;
-        assert_eq!(headers["content-type"], "application/json", "{route} ({address}): {status}");
+        let (status, _, body) = onyx.send_raw(request).await;
+        assert!(
+            !String::from_utf8_lossy(&body).contains("<title>Onyx</title>"),
+            "{route} ({address}) answered {status} with the UI"
+        );
     }
     // It finds the collision of issue 43 (the MCP page was at /mcp).
     assert_eq!(
@@ -403,9 +408,7 @@ async fn no_ui_page_shares_an_address_with_the_api() {
 
 #[tokio::test]
 async fn a_bookmark_of_the_old_mcp_page_opens_the_page_and_mcp_clients_still_get_the_endpoint() {
-    let config = TestConfig::empty()
-        .set("gateway.auth.apiKeys", json!([ONYX_KEY]))
-        .build();
+    let config = with_a_key().build();
     let onyx = Onyx::start(Some(&config), &[]).await;
     let browser = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
