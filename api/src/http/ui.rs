@@ -74,10 +74,9 @@ pub async fn old_mcp_page(request: Request, next: Next) -> Response {
     } else {
         next.run(request).await
     };
-    response.headers_mut().append(
-        header::VARY,
-        HeaderValue::from_static("accept, sec-fetch-mode"),
-    );
+    response
+        .headers_mut()
+        .append(header::VARY, HeaderValue::from_static("accept, sec-fetch-mode"));
     response
 }
 
@@ -165,14 +164,18 @@ mod tests {
             .collect()
     }
 
-    const CHROMIUM_ACCEPT: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
+    const CHROMIUM_ACCEPT: &str =
+        "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
 
     #[test]
     fn a_browser_opening_a_page_is_a_navigation() {
         let typed = headers(&[("accept", CHROMIUM_ACCEPT), ("sec-fetch-mode", "navigate")]);
         assert!(is_navigation(&Method::GET, &typed));
         // A browser without fetch metadata, by its Accept alone.
-        assert!(is_navigation(&Method::GET, &headers(&[("accept", CHROMIUM_ACCEPT)])));
+        assert!(is_navigation(
+            &Method::GET,
+            &headers(&[("accept", CHROMIUM_ACCEPT)])
+        ));
     }
 
     #[test]
@@ -182,7 +185,10 @@ mod tests {
             (Method::GET, headers(&[("accept", "text/event-stream")])),
             (
                 Method::GET,
-                headers(&[("accept", "text/html, text/event-stream"), ("sec-fetch-mode", "navigate")]),
+                headers(&[
+                    ("accept", "text/html, text/event-stream"),
+                    ("sec-fetch-mode", "navigate"),
+                ]),
             ),
             // A page's script asking for HTML: fetch metadata says cors, not navigate.
             (

@@ -174,7 +174,8 @@ async fn provider_details_and_logs_need_the_admin_scope() {
 }
 
 /// What Chromium sends when it opens a page.
-const BROWSER_ACCEPT: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8";
+const BROWSER_ACCEPT: &str =
+    "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8";
 
 /// One segment of a route, UI or API, for telling whether two routes can
 /// answer the same address.
@@ -199,7 +200,11 @@ fn ui_pages() -> Vec<String> {
             if entry.file_type().unwrap().is_dir() {
                 walk(&entry.path(), &format!("{id}/{name}"), pages);
             } else if name.starts_with("+page.") {
-                let page = if id.is_empty() { "/".to_string() } else { id.to_string() };
+                let page = if id.is_empty() {
+                    "/".to_string()
+                } else {
+                    id.to_string()
+                };
                 if !pages.contains(&page) {
                     pages.push(page);
                 }
@@ -295,7 +300,9 @@ fn sample_address(pattern: &[Segment]) -> String {
 fn api_routes(router: &axum::Router) -> Vec<String> {
     let debug = format!("{router:?}");
     const TABLE: &str = "node: Node { paths: {";
-    let routes = debug.find("path_router: PathRouter").expect("a path router in the Debug output");
+    let routes = debug
+        .find("path_router: PathRouter")
+        .expect("a path router in the Debug output");
     let table = debug[routes..]
         .find(TABLE)
         .unwrap_or_else(|| panic!("axum's Debug output changed: no `{TABLE}` in {debug}"));
@@ -306,7 +313,9 @@ fn api_routes(router: &axum::Router) -> Vec<String> {
         if rest.starts_with('}') {
             break;
         }
-        let entry = rest.strip_prefix("RouteId(").unwrap_or_else(|| panic!("not a route entry: {rest}"));
+        let entry = rest
+            .strip_prefix("RouteId(")
+            .unwrap_or_else(|| panic!("not a route entry: {rest}"));
         let (_, quoted) = entry.split_once(": \"").unwrap();
         let (path, after) = quoted.split_once('"').unwrap();
         assert!(path.starts_with('/') && !path.contains('\\'), "{path}");
@@ -350,13 +359,19 @@ fn route_overlap_sees_parameters_rests_optionals_and_groups() {
     assert!(pair("/docs/[...path]", "/docs"));
     assert!(pair("/[...path]", "/v1/memory/files/{agent}/{*path}"));
     assert!(pair("/v1/tools-[name]", "/v1/{thing}"));
-    assert!(pair("/v1/memory/files/main/[...rest]", "/v1/memory/files/{agent}/{*path}"));
+    assert!(pair(
+        "/v1/memory/files/main/[...rest]",
+        "/v1/memory/files/{agent}/{*path}"
+    ));
     assert!(!pair("/mcp-servers", "/mcp"));
     assert!(!pair("/sessions", "/v1/sessions"));
     assert!(!pair("/", "/health"));
     assert!(!pair("/sessions/[id]", "/sessions"));
     assert!(!pair("/memory/files/[name]", "/v1/memory/files/{agent}/{*path}"));
-    assert!(!pair("/v1/memory/files/[agent]", "/v1/memory/files/{agent}/{*path}"));
+    assert!(!pair(
+        "/v1/memory/files/[agent]",
+        "/v1/memory/files/{agent}/{*path}"
+    ));
 }
 
 #[tokio::test]
@@ -374,7 +389,9 @@ async fn no_ui_page_shares_an_address_with_the_api() {
     assert!(routes.len() > 10, "{routes:?}");
     for route in &routes {
         let address = sample_address(&api_pattern(route));
-        let request = http::Request::get(&address).body(axum::body::Body::empty()).unwrap();
+        let request = http::Request::get(&address)
+            .body(axum::body::Body::empty())
+            .unwrap();
         let (status, _, body) = onyx.send_raw(request).await;
         assert!(
             !String::from_utf8_lossy(&body).contains("<title>Onyx</title>"),
@@ -399,7 +416,10 @@ async fn no_ui_page_shares_an_address_with_the_api() {
             let address = sample_address(&pattern);
             let (status, headers, body) = onyx.send_raw(navigation(&address)).await;
             assert_eq!(status, 200, "{page} ({address})");
-            assert_eq!(headers["content-type"], "text/html; charset=utf-8", "{page} ({address})");
+            assert_eq!(
+                headers["content-type"], "text/html; charset=utf-8",
+                "{page} ({address})"
+            );
             let body = String::from_utf8_lossy(&body);
             assert!(body.contains("<title>Onyx</title>"), "{page} ({address}): {body}");
         }
@@ -429,7 +449,10 @@ async fn a_bookmark_of_the_old_mcp_page_opens_the_page_and_mcp_clients_still_get
     assert_eq!(moved.headers()["location"], "/mcp-servers");
     assert_eq!(moved.headers()["cache-control"], "no-store");
     let vary = moved.headers()["vary"].to_str().unwrap().to_string();
-    assert!(vary.contains("accept") && vary.contains("sec-fetch-mode"), "{vary}");
+    assert!(
+        vary.contains("accept") && vary.contains("sec-fetch-mode"),
+        "{vary}"
+    );
     let with_query = open("/mcp?server=time").send().await.unwrap();
     assert_eq!(with_query.headers()["location"], "/mcp-servers?server=time");
     let page = open("/mcp-servers").send().await.unwrap();
@@ -438,12 +461,27 @@ async fn a_bookmark_of_the_old_mcp_page_opens_the_page_and_mcp_clients_still_get
 
     // An MCP client's GET (it asks for an event stream) gets what the
     // streamable-HTTP transport says for a server without one: 405, after the key check.
-    let stream = onyx.get("/mcp").header("accept", "text/event-stream").send().await.unwrap();
+    let stream = onyx
+        .get("/mcp")
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(stream.status(), 405);
     assert_eq!(stream.headers()["allow"], "POST");
-    assert!(stream.headers()["vary"].to_str().unwrap().contains("sec-fetch-mode"));
-    assert_eq!(stream.json::<Value>().await.unwrap()["error"]["code"], "method_not_allowed");
-    let key_less = onyx.anonymous("GET", "/mcp").header("accept", "text/event-stream");
+    assert!(
+        stream.headers()["vary"]
+            .to_str()
+            .unwrap()
+            .contains("sec-fetch-mode")
+    );
+    assert_eq!(
+        stream.json::<Value>().await.unwrap()["error"]["code"],
+        "method_not_allowed"
+    );
+    let key_less = onyx
+        .anonymous("GET", "/mcp")
+        .header("accept", "text/event-stream");
     assert_eq!(reply(key_less).await.0, 401);
     // A page's script asking for HTML is no navigation (its fetch metadata says so).
     let script = onyx
