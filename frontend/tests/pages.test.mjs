@@ -6,12 +6,12 @@
 // address, /mcp (now only Onyx's MCP endpoint), still opens the page in a
 // browser. Needs ONYX_BIN (set by tests/run) and /usr/bin/chromium.
 import assert from 'node:assert/strict';
-import { mkdtempSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
-import { hashPassword, killAll, launchBrowser, newContext, signIn, startOnyx } from './harness.mjs';
+import { hashPassword, killAll, launchBrowser, newContext, signIn, startOnyx, stopOnyx } from './harness.mjs';
 
 const ROUTES = fileURLToPath(new URL('../src/routes/', import.meta.url));
 const KEY = 'onyx_sk_pages_test_key_0123456789';
@@ -39,11 +39,11 @@ function pages(dir = ROUTES, address = '') {
 	return found;
 }
 
-let browser, onyx;
+let browser, home, onyx;
 const violations = [];
 
 before(async () => {
-	const home = mkdtempSync(join(tmpdir(), 'onyx-pages-'));
+	home = mkdtempSync(join(tmpdir(), 'onyx-pages-'));
 	mkdirSync(join(home, 'data'), { recursive: true });
 	onyx = await startOnyx(
 		`{ gateway: { auth: { apiKeys: ["${KEY}"], passwordHash: "${hashPassword(PASSWORD)}" } } }`,
@@ -54,7 +54,9 @@ before(async () => {
 
 after(async () => {
 	await browser?.close();
+	if (onyx) await stopOnyx(onyx);
 	killAll();
+	if (home) rmSync(home, { recursive: true, force: true });
 });
 
 /** Waits for `page` to show the page titled `title`, marked as current in the menu at `address`. */
