@@ -17,7 +17,8 @@
 //!   OpenAI-compatible, Anthropic and Ollama upstreams; `plugins` connects
 //!   chat platforms and `channels` delivers to them; `auth` checks keys and
 //!   passwords; `audit` records admin actions; `secrets` seals credentials at rest;
-//!   `sandbox` confines `exec`; `health` and `observability` report on the running gateway;
+//!   `sandbox` confines `exec`, the vendor CLIs and the files agents name;
+//!   `health` and `observability` report on the running gateway;
 //!   `config` loads and validates `onyx.json5`; `usage` records every
 //!   upstream call's tokens and cost and enforces budgets and rate limits.
 //! - Storage: `storage` holds the object store and SurrealDB (with its

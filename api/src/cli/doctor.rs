@@ -63,27 +63,7 @@ pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
                     ),
                 },
             });
-            let support = crate::sandbox::support();
-            let exec = &config.tools.exec_sandbox;
-            rows.push(Row {
-                check: "exec sandbox".into(),
-                // Unconfined is reported; it fails only when exec would be refused.
-                ok: support.confined() || !exec.require,
-                detail: format!(
-                    "{}{}{}",
-                    support.describe(),
-                    if exec.network {
-                        "; tools.exec.network: true (network kept)"
-                    } else {
-                        ""
-                    },
-                    if exec.require && !support.confined() {
-                        "; tools.exec.requireSandbox: exec is refused"
-                    } else {
-                        ""
-                    }
-                ),
-            });
+            rows.push(exec_sandbox_row(&config.tools.exec_sandbox));
             let vault = app.providers.vault();
             let unusable: Vec<String> = app
                 .providers
@@ -131,6 +111,29 @@ pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// What `exec` (and the vendor CLIs) run under here: each part of the
+/// confinement, and whether exec would be refused.
+fn exec_sandbox_row(exec: &crate::config::ExecSandbox) -> Row {
+    let support = crate::sandbox::support();
+    let refused = crate::sandbox::refusal(support, exec.require, exec.network);
+    let mut detail = support.describe();
+    if exec.network {
+        detail.push_str("; tools.exec.network: true (network kept)");
+    }
+    if exec.require {
+        detail.push_str("; tools.exec.requireSandbox: true");
+    }
+    if let Some(refused) = &refused {
+        detail.push_str(&format!("; {refused}"));
+    }
+    Row {
+        check: "exec sandbox".into(),
+        // Unconfined is reported; it fails only when exec would be refused.
+        ok: refused.is_none(),
+        detail,
     }
 }
 

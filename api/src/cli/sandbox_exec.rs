@@ -1,6 +1,8 @@
-//! `onyx sandbox-exec` (hidden): the helper `exec` starts. It confines
-//! itself (see `sandbox`) and execs the command; it runs before the async
-//! runtime exists, so it is still single-threaded when it unshares.
+//! `onyx sandbox-exec` (hidden): the helper `exec` and the vendor CLIs are
+//! started through. It confines itself (see `sandbox`) and starts the
+//! command as its PID namespace's init (or execs it where there is none);
+//! it runs before the async runtime exists, so it is still single-threaded
+//! when it unshares.
 
 use std::path::PathBuf;
 
@@ -13,6 +15,9 @@ pub struct SandboxArgs {
     /// Read-write directory (the agent's workspace).
     #[arg(long)]
     workspace: PathBuf,
+    /// A path to grant read-only beside the system directories.
+    #[arg(long = "read")]
+    read_only: Vec<PathBuf>,
     /// A path never to grant, even beneath a system directory.
     #[arg(long = "hide")]
     hidden: Vec<PathBuf>,
@@ -38,6 +43,7 @@ pub struct SandboxArgs {
 pub fn run(args: SandboxArgs) -> std::process::ExitCode {
     let policy = Policy {
         workspace: args.workspace,
+        read_only: args.read_only,
         hidden: args.hidden,
         network: args.network,
         require: args.require,

@@ -39,6 +39,7 @@ async fn serve(
     let mut config = config::load(path.as_deref())?;
     if let Some(listen) = listen {
         config.gateway.listen = listen;
+        config.tools.exec_sandbox.resolve_require(listen);
     }
     *logs = Some(observability::init_logging(config.gateway.log_format));
     match &config.source {

@@ -164,6 +164,9 @@ pub struct RawExec {
     pub max_output_bytes: Option<usize>,
     pub network: Option<bool>,
     pub require_sandbox: Option<bool>,
+    /// Extra read-only paths (a tool installed under `/opt`).
+    #[serde(default)]
+    pub read_only: Vec<String>,
     #[serde(default)]
     pub limits: RawExecLimits,
 }

@@ -219,16 +219,29 @@ pub struct SchedulerConfig {
     pub run_timeout: Duration,
 }
 
-/// How `exec` is confined (`tools.exec.network`, `requireSandbox`, `limits`).
+/// How `exec` is confined (`tools.exec.network`, `requireSandbox`, `readOnly`, `limits`).
 #[derive(Debug, Clone, Default)]
 pub struct ExecSandbox {
-    /// Let commands reach the network (default: cut).
+    /// Let commands reach the network (default: cut; refused where it cannot be).
     pub network: bool,
-    /// Refuse to run commands when Landlock is unavailable.
+    /// Refuse to run commands that cannot be fully confined (see
+    /// [`ExecSandbox::resolve_require`]).
     pub require: bool,
+    /// `tools.exec.requireSandbox` as written (`None`: decided by the listen address).
+    pub require_setting: Option<bool>,
+    /// Readable by commands beside the system directories.
+    pub read_only: Vec<PathBuf>,
     pub limits: crate::sandbox::Limits,
     /// Never readable by a command: the data dir, the config file, `$HOME`.
     pub hidden: Vec<PathBuf>,
+}
+
+impl ExecSandbox {
+    /// `requireSandbox` unless written: on when the gateway listens beyond
+    /// loopback (the Docker image does), since then others reach its agents.
+    pub fn resolve_require(&mut self, listen: std::net::SocketAddr) {
+        self.require = self.require_setting.unwrap_or(!listen.ip().is_loopback());
+    }
 }
 
 #[derive(Debug, Clone)]

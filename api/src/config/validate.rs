@@ -40,9 +40,11 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
     .into_iter()
     .flatten()
     .collect();
+    let gateway = gateway(raw.gateway, env)?;
+    tools.exec_sandbox.resolve_require(gateway.listen);
     Ok(Config {
         source,
-        gateway: gateway(raw.gateway, env)?,
+        gateway,
         providers,
         aliases,
         context_windows,
@@ -181,9 +183,26 @@ fn exec_sandbox(raw: &raw::RawExec) -> Result<ExecSandbox, ConfigError> {
     };
     let l = &raw.limits;
     const MB: u64 = 1 << 20;
+    let read_only = raw
+        .read_only
+        .iter()
+        .map(|path| {
+            let path = PathBuf::from(path);
+            if path.is_absolute() {
+                Ok(path)
+            } else {
+                Err(ConfigError::invalid(
+                    "tools.exec.readOnly",
+                    format!("{path:?} must be an absolute path"),
+                ))
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(ExecSandbox {
         network: raw.network.unwrap_or(false),
         require: raw.require_sandbox.unwrap_or(false),
+        require_setting: raw.require_sandbox,
+        read_only,
         limits: crate::sandbox::Limits {
             cpu_seconds: positive(l.cpu_seconds, defaults.cpu_seconds, "cpuSeconds", 1)?,
             memory_bytes: positive(l.memory_mb, defaults.memory_bytes, "memoryMb", MB)?,

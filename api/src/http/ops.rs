@@ -45,6 +45,7 @@ fn exec_health(tools: &crate::config::ToolsConfig) -> super::views::ExecHealth {
         network_cut: !tools.exec_sandbox.network && support.network_namespace,
         require_sandbox: tools.exec_sandbox.require,
         detail: support.describe(),
+        confinement: support,
     }
 }
 

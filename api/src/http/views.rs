@@ -198,7 +198,7 @@ pub struct Health {
 #[derive(Debug, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ExecHealth {
-    /// Landlock holds the file system rules (false: unconfined).
+    /// Files (Landlock), sockets (seccomp) and descendants (PID namespace or cgroup) are held.
     pub confined: bool,
     /// Commands get no network (`tools.exec.network` is false and a network namespace can be made).
     #[serde(rename = "networkCut")]
@@ -207,6 +207,8 @@ pub struct ExecHealth {
     #[serde(rename = "requireSandbox")]
     pub require_sandbox: bool,
     pub detail: String,
+    /// Each part of the confinement, as the helper found it on this kernel.
+    pub confinement: crate::sandbox::Support,
 }
 
 /// `GET /auth/me`.

@@ -66,9 +66,13 @@ pub async fn start(
         } => {
             let mut cmd = tokio::process::Command::new(command);
             cmd.args(args);
-            // The gateway's environment minus its secrets, plus the server's own.
+            // The allow-listed environment (and where home is: package
+            // runners keep their caches there), plus what the server's config names.
             cmd.env_clear();
-            cmd.envs(std::env::vars().filter(|(k, _)| !crate::sandbox::is_secret_name(k)));
+            cmd.envs(crate::sandbox::allowed_env());
+            if let Some(home) = std::env::var_os("HOME") {
+                cmd.env("HOME", home);
+            }
             cmd.envs(env.iter().map(|(k, v)| (k, v.expose_secret())));
             if let Some(cwd) = cwd {
                 cmd.current_dir(cwd);

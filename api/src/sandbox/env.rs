@@ -1,24 +1,30 @@
-//! The environment a sandboxed command gets: the gateway's, minus anything
-//! that looks like a secret or is Onyx's own (`ONYX_*`).
+//! The environment a sandboxed command, an MCP stdio server or a vendor CLI
+//! gets: an allow list of the gateway's variables that say how to run
+//! (`PATH`, locale, time zone, terminal, user), never the rest, so no
+//! credential (`PGPASSWORD`, `DATABASE_URL`, a proxy URL with a password, a
+//! socket such as `SSH_AUTH_SOCK`) reaches them whatever it is called. What a
+//! program needs beyond that is set by its caller (an MCP server's `env`, a
+//! CLI's config dir).
 
-/// Whether an environment variable must not reach a command.
-pub fn is_secret_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    upper.starts_with("ONYX_")
-        || [
-            "_API_KEY",
-            "_TOKEN",
-            "_SECRET",
-            "_PASSWORD",
-            "_PASS",
-            "_KEY",
-            "_CREDENTIALS",
-        ]
-        .iter()
-        .any(|suffix| upper.ends_with(suffix))
-        || ["API_KEY", "TOKEN", "SECRET", "PASSWORD"].contains(&upper.as_str())
-        || upper.starts_with("AWS_SECRET")
-        || upper.starts_with("AWS_SESSION")
+use std::ffi::OsString;
+
+/// Passed through as they are.
+const ALLOWED: &[&str] = &[
+    "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "COLORTERM", "NO_COLOR", "USER", "LOGNAME", "SHELL",
+];
+/// Passed through by prefix (`LC_ALL`, `LC_CTYPE`, …).
+const ALLOWED_PREFIXES: &[&str] = &["LC_"];
+
+/// Whether the gateway's variable `name` may reach a program it starts.
+pub fn is_allowed(name: &str) -> bool {
+    ALLOWED.contains(&name) || ALLOWED_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// The allowed part of this process's environment.
+pub fn allowed_env() -> Vec<(OsString, OsString)> {
+    std::env::vars_os()
+        .filter(|(name, _)| name.to_str().is_some_and(is_allowed))
+        .collect()
 }
 
 /// Execs `command` (program, then arguments); returns the exit code to use
@@ -39,21 +45,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn secrets_and_onyx_variables_are_recognised() {
+    fn only_the_allow_list_passes() {
+        for name in ["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "USER"] {
+            assert!(is_allowed(name), "{name}");
+        }
         for name in [
             "OPENAI_API_KEY",
-            "ONYX_API_KEY",
             "ONYX_CONFIG",
-            "TELEGRAM_BOT_TOKEN",
-            "S3_SECRET",
-            "SURREAL_PASSWORD",
-            "GITHUB_TOKEN",
-            "aws_secret_access_key",
+            "PGPASSWORD",
+            "MYSQL_PWD",
+            "DATABASE_URL",
+            "HTTPS_PROXY",
+            "http_proxy",
+            "SERVICE_APIKEY",
+            "SSH_AUTH_SOCK",
+            "DBUS_SESSION_BUS_ADDRESS",
+            "XDG_RUNTIME_DIR",
+            "LD_PRELOAD",
+            "HOME",
+            "path",
         ] {
-            assert!(is_secret_name(name), "{name}");
-        }
-        for name in ["PATH", "HOME", "LANG", "TERM", "PWD", "TOKENIZERS_PARALLELISM"] {
-            assert!(!is_secret_name(name), "{name}");
+            assert!(!is_allowed(name), "{name}");
         }
     }
 }

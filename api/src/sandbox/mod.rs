@@ -1,27 +1,36 @@
-//! Confinement for the commands agents run (`exec`). The gateway never
-//! confines itself: it starts `onyx sandbox-exec … -- sh -c CMD`, a helper
-//! mode of its own binary that, single-threaded and before anything else,
-//! cuts the network (a new network namespace, unless allowed), joins a pids
-//! cgroup when running as root (where `RLIMIT_NPROC` does not apply), sets
+//! Confinement for what agents and vendor CLIs run. Files an agent names
+//! are opened beneath its workspace ([`Beneath`], openat2). Commands (`exec`,
+//! the vendor CLIs) run through `onyx sandbox-exec … -- PROGRAM ARGS`, a
+//! helper mode of this binary that, single-threaded and before anything
+//! else, joins a pids cgroup when root, unshares a PID namespace (inside a
+//! user namespace when not root) and, unless allowed, the network, sets
 //! resource limits (CPU seconds, address space, processes, file size),
-//! applies a Landlock ruleset (read-write in the workspace only, read-only on
-//! system directories, nothing else: not the data dir, the config or home)
-//! and then execs the command. The environment is scrubbed of secrets before
-//! the helper starts.
+//! applies a Landlock ruleset (read-write in the workspace only, read-only
+//! on system directories and the needed parts of `/etc`, nothing else: not
+//! the data dir, the config or home; no signals or abstract sockets out) and
+//! a seccomp filter (no Unix-domain sockets), then starts the command as the
+//! namespace's init, so everything it leaves behind dies with it. Callers
+//! pass it only the allow-listed environment ([`allowed_env`]).
 //!
 //! `support()` says what this kernel offers, for `/health`, `onyx doctor`
 //! and `tools.exec.requireSandbox`.
 
+mod beneath;
 #[cfg(target_os = "linux")]
 mod enter;
 mod env;
 mod paths;
+#[cfg(target_os = "linux")]
+mod seccomp;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-pub use env::is_secret_name;
-pub use paths::SYSTEM_DIRS;
+use serde::Serialize;
+
+pub use beneath::{Beneath, Entry, Kind, is_link_refusal, openat2_available};
+pub use env::{allowed_env, is_allowed};
+pub use paths::{ETC_ENTRIES, SYSTEM_DIRS};
 
 /// The name of the helper subcommand.
 pub const SUBCOMMAND: &str = "sandbox-exec";
@@ -33,6 +42,16 @@ pub struct Limits {
     pub memory_bytes: u64,
     pub processes: u64,
     pub file_bytes: u64,
+}
+
+impl Limits {
+    /// No limit at all (the vendor CLIs: long-lived programs, not one command).
+    pub const UNLIMITED: Self = Self {
+        cpu_seconds: u64::MAX,
+        memory_bytes: u64::MAX,
+        processes: u64::MAX,
+        file_bytes: u64::MAX,
+    };
 }
 
 impl Default for Limits {
@@ -49,58 +68,97 @@ impl Default for Limits {
 /// How one command is confined.
 #[derive(Debug, Clone)]
 pub struct Policy {
-    /// Read-write (the agent's workspace).
+    /// Read-write (the agent's workspace, a CLI's config dir).
     pub workspace: PathBuf,
+    /// Readable beside the system directories (a CLI's install, `tools.exec.readOnly`).
+    pub read_only: Vec<PathBuf>,
     /// Never readable, even beneath a system directory (data dir, config file, home).
     pub hidden: Vec<PathBuf>,
     pub network: bool,
-    /// Refuse to run when Landlock cannot be enforced.
+    /// Refuse to run without Landlock, the seccomp filter and a PID namespace or cgroup.
     pub require: bool,
     pub limits: Limits,
 }
 
-/// What the kernel offers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the kernel offers, as the helper found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Support {
-    /// The Landlock ABI version, when Landlock is enabled.
+    /// Agent-named files are opened with openat2 (else an `O_NOFOLLOW` walk, as safe, slower).
+    pub openat2: bool,
+    /// The Landlock ABI version, when Landlock is enforced.
     pub landlock_abi: Option<u8>,
-    /// Whether a network namespace can be made.
+    /// The seccomp filter (no Unix-domain sockets) is applied.
+    pub seccomp: bool,
+    /// Each command gets a PID namespace: its init's exit kills every descendant.
+    pub pid_namespace: bool,
+    /// As root, each command joins a pids cgroup (a process cap; the gateway kills what is left).
+    pub pids_cgroup: bool,
+    /// A network namespace can be made (the network can be cut).
     pub network_namespace: bool,
 }
 
 impl Support {
-    /// Confined means the file system rules hold (Landlock).
+    /// Confined means files (Landlock), sockets (seccomp) and descendants
+    /// (PID namespace or pids cgroup) are all held.
     pub fn confined(&self) -> bool {
-        self.landlock_abi.is_some()
+        self.landlock_abi.is_some() && self.seccomp && (self.pid_namespace || self.pids_cgroup)
     }
 
-    /// One line for `/health` and `onyx doctor`.
+    /// One line for `/health` and `onyx doctor`: each part, held or not.
     pub fn describe(&self) -> String {
-        match self.landlock_abi {
+        let files = match self.landlock_abi {
             Some(abi) => format!(
-                "confined: Landlock ABI {abi} (workspace read-write, system directories read-only), \
-                 resource limits, {}",
-                if self.network_namespace {
-                    "network cut unless tools.exec.network"
-                } else {
-                    "network NOT cut (no network namespace available)"
-                }
+                "Landlock ABI {abi} (workspace read-write, system directories and parts of /etc read-only)"
             ),
-            None => "UNCONFINED: this kernel has no Landlock (Linux 5.13+ with landlock in lsm=); \
-                     exec runs with only resource limits and a scrubbed environment; \
-                     set tools.exec.requireSandbox: true to refuse it"
-                .into(),
+            None => "no Landlock (Linux 5.13+ with landlock in lsm=)".into(),
+        };
+        let sockets = if self.seccomp {
+            "seccomp (no Unix sockets)"
+        } else {
+            "no seccomp filter"
+        };
+        let processes = match (self.pid_namespace, self.pids_cgroup) {
+            (true, _) => "PID namespace (every descendant ends with the command)",
+            (false, true) => "pids cgroup (every descendant is killed after the command)",
+            (false, false) => "no PID namespace or cgroup (background processes can outlive a command)",
+        };
+        let network = if self.network_namespace {
+            "network cut unless tools.exec.network"
+        } else {
+            "no network namespace: exec is refused unless tools.exec.network"
+        };
+        let opens = if self.openat2 {
+            "file tools: openat2"
+        } else {
+            "file tools: O_NOFOLLOW walk (no openat2)"
+        };
+        let parts = [files.as_str(), sockets, processes, network, opens, "resource limits", "allow-listed environment"];
+        if self.confined() {
+            format!("confined: {}", parts.join(", "))
+        } else {
+            format!(
+                "UNCONFINED: {}; set tools.exec.requireSandbox: true to refuse exec here",
+                parts.join(", ")
+            )
         }
     }
 }
 
-/// Why a command must not run: `require` is set and `support` cannot confine it.
-pub fn refusal(support: Support, require: bool) -> Option<String> {
-    (require && !support.confined()).then(|| {
-        format!(
+/// Why a command must not run here: `require` is set and `support` cannot
+/// confine it, or the network must be cut and cannot be.
+pub fn refusal(support: Support, require: bool, network: bool) -> Option<String> {
+    if require && !support.confined() {
+        return Some(format!(
             "exec is refused: {} (tools.exec.requireSandbox is true)",
             support.describe()
-        )
+        ));
+    }
+    (!network && !support.network_namespace).then(|| {
+        "exec is refused: the network cannot be cut here (no network namespace); \
+         set tools.exec.network: true to run commands with the network"
+            .to_string()
     })
 }
 
@@ -115,7 +173,11 @@ pub fn support() -> Support {
         #[cfg(not(target_os = "linux"))]
         {
             Support {
+                openat2: false,
                 landlock_abi: None,
+                seccomp: false,
+                pid_namespace: false,
+                pids_cgroup: false,
                 network_namespace: false,
             }
         }
@@ -129,6 +191,10 @@ pub fn helper_args(policy: &Policy, program: &str, args: &[&str]) -> Vec<String>
         "--workspace".into(),
         path_arg(&policy.workspace),
     ];
+    for path in &policy.read_only {
+        out.push("--read".into());
+        out.push(path_arg(path));
+    }
     for hidden in &policy.hidden {
         out.push("--hide".into());
         out.push(path_arg(hidden));
@@ -190,11 +256,19 @@ mod tests {
     use super::*;
 
     const NONE: Support = Support {
+        openat2: false,
         landlock_abi: None,
+        seccomp: false,
+        pid_namespace: false,
+        pids_cgroup: false,
         network_namespace: false,
     };
     const FULL: Support = Support {
+        openat2: true,
         landlock_abi: Some(6),
+        seccomp: true,
+        pid_namespace: true,
+        pids_cgroup: false,
         network_namespace: true,
     };
 
@@ -202,20 +276,28 @@ mod tests {
     fn an_unconfined_kernel_is_reported_and_refused_when_required() {
         assert!(!NONE.confined());
         assert!(NONE.describe().starts_with("UNCONFINED"), "{}", NONE.describe());
-        let refused = refusal(NONE, true).unwrap();
+        let refused = refusal(NONE, true, true).unwrap();
         assert!(
             refused.contains("requireSandbox") && refused.contains("UNCONFINED"),
             "{refused}"
         );
-        assert_eq!(refusal(NONE, false), None, "reported, but runs");
-        assert_eq!(refusal(FULL, true), None);
-        assert!(FULL.describe().contains("Landlock ABI 6"), "{}", FULL.describe());
+        assert_eq!(refusal(NONE, false, true), None, "reported, but runs with the network allowed");
+        let uncut = refusal(NONE, false, false).unwrap();
+        assert!(uncut.contains("network cannot be cut"), "{uncut}");
+        assert_eq!(refusal(FULL, true, false), None);
+        let text = FULL.describe();
+        for part in ["Landlock ABI 6", "seccomp", "PID namespace", "network cut", "openat2"] {
+            assert!(text.contains(part), "{part}: {text}");
+        }
+        let no_seccomp = Support { seccomp: false, ..FULL };
+        assert!(!no_seccomp.confined() && no_seccomp.describe().starts_with("UNCONFINED"));
     }
 
     #[test]
     fn helper_arguments_carry_the_policy_then_the_command() {
         let policy = Policy {
             workspace: "/w".into(),
+            read_only: vec!["/opt/tool".into()],
             hidden: vec!["/data".into()],
             network: false,
             require: true,
@@ -225,6 +307,7 @@ mod tests {
         let dash = args.iter().position(|a| a == "--").unwrap();
         assert_eq!(&args[dash + 1..], ["sh", "-c", "echo hi"]);
         assert!(args.contains(&"--require".to_string()) && !args.contains(&"--network".to_string()));
+        assert!(args.windows(2).any(|w| w == ["--read", "/opt/tool"]));
         assert_eq!(args[0], SUBCOMMAND);
     }
 }

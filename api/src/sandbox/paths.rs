@@ -1,14 +1,79 @@
-//! Which directories a sandboxed command may read: the system directories,
-//! except that a hidden path beneath one (a config file under `/etc`, a data
-//! dir under `/opt`) is carved out by allowing its siblings instead, since
-//! Landlock only grants, never denies beneath a grant.
+//! Which paths a sandboxed command may read: the system directories, the
+//! parts of `/etc` programs need (not all of it: no config of other
+//! services, no keys), and what a policy adds; a hidden path beneath one (a
+//! config file under `/etc`, a data dir under `/usr/local`) is carved out by
+//! allowing its siblings instead, since Landlock only grants, never denies
+//! beneath a grant. `/opt` is not granted: a tool installed there is named
+//! in `tools.exec.readOnly`.
 
 use std::path::{Path, PathBuf};
 
 /// Read-only (and executable) for every command.
-pub const SYSTEM_DIRS: &[&str] = &[
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt",
+pub const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64"];
+
+/// What programs read under `/etc`: the loader, certificates, users and
+/// groups, name resolution, time zones, locales, alternatives, and the
+/// system-wide settings of the interpreters and tools agents run.
+pub const ETC_ENTRIES: &[&str] = &[
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "ld.so.preload",
+    "ssl",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "pki",
+    "crypto-policies",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "resolv.conf",
+    "hosts",
+    "host.conf",
+    "gai.conf",
+    "hostname",
+    "localtime",
+    "timezone",
+    "zoneinfo",
+    "locale.alias",
+    "locale.conf",
+    "default/locale",
+    "alternatives",
+    "mime.types",
+    "magic",
+    "protocols",
+    "services",
+    "os-release",
+    "lsb-release",
+    "debian_version",
+    "shells",
+    "terminfo",
+    "inputrc",
+    "profile",
+    "gitconfig",
+    "perl",
+    "selinux/config",
 ];
+
+/// `/etc` entries whose name starts with one of these (versioned folders: `python3.13`).
+const ETC_PREFIXES: &[&str] = &["python"];
+
+/// The system directories, the `/etc` entries that exist, and `extra`.
+pub(super) fn system_paths(extra: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = SYSTEM_DIRS.iter().map(PathBuf::from).collect();
+    let etc = Path::new("/etc");
+    out.extend(ETC_ENTRIES.iter().map(|name| etc.join(name)));
+    if let Ok(entries) = std::fs::read_dir(etc) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if ETC_PREFIXES.iter().any(|p| name.to_string_lossy().starts_with(p)) {
+                out.push(entry.path());
+            }
+        }
+    }
+    out.extend(extra.iter().cloned());
+    out
+}
 
 /// The paths to grant read access to: `roots`, with every `hidden` path
 /// (and everything beneath it) left out. Paths are compared canonicalized.

@@ -1,11 +1,12 @@
 //! The `local` object store: each bucket is a directory under the data dir,
-//! each key a file. Writes go to a temporary file first and are renamed (or,
+//! each key a file, every one opened through a handle on the store's
+//! directory ([`Beneath`]: no link is followed, nothing outside is reached). Writes go to a temporary file first and are renamed (or,
 //! for create-if-absent, hard-linked) into place, so a crash never leaves a torn
 //! object. Versions are SHA-256 hashes of the content. Conditional overwrites
 //! are serialised by a lock, which is enough because a local store has one
 //! process writing to it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use bytes::Bytes;
 use futures::FutureExt;
@@ -15,6 +16,7 @@ use tokio::sync::Mutex;
 
 use super::keys::ObjectKey;
 use super::object_store::{Bucket, Object, ObjectInfo, ObjectStore, PutCondition, StoreError, Version};
+use crate::sandbox::{Beneath, Kind};
 
 pub struct LocalStore {
     root: PathBuf,
@@ -29,9 +31,21 @@ impl LocalStore {
         }
     }
 
-    fn path(&self, bucket: Bucket, key: &ObjectKey) -> PathBuf {
-        self.root.join(bucket.name()).join(key.as_str())
+    /// Runs `op` on a handle on the store's directory, off the async threads.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        op: impl FnOnce(&Beneath) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let root = self.root.clone();
+        tokio::task::spawn_blocking(move || op(&Beneath::create(&root).map_err(io_error)?))
+            .await
+            .map_err(|err| StoreError::Unavailable(err.to_string()))?
     }
+}
+
+/// Where `key` of `bucket` lives, relative to the store's directory.
+fn relative(bucket: Bucket, key: &ObjectKey) -> String {
+    format!("{}/{}", bucket.name(), key.as_str())
 }
 
 fn io_error(err: std::io::Error) -> StoreError {
@@ -43,28 +57,34 @@ fn version_of(body: &[u8]) -> Version {
     Version(digest.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Writes `body` next to `path` under a unique temporary name.
-async fn write_temp(path: &Path, body: &[u8]) -> Result<PathBuf, StoreError> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| StoreError::Unavailable("object path has no parent".into()))?;
-    tokio::fs::create_dir_all(dir).await.map_err(io_error)?;
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("object");
-    let temp = dir.join(format!(".{name}.tmp-{}", uuid::Uuid::new_v4().simple()));
-    let mut file = tokio::fs::File::create(&temp).await.map_err(io_error)?;
-    tokio::io::AsyncWriteExt::write_all(&mut file, body)
-        .await
-        .map_err(io_error)?;
-    file.sync_all().await.map_err(io_error)?;
-    Ok(temp)
+/// A unique temporary name next to `path` (hidden from listings by its dot).
+fn temp_name(path: &str) -> String {
+    let unique = uuid::Uuid::new_v4().simple();
+    match path.rsplit_once('/') {
+        Some((dir, name)) => format!("{dir}/.{name}.tmp-{unique}"),
+        None => format!(".{path}.tmp-{unique}"),
+    }
 }
 
-async fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, StoreError> {
-    match tokio::fs::read(path).await {
-        Ok(body) => Ok(Some(body)),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(io_error(err)),
-    }
+/// Writes `body` to a temporary file, then puts it in place at `path`.
+fn put_blocking(store: &Beneath, path: &str, body: &[u8], condition: &PutCondition) -> Result<(), StoreError> {
+    let temp = temp_name(path);
+    store.write_new(&temp, body).map_err(io_error)?;
+    let result = match condition {
+        // A hard link fails if the name exists: atomic create-if-absent.
+        PutCondition::IfAbsent => match store.hard_link(&temp, path) {
+            Ok(()) => Ok(()),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Err(StoreError::PreconditionFailed),
+            Err(err) => Err(io_error(err)),
+        },
+        PutCondition::Overwrite => store.rename(&temp, path).map_err(io_error),
+        PutCondition::IfMatch(expected) => match store.read_optional(path).map_err(io_error)? {
+            Some(current) if version_of(&current) == *expected => store.rename(&temp, path).map_err(io_error),
+            _ => Err(StoreError::PreconditionFailed),
+        },
+    };
+    let _ = store.remove_file(&temp);
+    result
 }
 
 impl ObjectStore for LocalStore {
@@ -73,14 +93,12 @@ impl ObjectStore for LocalStore {
     }
 
     fn ensure_buckets(&self) -> BoxFuture<'_, Result<(), StoreError>> {
-        async move {
+        self.blocking(|store| {
             for bucket in Bucket::ALL {
-                tokio::fs::create_dir_all(self.root.join(bucket.name()))
-                    .await
-                    .map_err(io_error)?;
+                store.create_dir_all(bucket.name()).map_err(io_error)?;
             }
             Ok(())
-        }
+        })
         .boxed()
     }
 
@@ -89,8 +107,12 @@ impl ObjectStore for LocalStore {
         bucket: Bucket,
         key: &'a ObjectKey,
     ) -> BoxFuture<'a, Result<Option<Object>, StoreError>> {
+        let path = relative(bucket, key);
         async move {
-            Ok(read_optional(&self.path(bucket, key)).await?.map(|body| Object {
+            let body = self
+                .blocking(move |store| store.read_optional(&path).map_err(io_error))
+                .await?;
+            Ok(body.map(|body| Object {
                 version: version_of(&body),
                 body: Bytes::from(body),
             }))
@@ -105,58 +127,41 @@ impl ObjectStore for LocalStore {
         body: Bytes,
         condition: PutCondition,
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
+        let path = relative(bucket, key);
         async move {
-            let path = self.path(bucket, key);
             let version = version_of(&body);
-            let temp = write_temp(&path, &body).await?;
-            let result = match condition {
-                // A hard link fails if the name exists: atomic create-if-absent.
-                PutCondition::IfAbsent => match tokio::fs::hard_link(&temp, &path).await {
-                    Ok(()) => Ok(()),
-                    Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
-                        Err(StoreError::PreconditionFailed)
-                    }
-                    Err(err) => Err(io_error(err)),
-                },
-                PutCondition::Overwrite => {
-                    let _guard = self.write_lock.lock().await;
-                    tokio::fs::rename(&temp, &path).await.map_err(io_error)
-                }
-                PutCondition::IfMatch(expected) => {
-                    let _guard = self.write_lock.lock().await;
-                    match read_optional(&path).await? {
-                        Some(current) if version_of(&current) == expected => {
-                            tokio::fs::rename(&temp, &path).await.map_err(io_error)
-                        }
-                        _ => Err(StoreError::PreconditionFailed),
-                    }
-                }
+            // Conditional overwrites are serialised; create-if-absent needs no lock.
+            let _guard = match condition {
+                PutCondition::IfAbsent => None,
+                _ => Some(self.write_lock.lock().await),
             };
-            let _ = tokio::fs::remove_file(&temp).await;
-            result.map(|()| version)
+            self.blocking(move |store| put_blocking(store, &path, &body, &condition))
+                .await?;
+            Ok(version)
         }
         .boxed()
     }
 
     fn delete<'a>(&'a self, bucket: Bucket, key: &'a ObjectKey) -> BoxFuture<'a, Result<(), StoreError>> {
-        async move {
-            let path = self.path(bucket, key);
-            match tokio::fs::remove_file(&path).await {
+        let path = relative(bucket, key);
+        self.blocking(move |store| {
+            match store.remove_file(&path) {
                 Ok(()) => {}
                 Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
                 Err(err) => return Err(io_error(err)),
             }
             // Prune directories the delete emptied, up to the bucket.
-            let bucket_dir = self.root.join(bucket.name());
-            let mut dir = path.parent();
-            while let Some(current) = dir.filter(|d| *d != bucket_dir && d.starts_with(&bucket_dir)) {
-                if tokio::fs::remove_dir(current).await.is_err() {
+            let mut dir = path.as_str();
+            while let Some((parent, _)) = dir.rsplit_once('/')
+                && parent.contains('/')
+            {
+                if store.remove_dir(parent).is_err() {
                     break; // not empty (or already gone)
                 }
-                dir = current.parent();
+                dir = parent;
             }
             Ok(())
-        }
+        })
         .boxed()
     }
 
@@ -165,63 +170,58 @@ impl ObjectStore for LocalStore {
         bucket: Bucket,
         prefix: &'a str,
     ) -> BoxFuture<'a, Result<Vec<ObjectInfo>, StoreError>> {
-        let root = self.root.join(bucket.name());
         let prefix = prefix.to_string();
-        async move {
-            tokio::task::spawn_blocking(move || list_dir(&root, &prefix))
-                .await
-                .map_err(|err| StoreError::Unavailable(err.to_string()))?
-        }
-        .boxed()
+        self.blocking(move |store| list_dir(store, bucket.name(), &prefix)).boxed()
     }
 }
 
 /// Walks the bucket directory (only below the prefix's directory part).
-fn list_dir(root: &Path, prefix: &str) -> Result<Vec<ObjectInfo>, StoreError> {
-    let start_dir = match prefix.rfind('/') {
-        Some(slash) => root.join(&prefix[..slash]),
-        None => root.to_path_buf(),
+fn list_dir(store: &Beneath, bucket: &str, prefix: &str) -> Result<Vec<ObjectInfo>, StoreError> {
+    let start = match prefix.rfind('/') {
+        Some(slash) => prefix[..slash].to_string(),
+        None => String::new(),
     };
     let mut out = Vec::new();
-    let mut pending = vec![start_dir];
+    let mut pending = vec![start];
     while let Some(dir) = pending.pop() {
-        let entries = match std::fs::read_dir(&dir) {
+        let path = if dir.is_empty() {
+            bucket.to_string()
+        } else {
+            format!("{bucket}/{dir}")
+        };
+        let entries = match store.list(&path) {
             Ok(entries) => entries,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
             Err(err) => return Err(io_error(err)),
         };
         for entry in entries {
-            let entry = entry.map_err(io_error)?;
-            let name = entry.file_name();
-            if name.to_string_lossy().starts_with('.') {
+            if entry.name.starts_with('.') {
                 continue; // temporary files of writes in progress
             }
-            let file_type = entry.file_type().map_err(io_error)?;
-            let path = entry.path();
-            if file_type.is_dir() {
-                pending.push(path);
-            } else if file_type.is_file()
-                && let Ok(relative) = path.strip_prefix(root)
-            {
-                let key = relative.to_string_lossy().replace('\\', "/");
-                if key.starts_with(prefix) {
-                    let metadata = entry.metadata().map_err(io_error)?;
-                    let size = metadata.len();
+            let key = if dir.is_empty() {
+                entry.name.clone()
+            } else {
+                format!("{dir}/{}", entry.name)
+            };
+            match entry.kind {
+                Kind::Dir => pending.push(key),
+                Kind::File if key.starts_with(prefix) => {
+                    let (size, modified) = store
+                        .size_and_mtime(&format!("{path}/{}", entry.name))
+                        .map_err(io_error)?;
                     // A cheap change token; the content hash would mean reading every file.
-                    let modified = metadata
-                        .modified()
-                        .ok()
-                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                        .map_or(0, |d| d.as_nanos());
                     out.push(ObjectInfo {
                         key,
                         size,
                         etag: format!("{modified}-{size}"),
                     });
                 }
+                // Links are never followed (nor listed).
+                _ => {}
             }
         }
     }
     out.sort_by(|a, b| a.key.cmp(&b.key));
     Ok(out)
 }
+

@@ -1,9 +1,11 @@
 //! `exec`: a shell command in the agent's work dir, with a time limit and an
 //! output cap, confined by `sandbox` (the `onyx sandbox-exec` helper:
-//! Landlock, resource limits, no network unless `tools.exec.network`) with
-//! an environment scrubbed of secrets. Never offered in `safe` mode; needs
-//! approval in `ask` mode. With `tools.exec.requireSandbox` it refuses to run
-//! where the kernel cannot confine it.
+//! Landlock, seccomp, a PID namespace whose end kills every descendant,
+//! resource limits, no network unless `tools.exec.network`) with the
+//! allow-listed environment. Never offered in `safe` mode; needs approval in
+//! `ask` mode. Where the network cannot be cut it refuses unless the network
+//! is allowed; with `tools.exec.requireSandbox` it refuses to run where the
+//! kernel cannot confine it.
 
 use std::borrow::Cow;
 
@@ -31,12 +33,13 @@ pub fn specs() -> Vec<ToolSpec> {
 /// The helper command: this binary's `sandbox-exec`, the policy, `sh -c command`.
 fn sandboxed(ctx: &ToolContext, command: &str) -> Result<tokio::process::Command, ToolError> {
     let settings = &ctx.settings.exec_sandbox;
-    if let Some(refused) = sandbox::refusal(sandbox::support(), settings.require) {
+    if let Some(refused) = sandbox::refusal(sandbox::support(), settings.require, settings.network) {
         return Err(fail!("{refused}"));
     }
     let dir = &ctx.agent.work_dir;
     let policy = Policy {
         workspace: dir.clone(),
+        read_only: settings.read_only.clone(),
         hidden: settings.hidden.clone(),
         network: settings.network,
         require: settings.require,
@@ -44,17 +47,13 @@ fn sandboxed(ctx: &ToolContext, command: &str) -> Result<tokio::process::Command
     };
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the onyx binary: {e}"))?;
     let mut cmd = tokio::process::Command::new(exe);
-    cmd.args(sandbox::helper_args(&policy, "sh", &["-c", command]));
-    for (name, _) in std::env::vars_os() {
-        if sandbox::is_secret_name(&name.to_string_lossy()) {
-            cmd.env_remove(&name);
-        }
-    }
-    let tmp = dir.join(".tmp");
-    cmd.env("HOME", dir)
-        .env("TMPDIR", &tmp)
+    cmd.args(sandbox::helper_args(&policy, "sh", &["-c", command]))
+        .env_clear()
+        .envs(sandbox::allowed_env())
+        .env("HOME", dir)
+        .env("TMPDIR", dir.join(".tmp"))
         .current_dir(dir)
-        // Its own process group: everything it starts is ended with it.
+        // Its own process group: the gateway can end the helper and its command at once.
         .process_group(0);
     Ok(cmd)
 }
@@ -91,8 +90,9 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> 
     let err = tokio::spawn(read_capped(child.stderr.take(), cap));
     let limit = ctx.settings.exec_timeout;
     let finished = tokio::time::timeout(limit, child.wait()).await;
-    // The command ends with its shell: what it left running (background
-    // jobs, a fork flood) is killed, which also closes the output pipes.
+    // The command ends with its shell: its PID namespace ends what it left
+    // running (background jobs, `setsid`, a fork flood); the process group
+    // and the pids cgroup are killed too, which also closes the output pipes.
     if let Some(pgid) = pgid {
         let _ = tokio::task::spawn_blocking(move || sandbox::reap(pgid)).await;
     }

@@ -1,15 +1,19 @@
 //! `fs_read`, `fs_write`, `fs_edit`, `fs_list`: files in the agent's local
 //! work dir, and nowhere else. Paths must be relative, without `..`, and no
-//! part of them may be a symlink (so a link cannot lead outside). `fs_read` of
-//! `skills/{name}/{file}` missing from the work dir reads that skill's file.
+//! part of them may be a symlink: every one is opened through a handle on the
+//! work dir ([`sandbox::Beneath`], openat2), so a link swapped in by a
+//! background process is refused at the open, not only at a check before it.
+//! `fs_read` of `skills/{name}/{file}` missing from the work dir reads that
+//! skill's file.
 
 use std::borrow::Cow;
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 
 use serde_json::{Value, json};
 
 use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail, text};
+use crate::sandbox::{self, Beneath, Kind};
 
 const MAX_READ: usize = 256 * 1024;
 
@@ -47,27 +51,16 @@ pub fn specs() -> Vec<ToolSpec> {
     ]
 }
 
-/// Resolves `relative` inside `root`, refusing anything that could escape it.
-pub fn confine(root: &Path, relative: &str) -> Result<PathBuf, ToolError> {
-    let candidate = Path::new(relative);
+/// Checks `relative` names something inside the work dir (no absolute path,
+/// no `..`), with the message the model sees; links are refused when the
+/// path is opened (see [`sandbox::Beneath`]).
+pub fn check(relative: &str) -> Result<(), ToolError> {
     if relative.is_empty() || relative.contains('\0') {
         return Err("the path is empty".into());
     }
-    let mut out = root.to_path_buf();
-    for component in candidate.components() {
+    for component in Path::new(relative).components() {
         match component {
-            Component::Normal(part) => {
-                out.push(part);
-                // Refuse symlinks anywhere along the way, existing ones included.
-                if let Ok(meta) = std::fs::symlink_metadata(&out)
-                    && meta.file_type().is_symlink()
-                {
-                    return Err(fail!(
-                        "{relative:?} goes through a symbolic link, which is not allowed"
-                    ));
-                }
-            }
-            Component::CurDir => {}
+            Component::Normal(_) | Component::CurDir => {}
             Component::ParentDir => {
                 return Err(fail!("{relative:?} contains \"..\", which is not allowed"));
             }
@@ -78,29 +71,44 @@ pub fn confine(root: &Path, relative: &str) -> Result<PathBuf, ToolError> {
             }
         }
     }
-    Ok(out)
+    Ok(())
+}
+
+/// The error the model sees for a failed file operation on `relative`.
+fn io_failure(relative: &str, err: &std::io::Error) -> ToolError {
+    if sandbox::is_link_refusal(err) {
+        fail!("{relative:?} goes through a symbolic link, which is not allowed")
+    } else {
+        fail!("{relative}: {err}")
+    }
+}
+
+/// Runs `op` on the work dir's handle off the async threads.
+async fn in_work_dir<T: Send + 'static>(
+    root: &Path,
+    relative: &str,
+    op: impl FnOnce(&Beneath, &str) -> std::io::Result<T> + Send + 'static,
+) -> Result<T, ToolError> {
+    let (root, relative) = (root.to_path_buf(), relative.to_string());
+    tokio::task::spawn_blocking(move || {
+        let dir = Beneath::create(&root).map_err(|e| fail!("cannot open the work directory: {e}"))?;
+        op(&dir, &relative).map_err(|err| io_failure(&relative, &err))
+    })
+    .await
+    .map_err(|e| fail!("the file operation failed: {e}"))?
 }
 
 pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String, ToolError> {
-    let root = &ctx.agent.work_dir;
-    tokio::fs::create_dir_all(root)
-        .await
-        .map_err(|e| format!("cannot create the work directory: {e}"))?;
+    let root = ctx.agent.work_dir.as_path();
     match name {
         "fs_list" => {
-            let dir = match args["path"].as_str().filter(|p| !p.is_empty() && *p != ".") {
-                Some(path) => confine(root, path)?,
-                None => root.clone(),
-            };
-            let mut entries = tokio::fs::read_dir(&dir).await.map_err(|e| e.to_string())?;
-            let mut names = Vec::new();
-            while let Ok(Some(entry)) = entries.next_entry().await {
-                let kind = match entry.file_type().await {
-                    Ok(t) if t.is_dir() => "/",
-                    _ => "",
-                };
-                names.push(format!("{}{kind}", entry.file_name().to_string_lossy()));
-            }
+            let relative = args["path"].as_str().filter(|p| !p.is_empty()).unwrap_or(".");
+            check(relative)?;
+            let entries = in_work_dir(root, relative, |dir, path| dir.list(path)).await?;
+            let mut names: Vec<String> = entries
+                .into_iter()
+                .map(|e| format!("{}{}", e.name, if e.kind == Kind::Dir { "/" } else { "" }))
+                .collect();
             names.sort();
             Ok(if names.is_empty() {
                 "(empty)".into()
@@ -110,48 +118,42 @@ pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String,
         }
         "fs_read" => {
             let relative = text(args, "path")?;
-            let path = confine(root, relative)?;
-            if !path.exists()
+            check(relative)?;
+            let kind = in_work_dir(root, relative, |dir, path| dir.kind(path)).await?;
+            if kind.is_none()
                 && let Some(content) = skill_file(ctx, relative).await?
             {
                 return Ok(content);
             }
-            let bytes = tokio::fs::read(&path).await.map_err(|e| e.to_string())?;
-            let mut content = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_READ)]).into_owned();
-            if bytes.len() > MAX_READ {
-                content.push_str(&format!("\n[… truncated: the file has {} bytes]", bytes.len()));
+            let (bytes, size) = in_work_dir(root, relative, |dir, path| {
+                dir.read_prefix(path, MAX_READ as u64)
+            })
+            .await?;
+            let mut content = String::from_utf8_lossy(&bytes).into_owned();
+            if size > MAX_READ as u64 {
+                content.push_str(&format!("\n[… truncated: the file has {size} bytes]"));
             }
             Ok(content)
         }
         "fs_write" => {
             let relative = text(args, "path")?;
-            let path = confine(root, relative)?;
-            let content = text(args, "content")?;
-            if let Some(parent) = path.parent() {
-                tokio::fs::create_dir_all(parent)
-                    .await
-                    .map_err(|e| e.to_string())?;
-            }
-            // Checked again after the folders exist: one could have been a link made meanwhile.
-            let path = confine(root, relative)?;
-            tokio::fs::write(&path, content)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(format!("wrote {} bytes to {relative}", content.len()))
+            check(relative)?;
+            let content = text(args, "content")?.to_string();
+            let len = content.len();
+            in_work_dir(root, relative, move |dir, path| dir.write(path, content.as_bytes())).await?;
+            Ok(format!("wrote {len} bytes to {relative}"))
         }
         _ => {
             let relative = text(args, "path")?;
-            let path = confine(root, relative)?;
+            check(relative)?;
             let (old, new) = (text(args, "old_text")?, text(args, "new_text")?);
-            let current = tokio::fs::read_to_string(&path)
-                .await
-                .map_err(|e| e.to_string())?;
+            let bytes = in_work_dir(root, relative, |dir, path| dir.read(path)).await?;
+            let current = String::from_utf8(bytes).map_err(|_| fail!("{relative} is not UTF-8 text"))?;
             match current.matches(old).count() {
                 0 => Err(fail!("old_text was not found in {relative}")),
                 1 => {
-                    tokio::fs::write(&path, current.replacen(old, new, 1))
-                        .await
-                        .map_err(|e| e.to_string())?;
+                    let edited = current.replacen(old, new, 1);
+                    in_work_dir(root, relative, move |dir, path| dir.write(path, edited.as_bytes())).await?;
                     Ok(format!("edited {relative}"))
                 }
                 n => Err(fail!(
@@ -188,21 +190,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn paths_stay_inside_the_work_dir() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        assert_eq!(confine(root, "notes/a.md").unwrap(), root.join("notes/a.md"));
-        assert_eq!(confine(root, "./a.md").unwrap(), root.join("a.md"));
-        for bad in ["../x", "a/../../x", "/etc/passwd", ""] {
-            assert!(confine(root, bad).is_err(), "{bad}");
+    fn paths_must_stay_inside_the_work_dir() {
+        for good in ["notes/a.md", "./a.md", "a//b"] {
+            assert!(check(good).is_ok(), "{good}");
         }
-        std::os::unix::fs::symlink("/etc", root.join("link")).unwrap();
-        assert!(
-            confine(root, "link/passwd")
-                .unwrap_err()
-                .to_string()
-                .contains("symbolic link")
-        );
-        assert!(confine(root, "link").is_err());
+        for bad in ["../x", "a/../../x", "/etc/passwd", "", "a\0b"] {
+            assert!(check(bad).is_err(), "{bad}");
+        }
     }
 }

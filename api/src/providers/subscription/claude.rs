@@ -1,7 +1,8 @@
 //! `claude-subscription/…`: Claude Pro/Max through the Claude Code CLI in its
 //! headless streaming-JSON mode (the protocol the Agent SDK drives): the
 //! request goes in as one `user` line, the answer comes back as
-//! `stream_event` text deltas and a closing `result` with usage. Its tools,
+//! `stream_event` text deltas and a closing `result` with usage. The system
+//! prompt is read from a 0600 file (`--system-prompt-file`). Its tools,
 //! settings files, MCP servers and slash commands are off; sessions are not
 //! saved.
 
@@ -10,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::driver::{CliProvider, Dialect, Step};
 use super::home;
-use super::process::Spawn;
+use super::process::{PromptFile, Spawn};
 use crate::config::{ProviderConfig, ProviderKind};
 use crate::providers::ProviderError;
 use crate::providers::types::Usage;
@@ -53,6 +54,8 @@ impl Dialect for Claude {
         if let Some(key) = &self.api_key {
             env.push(("ANTHROPIC_API_KEY".into(), key.expose_secret().to_string()));
         }
+        let prompt_file = PromptFile::new(&dir, system);
+        let prompt_path = prompt_file.path.display().to_string();
         let args = [
             "-p",
             "--input-format",
@@ -64,8 +67,8 @@ impl Dialect for Claude {
             "--no-session-persistence",
             "--model",
             model,
-            "--system-prompt",
-            system,
+            "--system-prompt-file",
+            &prompt_path,
             // Onyx's agent loop runs tools; the CLI runs none of its own.
             "--tools",
             "",
@@ -80,7 +83,9 @@ impl Dialect for Claude {
             program: command.to_string(),
             args: args.iter().map(|a| a.to_string()).collect(),
             env,
+            home: dir.clone(),
             cwd: dir.join("work"),
+            prompt_file: Some(prompt_file),
         }
     }
 

@@ -1,7 +1,8 @@
 //! `codex/…` (type `codex` or `chatgpt`): ChatGPT Plus/Pro through the Codex
 //! CLI's non-interactive JSON mode (`codex exec --json`): the request on
 //! stdin, the answer as `agent_message` items and the usage on
-//! `turn.completed`. Read-only sandbox, no approvals, no saved session. It
+//! `turn.completed`; the system prompt from a 0600 file
+//! (`model_instructions_file`). Read-only sandbox, no approvals, no saved session. It
 //! reports whole messages, so a stream carries each message as one delta.
 
 use secrecy::{ExposeSecret, SecretString};
@@ -9,7 +10,7 @@ use serde_json::Value;
 
 use super::driver::{CliProvider, Dialect, Step};
 use super::home;
-use super::process::Spawn;
+use super::process::{PromptFile, Spawn};
 use crate::config::{ProviderConfig, ProviderKind};
 use crate::providers::ProviderError;
 use crate::providers::types::Usage;
@@ -63,9 +64,15 @@ impl Dialect for Codex {
         .iter()
         .map(|a| a.to_string())
         .collect();
-        if !system.is_empty() {
+        // Onyx's system prompt stands in for Codex's own (a coding agent's,
+        // whose tools are off here), read from a 0600 file.
+        let prompt_file = (!system.is_empty()).then(|| PromptFile::new(&dir, system));
+        if let Some(file) = &prompt_file {
             args.push("-c".into());
-            args.push(format!("developer_instructions={}", toml_string(system)));
+            args.push(format!(
+                "model_instructions_file={}",
+                toml_string(&file.path.display().to_string())
+            ));
         }
         if let Some(url) = &self.base_url {
             args.push("-c".into());
@@ -84,7 +91,9 @@ impl Dialect for Codex {
             program: command.to_string(),
             args,
             env,
+            home: dir.clone(),
             cwd: dir.join("work"),
+            prompt_file,
         }
     }
 
@@ -170,11 +179,15 @@ mod tests {
             base_url: Some("http://127.0.0.1:9/v1".into()),
             api_key: Some(SecretString::from("sk-x")),
         };
-        let spawn = codex.spawn("codex", "m", "Be \"brief\".\nReally.");
+        let system = "Be \"brief\".\nReally.";
+        let spawn = codex.spawn("codex", "m", system);
+        let file = spawn.prompt_file.as_ref().unwrap();
+        let arg = format!("model_instructions_file={}", toml_string(&file.path.display().to_string()));
+        assert!(spawn.args.contains(&arg), "{:?}", spawn.args);
         assert!(
-            spawn
-                .args
-                .contains(&"developer_instructions=\"Be \\\"brief\\\".\\nReally.\"".to_string())
+            !spawn.args.iter().any(|a| a.contains("brief")),
+            "the prompt is not on the command line: {:?}",
+            spawn.args
         );
         assert!(
             spawn

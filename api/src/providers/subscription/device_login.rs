@@ -82,6 +82,10 @@ pub fn start(provider: &str, cli: &'static str, program: &str, home: &Path) -> R
     let mut command = Command::new(program);
     command
         .args(args)
+        // The allow-listed environment: no credential of the gateway's reaches the CLI.
+        .env_clear()
+        .envs(crate::sandbox::allowed_env())
+        .envs(std::env::var_os("HOME").map(|h| ("HOME", h)))
         .env(home_var, home)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

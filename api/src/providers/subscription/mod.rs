@@ -12,10 +12,13 @@
 //! one long-lived process per provider with a session per request. A process
 //! that dies before answering makes the next start wait a backoff; shutdown
 //! kills every one still alive ([`stop_all`]). Credentials live in the CLI's
-//! config dir under the data dir, `{dataDir}/subscriptions/{cli}/`.
+//! config dir under the data dir, `{dataDir}/subscriptions/{cli}/`, the one
+//! folder of it the CLI can reach: every CLI runs inside Onyx's sandbox
+//! ([`confine`]).
 
 pub mod claude;
 pub mod codex;
+mod confine;
 pub mod copilot;
 pub mod device_login;
 mod driver;
@@ -60,13 +63,17 @@ pub fn cli_home(data_dir: &Path, cli: &str) -> PathBuf {
     data_dir.join("subscriptions").join(cli)
 }
 
-fn home(cli: &str) -> PathBuf {
-    let data_dir = DATA_DIR
+/// The gateway's data dir (set at startup).
+fn data_dir() -> PathBuf {
+    DATA_DIR
         .get()
         .cloned()
         .or_else(|| std::env::var_os("ONYX_DATA_DIR").map(PathBuf::from))
-        .unwrap_or_else(std::env::temp_dir);
-    cli_home(&data_dir, cli)
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+fn home(cli: &str) -> PathBuf {
+    cli_home(&data_dir(), cli)
 }
 
 /// Bounds concurrent runs and spaces out starts after runs that died.

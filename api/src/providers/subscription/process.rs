@@ -1,5 +1,5 @@
-//! A vendor CLI's process: a child in its own process group (so whatever it
-//! starts ends with it), the last lines of its stderr kept for the log
+//! A vendor CLI's process: a child in its own process group, started
+//! through Onyx's sandbox ([`super::confine`]), the last lines of its stderr kept for the log
 //! ([`Group`]); and one run of a one-request CLI on top of it ([`Run`]):
 //! stdin for the request line, stdout read as JSON lines. Every live group
 //! is listed so shutdown can end them all ([`stop_all`]); dropping a group
@@ -26,9 +26,52 @@ const EXIT_WAIT: Duration = Duration::from_secs(5);
 pub struct Spawn {
     pub program: String,
     pub args: Vec<String>,
-    /// Added to the gateway's environment minus its secrets.
+    /// Added to the allow-listed environment.
     pub env: Vec<(String, String)>,
+    /// The CLI's config dir: the only place it may write (and, of the data dir, read).
+    pub home: PathBuf,
     pub cwd: PathBuf,
+    /// The system prompt, for a CLI that reads it from a file (never the
+    /// command line, which `ps` shows every local user).
+    pub prompt_file: Option<PromptFile>,
+}
+
+/// A system prompt in a 0600 file under the CLI's config dir, written when
+/// the CLI starts and removed when its run ends.
+pub struct PromptFile {
+    pub path: PathBuf,
+    text: String,
+}
+
+impl PromptFile {
+    /// A new file name under `home` for `text` (nothing is written yet).
+    pub fn new(home: &std::path::Path, text: &str) -> Self {
+        let name = format!("system-{}.md", uuid::Uuid::new_v4().simple());
+        Self {
+            path: home.join("prompts").join(name),
+            text: text.to_string(),
+        }
+    }
+
+    fn write(&self) -> std::io::Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&self.path)?;
+        file.write_all(self.text.as_bytes())
+    }
+}
+
+impl Drop for PromptFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 pub struct Run {
@@ -42,16 +85,24 @@ pub struct Group {
     pub child: Box<dyn ChildWrapper>,
     pub pid: u32,
     pub stderr: Arc<Mutex<VecDeque<String>>>,
+    /// Removed when the group is dropped.
+    _prompt_file: Option<PromptFile>,
 }
 
 impl Group {
     pub fn start(spawn: Spawn) -> std::io::Result<Self> {
         std::fs::create_dir_all(&spawn.cwd)?;
-        let mut cmd = tokio::process::Command::new(&spawn.program);
-        cmd.args(&spawn.args)
-            .env_clear()
-            .envs(std::env::vars().filter(|(k, _)| !crate::sandbox::is_secret_name(k)))
-            .envs(spawn.env)
+        let tmp = spawn.home.join("tmp");
+        std::fs::create_dir_all(&tmp)?;
+        if let Some(file) = &spawn.prompt_file {
+            file.write()?;
+        }
+        let mut cmd = super::confine::command(&spawn.program, &spawn.args, &spawn.home)?;
+        cmd.env_clear()
+            .envs(crate::sandbox::allowed_env())
+            .env("HOME", &spawn.home)
+            .env("TMPDIR", &tmp)
+            .envs(spawn.env.iter().map(|(name, value)| (name, value)))
             .current_dir(&spawn.cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -78,7 +129,12 @@ impl Group {
         if let Ok(mut live) = LIVE.lock() {
             live.insert(pid);
         }
-        Ok(Self { child, pid, stderr })
+        Ok(Self {
+            child,
+            pid,
+            stderr,
+            _prompt_file: spawn.prompt_file,
+        })
     }
 
     /// How the child ended (waiting a moment for it), with its last stderr lines.

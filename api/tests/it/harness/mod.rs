@@ -2,11 +2,13 @@
 //! data dir, provider variables cleared) against fake upstreams, and waits on
 //! `/health` rather than sleeping. `config` builds the config text, `wait`
 //! polls for what happens asynchronously, `inprocess` runs the router without a
-//! process, `services` starts the S3 and SurrealDB servers.
+//! process, `services` starts the S3 and SurrealDB servers, `unprivileged`
+//! runs the binary as `nobody`.
 
 pub mod config;
 pub mod inprocess;
 pub mod services;
+pub mod unprivileged;
 pub mod wait;
 
 pub use config::TestConfig;
@@ -184,7 +186,18 @@ impl Onyx {
         env: &[(&str, &str)],
         stderr_mode: Stderr,
     ) -> Result<Self, (Option<i32>, String)> {
-        let mut cmd = Self::command(dir.path(), env);
+        let cmd = Self::command(dir.path(), env);
+        Self::launch(dir, config, cmd, stderr_mode).await
+    }
+
+    /// Runs `cmd` (an `onyx` command line so far) as `serve` on port 0 with
+    /// `config` written to `dir`, and waits until it is healthy.
+    pub async fn launch(
+        dir: tempfile::TempDir,
+        config: Option<&str>,
+        mut cmd: Command,
+        stderr_mode: Stderr,
+    ) -> Result<Self, (Option<i32>, String)> {
         cmd.arg("serve").arg("--listen").arg("127.0.0.1:0");
         if let Some(config) = config {
             let path = dir.path().join("onyx.json5");

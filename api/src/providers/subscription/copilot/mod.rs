@@ -84,7 +84,10 @@ impl Copilot {
                 // The sign-in lives in the config dir, as `onyx login copilot` wrote it.
                 ("COPILOT_DISABLE_KEYTAR".into(), "1".into()),
             ],
+            home: dir.clone(),
             cwd: dir.join("work"),
+            // The system prompt goes in the session's JSON-RPC request, on stdin.
+            prompt_file: None,
         };
         let started = Connection::start(spawn).map_err(|err| {
             self.supervisor.died();
