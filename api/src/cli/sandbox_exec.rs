@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::sandbox::{Limits, Policy};
+use crate::sandbox::{Limits, Policy, Stage};
 
 #[derive(Debug, Args)]
 pub struct SandboxArgs {
@@ -35,6 +35,12 @@ pub struct SandboxArgs {
     processes: u64,
     #[arg(long)]
     file_bytes: u64,
+    /// Internal: this helper is the PID namespace's init (started by the outer helper).
+    #[arg(long, hide = true)]
+    init: bool,
+    /// Internal: as `--init`, and mount a private `/proc` first.
+    #[arg(long, hide = true)]
+    init_with_proc: bool,
     /// The command and its arguments.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -54,5 +60,10 @@ pub fn run(args: SandboxArgs) -> std::process::ExitCode {
             file_bytes: args.file_bytes,
         },
     };
-    std::process::ExitCode::from(crate::sandbox::enter_and_exec(&policy, &args.command))
+    let stage = match (args.init, args.init_with_proc) {
+        (_, true) => Stage::Init { proc: true },
+        (true, false) => Stage::Init { proc: false },
+        (false, false) => Stage::Outer,
+    };
+    std::process::ExitCode::from(crate::sandbox::enter_and_exec(&policy, &args.command, stage))
 }

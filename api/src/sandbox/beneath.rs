@@ -47,11 +47,20 @@ pub struct Beneath {
 
 /// Whether this kernel resolves paths with `openat2` (else the `O_NOFOLLOW` walk).
 pub fn openat2_available() -> bool {
-    let Ok(root) = rustix::fs::open("/", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-    else {
+    let Ok(root) = rustix::fs::open(
+        "/",
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
         return false;
     };
-    match rustix::fs::openat2(&root, ".", OFlags::PATH | OFlags::CLOEXEC, Mode::empty(), resolve_flags()) {
+    match rustix::fs::openat2(
+        &root,
+        ".",
+        OFlags::PATH | OFlags::CLOEXEC,
+        Mode::empty(),
+        resolve_flags(),
+    ) {
         Ok(_) => OPENAT2.load(Ordering::Relaxed),
         Err(_) => false,
     }
@@ -74,7 +83,10 @@ fn components(relative: &str) -> io::Result<Vec<&str>> {
     if relative.starts_with('/') {
         return Err(invalid(format!("{relative:?} is absolute")));
     }
-    let parts: Vec<&str> = relative.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+    let parts: Vec<&str> = relative
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
     if parts.contains(&"..") {
         return Err(invalid(format!("{relative:?} contains \"..\"")));
     }
@@ -150,7 +162,11 @@ fn not_a_file(what: &str) -> io::Error {
 impl Beneath {
     /// A handle on `root` (a trusted path: links in it are followed).
     pub fn open(root: &Path) -> io::Result<Self> {
-        let fd = rustix::fs::open(root, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+        let fd = rustix::fs::open(
+            root,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
         Ok(Self { root: fd })
     }
 
@@ -166,7 +182,12 @@ impl Beneath {
         if create {
             return self.make_dirs(&parts).map(|root| Self { root });
         }
-        let fd = open_parts(self.root.as_fd(), &parts, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())?;
+        let fd = open_parts(
+            self.root.as_fd(),
+            &parts,
+            OFlags::PATH | OFlags::DIRECTORY,
+            Mode::empty(),
+        )?;
         Ok(Self { root: fd })
     }
 
@@ -196,7 +217,12 @@ impl Beneath {
         let parent = if create {
             self.make_dirs(dirs)?
         } else {
-            open_parts(self.root.as_fd(), dirs, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())?
+            open_parts(
+                self.root.as_fd(),
+                dirs,
+                OFlags::PATH | OFlags::DIRECTORY,
+                Mode::empty(),
+            )?
         };
         Ok((parent, *name))
     }
@@ -207,7 +233,12 @@ impl Beneath {
         let Some((name, dirs)) = parts.split_last() else {
             return Ok(Some(Kind::Dir));
         };
-        let parent = match open_parts(self.root.as_fd(), dirs, OFlags::PATH | OFlags::DIRECTORY, Mode::empty()) {
+        let parent = match open_parts(
+            self.root.as_fd(),
+            dirs,
+            OFlags::PATH | OFlags::DIRECTORY,
+            Mode::empty(),
+        ) {
             Ok(fd) => fd,
             Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(err) => return Err(err),
@@ -222,7 +253,12 @@ impl Beneath {
     /// Opens the regular file `relative` for reading (a FIFO never blocks it).
     fn open_file(&self, relative: &str) -> io::Result<std::fs::File> {
         let parts = components(relative)?;
-        let fd = open_parts(self.root.as_fd(), &parts, OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty())?;
+        let fd = open_parts(
+            self.root.as_fd(),
+            &parts,
+            OFlags::RDONLY | OFlags::NONBLOCK,
+            Mode::empty(),
+        )?;
         if FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode) != FileType::RegularFile {
             return Err(not_a_file(relative));
         }
@@ -289,7 +325,13 @@ impl Beneath {
     pub fn hard_link(&self, from: &str, to: &str) -> io::Result<()> {
         let (from_dir, from_name) = self.parent(from, false)?;
         let (to_dir, to_name) = self.parent(to, true)?;
-        Ok(rustix::fs::linkat(&from_dir, from_name, &to_dir, to_name, AtFlags::empty())?)
+        Ok(rustix::fs::linkat(
+            &from_dir,
+            from_name,
+            &to_dir,
+            to_name,
+            AtFlags::empty(),
+        )?)
     }
 
     pub fn remove_file(&self, relative: &str) -> io::Result<()> {
@@ -306,7 +348,12 @@ impl Beneath {
     /// The entries of the directory `relative` (`""`: the root), unsorted.
     pub fn list(&self, relative: &str) -> io::Result<Vec<Entry>> {
         let parts = components(relative)?;
-        let fd = open_parts(self.root.as_fd(), &parts, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())?;
+        let fd = open_parts(
+            self.root.as_fd(),
+            &parts,
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Mode::empty(),
+        )?;
         let mut out = Vec::new();
         for entry in rustix::fs::Dir::read_from(&fd)? {
             let entry = entry?;
@@ -315,10 +362,12 @@ impl Beneath {
                 continue;
             }
             let kind = match entry.file_type() {
-                FileType::Unknown => match rustix::fs::statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW) {
-                    Ok(stat) => kind_of(FileType::from_raw_mode(stat.st_mode)),
-                    Err(_) => Kind::Other,
-                },
+                FileType::Unknown => {
+                    match rustix::fs::statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW) {
+                        Ok(stat) => kind_of(FileType::from_raw_mode(stat.st_mode)),
+                        Err(_) => Kind::Other,
+                    }
+                }
                 file_type => kind_of(file_type),
             };
             out.push(Entry { name, kind });
@@ -378,7 +427,10 @@ mod tests {
             assert_eq!(ws.kind("new/deep").unwrap(), Some(Kind::Dir));
             assert_eq!(ws.kind("missing/x").unwrap(), None);
             ws.write_new("new/t", b"t").unwrap();
-            assert_eq!(ws.write_new("new/t", b"t").unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+            assert_eq!(
+                ws.write_new("new/t", b"t").unwrap_err().kind(),
+                io::ErrorKind::AlreadyExists
+            );
             ws.rename("new/t", "new/u").unwrap();
             ws.hard_link("new/u", "new/v").unwrap();
             ws.remove_file("new/u").unwrap();
@@ -405,11 +457,18 @@ mod tests {
                 assert!(is_link_refusal(&err), "{path}: {err}");
             }
             assert!(ws.write("file-link", b"x").is_err());
-            assert_eq!(std::fs::read_to_string(dir.path().join("secret")).unwrap(), "outside");
+            assert_eq!(
+                std::fs::read_to_string(dir.path().join("secret")).unwrap(),
+                "outside"
+            );
             assert!(ws.write("dir-link/evil", b"x").is_err());
             assert!(!dir.path().join("evil").exists());
             for bad in ["../secret", "/etc/passwd", "a\0b", "sub/../../secret"] {
-                assert_eq!(ws.read(bad).unwrap_err().kind(), io::ErrorKind::InvalidInput, "{bad}");
+                assert_eq!(
+                    ws.read(bad).unwrap_err().kind(),
+                    io::ErrorKind::InvalidInput,
+                    "{bad}"
+                );
             }
             assert_eq!(ws.kind("file-link").unwrap(), Some(Kind::Other));
         });
@@ -423,6 +482,11 @@ mod tests {
             .status()
             .unwrap();
         assert!(status.success());
-        assert!(ws.read("pipe").unwrap_err().to_string().contains("not a regular file"));
+        assert!(
+            ws.read("pipe")
+                .unwrap_err()
+                .to_string()
+                .contains("not a regular file")
+        );
     }
 }

@@ -1,39 +1,38 @@
 //! The helper side on Linux: what `onyx sandbox-exec` applies to itself
-//! (still single-threaded) before it starts the command: the pids cgroup
-//! (root), user, PID and network namespaces, the resource limits, the
-//! Landlock ruleset and the seccomp filter. With a PID namespace the command
-//! is the namespace's init, a child of the helper: when it ends, the kernel
-//! kills everything it left behind (`setsid` and double forks included).
-//! Also the probe of what the kernel offers, and the clean-up after a command.
+//! (still single-threaded) before the command runs. In two stages where a
+//! PID namespace can be made: the outer helper joins the pids cgroup (root)
+//! and unshares the namespaces ([`super::processes`]), then starts itself
+//! again as the namespace's init (`--init`), which mounts a private `/proc`,
+//! sets the resource limits, applies the Landlock ruleset and the seccomp
+//! filter and execs the command: when the command (now the init) ends, the
+//! kernel kills everything it left behind, `setsid` and double forks
+//! included. Where no PID namespace can be made, the one helper does it all
+//! and execs. Also the probe of what the kernel offers.
 
-use std::path::Path;
+use std::ffi::OsString;
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
     RulesetStatus, Scope, path_beneath_rules,
 };
-use nix::sched::{CloneFlags, unshare};
 use nix::sys::resource::{Resource, setrlimit};
 
-use super::{Policy, Support};
+use super::processes::{self, Namespaces};
+use super::{Policy, Stage, Support};
 
 /// The newest ABI this build asks for (older kernels get what they have).
 const ABI_WANTED: ABI = ABI::V6;
-
-/// Where the pids cgroups of commands live (cgroup v1 here, v2 where unified).
-const PIDS_CGROUP_ROOTS: &[&str] = &["/sys/fs/cgroup/pids", "/sys/fs/cgroup"];
-const CGROUP_PREFIX: &str = "onyx-exec-";
 
 /// Device files every shell expects to write to.
 const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
 const DEVICES_READ: &[&str] = &["/dev/urandom", "/dev/random"];
 
-/// Set by the probe: the helper reports what it could apply (one line on
+/// Set by the probe: each stage reports what it could apply (lines on
 /// stderr starting with [`PROBE_REPORT`]) instead of refusing.
 const PROBE: &str = "ONYX_SANDBOX_PROBE";
 const PROBE_REPORT: &str = "onyx-sandbox-probe:";
 
-/// What the helper managed to apply to itself.
+/// What the helpers managed to apply.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Applied {
     pid_namespace: bool,
@@ -43,17 +42,28 @@ struct Applied {
     landlock: bool,
 }
 
-impl Applied {
-    fn report(&self) -> String {
-        format!(
-            "{PROBE_REPORT} pid_namespace={} pids_cgroup={} network_cut={} seccomp={} landlock={}",
-            self.pid_namespace, self.pids_cgroup, self.network_cut, self.seccomp, self.landlock
-        )
-    }
+fn report(parts: &[(&str, bool)]) {
+    let words: Vec<String> = parts
+        .iter()
+        .map(|(name, held)| format!("{name}={held}"))
+        .collect();
+    eprintln!("{PROBE_REPORT} {}", words.join(" "));
+}
 
+impl Applied {
+    /// Every report line of `text` (one per stage), merged.
     fn parse(text: &str) -> Option<Self> {
-        let line = text.lines().find_map(|l| l.strip_prefix(PROBE_REPORT))?;
-        let flag = |name: &str| line.split_whitespace().any(|w| w == format!("{name}=true"));
+        let lines: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix(PROBE_REPORT))
+            .collect();
+        if lines.is_empty() {
+            return None;
+        }
+        let flag = |name: &str| {
+            let word = format!("{name}=true");
+            lines.iter().any(|l| l.split_whitespace().any(|w| w == word))
+        };
         Some(Self {
             pid_namespace: flag("pid_namespace"),
             pids_cgroup: flag("pids_cgroup"),
@@ -111,171 +121,122 @@ fn probe_helper() -> Option<Applied> {
         .ok()?;
     let pid = child.id();
     let output = child.wait_with_output().ok();
-    reap(pid);
+    processes::reap(pid);
     Applied::parse(&String::from_utf8_lossy(&output?.stderr))
 }
 
-pub(super) fn enter_and_exec(policy: &Policy, command: &[String]) -> u8 {
-    let probing = std::env::var_os(PROBE).is_some();
-    let applied = match confine(policy) {
-        Ok(applied) => applied,
-        Err(message) => {
-            eprintln!("onyx sandbox-exec: {message}");
-            return 126;
+fn probing() -> bool {
+    std::env::var_os(PROBE).is_some()
+}
+
+fn refuse(message: &str) -> u8 {
+    eprintln!("onyx sandbox-exec: refused: {message}");
+    126
+}
+
+pub(super) fn enter_and_exec(policy: &Policy, command: &[String], stage: Stage) -> u8 {
+    match stage {
+        Stage::Outer => outer(policy, command),
+        Stage::Init { proc } => {
+            let proc = proc && processes::mount_private_proc();
+            confine_and_exec(policy, command, proc)
         }
-    };
-    if probing {
-        eprintln!("{}", applied.report());
-    } else if let Err(message) = fail_closed(policy, &applied) {
-        eprintln!("onyx sandbox-exec: {message}");
-        return 126;
     }
-    if applied.pid_namespace {
-        run_as_init(command)
+}
+
+fn outer(policy: &Policy, command: &[String]) -> u8 {
+    // The cgroup first: a user namespace would take the right to join it.
+    let pids_cgroup = processes::join_pids_cgroup(policy.limits.processes);
+    let namespaces = processes::unshare_namespaces(policy.network);
+    if probing() {
+        report(&[
+            ("pid_namespace", namespaces.pid),
+            ("pids_cgroup", pids_cgroup),
+            ("network_cut", namespaces.network_cut),
+        ]);
+    } else if let Err(message) = check_outer(policy, pids_cgroup, namespaces) {
+        return refuse(&message);
+    }
+    if namespaces.pid {
+        run_init(namespaces.private_mounts)
     } else {
-        super::env::exec(command)
+        confine_and_exec(policy, command, false)
     }
 }
 
 /// Refuses what must not run: a network that could not be cut (unless
-/// allowed), and with `requireSandbox` anything less than full confinement.
-fn fail_closed(policy: &Policy, applied: &Applied) -> Result<(), String> {
-    if !policy.network && !applied.network_cut {
+/// allowed); with `requireSandbox`, descendants that nothing would end.
+fn check_outer(policy: &Policy, pids_cgroup: bool, namespaces: Namespaces) -> Result<(), String> {
+    if !policy.network && !namespaces.network_cut {
         return Err(
-            "refused: the network cannot be cut here (no network namespace); set tools.exec.network: true to run commands with it"
+            "the network cannot be cut here (no network namespace); set tools.exec.network: true to run commands with it"
                 .into(),
         );
     }
-    if policy.require {
-        let missing: Vec<&str> = [
-            (!applied.landlock, "Landlock"),
-            (!applied.seccomp, "the seccomp filter"),
-            (
-                !applied.pid_namespace && !applied.pids_cgroup,
-                "a PID namespace or pids cgroup",
-            ),
-        ]
-        .into_iter()
-        .filter_map(|(missing, what)| missing.then_some(what))
-        .collect();
-        if !missing.is_empty() {
-            return Err(format!(
-                "refused: {} not available here and tools.exec.requireSandbox is true",
-                missing.join(", ")
-            ));
-        }
+    if policy.require && !namespaces.pid && !pids_cgroup {
+        return Err(
+            "no PID namespace or pids cgroup can be made here (background processes would outlive the command) and tools.exec.requireSandbox is true"
+                .into(),
+        );
     }
     Ok(())
 }
 
-fn confine(policy: &Policy) -> Result<Applied, String> {
-    // The cgroup first: a user namespace would take the right to join it.
-    let pids_cgroup = join_pids_cgroup(policy.limits.processes);
-    let (pid_namespace, network_cut) = unshare_namespaces(policy.network);
-    limit(policy)?;
-    let status = landlock(policy).map_err(|e| format!("cannot apply the Landlock rules: {e}"))?;
-    let seccomp = match super::seccomp::deny_unix_sockets() {
-        Ok(()) => true,
-        Err(err) if policy.require => return Err(format!("cannot apply the seccomp filter: {err}")),
-        Err(_) => false,
-    };
-    Ok(Applied {
-        pid_namespace,
-        pids_cgroup,
-        network_cut,
-        seccomp,
-        landlock: status != RulesetStatus::NotEnforced,
-    })
-}
-
-/// New PID and (unless `network`) network namespaces: directly where this
-/// process may (root), else inside a new user namespace that maps this
-/// user to itself. Which of the two it got.
-fn unshare_namespaces(network: bool) -> (bool, bool) {
-    let net = if network {
-        CloneFlags::empty()
-    } else {
-        CloneFlags::CLONE_NEWNET
-    };
-    let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
-    let attempts = [
-        (CloneFlags::CLONE_NEWPID | net, true),
-        (CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWPID | net, true),
-        (net, false),
-        (CloneFlags::CLONE_NEWUSER | net, false),
-    ];
-    for (flags, pid) in attempts {
-        if flags.is_empty() || unshare(flags).is_err() {
-            continue;
-        }
-        if flags.contains(CloneFlags::CLONE_NEWUSER) {
-            map_ids(uid.as_raw(), gid.as_raw());
-        }
-        return (pid, !network);
-    }
-    (false, false)
-}
-
-/// Maps the user and group to themselves in a new user namespace (without
-/// it they read as the overflow id); supplementary groups are dropped.
-fn map_ids(uid: u32, gid: u32) {
-    let _ = std::fs::write("/proc/self/setgroups", "deny");
-    let _ = std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1"));
-    let _ = std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1"));
-}
-
-/// Starts the command as the PID namespace's init and waits for it; its
-/// exit ends every process left in the namespace.
-fn run_as_init(command: &[String]) -> u8 {
+/// This binary again, with the same arguments plus `--init`, as the PID
+/// namespace's init; waits for it and exits as it did.
+fn run_init(private_mounts: bool) -> u8 {
     use std::os::unix::process::ExitStatusExt;
-    let Some((program, args)) = command.split_first() else {
-        eprintln!("onyx sandbox-exec: no command given");
-        return 2;
+    let Ok(exe) = std::env::current_exe() else {
+        return refuse("cannot find the onyx binary for the namespace's init");
     };
-    match std::process::Command::new(program).args(args).status() {
+    let mut args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let flag = if private_mounts {
+        "--init-with-proc"
+    } else {
+        "--init"
+    };
+    args.insert(1, flag.into());
+    match std::process::Command::new(exe).args(args).status() {
         Ok(status) => match (status.code(), status.signal()) {
             (Some(code), _) => u8::try_from(code & 0xff).unwrap_or(1),
             (None, Some(signal)) => u8::try_from(128 + (signal & 0x7f)).unwrap_or(1),
             (None, None) => 1,
         },
-        Err(err) => {
-            eprintln!("onyx sandbox-exec: cannot run {program}: {err}");
-            127
-        }
+        Err(err) => refuse(&format!("cannot start the namespace's init: {err}")),
     }
 }
 
-/// `RLIMIT_NPROC` never applies to root: as root, a pids cgroup caps the
-/// command's processes instead (and lets the gateway kill them all when
-/// no PID namespace can be made). Whether it joined one.
-fn join_pids_cgroup(max: u64) -> bool {
-    if !nix::unistd::geteuid().is_root() {
-        return false;
+/// Limits, Landlock and seccomp on this process, then the command.
+fn confine_and_exec(policy: &Policy, command: &[String], proc: bool) -> u8 {
+    if let Err(message) = limit(policy) {
+        return refuse(&message);
     }
-    let pid = std::process::id();
-    for root in PIDS_CGROUP_ROOTS {
-        let root = Path::new(root);
-        if !root.join("pids.max").exists() && !root.join("cgroup.procs").exists() {
-            continue;
-        }
-        let dir = root.join(format!("{CGROUP_PREFIX}{pid}"));
-        let joined = std::fs::create_dir_all(&dir).is_ok()
-            && std::fs::write(dir.join("pids.max"), pids_max(max)).is_ok()
-            && std::fs::write(dir.join("cgroup.procs"), pid.to_string()).is_ok();
-        if joined {
-            return true;
-        }
-        let _ = std::fs::remove_dir(&dir);
+    let landlock = match landlock(policy, proc) {
+        Ok(status) => status != RulesetStatus::NotEnforced,
+        Err(err) => return refuse(&format!("cannot apply the Landlock rules: {err}")),
+    };
+    let seccomp = super::seccomp::deny_unix_sockets().is_ok();
+    if probing() {
+        report(&[("landlock", landlock), ("seccomp", seccomp)]);
+    } else if let Err(message) = check_confined(policy, landlock, seccomp) {
+        return refuse(&message);
     }
-    false
+    super::env::exec(command)
 }
 
-fn pids_max(max: u64) -> String {
-    if max == u64::MAX {
-        "max".into()
-    } else {
-        max.to_string()
+/// With `requireSandbox`: the files and sockets rules must hold.
+fn check_confined(policy: &Policy, landlock: bool, seccomp: bool) -> Result<(), String> {
+    let missing: Vec<&str> = [(!landlock, "Landlock"), (!seccomp, "the seccomp filter")]
+        .into_iter()
+        .filter_map(|(missing, what)| missing.then_some(what))
+        .collect();
+    if policy.require && !missing.is_empty() {
+        return Err(format!(
+            "{} not available here and tools.exec.requireSandbox is true",
+            missing.join(" and ")
+        ));
     }
+    Ok(())
 }
 
 fn limit(policy: &Policy) -> Result<(), String> {
@@ -295,9 +256,12 @@ fn limit(policy: &Policy) -> Result<(), String> {
     Ok(())
 }
 
-fn landlock(policy: &Policy) -> Result<RulesetStatus, landlock::RulesetError> {
+/// `proc`: a private `/proc` is mounted (only the sandbox's processes):
+/// readable too.
+fn landlock(policy: &Policy, proc: bool) -> Result<RulesetStatus, landlock::RulesetError> {
     let abi = ABI_WANTED;
     let readable = super::paths::readable(&super::paths::system_paths(&policy.read_only), &policy.hidden);
+    let own_proc: &[&str] = if proc { &["/proc"] } else { &[] };
     // Scopes (ABI 6+): no signals to processes outside the sandbox (the
     // gateway runs as the same user), no abstract sockets outside it.
     let mut ruleset = Ruleset::default()
@@ -310,6 +274,7 @@ fn landlock(policy: &Policy) -> Result<RulesetStatus, landlock::RulesetError> {
     let status = ruleset
         .create()?
         .add_rules(path_beneath_rules(&readable, AccessFs::from_read(abi)))?
+        .add_rules(path_beneath_rules(own_proc, AccessFs::from_read(abi)))?
         .add_rules(path_beneath_rules(DEVICES_READ, AccessFs::from_read(abi)))?
         .add_rules(path_beneath_rules(DEVICES, AccessFs::from_all(abi)))?
         .add_rules(path_beneath_rules([&policy.workspace], AccessFs::from_all(abi)))?
@@ -317,73 +282,26 @@ fn landlock(policy: &Policy) -> Result<RulesetStatus, landlock::RulesetError> {
     Ok(status.ruleset)
 }
 
-/// Kills the process group `pgid` and whatever is left in its pids cgroup,
-/// then removes the cgroup (and any left by helpers whose process is gone,
-/// such as those of a gateway that crashed).
-pub(super) fn reap(pgid: u32) {
-    use nix::sys::signal::{Signal, kill, killpg};
-    use nix::unistd::Pid;
-    let Ok(raw) = i32::try_from(pgid) else { return };
-    let _ = killpg(Pid::from_raw(raw), Signal::SIGKILL);
-    for root in PIDS_CGROUP_ROOTS {
-        let dir = Path::new(root).join(format!("{CGROUP_PREFIX}{pgid}"));
-        if !dir.exists() {
-            continue;
-        }
-        for _ in 0..50 {
-            let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-            let pids: Vec<i32> = procs.lines().filter_map(|l| l.trim().parse().ok()).collect();
-            if pids.is_empty() {
-                break;
-            }
-            for pid in pids {
-                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        // The last ones may take a moment to leave the cgroup.
-        for _ in 0..50 {
-            if std::fs::remove_dir(&dir).is_ok() || !dir.exists() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        sweep(Path::new(root));
-    }
-}
-
-/// Removes the empty cgroups of helpers that no longer run. (One whose
-/// helper still runs is left alone: it may be about to join it.)
-fn sweep(root: &Path) {
-    let Ok(entries) = std::fs::read_dir(root) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(CGROUP_PREFIX)) else {
-            continue;
-        };
-        if !Path::new("/proc").join(pid).exists() {
-            let _ = std::fs::remove_dir(entry.path());
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_probe_report_round_trips() {
-        let applied = Applied {
-            pid_namespace: true,
-            pids_cgroup: false,
-            network_cut: true,
-            seccomp: true,
-            landlock: true,
-        };
-        let stderr = format!("some warning\n{}\n", applied.report());
-        assert_eq!(Applied::parse(&stderr), Some(applied));
+    fn the_stages_reports_merge() {
+        let stderr = format!(
+            "some warning\n{PROBE_REPORT} pid_namespace=true pids_cgroup=false network_cut=true\n{PROBE_REPORT} landlock=true seccomp=true\n"
+        );
+        let applied = Applied::parse(&stderr).unwrap();
+        assert_eq!(
+            applied,
+            Applied {
+                pid_namespace: true,
+                pids_cgroup: false,
+                network_cut: true,
+                seccomp: true,
+                landlock: true,
+            }
+        );
         assert_eq!(Applied::parse("nothing"), None);
     }
 
@@ -397,21 +315,21 @@ mod tests {
             require,
             limits: super::super::Limits::default(),
         };
-        let none = Applied::default();
-        let err = fail_closed(&policy(false, false), &none).unwrap_err();
+        let none = Namespaces::default();
+        let err = check_outer(&policy(false, false), false, none).unwrap_err();
         assert!(err.contains("network cannot be cut"), "{err}");
-        assert!(fail_closed(&policy(true, false), &none).is_ok(), "unrequired, networked: runs");
-        let err = fail_closed(&policy(true, true), &none).unwrap_err();
         assert!(
-            err.contains("Landlock") && err.contains("seccomp") && err.contains("PID namespace"),
-            "{err}"
+            check_outer(&policy(true, false), false, none).is_ok(),
+            "unrequired, networked: runs"
         );
-        let cgroup_only = Applied {
-            pids_cgroup: true,
-            seccomp: true,
-            landlock: true,
-            ..none
-        };
-        assert!(fail_closed(&policy(true, true), &cgroup_only).is_ok());
+        let err = check_outer(&policy(true, true), false, none).unwrap_err();
+        assert!(err.contains("PID namespace"), "{err}");
+        assert!(
+            check_outer(&policy(true, true), true, none).is_ok(),
+            "root's cgroup ends them"
+        );
+        let err = check_confined(&policy(true, true), false, false).unwrap_err();
+        assert!(err.contains("Landlock") && err.contains("seccomp"), "{err}");
+        assert!(check_confined(&policy(true, false), false, false).is_ok());
     }
 }

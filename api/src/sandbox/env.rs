@@ -10,7 +10,16 @@ use std::ffi::OsString;
 
 /// Passed through as they are.
 const ALLOWED: &[&str] = &[
-    "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "COLORTERM", "NO_COLOR", "USER", "LOGNAME", "SHELL",
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TERM",
+    "COLORTERM",
+    "NO_COLOR",
+    "USER",
+    "LOGNAME",
+    "SHELL",
 ];
 /// Passed through by prefix (`LC_ALL`, `LC_CTYPE`, …).
 const ALLOWED_PREFIXES: &[&str] = &["LC_"];

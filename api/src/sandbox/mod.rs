@@ -2,13 +2,14 @@
 //! are opened beneath its workspace ([`Beneath`], openat2). Commands (`exec`,
 //! the vendor CLIs) run through `onyx sandbox-exec … -- PROGRAM ARGS`, a
 //! helper mode of this binary that, single-threaded and before anything
-//! else, joins a pids cgroup when root, unshares a PID namespace (inside a
-//! user namespace when not root) and, unless allowed, the network, sets
-//! resource limits (CPU seconds, address space, processes, file size),
-//! applies a Landlock ruleset (read-write in the workspace only, read-only
+//! else, joins a pids cgroup when root, unshares PID and mount namespaces
+//! (inside a user namespace when not root) and, unless allowed, the
+//! network, then (as the namespace's init, a second stage of the helper)
+//! mounts a private `/proc`, sets resource limits (CPU seconds, address
+//! space, processes, file size), applies a Landlock ruleset (read-write in the workspace only, read-only
 //! on system directories and the needed parts of `/etc`, nothing else: not
 //! the data dir, the config or home; no signals or abstract sockets out) and
-//! a seccomp filter (no Unix-domain sockets), then starts the command as the
+//! a seccomp filter (no Unix-domain sockets), then execs the command as the
 //! namespace's init, so everything it leaves behind dies with it. Callers
 //! pass it only the allow-listed environment ([`allowed_env`]).
 //!
@@ -21,6 +22,8 @@ mod enter;
 mod env;
 mod paths;
 #[cfg(target_os = "linux")]
+mod processes;
+#[cfg(target_os = "linux")]
 mod seccomp;
 
 use std::path::{Path, PathBuf};
@@ -31,6 +34,15 @@ use serde::Serialize;
 pub use beneath::{Beneath, Entry, Kind, is_link_refusal, openat2_available};
 pub use env::{allowed_env, is_allowed};
 pub use paths::{ETC_ENTRIES, SYSTEM_DIRS};
+
+/// Which side of the PID namespace a helper is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Started by the gateway: unshares, then starts the init.
+    Outer,
+    /// The PID namespace's init; `proc`: mount a private `/proc` first.
+    Init { proc: bool },
+}
 
 /// The name of the helper subcommand.
 pub const SUBCOMMAND: &str = "sandbox-exec";
@@ -134,7 +146,15 @@ impl Support {
         } else {
             "file tools: O_NOFOLLOW walk (no openat2)"
         };
-        let parts = [files.as_str(), sockets, processes, network, opens, "resource limits", "allow-listed environment"];
+        let parts = [
+            files.as_str(),
+            sockets,
+            processes,
+            network,
+            opens,
+            "resource limits",
+            "allow-listed environment",
+        ];
         if self.confined() {
             format!("confined: {}", parts.join(", "))
         } else {
@@ -227,13 +247,14 @@ fn path_arg(path: &Path) -> String {
 
 /// Applies `policy` to this process and execs `command`; returns only on
 /// failure (the exit code to use). Call it before any thread is started.
-pub fn enter_and_exec(policy: &Policy, command: &[String]) -> u8 {
+pub fn enter_and_exec(policy: &Policy, command: &[String], stage: Stage) -> u8 {
     #[cfg(target_os = "linux")]
     {
-        enter::enter_and_exec(policy, command)
+        enter::enter_and_exec(policy, command, stage)
     }
     #[cfg(not(target_os = "linux"))]
     {
+        let _ = stage;
         if policy.require {
             eprintln!("onyx sandbox-exec: no sandbox on this platform and requireSandbox is set");
             return 126;
@@ -246,7 +267,7 @@ pub fn enter_and_exec(policy: &Policy, command: &[String]) -> u8 {
 /// background children too) and removes its pids cgroup.
 pub fn reap(pgid: u32) {
     #[cfg(target_os = "linux")]
-    enter::reap(pgid);
+    processes::reap(pgid);
     #[cfg(not(target_os = "linux"))]
     let _ = pgid;
 }
@@ -281,15 +302,28 @@ mod tests {
             refused.contains("requireSandbox") && refused.contains("UNCONFINED"),
             "{refused}"
         );
-        assert_eq!(refusal(NONE, false, true), None, "reported, but runs with the network allowed");
+        assert_eq!(
+            refusal(NONE, false, true),
+            None,
+            "reported, but runs with the network allowed"
+        );
         let uncut = refusal(NONE, false, false).unwrap();
         assert!(uncut.contains("network cannot be cut"), "{uncut}");
         assert_eq!(refusal(FULL, true, false), None);
         let text = FULL.describe();
-        for part in ["Landlock ABI 6", "seccomp", "PID namespace", "network cut", "openat2"] {
+        for part in [
+            "Landlock ABI 6",
+            "seccomp",
+            "PID namespace",
+            "network cut",
+            "openat2",
+        ] {
             assert!(text.contains(part), "{part}: {text}");
         }
-        let no_seccomp = Support { seccomp: false, ..FULL };
+        let no_seccomp = Support {
+            seccomp: false,
+            ..FULL
+        };
         assert!(!no_seccomp.confined() && no_seccomp.describe().starts_with("UNCONFINED"));
     }
 

@@ -67,14 +67,21 @@ fn temp_name(path: &str) -> String {
 }
 
 /// Writes `body` to a temporary file, then puts it in place at `path`.
-fn put_blocking(store: &Beneath, path: &str, body: &[u8], condition: &PutCondition) -> Result<(), StoreError> {
+fn put_blocking(
+    store: &Beneath,
+    path: &str,
+    body: &[u8],
+    condition: &PutCondition,
+) -> Result<(), StoreError> {
     let temp = temp_name(path);
     store.write_new(&temp, body).map_err(io_error)?;
     let result = match condition {
         // A hard link fails if the name exists: atomic create-if-absent.
         PutCondition::IfAbsent => match store.hard_link(&temp, path) {
             Ok(()) => Ok(()),
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Err(StoreError::PreconditionFailed),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+                Err(StoreError::PreconditionFailed)
+            }
             Err(err) => Err(io_error(err)),
         },
         PutCondition::Overwrite => store.rename(&temp, path).map_err(io_error),
@@ -171,7 +178,8 @@ impl ObjectStore for LocalStore {
         prefix: &'a str,
     ) -> BoxFuture<'a, Result<Vec<ObjectInfo>, StoreError>> {
         let prefix = prefix.to_string();
-        self.blocking(move |store| list_dir(store, bucket.name(), &prefix)).boxed()
+        self.blocking(move |store| list_dir(store, bucket.name(), &prefix))
+            .boxed()
     }
 }
 
@@ -224,4 +232,3 @@ fn list_dir(store: &Beneath, bucket: &str, prefix: &str) -> Result<Vec<ObjectInf
     out.sort_by(|a, b| a.key.cmp(&b.key));
     Ok(out)
 }
-

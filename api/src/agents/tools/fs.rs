@@ -125,10 +125,8 @@ pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String,
             {
                 return Ok(content);
             }
-            let (bytes, size) = in_work_dir(root, relative, |dir, path| {
-                dir.read_prefix(path, MAX_READ as u64)
-            })
-            .await?;
+            let (bytes, size) =
+                in_work_dir(root, relative, |dir, path| dir.read_prefix(path, MAX_READ as u64)).await?;
             let mut content = String::from_utf8_lossy(&bytes).into_owned();
             if size > MAX_READ as u64 {
                 content.push_str(&format!("\n[… truncated: the file has {size} bytes]"));
@@ -140,7 +138,10 @@ pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String,
             check(relative)?;
             let content = text(args, "content")?.to_string();
             let len = content.len();
-            in_work_dir(root, relative, move |dir, path| dir.write(path, content.as_bytes())).await?;
+            in_work_dir(root, relative, move |dir, path| {
+                dir.write(path, content.as_bytes())
+            })
+            .await?;
             Ok(format!("wrote {len} bytes to {relative}"))
         }
         _ => {
@@ -153,7 +154,10 @@ pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String,
                 0 => Err(fail!("old_text was not found in {relative}")),
                 1 => {
                     let edited = current.replacen(old, new, 1);
-                    in_work_dir(root, relative, move |dir, path| dir.write(path, edited.as_bytes())).await?;
+                    in_work_dir(root, relative, move |dir, path| {
+                        dir.write(path, edited.as_bytes())
+                    })
+                    .await?;
                     Ok(format!("edited {relative}"))
                 }
                 n => Err(fail!(

@@ -182,7 +182,10 @@ mod tests {
         let system = "Be \"brief\".\nReally.";
         let spawn = codex.spawn("codex", "m", system);
         let file = spawn.prompt_file.as_ref().unwrap();
-        let arg = format!("model_instructions_file={}", toml_string(&file.path.display().to_string()));
+        let arg = format!(
+            "model_instructions_file={}",
+            toml_string(&file.path.display().to_string())
+        );
         assert!(spawn.args.contains(&arg), "{:?}", spawn.args);
         assert!(
             !spawn.args.iter().any(|a| a.contains("brief")),

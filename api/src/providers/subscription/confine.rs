@@ -13,7 +13,11 @@ use std::path::{Path, PathBuf};
 use crate::sandbox::{self, Limits, Policy};
 
 /// The helper command that runs `program` with `args` confined, `home` its config dir.
-pub(super) fn command(program: &str, args: &[String], home: &Path) -> std::io::Result<tokio::process::Command> {
+pub(super) fn command(
+    program: &str,
+    args: &[String],
+    home: &Path,
+) -> std::io::Result<tokio::process::Command> {
     let program = resolve(program)?;
     let policy = Policy {
         workspace: home.to_path_buf(),
@@ -39,12 +43,7 @@ fn resolve(program: &str) -> std::io::Result<PathBuf> {
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
         .find(|candidate| is_executable(candidate))
-        .ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                format!("{program} is not on PATH"),
-            )
-        })
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, format!("{program} is not on PATH")))
 }
 
 fn is_executable(path: &Path) -> bool {

@@ -73,13 +73,25 @@ async fn a_prompt_injected_cat_master_key_through_a_cli_gets_nothing() {
         .await;
     assert_eq!(status, 200, "{body}");
     let answer = body["choices"][0]["message"]["content"].as_str().unwrap();
-    assert!(!answer.contains(key.trim()), "the CLI read the master key: {answer}");
-    assert!(answer.contains("failed:") && answer.contains("Permission denied"), "{answer}");
-    assert!(answer.contains("home: own-config-dir"), "its own config dir works: {answer}");
+    assert!(
+        !answer.contains(key.trim()),
+        "the CLI read the master key: {answer}"
+    );
+    assert!(
+        answer.contains("failed:") && answer.contains("Permission denied"),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("home: own-config-dir"),
+        "its own config dir works: {answer}"
+    );
     assert!(answer.contains(&format!("instructions: {SYSTEM}")), "{answer}");
     assert!(answer.contains("mode: 600"), "{answer}");
     let argv = answer.lines().find(|l| l.starts_with("argv: ")).unwrap();
-    assert!(!argv.contains("secret-system-prompt"), "the system prompt is on the command line: {argv}");
+    assert!(
+        !argv.contains("secret-system-prompt"),
+        "the system prompt is on the command line: {argv}"
+    );
     // The file goes once the run ended.
     let prompts = data.join("subscriptions/codex/prompts");
     wait_until(secs(10), "the prompt file is removed", async || {

@@ -46,9 +46,14 @@ async fn nothing_outlives_exec(who: RunAs) {
         .collect();
     // Kill what is left before failing, so a failure leaves nothing behind.
     for pid in &left {
-        let _ = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status();
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status();
     }
-    assert!(left.is_empty(), "{who:?}: processes outlived the exec call: {left:?}");
+    assert!(
+        left.is_empty(),
+        "{who:?}: processes outlived the exec call: {left:?}"
+    );
 }
 
 #[tokio::test]

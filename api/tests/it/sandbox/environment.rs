@@ -26,7 +26,11 @@ const KEPT: &[(&str, &str)] = &[("LANG", "C.UTF-8"), ("TZ", "Europe/Berlin"), ("
 fn environ(pid: u64) -> BTreeMap<String, String> {
     let raw = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
     raw.split(|b| *b == 0)
-        .filter_map(|kv| String::from_utf8_lossy(kv).split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .filter_map(|kv| {
+            String::from_utf8_lossy(kv)
+                .split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
         .collect()
 }
 
@@ -54,12 +58,18 @@ async fn commands_and_mcp_servers_get_the_allow_listed_environment() {
         assert!(out.contains(&format!("{name}={value}")), "{name} is kept: {out}");
     }
     for (name, value) in CREDENTIALS {
-        assert!(!out.contains(name) && !out.contains(value), "{name} reached exec: {out}");
+        assert!(
+            !out.contains(name) && !out.contains(value),
+            "{name} reached exec: {out}"
+        );
     }
 
     // The MCP server, started on the first run that offers its tools.
     let answer = onyx
-        .agent_answer("main", r#"script: mcp__everything__echo {"message": "up"} ; answer"#)
+        .agent_answer(
+            "main",
+            r#"script: mcp__everything__echo {"message": "up"} ; answer"#,
+        )
         .await;
     assert!(answer.contains("up"), "{answer}");
     let servers = onyx.get_json("/v1/mcp/servers").await;
@@ -71,12 +81,21 @@ async fn commands_and_mcp_servers_get_the_allow_listed_environment() {
         .and_then(|s| s["pid"].as_u64())
         .unwrap_or_else(|| panic!("{servers}"));
     let server_env = environ(pid);
-    assert_eq!(server_env.get("NAMED_FOR_SERVER").map(String::as_str), Some("named-value"));
+    assert_eq!(
+        server_env.get("NAMED_FOR_SERVER").map(String::as_str),
+        Some("named-value")
+    );
     for (name, value) in KEPT {
         assert_eq!(server_env.get(*name).map(String::as_str), Some(*value), "{name}");
     }
     for (name, _) in CREDENTIALS {
-        assert!(!server_env.contains_key(*name), "{name} reached the MCP server: {server_env:?}");
+        assert!(
+            !server_env.contains_key(*name),
+            "{name} reached the MCP server: {server_env:?}"
+        );
     }
-    assert!(!server_env.keys().any(|k| k.starts_with("ONYX_")), "{server_env:?}");
+    assert!(
+        !server_env.keys().any(|k| k.starts_with("ONYX_")),
+        "{server_env:?}"
+    );
 }

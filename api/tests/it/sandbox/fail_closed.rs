@@ -11,7 +11,12 @@ use crate::harness::unprivileged::RunAs;
 #[tokio::test]
 async fn where_no_namespace_can_be_made_exec_refuses_and_health_says_why() {
     let fakes = Fakes::start().await;
-    let onyx = Onyx::start_as(RunAs::WithoutNamespaces, Some(&exec_config(&fakes, json!({}))), &[]).await;
+    let onyx = Onyx::start_as(
+        RunAs::WithoutNamespaces,
+        Some(&exec_config(&fakes, json!({}))),
+        &[],
+    )
+    .await;
     let health = health(&onyx).await;
     let exec_health = &health["exec"];
     let confinement = &exec_health["confinement"];
@@ -28,7 +33,9 @@ async fn where_no_namespace_can_be_made_exec_refuses_and_health_says_why() {
     assert_eq!(exec_health["networkCut"], false, "{health}");
     let detail = exec_health["detail"].as_str().unwrap();
     assert!(
-        detail.starts_with("UNCONFINED") && detail.contains("no PID namespace") && detail.contains("no network namespace"),
+        detail.starts_with("UNCONFINED")
+            && detail.contains("no PID namespace")
+            && detail.contains("no network namespace"),
         "{detail}"
     );
     let out = exec(&onyx, "echo ran-networked").await;
@@ -40,7 +47,10 @@ async fn where_no_namespace_can_be_made_exec_refuses_and_health_says_why() {
     let allowed = exec_config(&fakes, json!({ "network": true }));
     let onyx = Onyx::start_as(RunAs::WithoutNamespaces, Some(&allowed), &[]).await;
     let out = exec(&onyx, "echo ran-networked").await;
-    assert!(out.contains("exit code 0") && out.contains("ran-networked"), "{out}");
+    assert!(
+        out.contains("exit code 0") && out.contains("ran-networked"),
+        "{out}"
+    );
     onyx.stop().await;
 
     // requireSandbox refuses it, naming what is missing.
@@ -74,8 +84,17 @@ async fn require_sandbox_defaults_on_beyond_loopback() {
         .lines()
         .find(|l| l.starts_with("exec sandbox"))
         .unwrap_or_else(|| panic!("{table}"));
-    assert!(row.contains("tools.exec.requireSandbox: true") && row.contains(" ok "), "{row}");
-    for part in ["Landlock ABI", "seccomp", "PID namespace", "network cut", "openat2"] {
+    assert!(
+        row.contains("tools.exec.requireSandbox: true") && row.contains(" ok "),
+        "{row}"
+    );
+    for part in [
+        "Landlock ABI",
+        "seccomp",
+        "PID namespace",
+        "network cut",
+        "openat2",
+    ] {
         assert!(row.contains(part), "{part}: {row}");
     }
 }

@@ -123,7 +123,15 @@ async fn exec_is_confined_to_its_workspace_without_secrets_or_network() {
         "export PATH=/usr/local/bin:/usr/bin:/bin && id -un && python3 -c 'import ssl, locale; ssl.create_default_context(); print(\"python-ok\")' && node -e 'console.log(require(\"tls\").rootCertificates.length > 0 ? \"node-ok\" : \"no-certs\")' && git init -q repo && git -C repo status --short && echo git-ok && curl --version | head -n 1 && TZ=Europe/Berlin date +%Z",
     )
     .await;
-    for expected in ["exit code 0", "root", "python-ok", "node-ok", "git-ok", "curl ", "CE"] {
+    for expected in [
+        "exit code 0",
+        "root",
+        "python-ok",
+        "node-ok",
+        "git-ok",
+        "curl ",
+        "CE",
+    ] {
         assert!(out.contains(expected), "{expected}: {out}");
     }
 

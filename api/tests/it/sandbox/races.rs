@@ -54,7 +54,11 @@ fn compile_swapper(dir: &std::path::Path) -> std::path::PathBuf {
         .arg(&source)
         .output()
         .unwrap();
-    assert!(out.status.success(), "cc: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "cc: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     binary
 }
 
@@ -97,7 +101,10 @@ async fn fs_read_never_follows_a_link_swapped_in_by_a_background_process() {
     std::fs::write(workspace.join("stop"), "").unwrap();
     let swapped = swapping.await.unwrap().unwrap();
     let swapped: Value = swapped.json().await.unwrap();
-    let swapped = swapped["choices"][0]["message"]["content"].as_str().unwrap_or_default().to_string();
+    let swapped = swapped["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     assert!(
         swapped.contains("exit code 0") && swapped.contains("swapped"),
         "the swapper ran to the end: {swapped}"
@@ -111,12 +118,21 @@ async fn fs_read_never_follows_a_link_swapped_in_by_a_background_process() {
     assert_eq!(results.len(), READS_PER_STEP * STEPS, "{answer}");
     let decoys = results.iter().filter(|r| r.contains(DECOY)).count();
     let refused = results.iter().filter(|r| r.contains("symbolic link")).count();
+    let hits = results.iter().filter(|r| r.contains(key)).count();
+    assert_eq!(
+        hits,
+        0,
+        "fs_read returned the master key in {hits} of {} reads (decoy {decoys}, refused {refused})",
+        results.len()
+    );
     let others: Vec<&&str> = results
         .iter()
         .filter(|r| !r.contains(DECOY) && !r.contains("symbolic link"))
         .collect();
-    assert!(!answer.contains(key), "fs_read returned the master key: {others:?}");
-    assert!(others.is_empty(), "reads that were neither the decoy nor refused: {others:?}");
+    assert!(
+        others.is_empty(),
+        "reads that were neither the decoy nor refused: {others:?}"
+    );
     // The race was really run: the link was there for some reads, the file for others.
     assert!(decoys > 0 && refused > 0, "decoys {decoys}, refused {refused}");
 }

@@ -65,12 +65,22 @@ async fn exec_cannot_reach_a_unix_socket_outside_the_sandbox() {
 
     // Outside the sandbox, nobody reaches all three: the sandbox is what stops it.
     let outside = std::process::Command::new("setpriv")
-        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3", "-c", &script])
+        .args([
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            "/usr/bin/python3",
+            "-c",
+            &script,
+        ])
         .output()
         .unwrap();
     let outside = String::from_utf8_lossy(&outside.stdout).to_string();
     for way in ["stream", "datagram", "abstract"] {
-        assert!(outside.contains(&format!("{way}=REACHED")), "{way} outside: {outside}");
+        assert!(
+            outside.contains(&format!("{way}=REACHED")),
+            "{way} outside: {outside}"
+        );
     }
     while listener.accept().is_ok() || abstract_listener.accept().is_ok() {}
     let mut buffer = [0u8; 16];
@@ -79,13 +89,22 @@ async fn exec_cannot_reach_a_unix_socket_outside_the_sandbox() {
     let command = format!("/usr/bin/python3 -c {}", shell_quote(&script));
     let out = exec(&onyx, &command).await;
     for way in ["stream", "datagram", "abstract"] {
-        assert!(out.contains(&format!("{way}=refused:PermissionError")), "{way}: {out}");
+        assert!(
+            out.contains(&format!("{way}=refused:PermissionError")),
+            "{way}: {out}"
+        );
     }
     assert!(!out.contains("REACHED"), "{out}");
     assert!(out.contains("pair-ok"), "a stream socketpair works: {out}");
     assert!(listener.accept().is_err(), "a connection reached the socket");
-    assert!(abstract_listener.accept().is_err(), "a connection reached the abstract socket");
-    assert!(datagram.recv(&mut buffer).is_err(), "a datagram reached the socket");
+    assert!(
+        abstract_listener.accept().is_err(),
+        "a connection reached the abstract socket"
+    );
+    assert!(
+        datagram.recv(&mut buffer).is_err(),
+        "a datagram reached the socket"
+    );
 }
 
 /// `text` as one single-quoted shell word.
