@@ -160,6 +160,11 @@ fn not_a_file(what: &str) -> io::Error {
 }
 
 impl Beneath {
+    /// Opens `parts` beneath the root (see [`open_parts`]).
+    fn open_beneath(&self, parts: &[&str], flags: OFlags) -> io::Result<OwnedFd> {
+        open_parts(self.root.as_fd(), parts, flags, Mode::empty())
+    }
+
     /// A handle on `root` (a trusted path: links in it are followed).
     pub fn open(root: &Path) -> io::Result<Self> {
         let fd = rustix::fs::open(
@@ -182,12 +187,7 @@ impl Beneath {
         if create {
             return self.make_dirs(&parts).map(|root| Self { root });
         }
-        let fd = open_parts(
-            self.root.as_fd(),
-            &parts,
-            OFlags::PATH | OFlags::DIRECTORY,
-            Mode::empty(),
-        )?;
+        let fd = self.open_beneath(&parts, OFlags::PATH | OFlags::DIRECTORY)?;
         Ok(Self { root: fd })
     }
 
@@ -217,12 +217,7 @@ impl Beneath {
         let parent = if create {
             self.make_dirs(dirs)?
         } else {
-            open_parts(
-                self.root.as_fd(),
-                dirs,
-                OFlags::PATH | OFlags::DIRECTORY,
-                Mode::empty(),
-            )?
+            self.open_beneath(dirs, OFlags::PATH | OFlags::DIRECTORY)?
         };
         Ok((parent, *name))
     }
@@ -233,12 +228,7 @@ impl Beneath {
         let Some((name, dirs)) = parts.split_last() else {
             return Ok(Some(Kind::Dir));
         };
-        let parent = match open_parts(
-            self.root.as_fd(),
-            dirs,
-            OFlags::PATH | OFlags::DIRECTORY,
-            Mode::empty(),
-        ) {
+        let parent = match self.open_beneath(dirs, OFlags::PATH | OFlags::DIRECTORY) {
             Ok(fd) => fd,
             Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(err) => return Err(err),
@@ -253,12 +243,7 @@ impl Beneath {
     /// Opens the regular file `relative` for reading (a FIFO never blocks it).
     fn open_file(&self, relative: &str) -> io::Result<std::fs::File> {
         let parts = components(relative)?;
-        let fd = open_parts(
-            self.root.as_fd(),
-            &parts,
-            OFlags::RDONLY | OFlags::NONBLOCK,
-            Mode::empty(),
-        )?;
+        let fd = self.open_beneath(&parts, OFlags::RDONLY | OFlags::NONBLOCK)?;
         if FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode) != FileType::RegularFile {
             return Err(not_a_file(relative));
         }
@@ -348,12 +333,7 @@ impl Beneath {
     /// The entries of the directory `relative` (`""`: the root), unsorted.
     pub fn list(&self, relative: &str) -> io::Result<Vec<Entry>> {
         let parts = components(relative)?;
-        let fd = open_parts(
-            self.root.as_fd(),
-            &parts,
-            OFlags::RDONLY | OFlags::DIRECTORY,
-            Mode::empty(),
-        )?;
+        let fd = self.open_beneath(&parts, OFlags::RDONLY | OFlags::DIRECTORY)?;
         let mut out = Vec::new();
         for entry in rustix::fs::Dir::read_from(&fd)? {
             let entry = entry?;

@@ -78,12 +78,7 @@ async fn require_sandbox_defaults_on_beyond_loopback() {
         .merge(json!({ "gateway": { "listen": "0.0.0.0:18999" } }))
         .build();
     std::fs::write(dir.path().join("onyx.json5"), config).unwrap();
-    let doctor = Onyx::cli(dir.path(), &["doctor"]).await;
-    let table = String::from_utf8_lossy(&doctor.stdout);
-    let row = table
-        .lines()
-        .find(|l| l.starts_with("exec sandbox"))
-        .unwrap_or_else(|| panic!("{table}"));
+    let row = doctor_exec_row(dir.path()).await;
     assert!(
         row.contains("tools.exec.requireSandbox: true") && row.contains(" ok "),
         "{row}"

@@ -57,6 +57,17 @@ async fn health(onyx: &Onyx) -> Value {
     onyx.get_json("/health").await
 }
 
+/// `onyx doctor`'s row about the exec sandbox, for the config in `dir`.
+async fn doctor_exec_row(dir: &std::path::Path) -> String {
+    let doctor = Onyx::cli(dir, &["doctor"]).await;
+    let table = String::from_utf8_lossy(&doctor.stdout);
+    table
+        .lines()
+        .find(|l| l.starts_with("exec sandbox"))
+        .unwrap_or_else(|| panic!("{table}"))
+        .to_string()
+}
+
 /// A config whose agent `main` may run anything, on the scripted fake model.
 fn exec_config(fakes: &Fakes, exec: Value) -> String {
     TestConfig::new(fakes)
@@ -229,12 +240,7 @@ async fn require_sandbox_is_reported_and_unconfined_exec_is_described() {
     }
     // The embedded database is held by serve: stop it before doctor opens it.
     let (dir, _) = onyx.stop().await;
-    let doctor = Onyx::cli(dir.path(), &["doctor"]).await;
-    let table = String::from_utf8_lossy(&doctor.stdout);
-    let row = table
-        .lines()
-        .find(|l| l.starts_with("exec sandbox"))
-        .unwrap_or_else(|| panic!("{table}"));
+    let row = doctor_exec_row(dir.path()).await;
     if confined {
         assert!(row.contains("ok") && row.contains("Landlock ABI"), "{row}");
     } else {
