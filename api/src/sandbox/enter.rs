@@ -139,6 +139,9 @@ pub(super) fn enter_and_exec(policy: &Policy, command: &[String], stage: Stage) 
         Stage::Outer => outer(policy, command),
         Stage::Init { proc } => {
             let proc = proc && processes::mount_private_proc();
+            if let Err(message) = processes::drop_kept_capabilities() {
+                return refuse(&message);
+            }
             confine_and_exec(policy, command, proc)
         }
     }
@@ -158,7 +161,7 @@ fn outer(policy: &Policy, command: &[String]) -> u8 {
         return refuse(&message);
     }
     if namespaces.pid {
-        run_init(namespaces.private_mounts)
+        run_init(namespaces.private_mounts && processes::keep_mount_capability())
     } else {
         confine_and_exec(policy, command, false)
     }

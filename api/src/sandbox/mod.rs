@@ -95,7 +95,7 @@ pub struct Policy {
 /// What the kernel offers, as the helper found it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS), ts(rename = "SandboxSupport"))]
 pub struct Support {
     /// Agent-named files are opened with openat2 (else an `O_NOFOLLOW` walk, as safe, slower).
     pub openat2: bool,

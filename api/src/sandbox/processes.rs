@@ -68,6 +68,31 @@ fn map_ids(uid: u32, gid: u32) {
     let _ = std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1"));
 }
 
+/// Keeps `CAP_SYS_ADMIN` (over the new namespaces) across the exec of the
+/// init, which needs it to mount `/proc`: in a user namespace whose user is
+/// not root, an exec would drop it. The init drops it again
+/// ([`drop_kept_capabilities`]) before the command.
+pub(super) fn keep_mount_capability() -> bool {
+    use rustix::thread::{
+        CapabilitySet, capabilities, configure_capability_in_ambient_set, set_capabilities,
+    };
+    let Ok(mut sets) = capabilities(None) else {
+        return false;
+    };
+    sets.inheritable |= CapabilitySet::SYS_ADMIN;
+    set_capabilities(None, sets).is_ok()
+        && configure_capability_in_ambient_set(CapabilitySet::SYS_ADMIN, true).is_ok()
+}
+
+/// Clears what [`keep_mount_capability`] kept: the command execs without it.
+pub(super) fn drop_kept_capabilities() -> Result<(), String> {
+    use rustix::thread::{CapabilitySet, capabilities, clear_ambient_capability_set, set_capabilities};
+    clear_ambient_capability_set().map_err(|e| format!("cannot clear the ambient capabilities: {e}"))?;
+    let mut sets = capabilities(None).map_err(|e| format!("cannot read the capabilities: {e}"))?;
+    sets.inheritable = CapabilitySet::empty();
+    set_capabilities(None, sets).map_err(|e| format!("cannot clear the inheritable capabilities: {e}"))
+}
+
 /// Mounts a `/proc` of the PID namespace this process is the init of:
 /// programs read their own `/proc/self` (a runtime's stack bounds from
 /// `maps`), and only the sandbox's processes are in it, not the gateway's
