@@ -83,6 +83,10 @@ async fn agents_call_real_mcp_servers_over_stdio_http_and_sse_and_bad_servers_st
     let sse = Service::mcp_everything("sse").await;
     let mut slow = everything_stdio();
     slow["callTimeoutSeconds"] = json!(2);
+    // A variable its config names reaches it (the rest of the gateway's
+    // environment does not), long enough for get-env's answer to be cut.
+    let mut everything = everything_stdio();
+    everything["env"] = json!({ "NAMED_IN_CONFIG": "x".repeat(400) });
     let config = TestConfig::new(&fakes)
         .merge(json!({
             "agents": {
@@ -97,7 +101,7 @@ async fn agents_call_real_mcp_servers_over_stdio_http_and_sse_and_bad_servers_st
                 "startTimeoutSeconds": 10,
                 "maxOutputChars": 300,
                 "servers": {
-                    "everything": everything_stdio(),
+                    "everything": everything,
                     "slow": slow,
                     "time": time_stdio(),
                     "remote": { "url": format!("http://{}/mcp", http.addr) },
