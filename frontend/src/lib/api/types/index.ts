@@ -63,6 +63,7 @@ export type * from './PutAlias';
 export type * from './Review';
 export type * from './RunStatus';
 export type * from './RunView';
+export type * from './SandboxSupport';
 export type * from './ScheduleType';
 export type * from './SearchIndexInfo';
 export type * from './SearchMode';
