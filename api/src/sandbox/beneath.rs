@@ -361,7 +361,7 @@ impl Beneath {
         let stat = rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW)?;
         let size = u64::try_from(stat.st_size).unwrap_or(0);
         let secs = u128::try_from(stat.st_mtime).unwrap_or(0);
-        let nanos = u128::try_from(stat.st_mtime_nsec).unwrap_or(0);
+        let nanos = u128::from(stat.st_mtime_nsec);
         Ok((size, secs * 1_000_000_000 + nanos))
     }
 }
