@@ -31,7 +31,7 @@ async fn nothing_outlives_exec(who: RunAs) {
     let onyx = Onyx::start_as(who, Some(&config), &[]).await;
     // Durations unique to this test and run: the processes to look for.
     let seed = std::process::id() % 10_000 + if who == RunAs::Root { 0 } else { 10_000 };
-    let (first, second) = (format!("{}", 900_000 + seed), format!("{}", 800_000 + seed));
+    let (first, second) = ((900_000 + seed).to_string(), (800_000 + seed).to_string());
     // `setsid -f`: a new session, in the background.
     let command = format!(
         "setsid -f sh -c 'echo up > setsid.txt && exec sleep {first}' </dev/null >/dev/null 2>&1 && (sh -c 'echo up > forked.txt && exec sleep {second}' </dev/null >/dev/null 2>&1 &) && while [ ! -s setsid.txt ] || [ ! -s forked.txt ]; do sleep 0.05; done && echo both-running"
