@@ -112,6 +112,7 @@ pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
                 objects: app.objects.as_ref(),
                 parked_sessions: app.sessions.pending_count(),
             };
+            rows.push(schema_row(&app.db).await);
             let mut deps = probe_stores(stores).await;
             deps.extend(probe_providers(&app.router).await);
             deps.push(embedder_health(&app.memory, Some(std::time::Duration::from_secs(5))).await);
@@ -131,6 +132,22 @@ pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+async fn schema_row(db: &crate::storage::Db) -> Row {
+    let known = crate::storage::SCHEMA_VERSION;
+    match db.schema_version().await {
+        Ok(version) => Row {
+            check: "schema".into(),
+            ok: version == known,
+            detail: format!("version {version} (this onyx migrates up to {known})"),
+        },
+        Err(err) => Row {
+            check: "schema".into(),
+            ok: false,
+            detail: err.to_string(),
+        },
     }
 }
 

@@ -1,4 +1,4 @@
-//! Why an offline command (`onyx keys`, `onyx reindex`) failed: each
+//! Why an offline command (`onyx keys`, `onyx reindex`, `onyx backup`) failed: each
 //! domain's own error, composed; `main` prints the message (with a hint
 //! where one helps) and exits non-zero.
 
@@ -20,6 +20,8 @@ pub enum CliError {
     Db(#[from] DbError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    ObjectKey(#[from] crate::storage::InvalidKey),
     #[error(transparent)]
     Session(#[from] SessionError),
     #[error(transparent)]
