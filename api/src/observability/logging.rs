@@ -35,16 +35,22 @@ struct SpuriousWarnings;
 
 impl<S: tracing::Subscriber> Layer<S> for SpuriousWarnings {
     fn event_enabled(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) -> bool {
-        if !event.metadata().target().starts_with("surrealkv") {
+        // SurrealKV logs through `log`: such an event's own target is `log`,
+        // the crate's is its `log.target` field.
+        let target = event.metadata().target();
+        if target != "log" && !target.starts_with("surrealkv") {
             return true;
         }
-        let mut spurious = false;
+        let (mut from_surrealkv, mut spurious) = (target.starts_with("surrealkv"), false);
         event.record(&mut |field: &tracing::field::Field, value: &dyn std::fmt::Debug| {
-            if field.name() == "message" && format!("{value:?}") == SURREALKV_SPURIOUS {
-                spurious = true;
+            let text = format!("{value:?}");
+            match field.name() {
+                "message" => spurious = text == SURREALKV_SPURIOUS,
+                "log.target" => from_surrealkv = text.trim_matches('"').starts_with("surrealkv"),
+                _ => {}
             }
         });
-        !spurious
+        !(from_surrealkv && spurious)
     }
 }
 
@@ -258,8 +264,10 @@ mod tests {
         impl<S: tracing::Subscriber> Layer<S> for Seen {
             fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
                 let mut text = String::new();
-                event.record(&mut |_: &tracing::field::Field, value: &dyn std::fmt::Debug| {
-                    text = format!("{value:?}");
+                event.record(&mut |field: &tracing::field::Field, value: &dyn std::fmt::Debug| {
+                    if field.name() == "message" {
+                        text = format!("{value:?}");
+                    }
                 });
                 self.0.lock().unwrap().push(text);
             }
@@ -273,12 +281,16 @@ mod tests {
             tracing::warn!(target: "surrealkv::lsm", "No runtime available for closing the store correctly");
             tracing::warn!(target: "surrealkv::lsm", "Failed to clean up old WAL segments: disk full");
             tracing::warn!(target: "onyx::storage", "No runtime available for closing the store correctly");
+            // As the `log` bridge delivers SurrealKV's own line.
+            tracing::warn!(target: "log", log.target = "surrealkv::lsm", "No runtime available for closing the store correctly");
+            tracing::warn!(target: "log", log.target = "other::crate", "No runtime available for closing the store correctly");
         });
         assert_eq!(
             *seen.0.lock().unwrap(),
             [
                 "Failed to clean up old WAL segments: disk full",
-                "No runtime available for closing the store correctly"
+                "No runtime available for closing the store correctly",
+                "No runtime available for closing the store correctly",
             ]
         );
     }
