@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 
 use super::archive::{self, ArchiveWriter, Counts, Manifest};
 use super::data_files;
-use super::error::{CliError, connect_error};
+use super::error::{CliError, connect_error, exit_code};
 use crate::config::{self, Config, ObjectStoreConfig};
 use crate::secrets::MasterKey;
 use crate::storage::{self, Bucket, Db, ObjectKey, ObjectStore};
@@ -31,20 +31,14 @@ pub struct BackupArgs {
 }
 
 pub async fn run(args: BackupArgs) -> ExitCode {
-    match backup(args).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("onyx backup: {err}");
-            ExitCode::FAILURE
-        }
-    }
+    exit_code("backup", backup(args).await)
 }
 
+/// A progress bar of `total` steps (drawn only on a terminal).
 pub fn bar(label: &str, total: u64) -> ProgressBar {
-    ProgressBar::new(total).with_style(
-        ProgressStyle::with_template(&format!("{label:<16} {{bar:40}} {{pos}}/{{len}} ({{eta}})"))
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    )
+    let progress = super::reindex::bar(label);
+    progress.set_length(total);
+    progress
 }
 
 impl From<archive::ArchiveError> for CliError {

@@ -38,6 +38,17 @@ pub enum CliError {
     Providers(#[from] crate::providers::stored::StoreError),
 }
 
+/// The exit status of an offline command; its error on stderr, named.
+pub fn exit_code(command: &str, result: Result<(), CliError>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("onyx {command}: {err}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// Connecting failed: says so plainly when `onyx serve` holds the lock.
 pub fn connect_error(err: DbError) -> CliError {
     if err.to_string().contains("locked") {

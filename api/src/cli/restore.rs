@@ -17,7 +17,7 @@ use std::time::Instant;
 use super::archive::{self, Manifest};
 use super::backup::{bar, configured_master_key};
 use super::data_files::{self, KEY_FILES, RESTORE_STAGING};
-use super::error::{CliError, connect_error};
+use super::error::{CliError, connect_error, exit_code};
 use crate::config::{self, Config, ObjectStoreConfig, SurrealConfig};
 use crate::storage::{self, Bucket, Db, LocalStore, ObjectKey, ObjectStore, PutCondition};
 
@@ -34,13 +34,7 @@ pub struct RestoreArgs {
 }
 
 pub async fn run(args: RestoreArgs) -> ExitCode {
-    match restore(args).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("onyx restore: {err}");
-            ExitCode::FAILURE
-        }
-    }
+    exit_code("restore", restore(args).await)
 }
 
 /// Where the restore puts things, and what it must undo if it fails.
