@@ -241,9 +241,8 @@ pub type Entries = tar::Archive<zstd::Decoder<'static, BufReader<File>>>;
 
 pub fn open(path: &Path) -> Result<Entries, ArchiveError> {
     let file = File::open(path).map_err(io_error(path))?;
-    let decoder = zstd::Decoder::new(file).map_err(|err| {
-        ArchiveError::NotABackup(path.display().to_string(), format!("not zstd: {err}"))
-    })?;
+    let decoder = zstd::Decoder::new(file)
+        .map_err(|err| ArchiveError::NotABackup(path.display().to_string(), format!("not zstd: {err}")))?;
     Ok(tar::Archive::new(decoder))
 }
 
@@ -260,7 +259,9 @@ pub fn entry_path<R: Read>(entry: &tar::Entry<'_, R>) -> Result<String, ArchiveE
         return Err(ArchiveError::Damaged(format!("{path} is not a plain file")));
     }
     if !is_plain_relative(&path) {
-        return Err(ArchiveError::Damaged(format!("{path:?} is not a plain relative path")));
+        return Err(ArchiveError::Damaged(format!(
+            "{path:?} is not a plain relative path"
+        )));
     }
     Ok(path)
 }
@@ -367,7 +368,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("b.tar.zst");
         let mut writer = ArchiveWriter::create(&path).unwrap();
-        writer.add_bytes("objects/onyx-memory/main/MEMORY.md", 0o644, b"remember the NAS").unwrap();
+        writer
+            .add_bytes("objects/onyx-memory/main/MEMORY.md", 0o644, b"remember the NAS")
+            .unwrap();
         let long_key = format!("objects/onyx-sessions/main/{}/log.jsonl", "s".repeat(300));
         writer.add_bytes(&long_key, 0o600, b"{}\n").unwrap();
         writer.finish(manifest()).unwrap();
@@ -376,7 +379,10 @@ mod tests {
 
         let verified = verify(&path, &|_| {}).unwrap();
         assert_eq!(verified.entries.len(), 2);
-        assert_eq!(verified.entries.iter().find(|e| e.path == long_key).unwrap().mode, 0o600);
+        assert_eq!(
+            verified.entries.iter().find(|e| e.path == long_key).unwrap().mode,
+            0o600
+        );
 
         // Flip one byte of the memory file's content inside the tar stream.
         let raw = zstd::decode_all(File::open(&path).unwrap()).unwrap();
@@ -413,20 +419,30 @@ mod tests {
         let mut tar = tar::Builder::new(Vec::new());
         tar.append(&header, &b"evil"[..]).unwrap();
         let path = dir.join("crafted.tar.zst");
-        std::fs::write(&path, zstd::encode_all(tar.into_inner().unwrap().as_slice(), 3).unwrap()).unwrap();
+        std::fs::write(
+            &path,
+            zstd::encode_all(tar.into_inner().unwrap().as_slice(), 3).unwrap(),
+        )
+        .unwrap();
         path
     }
 
     #[test]
     fn an_archive_escaping_its_target_or_holding_links_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let err = verify(&crafted(dir.path(), b"data/../../etc/cron.d/x", tar::EntryType::Regular), &|_| {})
-            .unwrap_err()
-            .to_string();
+        let err = verify(
+            &crafted(dir.path(), b"data/../../etc/cron.d/x", tar::EntryType::Regular),
+            &|_| {},
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("not a plain relative path"), "{err}");
-        let err = verify(&crafted(dir.path(), b"data/link", tar::EntryType::Symlink), &|_| {})
-            .unwrap_err()
-            .to_string();
+        let err = verify(
+            &crafted(dir.path(), b"data/link", tar::EntryType::Symlink),
+            &|_| {},
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("not a plain file"), "{err}");
         std::fs::write(dir.path().join("junk"), b"not zstd").unwrap();
         assert!(verify(&dir.path().join("junk"), &|_| {}).is_err());

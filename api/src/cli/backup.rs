@@ -183,9 +183,8 @@ async fn write(
         counts.objects.insert(bucket.name().to_string(), copied);
     }
 
-    let (files, links) = data_files::list(config).map_err(|err| {
-        CliError::Io(format!("{}: {err}", config.storage.data_dir.display()))
-    })?;
+    let (files, links) = data_files::list(config)
+        .map_err(|err| CliError::Io(format!("{}: {err}", config.storage.data_dir.display())))?;
     for link in links {
         eprintln!("onyx backup: skipping the symbolic link {}", link.display());
     }

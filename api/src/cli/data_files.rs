@@ -36,14 +36,26 @@ pub struct WrittenPath {
 pub fn written_paths(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Vec<WrittenPath> {
     let dir = &config.storage.data_dir;
     let mut paths = vec![
-        WrittenPath { what: "data dir", path: dir.clone() },
+        WrittenPath {
+            what: "data dir",
+            path: dir.clone(),
+        },
         WrittenPath {
             what: "master key (unless ONYX_MASTER_KEY is set)",
             path: crate::secrets::MasterKeyFiles::in_dir(dir).current,
         },
-        WrittenPath { what: "agents' work folders", path: dir.join("workspaces") },
-        WrittenPath { what: "downloaded embedding models", path: dir.join(CACHES[0]) },
-        WrittenPath { what: "memory search snapshot", path: dir.join(CACHES[1]) },
+        WrittenPath {
+            what: "agents' work folders",
+            path: dir.join("workspaces"),
+        },
+        WrittenPath {
+            what: "downloaded embedding models",
+            path: dir.join(CACHES[0]),
+        },
+        WrittenPath {
+            what: "memory search snapshot",
+            path: dir.join(CACHES[1]),
+        },
         WrittenPath {
             what: "temporary files",
             path: PathBuf::from(env("TMPDIR").unwrap_or_else(|| "/tmp".into())),
@@ -56,10 +68,16 @@ pub fn written_paths(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> V
         });
     }
     if let Some(db) = embedded_db_dir(config) {
-        paths.push(WrittenPath { what: "embedded database", path: db });
+        paths.push(WrittenPath {
+            what: "embedded database",
+            path: db,
+        });
     }
     if matches!(config.storage.objects, ObjectStoreConfig::Local) {
-        paths.push(WrittenPath { what: "objects (memory, sessions, skills)", path: dir.join("objects") });
+        paths.push(WrittenPath {
+            what: "objects (memory, sessions, skills)",
+            path: dir.join("objects"),
+        });
     }
     for agent in &config.agents.list {
         if let Some(workspace) = &agent.workspace {
@@ -68,7 +86,10 @@ pub fn written_paths(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> V
                 (Some(rest), Some(home)) => home.join(rest),
                 _ => PathBuf::from(workspace),
             };
-            paths.push(WrittenPath { what: "an agent's workspace", path });
+            paths.push(WrittenPath {
+                what: "an agent's workspace",
+                path,
+            });
         }
     }
     paths

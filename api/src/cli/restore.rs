@@ -178,10 +178,18 @@ impl Targets {
         if not_empty && !force {
             let mut what = Vec::new();
             if !occupied.is_empty() {
-                what.push(format!("the data dir {} holds {}", data_dir.display(), occupied.join(", ")));
+                what.push(format!(
+                    "the data dir {} holds {}",
+                    data_dir.display(),
+                    occupied.join(", ")
+                ));
             }
             if !server_tables.is_empty() {
-                what.push(format!("the database {} has {} table(s)", config.storage.surrealdb.url, server_tables.len()));
+                what.push(format!(
+                    "the database {} has {} table(s)",
+                    config.storage.surrealdb.url,
+                    server_tables.len()
+                ));
             }
             if remote_count > 0 {
                 what.push(format!("the buckets hold {remote_count} object(s)"));
@@ -340,7 +348,10 @@ impl Targets {
         }
         for (bucket, key) in self.written.drain(..) {
             if let Err(err) = self.objects.delete(bucket, &key).await {
-                eprintln!("onyx restore: could not delete {}/{key} again: {err}", bucket.name());
+                eprintln!(
+                    "onyx restore: could not delete {}/{key} again: {err}",
+                    bucket.name()
+                );
             }
         }
         let _ = std::fs::remove_dir_all(&self.staging);
@@ -379,8 +390,8 @@ impl Targets {
 /// Reads an entry whole, checked against the manifest once more.
 fn read_checked(entry: impl Read, listed: &archive::Entry) -> Result<Vec<u8>, CliError> {
     let mut bytes = Vec::with_capacity(listed.size as usize);
-    let (size, sha256) =
-        archive::copy_hashed(entry, &mut bytes).map_err(|err| CliError::Io(format!("{}: {err}", listed.path)))?;
+    let (size, sha256) = archive::copy_hashed(entry, &mut bytes)
+        .map_err(|err| CliError::Io(format!("{}: {err}", listed.path)))?;
     if size != listed.size || sha256 != listed.sha256 {
         return Err(CliError::Io(format!(
             "{} changed since it was verified",

@@ -34,7 +34,11 @@ const SURREALKV_SPURIOUS: &str = "No runtime available for closing the store cor
 struct SpuriousWarnings;
 
 impl<S: tracing::Subscriber> Layer<S> for SpuriousWarnings {
-    fn event_enabled(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) -> bool {
+    fn event_enabled(
+        &self,
+        event: &tracing::Event<'_>,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
         // SurrealKV logs through `log`: such an event's own target is `log`,
         // the crate's is its `log.target` field.
         let target = event.metadata().target();
@@ -42,14 +46,16 @@ impl<S: tracing::Subscriber> Layer<S> for SpuriousWarnings {
             return true;
         }
         let (mut from_surrealkv, mut spurious) = (target.starts_with("surrealkv"), false);
-        event.record(&mut |field: &tracing::field::Field, value: &dyn std::fmt::Debug| {
-            let text = format!("{value:?}");
-            match field.name() {
-                "message" => spurious = text == SURREALKV_SPURIOUS,
-                "log.target" => from_surrealkv = text.trim_matches('"').starts_with("surrealkv"),
-                _ => {}
-            }
-        });
+        event.record(
+            &mut |field: &tracing::field::Field, value: &dyn std::fmt::Debug| {
+                let text = format!("{value:?}");
+                match field.name() {
+                    "message" => spurious = text == SURREALKV_SPURIOUS,
+                    "log.target" => from_surrealkv = text.trim_matches('"').starts_with("surrealkv"),
+                    _ => {}
+                }
+            },
+        );
         !(from_surrealkv && spurious)
     }
 }
@@ -264,11 +270,13 @@ mod tests {
         impl<S: tracing::Subscriber> Layer<S> for Seen {
             fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
                 let mut text = String::new();
-                event.record(&mut |field: &tracing::field::Field, value: &dyn std::fmt::Debug| {
-                    if field.name() == "message" {
-                        text = format!("{value:?}");
-                    }
-                });
+                event.record(
+                    &mut |field: &tracing::field::Field, value: &dyn std::fmt::Debug| {
+                        if field.name() == "message" {
+                            text = format!("{value:?}");
+                        }
+                    },
+                );
                 self.0.lock().unwrap().push(text);
             }
         }
@@ -300,8 +308,14 @@ mod tests {
         for spec in [DEFAULT_FILTER, "info", "warn"] {
             let subscriber = Registry::default().with(log_filter(spec));
             tracing::subscriber::with_default(subscriber, || {
-                assert!(!tracing::enabled!(target: "surrealdb::method::live", tracing::Level::WARN), "{spec}");
-                assert!(tracing::enabled!(target: "surrealdb::kvs", tracing::Level::WARN), "{spec}");
+                assert!(
+                    !tracing::enabled!(target: "surrealdb::method::live", tracing::Level::WARN),
+                    "{spec}"
+                );
+                assert!(
+                    tracing::enabled!(target: "surrealdb::kvs", tracing::Level::WARN),
+                    "{spec}"
+                );
             });
         }
     }

@@ -276,7 +276,10 @@ impl Drop for LiveQuery {
         let (db, id) = (self.db.clone(), self.id.take());
         runtime.spawn(async move {
             // A database already closed (shutdown) has no live queries left.
-            if let Err(err) = db.execute("KILL <uuid> $id", serde_json::json!({ "id": id })).await {
+            if let Err(err) = db
+                .execute("KILL <uuid> $id", serde_json::json!({ "id": id }))
+                .await
+            {
                 tracing::debug!(error = %err, "killing a live query");
             }
         });

@@ -173,8 +173,11 @@ impl Db {
                     "cannot remove table {table:?}: not a plain name"
                 )));
             }
-            self.execute(&format!("REMOVE TABLE IF EXISTS `{table}`"), serde_json::json!({}))
-                .await?;
+            self.execute(
+                &format!("REMOVE TABLE IF EXISTS `{table}`"),
+                serde_json::json!({}),
+            )
+            .await?;
         }
         Ok(())
     }
@@ -215,8 +218,14 @@ mod tests {
         };
         let http = |url: &str| ServerAccess::for_config(&config(url)).map(|s| s.base.to_string());
         assert_eq!(http("ws://db:8000").as_deref(), Some("http://db:8000/"));
-        assert_eq!(http("wss://db.example/rpc").as_deref(), Some("https://db.example/"));
-        assert_eq!(http("http://127.0.0.1:9/").as_deref(), Some("http://127.0.0.1:9/"));
+        assert_eq!(
+            http("wss://db.example/rpc").as_deref(),
+            Some("https://db.example/")
+        );
+        assert_eq!(
+            http("http://127.0.0.1:9/").as_deref(),
+            Some("http://127.0.0.1:9/")
+        );
         assert_eq!(http("surrealkv:///data/db"), None);
         assert_eq!(http("mem://"), None);
     }
@@ -234,11 +243,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("db.surql");
         source.export_to(&file).await.unwrap();
-        let target = Db::connect(&super::super::migrations::scratch_config()).await.unwrap();
+        let target = Db::connect(&super::super::migrations::scratch_config())
+            .await
+            .unwrap();
         assert!(target.tables().await.unwrap().is_empty());
         target.import_from(&file).await.unwrap();
         assert_eq!(target.count("session").await.unwrap(), 1);
-        assert_eq!(target.schema_version().await.unwrap(), super::super::SCHEMA_VERSION);
+        assert_eq!(
+            target.schema_version().await.unwrap(),
+            super::super::SCHEMA_VERSION
+        );
         target.remove_all_tables().await.unwrap();
         assert!(target.tables().await.unwrap().is_empty(), "emptied");
     }

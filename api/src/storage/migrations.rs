@@ -260,7 +260,9 @@ async fn run_steps(db: &Db, steps: &[&str], from: u32, to: u32) -> Result<(), Db
     db.execute(&transaction, json!({ "version": to }))
         .await
         .map_err(|err| match err {
-            DbError::Surreal(reason) if !super::db::is_conflict(&reason) => DbError::Migration { from, to, reason },
+            DbError::Surreal(reason) if !super::db::is_conflict(&reason) => {
+                DbError::Migration { from, to, reason }
+            }
             other => other,
         })
         .map(drop)
@@ -288,9 +290,12 @@ mod tests {
             "UPDATE note SET version = 3; THROW 'deliberately broken step';",
         ];
         assert_eq!(apply(&db, &steps[..1]).await.unwrap(), 1);
-        db.execute("CREATE note:kept SET text = 'stored before the upgrade'", json!({}))
-            .await
-            .unwrap();
+        db.execute(
+            "CREATE note:kept SET text = 'stored before the upgrade'",
+            json!({}),
+        )
+        .await
+        .unwrap();
         let err = apply(&db, steps).await.unwrap_err();
         let message = err.to_string();
         assert!(message.contains("deliberately broken step"), "{message}");
@@ -305,13 +310,19 @@ mod tests {
         assert!(notes[0].get("seen").is_none(), "step 2 rolled back: {notes:?}");
         assert!(notes[0].get("version").is_none(), "{notes:?}");
         let tables: Vec<serde_json::Value> = db.rows("INFO FOR DB", json!({}), 0).await.unwrap();
-        assert!(tables[0]["tables"].get("label").is_none(), "step 2's table rolled back: {tables:?}");
+        assert!(
+            tables[0]["tables"].get("label").is_none(),
+            "step 2's table rolled back: {tables:?}"
+        );
         // Fixed, the same steps apply, and applying again does nothing.
         let fixed: &[&str] = &[steps[0], steps[1], "UPDATE note SET version = 3;"];
         assert_eq!(apply(&db, fixed).await.unwrap(), 2);
         assert_eq!(apply(&db, fixed).await.unwrap(), 0);
         let notes: Vec<serde_json::Value> = db.rows("SELECT * FROM note", json!({}), 0).await.unwrap();
-        assert_eq!((notes[0]["seen"].clone(), notes[0]["version"].clone()), (json!(true), json!(3)));
+        assert_eq!(
+            (notes[0]["seen"].clone(), notes[0]["version"].clone()),
+            (json!(true), json!(3))
+        );
     }
 
     #[tokio::test]

@@ -41,7 +41,11 @@ async fn seed(onyx: &Onyx, fakes: &Fakes) -> String {
         .unwrap();
     assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
     let skill = "---\nname: garden\ndescription: how the garden is kept\n---\nWater at dawn.\n";
-    let (status, body) = reply(onyx.put("/v1/skills/main/garden").json(&json!({"content": skill}))).await;
+    let (status, body) = reply(
+        onyx.put("/v1/skills/main/garden")
+            .json(&json!({"content": skill})),
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
     let spec = json!({"name": "sealed", "type": "openai",
         "baseUrl": format!("{}/v1", fakes.openai.url()), "apiKey": DEFAULT_KEY});
@@ -72,10 +76,11 @@ async fn seen(onyx: &Onyx) -> Seen {
         sessions.insert(id, session["messages"].clone());
     }
     let hits = wait_until(secs(30), "the note is found", async || {
-        let (status, hits) = reply(
-            onyx.get("/v1/memory/search")
-                .query(&[("q", "where do the backups live"), ("mode", "text"), ("agent", "main")]),
-        )
+        let (status, hits) = reply(onyx.get("/v1/memory/search").query(&[
+            ("q", "where do the backups live"),
+            ("mode", "text"),
+            ("agent", "main"),
+        ]))
         .await;
         let paths = pluck(&hits["data"], "/path");
         (status == 200 && paths.iter().any(|p| p == "memory/storage.md")).then_some(paths)
@@ -186,7 +191,10 @@ async fn an_embedded_onyx_backed_up_and_restored_serves_the_same_data() {
     let (home, _) = onyx.stop().await;
     let (code, stderr) = onyx_cli(home.path(), &[], &["backup", archive_arg]).await;
     assert_eq!(code, 0, "{stderr}");
-    assert!(stderr.contains("backed up 2 session(s)") || stderr.contains("session(s)"), "{stderr}");
+    assert!(
+        stderr.contains("backed up 2 session(s)") || stderr.contains("session(s)"),
+        "{stderr}"
+    );
     assert!(stderr.contains("is NOT in the archive"), "{stderr}");
     let (code, stderr) = onyx_cli(home.path(), &[], &["backup", archive_arg]).await;
     assert_eq!(code, 1, "a backup is never overwritten: {stderr}");
@@ -198,8 +206,15 @@ async fn an_embedded_onyx_backed_up_and_restored_serves_the_same_data() {
     assert!(stderr.contains("put its master.key in"), "{stderr}");
     let (code, stderr) = onyx_cli(fresh.path(), &[], &["restore", archive_arg]).await;
     assert_eq!(code, 1, "{stderr}");
-    assert!(stderr.contains("refusing to restore over existing data"), "{stderr}");
-    std::fs::copy(home.path().join("data/master.key"), fresh.path().join("data/master.key")).unwrap();
+    assert!(
+        stderr.contains("refusing to restore over existing data"),
+        "{stderr}"
+    );
+    std::fs::copy(
+        home.path().join("data/master.key"),
+        fresh.path().join("data/master.key"),
+    )
+    .unwrap();
     let restored = Onyx::start_in(fresh, Some(&config), &[]).await;
     assert_kept(&before, &seen(&restored).await);
     assert_working(&restored, &task).await;
@@ -208,7 +223,12 @@ async fn an_embedded_onyx_backed_up_and_restored_serves_the_same_data() {
     // With --include-master-key the archive alone opens every sealed value;
     // --force moves what was there aside instead of deleting it.
     let keyed = archive_dir.path().join("keyed.tar.zst");
-    let (code, stderr) = onyx_cli(home.path(), &[], &["backup", "--include-master-key", keyed.to_str().unwrap()]).await;
+    let (code, stderr) = onyx_cli(
+        home.path(),
+        &[],
+        &["backup", "--include-master-key", keyed.to_str().unwrap()],
+    )
+    .await;
     assert_eq!(code, 0, "{stderr}");
     let other = fresh_home(&config);
     let (code, stderr) = onyx_cli(other.path(), &[], &["restore", keyed.to_str().unwrap()]).await;
@@ -217,7 +237,12 @@ async fn an_embedded_onyx_backed_up_and_restored_serves_the_same_data() {
     assert_kept(&before, &seen(&restored).await);
     assert_working(&restored, &task).await;
     drop(restored);
-    let (code, stderr) = onyx_cli(fresh.path(), &[], &["restore", "--force", keyed.to_str().unwrap()]).await;
+    let (code, stderr) = onyx_cli(
+        fresh.path(),
+        &[],
+        &["restore", "--force", keyed.to_str().unwrap()],
+    )
+    .await;
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("moved what was in the data dir to"), "{stderr}");
     let aside: Vec<PathBuf> = std::fs::read_dir(fresh.path().join("data"))
@@ -278,14 +303,20 @@ async fn a_server_and_s3_onyx_backed_up_while_it_writes_restores_consistently() 
     assert_eq!(code, 0, "{stderr}");
     let (code, stderr) = onyx_cli(fresh.path(), &env, &["restore", archive.to_str().unwrap()]).await;
     assert_eq!(code, 1, "{stderr}");
-    assert!(stderr.contains("table(s)") && stderr.contains("object(s)"), "{stderr}");
+    assert!(
+        stderr.contains("table(s)") && stderr.contains("object(s)"),
+        "{stderr}"
+    );
     let restored = Onyx::start_in(fresh, Some(&config2), &env).await;
     let after = seen(&restored).await;
     assert_kept(&before, &after);
     // Consistent: every session the database names has its whole log.
     for (id, messages) in &after.sessions {
         let messages = messages.as_array().unwrap_or_else(|| panic!("{id}: {messages}"));
-        assert!(messages.len() >= 2 && messages.len() % 2 == 0, "{id}: {messages:?}");
+        assert!(
+            messages.len() >= 2 && messages.len() % 2 == 0,
+            "{id}: {messages:?}"
+        );
     }
     assert_working(&restored, &task).await;
 
@@ -324,12 +355,19 @@ fn pack(entries: &[(String, Vec<u8>)], to: &Path) {
         header.set_mode(0o644);
         tar.append_data(&mut header, path, bytes.as_slice()).unwrap();
     }
-    std::fs::write(to, zstd::encode_all(tar.into_inner().unwrap().as_slice(), 3).unwrap()).unwrap();
+    std::fs::write(
+        to,
+        zstd::encode_all(tar.into_inner().unwrap().as_slice(), 3).unwrap(),
+    )
+    .unwrap();
 }
 
 fn sha256(bytes: &[u8]) -> String {
     use sha2::Digest;
-    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[tokio::test]
@@ -360,7 +398,10 @@ async fn a_damaged_archive_or_a_restore_failing_half_way_leaves_the_targets_as_t
 
     // A changed byte in an object: found before anything is written.
     let mut changed = entries.clone();
-    let object = changed.iter_mut().find(|(p, _)| p.starts_with("objects/onyx-memory/")).unwrap();
+    let object = changed
+        .iter_mut()
+        .find(|(p, _)| p.starts_with("objects/onyx-memory/"))
+        .unwrap();
     object.1[0] ^= 0x20;
     let damaged = archive_dir.path().join("damaged.tar.zst");
     pack(&changed, &damaged);

@@ -44,7 +44,10 @@ async fn the_embedded_database_start_up_chatter_stays_out_of_the_default_log() {
     let (_, logs) = onyx.stop_and_logs().await;
     assert!(logs.contains(" ready "), "{logs}");
     assert!(
-        logs.contains(&format!("applied {} migrations in", onyx::storage::SCHEMA_VERSION)),
+        logs.contains(&format!(
+            "applied {} migrations in",
+            onyx::storage::SCHEMA_VERSION
+        )),
         "{logs}"
     );
     for chatter in ["LSM tree", "WAL recovery", "block cache capacity", "kvs store"] {
@@ -214,7 +217,11 @@ async fn hash_password_makes_an_argon2id_hash_the_config_accepts() {
 
 /// Everything one `onyx serve` run printed, stdout and stderr together, from
 /// start to a SIGTERM stop; with its exit status.
-async fn run_and_stop(dir: &std::path::Path, config: Option<&str>, env: &[(&str, &str)]) -> (std::process::ExitStatus, Vec<String>) {
+async fn run_and_stop(
+    dir: &std::path::Path,
+    config: Option<&str>,
+    env: &[(&str, &str)],
+) -> (std::process::ExitStatus, Vec<String>) {
     let mut command = Onyx::command(dir, env);
     command.args(["serve", "--listen", "127.0.0.1:0"]);
     if let Some(config) = config {
@@ -260,7 +267,10 @@ async fn run_and_stop(dir: &std::path::Path, config: Option<&str>, env: &[(&str,
     })
     .await;
     let pid = child.id().unwrap().to_string();
-    std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
     let status = child.wait().await.unwrap();
     for reader in readers {
         reader.await.unwrap();
@@ -298,16 +308,34 @@ async fn a_first_start_says_what_it_migrated_once_and_a_clean_stop_warns_about_n
             ("RUST_LOG", ""),
         ];
         let (status, first) = run_and_stop(dir.path(), config, &env).await;
-        let what = format!("{} with ONYX_LOG={log:?}", if config.is_some() { "server" } else { "embedded" });
+        let what = format!(
+            "{} with ONYX_LOG={log:?}",
+            if config.is_some() { "server" } else { "embedded" }
+        );
         assert!(status.success(), "{what}: {status}\n{}", first.join("\n"));
         assert_eq!(count(&first, "listening on"), 1, "{what}:\n{}", first.join("\n"));
         let migrated: Vec<&String> = first.iter().filter(|l| l.contains("migration")).collect();
         let expected = format!("applied {} migrations in ", onyx::storage::SCHEMA_VERSION);
-        assert_eq!(migrated.len(), 1, "{what}: one line for the migrations: {migrated:?}");
-        assert!(migrated[0].contains(&expected) && migrated[0].contains(" ms"), "{what}: {migrated:?}");
+        assert_eq!(
+            migrated.len(),
+            1,
+            "{what}: one line for the migrations: {migrated:?}"
+        );
+        assert!(
+            migrated[0].contains(&expected) && migrated[0].contains(" ms"),
+            "{what}: {migrated:?}"
+        );
         let warnings: Vec<&String> = first.iter().filter(|l| is_warning(l)).collect();
-        assert!(warnings.is_empty(), "{what}: a clean run warned:\n{}", first.join("\n"));
-        for noise in ["Failed to kill live query", "Specify a namespace", "No runtime available"] {
+        assert!(
+            warnings.is_empty(),
+            "{what}: a clean run warned:\n{}",
+            first.join("\n")
+        );
+        for noise in [
+            "Failed to kill live query",
+            "Specify a namespace",
+            "No runtime available",
+        ] {
             assert_eq!(count(&first, noise), 0, "{what}: {noise}\n{}", first.join("\n"));
         }
         // Started again on the same data: nothing to migrate, nothing said.
@@ -315,7 +343,11 @@ async fn a_first_start_says_what_it_migrated_once_and_a_clean_stop_warns_about_n
         assert!(status.success(), "{what}: {status}");
         assert_eq!(count(&again, "migration"), 0, "{what}:\n{}", again.join("\n"));
         assert_eq!(count(&again, "listening on"), 1, "{what}");
-        assert!(again.iter().all(|l| !is_warning(l)), "{what}:\n{}", again.join("\n"));
+        assert!(
+            again.iter().all(|l| !is_warning(l)),
+            "{what}:\n{}",
+            again.join("\n")
+        );
     }
 }
 
@@ -345,9 +377,10 @@ async fn a_data_dir_from_an_earlier_build_opens_migrates_and_serves_the_same() {
     let fakes = Fakes::start().await;
     let openai = format!("{}/v1", fakes.openai.url());
     for archive in upgrade_fixtures() {
-        let expected: Value =
-            serde_json::from_str(&std::fs::read_to_string(archive.with_extension("").with_extension("json")).unwrap())
-                .unwrap();
+        let expected: Value = serde_json::from_str(
+            &std::fs::read_to_string(archive.with_extension("").with_extension("json")).unwrap(),
+        )
+        .unwrap();
         let home = tempfile::tempdir().unwrap();
         unpack_fixture(&archive, home.path());
         let config = std::fs::read_to_string(home.path().join("onyx.json5")).unwrap();
@@ -370,13 +403,18 @@ async fn a_data_dir_from_an_earlier_build_opens_migrates_and_serves_the_same() {
             assert_eq!(&Value::Array(seen), messages, "{what}: session {id}");
         }
         let listed = ids(&onyx.get_json("/v1/sessions?agent=main&limit=100").await);
-        assert_eq!(listed.len(), expected["sessions"].as_object().unwrap().len(), "{what}: {listed:?}");
+        assert_eq!(
+            listed.len(),
+            expected["sessions"].as_object().unwrap().len(),
+            "{what}: {listed:?}"
+        );
         let query = expected["search"]["q"].as_str().unwrap();
         let paths = wait_until(secs(30), "the fixture's memory is found", async || {
-            let (status, hits) = reply(
-                onyx.get("/v1/memory/search")
-                    .query(&[("q", query), ("mode", "text"), ("agent", "main")]),
-            )
+            let (status, hits) = reply(onyx.get("/v1/memory/search").query(&[
+                ("q", query),
+                ("mode", "text"),
+                ("agent", "main"),
+            ]))
             .await;
             let paths = pluck(&hits["data"], "/path");
             (status == 200 && !paths.is_empty()).then_some(paths)
@@ -386,7 +424,9 @@ async fn a_data_dir_from_an_earlier_build_opens_migrates_and_serves_the_same() {
         let skills = pluck(&onyx.get_json("/v1/skills?agent=main").await["data"], "/name");
         assert_eq!(json!(skills), expected["skills"], "{what}");
         let (status, body) = onyx
-            .chat(json!({"model": "onyx:main", "messages": [{"role": "user", "content": "after the upgrade"}]}))
+            .chat(
+                json!({"model": "onyx:main", "messages": [{"role": "user", "content": "after the upgrade"}]}),
+            )
             .await;
         assert_eq!(status, 200, "{what}: {body}");
         let (home, logs) = onyx.stop().await;

@@ -230,7 +230,6 @@ fn searxng_answers_json_and_the_dockerfile_builds_a_small_non_root_image() {
     }
 }
 
-
 /// Resolves compose's `${VAR}`, `${VAR:-default}` and `${VAR:?message}` from `dotenv`.
 pub fn interpolate(value: &str, dotenv: &dyn Fn(&str) -> Option<String>) -> String {
     let mut out = String::new();
@@ -272,7 +271,9 @@ fn every_image_is_pinned_in_one_place_and_onyx_runs_read_only() {
     let services = compose["services"].as_object().unwrap();
     let example = env_example();
     for (name, service) in services {
-        let Some(image) = service["image"].as_str() else { continue };
+        let Some(image) = service["image"].as_str() else {
+            continue;
+        };
         if name == "onyx" {
             assert_eq!(image, "onyx:local", "built here");
             continue;
@@ -282,7 +283,10 @@ fn every_image_is_pinned_in_one_place_and_onyx_runs_read_only() {
             .find(|(service, _, _)| service == name)
             .unwrap_or_else(|| panic!("{name} runs {image}, which is not pinned"));
         let version = &example[*variable];
-        assert!(!version.is_empty() && version != "latest", "{variable}={version:?}");
+        assert!(
+            !version.is_empty() && version != "latest",
+            "{variable}={version:?}"
+        );
         assert_eq!(
             image,
             format!("{repository}:${{{variable}:-{version}}}"),
@@ -290,8 +294,14 @@ fn every_image_is_pinned_in_one_place_and_onyx_runs_read_only() {
         );
     }
     let onyx = &services["onyx"];
-    assert_eq!(onyx["read_only"], true, "the Onyx container's root filesystem is read-only");
-    assert!(onyx["tmpfs"].as_array().unwrap().contains(&json!("/tmp")), "{onyx}");
+    assert_eq!(
+        onyx["read_only"], true,
+        "the Onyx container's root filesystem is read-only"
+    );
+    assert!(
+        onyx["tmpfs"].as_array().unwrap().contains(&json!("/tmp")),
+        "{onyx}"
+    );
 }
 
 /// The runtime stage of the Dockerfile (after the last `FROM`).
@@ -351,7 +361,9 @@ fn everything_onyx_writes_in_the_container_is_on_a_volume() {
         .iter()
         .filter_map(|v| {
             let (source, target) = v.split_once(':')?;
-            declared.contains_key(source).then(|| PathBuf::from(target.split(':').next().unwrap()))
+            declared
+                .contains_key(source)
+                .then(|| PathBuf::from(target.split(':').next().unwrap()))
         })
         .collect();
     let tmpfs: Vec<PathBuf> = onyx["tmpfs"]
@@ -362,17 +374,36 @@ fn everything_onyx_writes_in_the_container_is_on_a_volume() {
         .collect();
     let written = onyx::cli::written_paths(&config, &lookup);
     let data_dir = &config.storage.data_dir;
-    assert_eq!(data_dir, Path::new("/home/onyx/data"), "ONYX_DATA_DIR from the image and compose");
-    for must in ["data dir", "master key (unless ONYX_MASTER_KEY is set)", "subscription sign-ins",
-                 "downloaded embedding models", "memory search snapshot", "agents' work folders",
-                 "an agent's workspace", "temporary files"] {
-        assert!(written.iter().any(|w| w.what == must), "{must} missing from {written:?}");
+    assert_eq!(
+        data_dir,
+        Path::new("/home/onyx/data"),
+        "ONYX_DATA_DIR from the image and compose"
+    );
+    for must in [
+        "data dir",
+        "master key (unless ONYX_MASTER_KEY is set)",
+        "subscription sign-ins",
+        "downloaded embedding models",
+        "memory search snapshot",
+        "agents' work folders",
+        "an agent's workspace",
+        "temporary files",
+    ] {
+        assert!(
+            written.iter().any(|w| w.what == must),
+            "{must} missing from {written:?}"
+        );
     }
     for place in &written {
         let on_volume = named.iter().any(|dir| is_within(&place.path, dir));
         let in_memory = tmpfs.iter().any(|dir| is_within(&place.path, dir));
         if place.what == "temporary files" {
-            assert!(in_memory, "{} ({}) is not a tmpfs: {tmpfs:?}", place.what, place.path.display());
+            assert!(
+                in_memory,
+                "{} ({}) is not a tmpfs: {tmpfs:?}",
+                place.what,
+                place.path.display()
+            );
         } else {
             assert!(
                 on_volume,
@@ -389,7 +420,10 @@ fn everything_onyx_writes_in_the_container_is_on_a_volume() {
         .unwrap()
         .trim();
     for place in &written {
-        assert!(place.path != Path::new(workdir) && place.path != Path::new(&env["HOME"]), "{place:?}");
+        assert!(
+            place.path != Path::new(workdir) && place.path != Path::new(&env["HOME"]),
+            "{place:?}"
+        );
     }
     // Each volume's mount point exists in the image, owned by the onyx user,
     // so a new named volume starts writable by it.
@@ -397,12 +431,15 @@ fn everything_onyx_writes_in_the_container_is_on_a_volume() {
     for dir in &named {
         let dir = dir.display().to_string();
         assert!(
-            setup.lines().any(|l| l.contains("mkdir -p") && l.split_whitespace().any(|w| w == dir)),
+            setup
+                .lines()
+                .any(|l| l.contains("mkdir -p") && l.split_whitespace().any(|w| w == dir)),
             "the image makes {dir}"
         );
         assert!(
             setup.lines().any(|l| l.contains("chown -R onyx:onyx")
-                && l.split_whitespace().any(|w| dir.starts_with(w) && w.starts_with('/'))),
+                && l.split_whitespace()
+                    .any(|w| dir.starts_with(w) && w.starts_with('/'))),
             "the image gives {dir} to onyx"
         );
     }

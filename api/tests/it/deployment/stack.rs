@@ -178,16 +178,24 @@ async fn recreating_the_containers_keeps_a_provider_added_through_the_api() {
     stack.recreate_minio().await;
     let onyx = Onyx::start(None, &as_refs(&env)).await;
     let (status, body) = onyx.chat(ask.clone()).await;
-    assert_eq!(status, 200, "the sealed provider opens with the same .env: {body}");
+    assert_eq!(
+        status, 200,
+        "the sealed provider opens with the same .env: {body}"
+    );
     assert_eq!(body["choices"][0]["message"]["content"], "echo: still there?");
     let kept = onyx.get_json(&format!("/v1/sessions/{session}")).await;
-    assert!(kept["messages"].to_string().contains("remember this chat"), "{kept}");
+    assert!(
+        kept["messages"].to_string().contains("remember this chat"),
+        "{kept}"
+    );
     let (container_filesystem, _) = onyx.stop().await;
     drop(container_filesystem);
 
     // What the key protects: with another key in .env the provider's
     // sealed API key cannot be opened, and Onyx says so instead of calling out.
-    stack.dotenv.insert("ONYX_MASTER_KEY", OTHER_MASTER_KEY.to_string());
+    stack
+        .dotenv
+        .insert("ONYX_MASTER_KEY", OTHER_MASTER_KEY.to_string());
     let onyx = Onyx::start(None, &as_refs(&stack.env())).await;
     let (status, body) = onyx.chat(ask).await;
     assert_ne!(status, 200, "{body}");
@@ -199,5 +207,8 @@ async fn recreating_the_containers_keeps_a_provider_added_through_the_api() {
         .find(|p| p["name"] == "hosted")
         .cloned()
         .unwrap_or_else(|| panic!("{providers}"));
-    assert!(hosted["error"].as_str().is_some_and(|e| !e.is_empty()), "{hosted}");
+    assert!(
+        hosted["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{hosted}"
+    );
 }
