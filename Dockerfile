@@ -2,7 +2,8 @@
 # Onyx: the control UI built with Node, the gateway built in release with
 # cached dependencies (cargo-chef), run on slim Debian as a non-root user,
 # with the subscription providers' CLIs (Claude Code, Codex, GitHub Copilot)
-# installed globally so their provider types need no `command`.
+# installed globally so their provider types need no `command`. The data
+# dir, the workspace and /backups are volumes in docker-compose.yml.
 
 FROM node:22-bookworm-slim AS ui
 WORKDIR /src/frontend
@@ -46,13 +47,16 @@ RUN apt-get update \
  && npm cache clean --force \
  && claude --version && codex --version && copilot --version \
  && useradd --system --uid 10001 --user-group --create-home --home-dir /home/onyx onyx \
- && mkdir -p /home/onyx/data /home/onyx/workspace \
- && chown -R onyx:onyx /home/onyx
+ && mkdir -p /home/onyx/data /home/onyx/workspace /backups \
+ && chown -R onyx:onyx /home/onyx /backups
 COPY --from=builder /src/target/release/onyx /usr/local/bin/onyx
 COPY config/ /etc/onyx/
 USER onyx
 WORKDIR /home/onyx
-ENV ONYX_CONFIG=/etc/onyx/onyx.compose.json5 \
+# Everything Onyx writes goes under ONYX_DATA_DIR (a volume in compose);
+# HOME holds nothing of Onyx's, so the root filesystem can be read-only.
+ENV HOME=/home/onyx \
+    ONYX_CONFIG=/etc/onyx/onyx.compose.json5 \
     ONYX_DATA_DIR=/home/onyx/data \
     ONYX_LOG_FORMAT=json
 EXPOSE 18790

@@ -92,6 +92,7 @@ pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
                 objects: app.objects.as_ref(),
                 parked_sessions: app.sessions.pending_count(),
             };
+            rows.push(schema_row(&app.db).await);
             let mut deps = probe_stores(stores).await;
             deps.extend(probe_providers(&app.router).await);
             deps.push(embedder_health(&app.memory, Some(std::time::Duration::from_secs(5))).await);
@@ -134,6 +135,22 @@ fn exec_sandbox_row(exec: &crate::config::ExecSandbox) -> Row {
         // Unconfined is reported; it fails only when exec would be refused.
         ok: refused.is_none(),
         detail,
+    }
+}
+
+async fn schema_row(db: &crate::storage::Db) -> Row {
+    let known = crate::storage::SCHEMA_VERSION;
+    match db.schema_version().await {
+        Ok(version) => Row {
+            check: "schema".into(),
+            ok: version == known,
+            detail: format!("version {version} (this onyx migrates up to {known})"),
+        },
+        Err(err) => Row {
+            check: "schema".into(),
+            ok: false,
+            detail: err.to_string(),
+        },
     }
 }
 

@@ -1,4 +1,4 @@
-//! Why an offline command (`onyx keys`, `onyx reindex`) failed: each
+//! Why an offline command (`onyx keys`, `onyx reindex`, `onyx backup`) failed: each
 //! domain's own error, composed; `main` prints the message (with a hint
 //! where one helps) and exits non-zero.
 
@@ -21,6 +21,8 @@ pub enum CliError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
+    ObjectKey(#[from] crate::storage::InvalidKey),
+    #[error(transparent)]
     Session(#[from] SessionError),
     #[error(transparent)]
     Memory(#[from] MemoryError),
@@ -34,6 +36,17 @@ pub enum CliError {
     Io(String),
     #[error("stored providers: {0}")]
     Providers(#[from] crate::providers::stored::StoreError),
+}
+
+/// The exit status of an offline command; its error on stderr, named.
+pub fn exit_code(command: &str, result: Result<(), CliError>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("onyx {command}: {err}");
+            std::process::ExitCode::FAILURE
+        }
+    }
 }
 
 /// Connecting failed: says so plainly when `onyx serve` holds the lock.

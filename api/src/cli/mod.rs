@@ -1,12 +1,17 @@
 //! The `onyx` command line: `serve`, `doctor`, `hash-password`, `keys`,
-//! `reindex`, `login`, and the hidden `sandbox-exec` helper of the `exec` tool.
+//! `reindex`, `login`, `backup`, `restore`, and the hidden `sandbox-exec`
+//! helper of the `exec` tool.
 
+mod archive;
+mod backup;
+mod data_files;
 mod doctor;
 mod error;
 mod hash_password;
 mod keys;
 mod login;
 mod reindex;
+mod restore;
 mod rotate_master;
 mod sandbox_exec;
 mod serve;
@@ -17,6 +22,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+pub use data_files::{WrittenPath, written_paths};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -76,6 +83,12 @@ enum Command {
         #[command(subcommand)]
         command: skills::SkillsCommand,
     },
+    /// Write one archive with the database, every object and the data dir's
+    /// own files (works while `onyx serve` runs on a SurrealDB server).
+    Backup(backup::BackupArgs),
+    /// Put a backup back into an empty data dir, database and buckets.
+    /// Stop `onyx serve` first.
+    Restore(restore::RestoreArgs),
     /// Internal: run a command confined (what the `exec` tool starts).
     #[command(name = "sandbox-exec", hide = true)]
     SandboxExec(sandbox_exec::SandboxArgs),
@@ -104,6 +117,8 @@ pub fn main() -> ExitCode {
             Command::Keys { config, command } => keys::run(config, command).await,
             Command::Skills { config, command } => skills::run(config, command).await,
             Command::Login { cli, config, command } => login::run(config, cli, command).await,
+            Command::Backup(args) => backup::run(args).await,
+            Command::Restore(args) => restore::run(args).await,
             // Handled above, before the runtime started.
             Command::SandboxExec(args) => sandbox_exec::run(args),
         }

@@ -23,7 +23,7 @@ pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
     }
 }
 
-fn bar(label: &str) -> ProgressBar {
+pub(super) fn bar(label: &str) -> ProgressBar {
     ProgressBar::new(0).with_style(
         ProgressStyle::with_template(&format!("{label:<16} {{bar:40}} {{pos}}/{{len}} ({{eta}})"))
             .unwrap_or_else(|_| ProgressStyle::default_bar()),

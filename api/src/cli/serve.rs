@@ -83,8 +83,10 @@ async fn serve(
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });
-    tracing::info!("onyx listening on http://{bound}");
-    // A stable line on stdout for scripts and test harnesses that start on port 0.
+    // The one "listening on" line, on stdout, stable for scripts and test
+    // harnesses that start on port 0; the log says "ready" (a container's
+    // log shows both streams, and the address once).
+    tracing::info!(address = %format!("http://{bound}"), "ready");
     println!("listening on http://{bound}");
 
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
@@ -127,12 +129,16 @@ async fn serve(
     Ok(())
 }
 
-/// Drops the app (the database's last handles) and waits for embedded
-/// storage to close cleanly, so the next start does not replay its log.
+/// Closes embedded storage on this runtime (flushed, so the next start does
+/// not replay its log), drops the app (the database's last handles) and
+/// waits until the store has released its lock.
 async fn close_database(app: Arc<App>) {
     let Some(dir) = app.db.embedded_dir() else {
         return;
     };
+    if let Err(err) = app.db.close().await {
+        tracing::warn!(error = %err, "closing the database");
+    }
     drop(app);
     let started = tokio::time::Instant::now();
     if crate::storage::wait_closed(&dir, DATABASE_CLOSE_LIMIT).await {

@@ -19,7 +19,54 @@ use crate::config::LogFormat;
 
 /// Onyx at `info`; the embedded database's own start-up chatter (about twenty
 /// lines of LSM and WAL settings) only at `warn`, so `ONYX_LOG=debug` shows it.
-pub const DEFAULT_FILTER: &str = "info,surrealdb=warn,surrealkv=warn";
+/// The SDK's own kill of a dropped live query runs in a session with no
+/// namespace and always fails (Onyx kills them itself, `storage::Db::changes`):
+/// that warning is shown only at `error`, which it never is.
+pub const DEFAULT_FILTER: &str = "info,surrealdb=warn,surrealkv=warn,surrealdb::method::live=error";
+
+/// SurrealKV's store closes itself whenever any clone of its handle is
+/// dropped; the clone its commit thread holds is dropped on that thread,
+/// which has no async runtime, after `onyx serve` closed the store on the
+/// runtime (`storage::Db::close`), and it says so at `warn`. Only that line
+/// is dropped: SurrealKV's other warnings stay.
+const SURREALKV_SPURIOUS: &str = "No runtime available for closing the store correctly";
+
+struct SpuriousWarnings;
+
+impl<S: tracing::Subscriber> Layer<S> for SpuriousWarnings {
+    fn event_enabled(
+        &self,
+        event: &tracing::Event<'_>,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
+        // SurrealKV logs through `log`: such an event's own target is `log`,
+        // the crate's is its `log.target` field.
+        let target = event.metadata().target();
+        if target != "log" && !target.starts_with("surrealkv") {
+            return true;
+        }
+        let (mut from_surrealkv, mut spurious) = (target.starts_with("surrealkv"), false);
+        event.record(
+            &mut |field: &tracing::field::Field, value: &dyn std::fmt::Debug| {
+                let text = format!("{value:?}");
+                match field.name() {
+                    "message" => spurious = text == SURREALKV_SPURIOUS,
+                    "log.target" => from_surrealkv = text.trim_matches('"').starts_with("surrealkv"),
+                    _ => {}
+                }
+            },
+        );
+        !(from_surrealkv && spurious)
+    }
+}
+
+/// The dependencies' levels a filter of `info` or quieter gets unless it names
+/// them (`ONYX_LOG=info`, as compose sets it, means Onyx at info).
+const DEPENDENCY_LEVELS: [(&str, &str); 3] = [
+    ("surrealdb", "warn"),
+    ("surrealkv", "warn"),
+    ("surrealdb::method::live", "error"),
+];
 
 /// Lines queued for stderr before new ones are dropped (`ONYX_LOG_BUFFER_LINES`).
 pub const DEFAULT_BUFFER_LINES: usize = 16_384;
@@ -76,7 +123,25 @@ fn colours() -> bool {
 /// enter, exit and close, which every request's span pays several times.
 /// A spec neither can read gets [`DEFAULT_FILTER`] (a `Targets`).
 fn log_filter(spec: &str) -> Box<dyn Layer<Registry> + Send + Sync> {
-    let spec: Vec<&str> = spec.split(',').map(str::trim).filter(|d| !d.is_empty()).collect();
+    let mut spec: Vec<String> = spec
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(String::from)
+        .collect();
+    let quiet = spec
+        .iter()
+        .any(|d| ["info", "warn", "error", "off"].contains(&d.to_ascii_lowercase().as_str()));
+    if quiet {
+        for (target, level) in DEPENDENCY_LEVELS {
+            let named = spec
+                .iter()
+                .any(|d| d.split('=').next().is_some_and(|t| t.trim() == target));
+            if !named {
+                spec.push(format!("{target}={level}"));
+            }
+        }
+    }
     let spec = spec.join(",");
     if !spec.contains('[')
         && let Ok(targets) = spec.parse::<Targets>()
@@ -103,6 +168,7 @@ pub fn init_logging(format: LogFormat) -> LogGuard {
     let drops = writer.error_counter();
     let registry = tracing_subscriber::registry()
         .with(filter)
+        .with(SpuriousWarnings)
         .with(super::tail::TailLayer);
     let installed = match format {
         LogFormat::Json => registry
@@ -191,6 +257,63 @@ mod tests {
         assert_eq!(passed("warn,[request]=debug"), ["db warn", "debug in request"]);
         // What neither reads falls back to the default.
         assert_eq!(passed("onyx=loud[("), ["db warn", "onyx info"]);
+        // A plain `info` (compose's ONYX_LOG) keeps the database quiet too,
+        // unless it names the database's level itself.
+        assert_eq!(passed("info"), ["db warn", "onyx info"]);
+        assert_eq!(passed("info,surrealdb=info"), ["db info", "db warn", "onyx info"]);
+    }
+
+    #[test]
+    fn only_surrealkvs_spurious_close_warning_is_dropped() {
+        #[derive(Clone, Default)]
+        struct Seen(Arc<Mutex<Vec<String>>>);
+        impl<S: tracing::Subscriber> Layer<S> for Seen {
+            fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+                let mut text = String::new();
+                event.record(
+                    &mut |field: &tracing::field::Field, value: &dyn std::fmt::Debug| {
+                        if field.name() == "message" {
+                            text = format!("{value:?}");
+                        }
+                    },
+                );
+                self.0.lock().unwrap().push(text);
+            }
+        }
+        let seen = Seen::default();
+        let subscriber = Registry::default()
+            .with(log_filter(DEFAULT_FILTER))
+            .with(SpuriousWarnings)
+            .with(seen.clone());
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::warn!(target: "surrealkv::lsm", "No runtime available for closing the store correctly");
+            tracing::warn!(target: "surrealkv::lsm", "Failed to clean up old WAL segments: disk full");
+            tracing::warn!(target: "onyx::storage", "No runtime available for closing the store correctly");
+        });
+        assert_eq!(
+            *seen.0.lock().unwrap(),
+            [
+                "Failed to clean up old WAL segments: disk full",
+                "No runtime available for closing the store correctly",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_sdks_failing_live_query_kill_is_not_a_warning_at_info() {
+        for spec in [DEFAULT_FILTER, "info", "warn"] {
+            let subscriber = Registry::default().with(log_filter(spec));
+            tracing::subscriber::with_default(subscriber, || {
+                assert!(
+                    !tracing::enabled!(target: "surrealdb::method::live", tracing::Level::WARN),
+                    "{spec}"
+                );
+                assert!(
+                    tracing::enabled!(target: "surrealdb::kvs", tracing::Level::WARN),
+                    "{spec}"
+                );
+            });
+        }
     }
 
     #[test]

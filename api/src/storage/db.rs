@@ -11,7 +11,9 @@ use serde::de::DeserializeOwned;
 use surrealdb::Surreal;
 use surrealdb::engine::any::Any;
 use surrealdb::engine::local::Db as Local;
+use surrealdb_engine_local::Datastore;
 
+use super::dump::ServerAccess;
 use crate::config::SurrealConfig;
 
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +26,12 @@ pub enum DbError {
     SchemaTooNew { found: u32, known: u32 },
     #[error("database returned data Onyx could not read: {0}")]
     Decode(String),
+    #[error(
+        "migrating the database from schema version {from} to {to} failed, and nothing was changed (still version {from}): {reason}"
+    )]
+    Migration { from: u32, to: u32, reason: String },
+    #[error("database dump: {0}")]
+    Dump(String),
 }
 
 impl From<surrealdb::Error> for DbError {
@@ -35,7 +43,7 @@ impl From<surrealdb::Error> for DbError {
 const CONFLICT_RETRIES: u32 = 10;
 const FAILED_TRANSACTION_ECHO: &str = "due to a failed transaction";
 
-fn is_conflict(message: &str) -> bool {
+pub(super) fn is_conflict(message: &str) -> bool {
     message.contains("can be retried") || message.contains("onflict")
 }
 
@@ -67,21 +75,29 @@ macro_rules! with_client {
 /// A cheap-to-clone database handle.
 #[derive(Clone)]
 pub struct Db {
-    inner: Client,
+    pub(super) inner: Client,
     /// The URL without credentials, for `/health` and logs.
     pub url: String,
+    /// The embedded datastore, closed by [`close`](Self::close).
+    datastore: Option<Arc<Datastore>>,
+    /// A server's HTTP endpoints (its dump's export and import).
+    pub(super) server: Option<Arc<ServerAccess>>,
 }
 
 impl Db {
     pub async fn connect(config: &SurrealConfig) -> Result<Self, DbError> {
         if let Some(path) = config.url.strip_prefix("surrealkv://") {
-            let db = super::embedded::open(path, &config.embedded).await?;
-            db.use_ns(config.namespace.as_str())
+            let embedded = super::embedded::open(path, &config.embedded).await?;
+            embedded
+                .client
+                .use_ns(config.namespace.as_str())
                 .use_db(config.database.as_str())
                 .await?;
             return Ok(Self {
-                inner: Client::Embedded(Arc::new(db)),
+                inner: Client::Embedded(Arc::new(embedded.client)),
                 url: config.url.clone(),
+                datastore: Some(embedded.datastore),
+                server: None,
             });
         }
         let db = surrealdb::engine::any::connect(config.url.as_str()).await?;
@@ -98,7 +114,18 @@ impl Db {
         Ok(Self {
             inner: Client::Any(Arc::new(db)),
             url: config.url.clone(),
+            datastore: None,
+            server: ServerAccess::for_config(config).map(Arc::new),
         })
+    }
+
+    /// Closes embedded storage now, on this runtime (every handle's later
+    /// queries fail); a server connection closes with its last handle.
+    pub async fn close(&self) -> Result<(), DbError> {
+        match &self.datastore {
+            Some(datastore) => super::embedded::shutdown(datastore).await,
+            None => Ok(()),
+        }
     }
 
     /// Whether other processes may write this database (a SurrealDB server);
@@ -206,21 +233,55 @@ impl Db {
 
     /// A signal per change to `table` from any connection (a `LIVE SELECT`):
     /// how one replica hears that another changed something. Ends when the
-    /// connection drops; the caller subscribes again.
+    /// connection drops; the caller subscribes again. Dropping the stream
+    /// kills the live query on this handle's session, where the namespace is
+    /// selected (the SDK's own kill runs in a fresh session that has none,
+    /// fails with "Specify a namespace", and is kept out of the log).
     pub async fn changes(&self, table: &str) -> Result<futures::stream::BoxStream<'static, ()>, DbError> {
         use futures::StreamExt;
         let mut response = self
             .execute(&format!("LIVE SELECT * FROM {table}"), serde_json::json!({}))
             .await?;
         let stream = response.stream::<surrealdb::types::Value>(0)?;
+        let id: surrealdb::types::Value = response.take(0)?;
+        let killer = LiveQuery {
+            id: id.into_json_value(),
+            db: self.clone(),
+        };
         Ok(stream
             .take_while(|item| std::future::ready(item.is_ok()))
-            .map(|_| ())
+            .map(move |_| {
+                let _held_until_the_stream_drops = &killer;
+            })
             .boxed())
     }
 
     pub async fn health(&self) -> Result<(), DbError> {
         with_client!(&self.inner, c => c.health().await?);
         Ok(())
+    }
+}
+
+/// A live query, killed when the stream that holds it is dropped.
+struct LiveQuery {
+    id: serde_json::Value,
+    db: Db,
+}
+
+impl Drop for LiveQuery {
+    fn drop(&mut self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (db, id) = (self.db.clone(), self.id.take());
+        runtime.spawn(async move {
+            // A database already closed (shutdown) has no live queries left.
+            if let Err(err) = db
+                .execute("KILL <uuid> $id", serde_json::json!({ "id": id }))
+                .await
+            {
+                tracing::debug!(error = %err, "killing a live query");
+            }
+        });
     }
 }

@@ -5,6 +5,10 @@
 //! cacheMb` and `memtableMb` cap them. The datastore is then served to the
 //! SDK's local engine, the same engine a `surrealkv://` URL would get.
 //!
+//! The datastore handle is kept beside the SDK client so a stopping process
+//! closes the store itself, on the runtime (`Db::close`): left to the last
+//! dropped handle, SurrealKV closes in a task of its own, or, dropped outside
+//! the runtime, not at all ("No runtime available for closing the store").
 //! Also how a stopping process knows the store is closed (`wait_closed`).
 
 use std::path::Path;
@@ -25,8 +29,14 @@ fn failed(path: &str, err: impl std::fmt::Display) -> DbError {
     DbError::Surreal(format!("{path}: {err}"))
 }
 
+/// An open embedded store: the SDK client and the datastore behind it.
+pub struct Embedded {
+    pub client: Surreal<Local>,
+    pub datastore: Arc<Datastore>,
+}
+
 /// Opens (creating if need be) the SurrealKV store at `path` with its caches capped.
-pub async fn open(path: &str, tuning: &EmbeddedStore) -> Result<Surreal<Local>, DbError> {
+pub async fn open(path: &str, tuning: &EmbeddedStore) -> Result<Embedded, DbError> {
     let dir = path.split_once('?').map_or(path, |(dir, _)| dir);
     // SurrealKV wants its parent directory to exist.
     if let Some(parent) = Path::new(dir).parent() {
@@ -54,7 +64,17 @@ pub async fn open(path: &str, tuning: &EmbeddedStore) -> Result<Surreal<Local>, 
     datastore.check_version().await.map_err(|err| failed(path, err))?;
     datastore.bootstrap().await.map_err(|err| failed(path, err))?;
     datastore.start_maintenance_tasks();
-    Ok(Surreal::<Local>::unstable_from_datastore(datastore, Some(notifications)).await?)
+    let client = Surreal::<Local>::unstable_from_datastore(datastore.clone(), Some(notifications)).await?;
+    Ok(Embedded { client, datastore })
+}
+
+/// Stops the datastore's maintenance tasks, flushes the write-ahead log and
+/// closes the store, on this runtime; later queries on any handle fail.
+pub async fn shutdown(datastore: &Datastore) -> Result<(), DbError> {
+    datastore
+        .shutdown()
+        .await
+        .map_err(|err| DbError::Surreal(format!("closing the embedded database: {err}")))
 }
 
 /// Waits, at most `limit`, until the embedded store in `dir` is closed: the

@@ -2,7 +2,9 @@
 //! they use the database (`Db::migrate`; connecting alone never migrates).
 //! Each step is idempotent (`IF NOT EXISTS`), the applied version lives in
 //! `onyx_meta:schema`, and a database newer than this binary is refused rather
-//! than guessed at.
+//! than guessed at. The steps a database lacks run as one transaction with
+//! the version update: a step that fails leaves the database as it was, and
+//! the error says which versions and why. One log line says what was applied.
 
 use serde::Deserialize;
 use serde_json::json;
@@ -193,7 +195,7 @@ impl Db {
 
 /// An in-memory database, for unit tests.
 #[cfg(test)]
-fn scratch_config() -> crate::config::SurrealConfig {
+pub(super) fn scratch_config() -> crate::config::SurrealConfig {
     crate::config::SurrealConfig {
         url: "mem://".into(),
         user: None,
@@ -205,21 +207,65 @@ fn scratch_config() -> crate::config::SurrealConfig {
 }
 
 async fn run(db: &Db) -> Result<(), DbError> {
-    let found = current_version(db).await?;
-    if found > LATEST {
-        return Err(DbError::SchemaTooNew { found, known: LATEST });
-    }
-    for (index, statements) in MIGRATIONS.iter().enumerate().skip(found as usize) {
-        let version = index as u32 + 1;
-        db.execute(statements, json!({})).await?;
-        db.execute(
-            "UPSERT onyx_meta:schema SET version = $version",
-            json!({"version": version}),
-        )
-        .await?;
-        tracing::info!(version, "applied database migration");
+    let started = std::time::Instant::now();
+    let applied = apply(db, MIGRATIONS).await?;
+    if applied > 0 {
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        tracing::info!(
+            applied,
+            elapsed_ms,
+            schema_version = LATEST,
+            "applied {applied} migrations in {elapsed_ms} ms"
+        );
     }
     Ok(())
+}
+
+/// Applies the `steps` the database lacks, all in one transaction; how many.
+///
+/// SurrealDB 3.3 cannot commit a transaction that both defines and removes
+/// one full-text index (it conflicts with itself): steps 2 and 6 do that, so
+/// a database older than version 2 gets a conflict here and then migrates
+/// one step per transaction instead (each step still all or nothing).
+async fn apply(db: &Db, steps: &[&str]) -> Result<u32, DbError> {
+    let found = current_version(db).await?;
+    let latest = steps.len() as u32;
+    if found > latest {
+        return Err(DbError::SchemaTooNew { found, known: latest });
+    }
+    if found == latest {
+        return Ok(0);
+    }
+    match run_steps(db, steps, found, latest).await {
+        Ok(()) => {}
+        Err(err) if err.is_conflict() => {
+            for version in found + 1..=latest {
+                run_steps(db, steps, version - 1, version).await?;
+            }
+        }
+        Err(err) => return Err(err),
+    }
+    Ok(latest - found)
+}
+
+/// Runs steps `from + 1 ..= to` and records version `to`, as one transaction.
+async fn run_steps(db: &Db, steps: &[&str], from: u32, to: u32) -> Result<(), DbError> {
+    let mut transaction = String::from("BEGIN TRANSACTION;\n");
+    for statements in &steps[from as usize..to as usize] {
+        let statements = statements.trim_end();
+        transaction.push_str(statements);
+        transaction.push_str(if statements.ends_with(';') { "\n" } else { ";\n" });
+    }
+    transaction.push_str("UPSERT onyx_meta:schema SET version = $version;\nCOMMIT TRANSACTION;");
+    db.execute(&transaction, json!({ "version": to }))
+        .await
+        .map_err(|err| match err {
+            DbError::Surreal(reason) if !super::db::is_conflict(&reason) => {
+                DbError::Migration { from, to, reason }
+            }
+            other => other,
+        })
+        .map(drop)
 }
 
 #[cfg(test)]
@@ -233,6 +279,64 @@ mod tests {
         assert_eq!(db.schema_version().await.unwrap(), 0, "still not migrated");
         db.migrate().await.unwrap();
         assert_eq!(db.schema_version().await.unwrap(), LATEST);
+    }
+
+    #[tokio::test]
+    async fn a_failing_migration_leaves_the_database_as_it_was_and_says_why() {
+        let db = Db::connect(&scratch_config()).await.unwrap();
+        let steps: &[&str] = &[
+            "DEFINE TABLE IF NOT EXISTS note SCHEMALESS;",
+            "DEFINE TABLE IF NOT EXISTS label SCHEMALESS; UPDATE note SET seen = true;",
+            "UPDATE note SET version = 3; THROW 'deliberately broken step';",
+        ];
+        assert_eq!(apply(&db, &steps[..1]).await.unwrap(), 1);
+        db.execute(
+            "CREATE note:kept SET text = 'stored before the upgrade'",
+            json!({}),
+        )
+        .await
+        .unwrap();
+        let err = apply(&db, steps).await.unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains("deliberately broken step"), "{message}");
+        assert!(
+            message.contains("from schema version 1 to 3") && message.contains("nothing was changed"),
+            "{message}"
+        );
+        assert_eq!(db.schema_version().await.unwrap(), 1, "the version did not move");
+        let notes: Vec<serde_json::Value> = db.rows("SELECT * FROM note", json!({}), 0).await.unwrap();
+        assert_eq!(notes.len(), 1);
+        assert_eq!(notes[0]["text"], "stored before the upgrade");
+        assert!(notes[0].get("seen").is_none(), "step 2 rolled back: {notes:?}");
+        assert!(notes[0].get("version").is_none(), "{notes:?}");
+        let tables: Vec<serde_json::Value> = db.rows("INFO FOR DB", json!({}), 0).await.unwrap();
+        assert!(
+            tables[0]["tables"].get("label").is_none(),
+            "step 2's table rolled back: {tables:?}"
+        );
+        // Fixed, the same steps apply, and applying again does nothing.
+        let fixed: &[&str] = &[steps[0], steps[1], "UPDATE note SET version = 3;"];
+        assert_eq!(apply(&db, fixed).await.unwrap(), 2);
+        assert_eq!(apply(&db, fixed).await.unwrap(), 0);
+        let notes: Vec<serde_json::Value> = db.rows("SELECT * FROM note", json!({}), 0).await.unwrap();
+        assert_eq!(
+            (notes[0]["seen"].clone(), notes[0]["version"].clone()),
+            (json!(true), json!(3))
+        );
+    }
+
+    #[tokio::test]
+    async fn steps_that_conflict_in_one_transaction_apply_one_by_one() {
+        let db = Db::connect(&scratch_config()).await.unwrap();
+        let steps: &[&str] = &[
+            "DEFINE ANALYZER IF NOT EXISTS az TOKENIZERS blank FILTERS lowercase;
+             DEFINE TABLE IF NOT EXISTS doc SCHEMALESS;
+             DEFINE INDEX IF NOT EXISTS doc_body ON doc FIELDS body FULLTEXT ANALYZER az BM25(1.2,0.75);",
+            "REMOVE INDEX IF EXISTS doc_body ON doc; DEFINE TABLE IF NOT EXISTS kept SCHEMALESS;",
+        ];
+        assert_eq!(apply(&db, steps).await.unwrap(), 2);
+        assert_eq!(db.schema_version().await.unwrap(), 2);
+        assert_eq!(apply(&db, steps).await.unwrap(), 0);
     }
 
     #[tokio::test]

@@ -3,6 +3,7 @@
 //! `ObjectStore` has a `local` directory backend and an `s3` backend.
 
 mod db;
+mod dump;
 mod embedded;
 mod keys;
 mod local;

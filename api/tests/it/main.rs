@@ -11,6 +11,7 @@ mod harness;
 
 mod agents;
 mod azure;
+mod backup;
 mod bad_input;
 mod bedrock;
 mod budgets;

@@ -1,8 +1,12 @@
 //! Starting the binary: the embedded default with no config, zero-config
 //! providers from the environment, config errors that name the path, the
-//! loopback-only rule without a key, `doctor` and `hash-password`.
+//! loopback-only rule without a key, `doctor` and `hash-password`, and a
+//! quiet start and clean stop (one migration line, one "listening on", no
+//! warning when stopped with SIGTERM).
 
 use std::process::Stdio;
+
+use crate::harness::services::Service;
 
 use crate::harness::*;
 use serde_json::{Value, json};
@@ -38,8 +42,14 @@ async fn the_embedded_database_start_up_chatter_stays_out_of_the_default_log() {
     // An empty ONYX_LOG means the default filter (the harness sets `info` otherwise).
     let onyx = Onyx::start(None, &[("ONYX_LOG", ""), ("RUST_LOG", "")]).await;
     let (_, logs) = onyx.stop_and_logs().await;
-    assert!(logs.contains("onyx listening on"), "{logs}");
-    assert!(logs.contains("applied database migration"), "{logs}");
+    assert!(logs.contains(" ready "), "{logs}");
+    assert!(
+        logs.contains(&format!(
+            "applied {} migrations in",
+            onyx::storage::SCHEMA_VERSION
+        )),
+        "{logs}"
+    );
     for chatter in ["LSM tree", "WAL recovery", "block cache capacity", "kvs store"] {
         assert!(!logs.contains(chatter), "{chatter:?} in the default log:\n{logs}");
     }
@@ -203,4 +213,240 @@ async fn hash_password_makes_an_argon2id_hash_the_config_accepts() {
         .build();
     let onyx = Onyx::start(Some(&config), &[]).await;
     assert!(onyx.url.starts_with("http://127.0.0.1:"));
+}
+
+/// Everything one `onyx serve` run printed, stdout and stderr together, from
+/// start to a SIGTERM stop; with its exit status.
+async fn run_and_stop(
+    dir: &std::path::Path,
+    config: Option<&str>,
+    env: &[(&str, &str)],
+) -> (std::process::ExitStatus, Vec<String>) {
+    let mut command = Onyx::command(dir, env);
+    command.args(["serve", "--listen", "127.0.0.1:0"]);
+    if let Some(config) = config {
+        let path = dir.join("onyx.json5");
+        std::fs::write(&path, config).unwrap();
+        command.arg("--config").arg(path);
+    }
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let (url_tx, mut url_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut readers = Vec::new();
+    for pipe in [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn tokio::io::AsyncRead + Unpin + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ] {
+        let (lines, url_tx) = (lines.clone(), url_tx.clone());
+        readers.push(tokio::spawn(async move {
+            use tokio::io::AsyncBufReadExt;
+            let mut reader = tokio::io::BufReader::new(pipe).lines();
+            while let Ok(Some(line)) = reader.next_line().await {
+                if let Some(url) = line.strip_prefix("listening on ") {
+                    let _ = url_tx.send(url.to_string());
+                }
+                lines.lock().unwrap().push(line);
+            }
+        }));
+    }
+    drop(url_tx);
+    let url = tokio::time::timeout(secs(60), url_rx.recv())
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| panic!("never listened: {:?}", lines.lock().unwrap()));
+    let client = reqwest::Client::new();
+    wait_until(secs(30), "onyx is healthy", async || {
+        let response = client.get(format!("{url}/health")).send().await.ok()?;
+        response.status().is_success().then_some(())
+    })
+    .await;
+    let pid = child.id().unwrap().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    let status = child.wait().await.unwrap();
+    for reader in readers {
+        reader.await.unwrap();
+    }
+    let lines = lines.lock().unwrap().clone();
+    (status, lines)
+}
+
+fn is_warning(line: &str) -> bool {
+    line.contains(" WARN ") || line.contains("\"level\":\"WARN\"") || line.contains(" ERROR ")
+}
+
+/// The lines of a run that announce migrations, or say "listening on".
+fn count(lines: &[String], needle: &str) -> usize {
+    lines.iter().filter(|l| l.contains(needle)).count()
+}
+
+#[tokio::test]
+async fn a_first_start_says_what_it_migrated_once_and_a_clean_stop_warns_about_nothing() {
+    let s3 = Service::s3().await;
+    let surreal = Service::surreal().await;
+    let fakes = Fakes::start().await;
+    let openai = format!("{}/v1", fakes.openai.url());
+    let server = TestConfig::empty().surreal(&surreal).s3(&s3).build();
+    // The embedded default, then a SurrealDB server with S3 (compose's
+    // topology); each with the default log filter and with compose's `info`.
+    for (config, log) in [(None, ""), (None, "info"), (Some(server.as_str()), "info")] {
+        let dir = tempfile::tempdir().unwrap();
+        // A key and a provider: without them Onyx rightly warns.
+        let env = [
+            ("ONYX_API_KEY", ONYX_KEY),
+            ("OPENAI_API_KEY", onyx_test_fakes::DEFAULT_KEY),
+            ("OPENAI_BASE_URL", openai.as_str()),
+            ("ONYX_LOG", log),
+            ("RUST_LOG", ""),
+        ];
+        let (status, first) = run_and_stop(dir.path(), config, &env).await;
+        let what = format!(
+            "{} with ONYX_LOG={log:?}",
+            if config.is_some() { "server" } else { "embedded" }
+        );
+        assert!(status.success(), "{what}: {status}\n{}", first.join("\n"));
+        assert_eq!(count(&first, "listening on"), 1, "{what}:\n{}", first.join("\n"));
+        let migrated: Vec<&String> = first.iter().filter(|l| l.contains("migration")).collect();
+        let expected = format!("applied {} migrations in ", onyx::storage::SCHEMA_VERSION);
+        assert_eq!(
+            migrated.len(),
+            1,
+            "{what}: one line for the migrations: {migrated:?}"
+        );
+        assert!(
+            migrated[0].contains(&expected) && migrated[0].contains(" ms"),
+            "{what}: {migrated:?}"
+        );
+        let warnings: Vec<&String> = first.iter().filter(|l| is_warning(l)).collect();
+        assert!(
+            warnings.is_empty(),
+            "{what}: a clean run warned:\n{}",
+            first.join("\n")
+        );
+        for noise in [
+            "Failed to kill live query",
+            "Specify a namespace",
+            "No runtime available",
+        ] {
+            assert_eq!(count(&first, noise), 0, "{what}: {noise}\n{}", first.join("\n"));
+        }
+        // Started again on the same data: nothing to migrate, nothing said.
+        let (status, again) = run_and_stop(dir.path(), config, &env).await;
+        assert!(status.success(), "{what}: {status}");
+        assert_eq!(count(&again, "migration"), 0, "{what}:\n{}", again.join("\n"));
+        assert_eq!(count(&again, "listening on"), 1, "{what}");
+        assert!(
+            again.iter().all(|l| !is_warning(l)),
+            "{what}:\n{}",
+            again.join("\n")
+        );
+    }
+}
+
+/// The upgrade fixtures: data dirs written by earlier builds (`make.sh` there).
+fn upgrade_fixtures() -> Vec<std::path::PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/upgrade");
+    let mut found: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".tar.zst"))
+        .collect();
+    found.sort();
+    assert!(!found.is_empty(), "no upgrade fixture in {}", dir.display());
+    found
+}
+
+fn unpack_fixture(archive: &std::path::Path, into: &std::path::Path) {
+    let file = std::fs::File::open(archive).unwrap();
+    tar::Archive::new(zstd::Decoder::new(file).unwrap())
+        .unpack(into)
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_data_dir_from_an_earlier_build_opens_migrates_and_serves_the_same() {
+    let fakes = Fakes::start().await;
+    let openai = format!("{}/v1", fakes.openai.url());
+    for archive in upgrade_fixtures() {
+        let expected: Value = serde_json::from_str(
+            &std::fs::read_to_string(archive.with_extension("").with_extension("json")).unwrap(),
+        )
+        .unwrap();
+        let home = tempfile::tempdir().unwrap();
+        unpack_fixture(&archive, home.path());
+        let config = std::fs::read_to_string(home.path().join("onyx.json5")).unwrap();
+        let fixture_home = home.path().display().to_string();
+        let env = [
+            ("FIXTURE_OPENAI_URL", openai.as_str()),
+            ("FIXTURE_HOME", fixture_home.as_str()),
+            ("ONYX_API_KEY", ONYX_KEY),
+        ];
+        let what = archive.file_name().unwrap().to_string_lossy().to_string();
+        let onyx = Onyx::start_in(home, Some(&config), &env).await;
+        for (id, messages) in expected["sessions"].as_object().unwrap() {
+            let session = onyx.get_json(&format!("/v1/sessions/{id}")).await;
+            let seen: Vec<Value> = session["messages"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{what}: session {id}: {session}"))
+                .iter()
+                .map(|m| json!({"role": m["role"], "content": m["content"]}))
+                .collect();
+            assert_eq!(&Value::Array(seen), messages, "{what}: session {id}");
+        }
+        let listed = ids(&onyx.get_json("/v1/sessions?agent=main&limit=100").await);
+        assert_eq!(
+            listed.len(),
+            expected["sessions"].as_object().unwrap().len(),
+            "{what}: {listed:?}"
+        );
+        let query = expected["search"]["q"].as_str().unwrap();
+        let paths = wait_until(secs(30), "the fixture's memory is found", async || {
+            let (status, hits) = reply(onyx.get("/v1/memory/search").query(&[
+                ("q", query),
+                ("mode", "text"),
+                ("agent", "main"),
+            ]))
+            .await;
+            let paths = pluck(&hits["data"], "/path");
+            (status == 200 && !paths.is_empty()).then_some(paths)
+        })
+        .await;
+        assert_eq!(json!(paths), expected["search"]["paths"], "{what}");
+        let skills = pluck(&onyx.get_json("/v1/skills?agent=main").await["data"], "/name");
+        assert_eq!(json!(skills), expected["skills"], "{what}");
+        let (status, body) = onyx
+            .chat(
+                json!({"model": "onyx:main", "messages": [{"role": "user", "content": "after the upgrade"}]}),
+            )
+            .await;
+        assert_eq!(status, 200, "{what}: {body}");
+        let (home, logs) = onyx.stop().await;
+        // Migrated once, said in one line, and at the current schema.
+        let migrated: Vec<&str> = logs.lines().filter(|l| l.contains("migration")).collect();
+        assert!(migrated.len() <= 1, "{what}: {migrated:?}");
+        let output = Onyx::command(home.path(), &env)
+            .args(["doctor", "--config"])
+            .arg(home.path().join("onyx.json5"))
+            .output()
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let schema = stdout
+            .lines()
+            .find(|l| l.starts_with("schema"))
+            .unwrap_or_else(|| panic!("{what}: no schema row: {stdout}"));
+        assert!(
+            schema.contains(" ok ") && schema.contains(&format!("version {}", onyx::storage::SCHEMA_VERSION)),
+            "{what}: {schema}"
+        );
+    }
 }

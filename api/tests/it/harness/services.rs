@@ -101,7 +101,15 @@ impl Service {
                 "memory",
             ])
             .env("SURREAL_LOG", "warn");
-        Self::spawn(command, "surreal", addr, dir).await
+        let server = Self::spawn(command, "surreal", addr, dir).await;
+        // It accepts connections before it serves them (503 meanwhile).
+        let health = format!("http://{addr}/health");
+        wait_until(secs(30), &format!("surreal answers at {health}"), async || {
+            let response = reqwest::get(&health).await.ok()?;
+            response.status().is_success().then_some(())
+        })
+        .await;
+        server
     }
 
     pub fn url(&self) -> String {

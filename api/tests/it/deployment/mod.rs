@@ -1,15 +1,14 @@
 //! The docker-compose deployment, without a Docker engine: the compose file,
 //! `.env.example`, the SearXNG settings and the Dockerfile are checked for
-//! what a working stack needs, and the same topology is started from
-//! installed binaries — a SurrealDB server, an S3 server standing in for
-//! MinIO, the fake Ollama — with `onyx` configured by
-//! `config/onyx.compose.json5` through the environment the compose file sets.
+//! what a working, pinned and hardened stack needs, including that every
+//! path Onyx writes in the container is on a volume; `stack` starts the same
+//! topology from installed binaries.
+
+mod stack;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::harness::services::{S3_ACCESS_KEY, S3_SECRET_KEY, Service};
-use crate::harness::*;
 use serde_json::{Value, json};
 
 fn repo_file(path: &str) -> String {
@@ -17,7 +16,7 @@ fn repo_file(path: &str) -> String {
     std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
 }
 
-fn compose() -> Value {
+pub fn compose() -> Value {
     let yaml: serde_yaml::Value = serde_yaml::from_str(&repo_file("docker-compose.yml")).unwrap();
     serde_json::to_value(yaml).unwrap()
 }
@@ -53,6 +52,7 @@ fn env_example() -> BTreeMap<String, String> {
 
 const REQUIRED_SECRETS: &[&str] = &[
     "ONYX_API_KEY",
+    "ONYX_MASTER_KEY",
     "SURREAL_PASS",
     "MINIO_ROOT_USER",
     "MINIO_ROOT_PASSWORD",
@@ -112,7 +112,8 @@ fn the_compose_file_describes_a_complete_healthy_stack() {
             .any(|v| v.as_str().unwrap().starts_with("./config/onyx.compose.json5:"))
     );
     assert_eq!(
-        services["surrealdb"]["image"], "surrealdb/surrealdb:v3.3.5",
+        interpolate(services["surrealdb"]["image"].as_str().unwrap(), &|_| None),
+        "surrealdb/surrealdb:v3.3.5",
         "SurrealDB 3, as tested"
     );
     assert!(
@@ -230,7 +231,7 @@ fn searxng_answers_json_and_the_dockerfile_builds_a_small_non_root_image() {
 }
 
 /// Resolves compose's `${VAR}`, `${VAR:-default}` and `${VAR:?message}` from `dotenv`.
-fn interpolate(value: &str, dotenv: &BTreeMap<&str, String>) -> String {
+pub fn interpolate(value: &str, dotenv: &dyn Fn(&str) -> Option<String>) -> String {
     let mut out = String::new();
     let mut rest = value;
     while let Some(start) = rest.find("${") {
@@ -241,7 +242,7 @@ fn interpolate(value: &str, dotenv: &BTreeMap<&str, String>) -> String {
             Some((name, fallback)) => (name, Some(fallback)),
             None => (inner.split(":?").next().unwrap(), None),
         };
-        let set = dotenv.get(name).filter(|v| !v.is_empty()).cloned();
+        let set = dotenv(name).filter(|v| !v.is_empty());
         out.push_str(&set.or(fallback.map(String::from)).unwrap_or_else(|| {
             assert!(
                 !inner.contains(":?"),
@@ -255,89 +256,193 @@ fn interpolate(value: &str, dotenv: &BTreeMap<&str, String>) -> String {
     out
 }
 
-#[tokio::test]
-async fn the_compose_topology_serves_chat_sessions_and_memory_from_installed_binaries() {
-    let fakes = Fakes::start().await;
-    let (surreal, s3) = (Service::surreal().await, Service::s3().await);
-    // What a user's .env would hold (the test servers' credentials).
-    let dotenv = BTreeMap::from([
-        ("ONYX_API_KEY", ONYX_KEY.to_string()),
-        ("SURREAL_PASS", "root".to_string()),
-        ("MINIO_ROOT_USER", S3_ACCESS_KEY.to_string()),
-        ("MINIO_ROOT_PASSWORD", S3_SECRET_KEY.to_string()),
-        ("SEARXNG_SECRET", "test-secret".to_string()),
-        ("ONYX_DEFAULT_MODEL", "ollama/fake-echo".to_string()),
-    ]);
-    // The services' names on the compose network, and where they run here.
-    let hosts = [
-        ("ws://surrealdb:8000", format!("ws://{}", surreal.addr)),
-        ("http://minio:9000", s3.url()),
-        ("http://ollama:11434", fakes.ollama.url()),
-        ("http://searxng:8080", fakes.openai.url()),
-        (
-            "/etc/onyx/onyx.compose.json5",
-            format!("{}/../config/onyx.compose.json5", env!("CARGO_MANIFEST_DIR")),
-        ),
-    ];
+/// The pinned images: service, repository, the `.env` variable with its version.
+const PINNED: &[(&str, &str, &str)] = &[
+    ("surrealdb", "surrealdb/surrealdb", "SURREALDB_VERSION"),
+    ("minio", "minio/minio", "MINIO_VERSION"),
+    ("ollama", "ollama/ollama", "OLLAMA_VERSION"),
+    ("ollama-pull", "ollama/ollama", "OLLAMA_VERSION"),
+    ("searxng", "searxng/searxng", "SEARXNG_VERSION"),
+];
+
+#[test]
+fn every_image_is_pinned_in_one_place_and_onyx_runs_read_only() {
     let compose = compose();
-    let env: Vec<(String, String)> = compose["services"]["onyx"]["environment"]
-        .as_object()
+    let services = compose["services"].as_object().unwrap();
+    let example = env_example();
+    for (name, service) in services {
+        let Some(image) = service["image"].as_str() else {
+            continue;
+        };
+        if name == "onyx" {
+            assert_eq!(image, "onyx:local", "built here");
+            continue;
+        }
+        let (_, repository, variable) = PINNED
+            .iter()
+            .find(|(service, _, _)| service == name)
+            .unwrap_or_else(|| panic!("{name} runs {image}, which is not pinned"));
+        let version = &example[*variable];
+        assert!(
+            !version.is_empty() && version != "latest",
+            "{variable}={version:?}"
+        );
+        assert_eq!(
+            image,
+            format!("{repository}:${{{variable}:-{version}}}"),
+            "{name}: the version comes from .env, defaulting to .env.example's"
+        );
+    }
+    let onyx = &services["onyx"];
+    assert_eq!(
+        onyx["read_only"], true,
+        "the Onyx container's root filesystem is read-only"
+    );
+    assert!(
+        onyx["tmpfs"].as_array().unwrap().contains(&json!("/tmp")),
+        "{onyx}"
+    );
+}
+
+/// The runtime stage of the Dockerfile (after the last `FROM`).
+fn runtime_stage() -> String {
+    let dockerfile = repo_file("Dockerfile");
+    dockerfile[dockerfile.rfind("\nFROM ").unwrap()..].to_string()
+}
+
+/// Every `NAME=value` that the runtime stage's `ENV` instructions set.
+fn image_env(runtime: &str) -> BTreeMap<String, String> {
+    let joined = runtime.replace("\\\n", " ");
+    joined
+        .lines()
+        .filter_map(|line| line.strip_prefix("ENV "))
+        .flat_map(str::split_whitespace)
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect()
+}
+
+fn is_within(path: &Path, dir: &Path) -> bool {
+    path.starts_with(dir)
+}
+
+#[test]
+fn everything_onyx_writes_in_the_container_is_on_a_volume() {
+    let compose = compose();
+    let onyx = &compose["services"]["onyx"];
+    let runtime = runtime_stage();
+    // The environment Onyx runs with: the image's ENV, then compose's (the
+    // required secrets set, as a working .env has them; the rest defaulted).
+    let mut env = image_env(&runtime);
+    assert_eq!(env.get("HOME").map(String::as_str), Some("/home/onyx"), "{env:?}");
+    let dotenv = |name: &str| REQUIRED_SECRETS.contains(&name).then(|| format!("{name}-value"));
+    for (name, value) in onyx["environment"].as_object().unwrap() {
+        env.insert(name.clone(), interpolate(value.as_str().unwrap(), &dotenv));
+    }
+    let lookup = |name: &str| env.get(name).cloned();
+    // The config as the container reads it: ONYX_CONFIG, mounted from config/.
+    let config_path = env["ONYX_CONFIG"].clone();
+    let volumes: Vec<&str> = onyx["volumes"]
+        .as_array()
         .unwrap()
         .iter()
-        .map(|(name, value)| {
-            let mut value = interpolate(value.as_str().unwrap(), &dotenv);
-            for (inside, here) in &hosts {
-                value = value.replace(inside, here);
-            }
-            (name.clone(), value)
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let mounted_config = volumes
+        .iter()
+        .find_map(|v| v.strip_suffix(&format!(":{config_path}:ro")))
+        .unwrap_or_else(|| panic!("{config_path} is not mounted read-only: {volumes:?}"));
+    let text = repo_file(mounted_config.trim_start_matches("./"));
+    let config = onyx::config::parse(Some(&text), Some(Path::new(&config_path)), &lookup).unwrap();
+
+    // Named volumes (kept across a recreate) and the in-memory /tmp.
+    let declared = compose["volumes"].as_object().unwrap();
+    let named: Vec<PathBuf> = volumes
+        .iter()
+        .filter_map(|v| {
+            let (source, target) = v.split_once(':')?;
+            declared
+                .contains_key(source)
+                .then(|| PathBuf::from(target.split(':').next().unwrap()))
         })
         .collect();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-
-    let onyx = Onyx::start(None, &env).await;
-    let health = onyx.health().await;
-    assert_eq!(health["status"], "ok", "{health}");
-    let kinds = pluck(&health["dependencies"], "/kind");
-    assert!(
-        kinds.iter().any(|k| k.contains("surrealdb")) && kinds.iter().any(|k| k.contains("s3")),
-        "{health}"
+    let tmpfs: Vec<PathBuf> = onyx["tmpfs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| PathBuf::from(t.as_str().unwrap()))
+        .collect();
+    let written = onyx::cli::written_paths(&config, &lookup);
+    let data_dir = &config.storage.data_dir;
+    assert_eq!(
+        data_dir,
+        Path::new("/home/onyx/data"),
+        "ONYX_DATA_DIR from the image and compose"
     );
-    assert!(kinds.iter().any(|k| k == "embedder:ollama"), "{health}");
-
-    // Chat through the default agent on Ollama; the session is kept.
-    let response = onyx
-        .post("/v1/chat/completions")
-        .json(&json!({"model": "onyx:main", "messages": [{"role": "user", "content": "hello compose"}]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let session = session_id(&response);
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(body["choices"][0]["message"]["content"], "echo: hello compose");
-
-    // Memory: a note written through the API is found by hybrid search.
-    let note = json!({"content": "The compose stack keeps its backups on the NAS in the garage.", "target": "memory"});
-    let (status, body) = reply(onyx.post("/v1/memory").json(&note)).await;
-    assert_eq!(status, 200, "{body}");
-    let hits = onyx
-        .get_json("/v1/memory/search?q=where%20are%20the%20backups&mode=hybrid")
-        .await;
-    assert!(
-        hits["data"][0]["snippet"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("NAS"),
-        "{hits}"
-    );
-
-    // A restart (a new container) finds the session in SurrealDB and the bucket.
-    let (_, logs) = onyx.stop().await;
-    assert!(
-        logs.contains("created bucket"),
-        "Onyx creates its buckets in MinIO: {logs}"
-    );
-    let onyx = Onyx::start(None, &env).await;
-    let kept = onyx.get_json(&format!("/v1/sessions/{session}")).await;
-    assert!(kept["messages"].to_string().contains("hello compose"), "{kept}");
+    for must in [
+        "data dir",
+        "master key (unless ONYX_MASTER_KEY is set)",
+        "subscription sign-ins",
+        "downloaded embedding models",
+        "memory search snapshot",
+        "agents' work folders",
+        "an agent's workspace",
+        "temporary files",
+    ] {
+        assert!(
+            written.iter().any(|w| w.what == must),
+            "{must} missing from {written:?}"
+        );
+    }
+    for place in &written {
+        let on_volume = named.iter().any(|dir| is_within(&place.path, dir));
+        let in_memory = tmpfs.iter().any(|dir| is_within(&place.path, dir));
+        if place.what == "temporary files" {
+            assert!(
+                in_memory,
+                "{} ({}) is not a tmpfs: {tmpfs:?}",
+                place.what,
+                place.path.display()
+            );
+        } else {
+            assert!(
+                on_volume,
+                "Onyx writes {} at {}, which is on no named volume ({named:?}): recreating the container would lose it",
+                place.what,
+                place.path.display()
+            );
+        }
+    }
+    // Nothing is written to the read-only HOME or WORKDIR itself.
+    let workdir = runtime
+        .lines()
+        .find_map(|l| l.strip_prefix("WORKDIR "))
+        .unwrap()
+        .trim();
+    for place in &written {
+        assert!(
+            place.path != Path::new(workdir) && place.path != Path::new(&env["HOME"]),
+            "{place:?}"
+        );
+    }
+    // Each volume's mount point exists in the image, owned by the onyx user,
+    // so a new named volume starts writable by it.
+    let setup = runtime.replace("\\\n", " ");
+    for dir in &named {
+        let dir = dir.display().to_string();
+        assert!(
+            setup
+                .lines()
+                .any(|l| l.contains("mkdir -p") && l.split_whitespace().any(|w| w == dir)),
+            "the image makes {dir}"
+        );
+        assert!(
+            setup.lines().any(|l| l.contains("chown -R onyx:onyx")
+                && l.split_whitespace()
+                    .any(|w| dir.starts_with(w) && w.starts_with('/'))),
+            "the image gives {dir} to onyx"
+        );
+    }
+    // The backups volume is where `docker compose exec onyx onyx backup /backups/…` writes.
+    assert!(named.contains(&PathBuf::from("/backups")), "{named:?}");
 }
