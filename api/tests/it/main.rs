@@ -14,6 +14,7 @@ mod azure;
 mod bad_input;
 mod bedrock;
 mod budgets;
+mod busy_day;
 mod chat_approvals;
 mod circuits;
 mod compaction;

@@ -34,7 +34,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 pub use load::{Loaded, load};
-pub use state::{Candidate, State};
+pub use state::{Candidate, ResidentBytes, State};
 
 /// A chunk as the resident index keeps it: what ranking needs, and what a
 /// hit shows (so a search never waits on SurrealDB).
@@ -183,6 +183,14 @@ impl Resident {
     }
 
     /// Chunks held, when loaded.
+    /// The memory the index holds, by part; `None` until it is loaded.
+    pub fn bytes(&self) -> Option<ResidentBytes> {
+        match &*self.read() {
+            Phase::Ready(state) => Some(state.bytes()),
+            _ => None,
+        }
+    }
+
     pub fn chunks(&self) -> Option<usize> {
         match &*self.read() {
             Phase::Ready(state) => Some(state.chunks()),
