@@ -290,14 +290,23 @@ fn dependencies_point_inward() {
 #[test]
 fn only_the_lease_module_writes_or_tests_leases() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let by_hand = ["lease_until =", "lease_owner =", "lease_token =", "lease_until <", "lease_until >"];
+    let by_hand = [
+        "lease_until =",
+        "lease_owner =",
+        "lease_token =",
+        "lease_until <",
+        "lease_until >",
+    ];
     let offenders: Vec<String> = sources(&root)
         .into_iter()
         .filter(|s| !matches!(s.file.as_str(), "lease.rs" | "storage/migrations.rs"))
         .filter(|s| by_hand.iter().any(|sql| s.text.contains(sql)))
         .map(|s| s.file)
         .collect();
-    assert!(offenders.is_empty(), "leases by hand in {offenders:?}: use crate::lease");
+    assert!(
+        offenders.is_empty(),
+        "leases by hand in {offenders:?}: use crate::lease"
+    );
 }
 
 #[test]

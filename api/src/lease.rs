@@ -202,7 +202,10 @@ mod tests {
         let clock = ManualClock::at(crate::clock::parse_stamp("2026-11-27T09:00:00Z").unwrap());
         let (db, leases) = leases(clock.clone()).await;
         let first = claim(&db, &leases, "a", "replica-1").await.unwrap();
-        assert_eq!((first.token, first.until.as_str()), (1, "2026-11-27T09:00:30.000000Z"));
+        assert_eq!(
+            (first.token, first.until.as_str()),
+            (1, "2026-11-27T09:00:30.000000Z")
+        );
         assert!(claim(&db, &leases, "a", "replica-2").await.is_none(), "held");
 
         // Renewed before it lapses: nothing to reap, however far time goes.
@@ -240,10 +243,15 @@ mod tests {
         let (db, leases) = leases(crate::clock::system()).await;
         let mut held = Vec::new();
         for i in 0..40 {
-            held.push((format!("k{i}"), claim(&db, &leases, &format!("k{i}"), "r").await.unwrap()));
+            held.push((
+                format!("k{i}"),
+                claim(&db, &leases, &format!("k{i}"), "r").await.unwrap(),
+            ));
         }
         // Every lease renewed concurrently, while writers touch the same rows.
-        let renewals = held.iter().map(|(key, lease)| leases.renew::<Lease>(key, lease, FIELDS));
+        let renewals = held
+            .iter()
+            .map(|(key, lease)| leases.renew::<Lease>(key, lease, FIELDS));
         let touches = held.iter().map(|(key, _)| {
             db.execute_retrying(
                 "UPDATE type::record('thing', $key) SET touched = true",

@@ -91,4 +91,3 @@ pub async fn setup() -> (tempfile::TempDir, Arc<Counting>, Arc<Memory>, Db) {
     memory.load_search_index().await.unwrap();
     (dir, store, memory, db)
 }
-

@@ -149,7 +149,8 @@ impl Memory {
                 Err(StoreError::PreconditionFailed) => {
                     tail = match self.objects.get(Bucket::Memory, &key).await? {
                         Some(won) => {
-                            self.segments.keep_segment(agent, path, tail.next, won.body.clone());
+                            self.segments
+                                .keep_segment(agent, path, tail.next, won.body.clone());
                             tail.after(&won.body)
                         }
                         // Deleted since (a fold or a whole-file write): start over.
@@ -401,7 +402,10 @@ mod tests {
         let at = |text: &str| crate::clock::parse_stamp(text).unwrap();
         let latest: chrono_tz::Tz = "Etc/GMT+12".parse().unwrap();
         // 11:59 UTC on the 25th: still the 24th at UTC-12, so not folded.
-        assert_eq!(crate::clock::day_in(at("2026-11-25T11:59:00Z"), latest), "2026-11-24");
+        assert_eq!(
+            crate::clock::day_in(at("2026-11-25T11:59:00Z"), latest),
+            "2026-11-24"
+        );
         assert!("memory/2026-11-24.md" >= folds_before(at("2026-11-25T11:59:00Z")).as_str());
         // From 13:00 UTC the 24th is over everywhere: folded, a day and a half early.
         assert!("memory/2026-11-24.md" < folds_before(at("2026-11-25T13:00:00Z")).as_str());

@@ -217,14 +217,22 @@ mod tests {
     async fn note(memory: &Memory, i: usize) {
         let text = format!("turn {i:05}: the herb garden needs water before the frost comes");
         memory
-            .append_note_at("main", NoteTarget::Daily(chrono_tz::UTC), &text, at((i % 600) as u32))
+            .append_note_at(
+                "main",
+                NoteTarget::Daily(chrono_tz::UTC),
+                &text,
+                at((i % 600) as u32),
+            )
             .await
             .unwrap();
     }
 
     /// Reads and bytes one excerpt costs.
     async fn excerpt_cost(store: &Counting, memory: &Memory) -> (Excerpt, u64, u64) {
-        let (reads, moved) = (store.reads.load(Ordering::Relaxed), store.moved.load(Ordering::Relaxed));
+        let (reads, moved) = (
+            store.reads.load(Ordering::Relaxed),
+            store.moved.load(Ordering::Relaxed),
+        );
         let excerpt = memory
             .read_excerpt("main", "memory/2026-11-24.md", HEAD, TAIL)
             .await
@@ -246,8 +254,14 @@ mod tests {
         else {
             panic!("a long log is read by its ends: {excerpt:?}")
         };
-        assert!(whole.starts_with(head.as_str()) && head.len() as u64 > HEAD - 100, "{head}");
-        assert!(whole.ends_with(tail.as_str()) && tail.len() as u64 > TAIL - 100, "{tail}");
+        assert!(
+            whole.starts_with(head.as_str()) && head.len() as u64 > HEAD - 100,
+            "{head}"
+        );
+        assert!(
+            whole.ends_with(tail.as_str()) && tail.len() as u64 > TAIL - 100,
+            "{tail}"
+        );
         assert_eq!(*omitted_bytes, (whole.len() - head.len() - tail.len()) as u64);
     }
 
@@ -259,7 +273,11 @@ mod tests {
         for i in 0..20 {
             note(&memory, i).await;
         }
-        let whole = memory.read_file("main", "memory/2026-11-24.md").await.unwrap().content;
+        let whole = memory
+            .read_file("main", "memory/2026-11-24.md")
+            .await
+            .unwrap()
+            .content;
         let (short, _, _) = excerpt_cost(&store, &memory).await;
         assert_eq!(short, Excerpt::Whole(whole));
 
@@ -267,18 +285,29 @@ mod tests {
             note(&memory, i).await;
         }
         let (early, early_reads, early_bytes) = excerpt_cost(&store, &memory).await;
-        let whole = memory.read_file("main", "memory/2026-11-24.md").await.unwrap().content;
+        let whole = memory
+            .read_file("main", "memory/2026-11-24.md")
+            .await
+            .unwrap()
+            .content;
         assert_ends_of(&early, &whole);
         for i in 100..1_000 {
             note(&memory, i).await;
         }
         let (late, late_reads, late_bytes) = excerpt_cost(&store, &memory).await;
-        let whole = memory.read_file("main", "memory/2026-11-24.md").await.unwrap().content;
+        let whole = memory
+            .read_file("main", "memory/2026-11-24.md")
+            .await
+            .unwrap()
+            .content;
         assert_ends_of(&late, &whole);
         assert!(whole.len() > 60_000, "a long day: {}", whole.len());
         // The plain-file check, the first segment and the one past the end.
         assert_eq!((early_reads, late_reads), (3, 3));
-        assert_eq!(early_bytes, late_bytes, "the same segments' bytes, none from the middle");
+        assert_eq!(
+            early_bytes, late_bytes,
+            "the same segments' bytes, none from the middle"
+        );
 
         // A fresh replica (nothing cached) lists once, then reads only the ends.
         let other = Memory::new(store.clone(), db.clone(), None, Settings::default());
@@ -344,7 +373,8 @@ mod tests {
         assert_eq!(tail, "- four é\n");
         assert_eq!(omitted_bytes, 100 - 13 - 10);
         // A cut inside a multi-byte character leaves no replacement character.
-        let Excerpt::Ends { head, tail, .. } = ends("ab é".as_bytes()[..4].as_ref(), &"é x".as_bytes()[1..], 50)
+        let Excerpt::Ends { head, tail, .. } =
+            ends("ab é".as_bytes()[..4].as_ref(), &"é x".as_bytes()[1..], 50)
         else {
             panic!("a long log is cut")
         };

@@ -160,9 +160,7 @@ impl Orchestrator {
                     .await
             }
             (Err(error), Some(held)) if step.attempts < self.settings.max_attempts => {
-                self.store
-                    .recover(&step.key, held, None, true, error, &now)
-                    .await
+                self.store.recover(&step.key, held, None, true, error, &now).await
             }
             (Err(error), Some(held)) => {
                 self.store
@@ -287,11 +285,9 @@ impl Orchestrator {
             .iter()
             .filter(|s| s.status == WorkStatus::Queued)
             .filter(|s| {
-                s.after.iter().any(|k| {
-                    steps
-                        .iter()
-                        .any(|o| &o.key == k && o.status.is_dead())
-                })
+                s.after
+                    .iter()
+                    .any(|k| steps.iter().any(|o| &o.key == k && o.status.is_dead()))
             })
             .map(|s| s.key.clone())
             .collect();
@@ -302,10 +298,7 @@ impl Orchestrator {
                 .await?;
             return Box::pin(self.finalize(mission)).await;
         }
-        if steps
-            .iter()
-            .any(|s| s.status.is_active())
-        {
+        if steps.iter().any(|s| s.status.is_active()) {
             return Ok(());
         }
         let status = if steps.iter().all(|s| s.status == WorkStatus::Succeeded) {

@@ -250,12 +250,7 @@ impl Runner {
         }
         let now = self.tasks.store.leases().now();
         let run = self.new_run(&task, Trigger::Manual, now);
-        match self
-            .tasks
-            .store
-            .claim(id, None, &run)
-            .await?
-        {
+        match self.tasks.store.claim(id, None, &run).await? {
             Some(task) => {
                 tokio::spawn(self.clone().execute(task, run.clone(), None));
                 Ok(run)

@@ -341,7 +341,12 @@ impl Store {
     /// Takes a task for one run: only if nobody holds it and (for scheduled
     /// runs) it is still due at the time we saw. Creates the run record in the
     /// same transaction. `None`: another replica got there first.
-    pub async fn claim(&self, task_id: &str, expected_next: Option<&str>, run: &Run) -> Result<Option<Task>, DbError> {
+    pub async fn claim(
+        &self,
+        task_id: &str,
+        expected_next: Option<&str>,
+        run: &Run,
+    ) -> Result<Option<Task>, DbError> {
         let due_check = if expected_next.is_some() {
             "AND status = 'active' AND next_run = $expected"
         } else {
@@ -627,9 +632,16 @@ mod tests {
         let mut failed = first.clone();
         failed.status = RunStatus::Failed;
         assert!(store.settle("t1", &failed, None, &held, true).await.unwrap());
-        assert!(!store.settle("t1", &failed, None, &held, true).await.unwrap(), "reaped once");
+        assert!(
+            !store.settle("t1", &failed, None, &held, true).await.unwrap(),
+            "reaped once"
+        );
 
-        let second = store.claim("t1", None, &run("r2", "replica2")).await.unwrap().unwrap();
+        let second = store
+            .claim("t1", None, &run("r2", "replica2"))
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(second.lease().unwrap().token, 2);
         // The first run wakes up late: its renewal and its end are refused.
         assert!(!store.renew("t1", &held).await.unwrap());

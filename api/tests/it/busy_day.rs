@@ -32,7 +32,11 @@ fn note(replica: &str, i: usize) -> String {
 async fn append_notes(onyx: &Onyx, replica: &str, count: usize) -> String {
     let mut path = String::new();
     for i in 0..count {
-        let (status, body) = reply(onyx.post("/v1/memory").json(&json!({"content": note(replica, i)}))).await;
+        let (status, body) = reply(
+            onyx.post("/v1/memory")
+                .json(&json!({"content": note(replica, i)})),
+        )
+        .await;
         assert_eq!(status, 200, "{body}");
         path = body["path"].as_str().unwrap().to_string();
     }
@@ -49,7 +53,8 @@ fn newest_user_message(fakes: &Fakes) -> String {
 #[tokio::test]
 async fn a_turn_reads_only_the_ends_of_a_busy_log_two_replicas_append_to() {
     let fakes = Fakes::start().await;
-    let config = TestConfig::new(&fakes).agent(json!({"id": "main", "default": true, "model": "openai/fake-echo"}));
+    let config =
+        TestConfig::new(&fakes).agent(json!({"id": "main", "default": true, "model": "openai/fake-echo"}));
     let (a, b, _services) = two_replicas(config).await;
     let (path, other) = tokio::join!(append_notes(&a, "a", 120), append_notes(&b, "b", 120));
     assert_eq!(path, other, "one day's log");
@@ -83,7 +88,11 @@ async fn a_turn_reads_only_the_ends_of_a_busy_log_two_replicas_append_to() {
     assert_eq!(status, 200, "{body}");
     let context = newest_user_message(&fakes);
     let marker = |l: &str| l.split(':').next().unwrap().to_string();
-    assert!(context.contains(&marker(first)), "the first note: {}", marker(first));
+    assert!(
+        context.contains(&marker(first)),
+        "the first note: {}",
+        marker(first)
+    );
     assert!(context.contains(&marker(last)), "the last note: {}", marker(last));
     assert!(!context.contains(&marker(middle)), "the middle was not read");
     assert!(context.contains("bytes or more omitted"), "said so");
@@ -141,9 +150,16 @@ async fn under_load_no_run_is_taken_for_interrupted_while_its_replica_lives() {
     }
     for (name, replica) in [("a", &a), ("b", &b)] {
         let log = replica.stderr.lock().unwrap().clone();
-        let warnings: Vec<&str> = log.lines().filter(|l| l.contains(" WARN ") || l.contains(" ERROR ")).collect();
+        let warnings: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))
+            .collect();
         assert!(warnings.is_empty(), "replica {name} warned: {warnings:#?}");
-        assert!(log.contains(" INFO "), "the log was read: {}", &log[..log.len().min(300)]);
+        assert!(
+            log.contains(" INFO "),
+            "the log was read: {}",
+            &log[..log.len().min(300)]
+        );
     }
 }
 
@@ -163,12 +179,18 @@ async fn health_says_how_full_the_search_indexs_budget_is() {
     .await;
     let entry = dependency(&onyx.health().await, "search-index");
     assert!(
-        entry["detail"].as_str().unwrap().starts_with(&format!("{chunks} chunks, ")),
+        entry["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{chunks} chunks, ")),
         "{entry}"
     );
     assert_eq!(entry["status"], "up", "{entry}");
     let detail = entry["detail"].as_str().unwrap();
-    assert!(detail.contains("of its 2 MB budget") && detail.contains("% full"), "{detail}");
+    assert!(
+        detail.contains("of its 2 MB budget") && detail.contains("% full"),
+        "{detail}"
+    );
     for part in ["vectors", "postings", "text", "metadata"] {
         assert!(detail.contains(part), "{part} in {detail}");
     }

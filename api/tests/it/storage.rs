@@ -46,26 +46,69 @@ async fn conformance(store: Arc<dyn ObjectStore>, atomic_races: bool) {
     let long = key("agent/notes/long.md");
     let text: String = (0..2_000).map(|i| format!("{i:04}\n")).collect();
     store
-        .put(Bucket::Memory, &long, Bytes::from(text.clone()), PutCondition::Overwrite)
+        .put(
+            Bucket::Memory,
+            &long,
+            Bytes::from(text.clone()),
+            PutCondition::Overwrite,
+        )
         .await
         .unwrap();
-    let head = store.get_range(Bucket::Memory, &long, ByteRange::Head(10)).await.unwrap().unwrap();
-    assert_eq!((head.body.as_ref(), head.total), (&text.as_bytes()[..10], 10_000), "{backend}");
-    let tail = store.get_range(Bucket::Memory, &long, ByteRange::Tail(10)).await.unwrap().unwrap();
-    assert_eq!((&tail.body[..], tail.total), (&b"1998\n1999\n"[..], 10_000), "{backend}");
-    let all = store.get_range(Bucket::Memory, &k, ByteRange::Tail(1_000)).await.unwrap().unwrap();
+    let head = store
+        .get_range(Bucket::Memory, &long, ByteRange::Head(10))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (head.body.as_ref(), head.total),
+        (&text.as_bytes()[..10], 10_000),
+        "{backend}"
+    );
+    let tail = store
+        .get_range(Bucket::Memory, &long, ByteRange::Tail(10))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (&tail.body[..], tail.total),
+        (&b"1998\n1999\n"[..], 10_000),
+        "{backend}"
+    );
+    let all = store
+        .get_range(Bucket::Memory, &k, ByteRange::Tail(1_000))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((&all.body[..], all.total), (&b"one"[..], 3), "{backend}");
-    let all = store.get_range(Bucket::Memory, &k, ByteRange::Head(1_000)).await.unwrap().unwrap();
+    let all = store
+        .get_range(Bucket::Memory, &k, ByteRange::Head(1_000))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(&all.body[..], b"one", "{backend}");
     let empty = key("agent/notes/empty.md");
     store
         .put(Bucket::Memory, &empty, Bytes::new(), PutCondition::Overwrite)
         .await
         .unwrap();
-    let none = store.get_range(Bucket::Memory, &empty, ByteRange::Head(5)).await.unwrap().unwrap();
-    assert_eq!((none.body.len(), none.total), (0, 0), "{backend}: an empty object");
+    let none = store
+        .get_range(Bucket::Memory, &empty, ByteRange::Head(5))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (none.body.len(), none.total),
+        (0, 0),
+        "{backend}: an empty object"
+    );
     let missing = key("agent/notes/missing.md");
-    assert!(store.get_range(Bucket::Memory, &missing, ByteRange::Tail(5)).await.unwrap().is_none());
+    assert!(
+        store
+            .get_range(Bucket::Memory, &missing, ByteRange::Tail(5))
+            .await
+            .unwrap()
+            .is_none()
+    );
     for gone in [&long, &empty] {
         store.delete(Bucket::Memory, gone).await.unwrap();
     }

@@ -151,9 +151,7 @@ impl Runs {
             .filter(|run| !run.is_finished())
             .cloned()
             .collect();
-        let renewals = running
-            .iter()
-            .map(|run| self.store.renew(&run.id, &run.lease));
+        let renewals = running.iter().map(|run| self.store.renew(&run.id, &run.lease));
         for (run, renewed) in running.iter().zip(join_all(renewals).await) {
             match renewed {
                 Ok(Some(renewed)) if renewed.cancel_requested == Some(true) => run.cancel(),

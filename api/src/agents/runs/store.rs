@@ -328,19 +328,37 @@ mod tests {
             clock.advance(Duration::from_secs(25));
             let renewed = store.renew(&run.id, &held).await.unwrap().unwrap();
             assert_eq!(renewed.cancel_requested, Some(false));
-            assert!(store.interrupt_expired().await.unwrap().is_empty(), "renewed in time");
+            assert!(
+                store.interrupt_expired().await.unwrap().is_empty(),
+                "renewed in time"
+            );
         }
         assert!(store.request_cancel(&run.id).await.unwrap());
         let renewed = store.renew(&run.id, &held).await.unwrap().unwrap();
-        assert_eq!(renewed.cancel_requested, Some(true), "a cancel is heard at renewal");
+        assert_eq!(
+            renewed.cancel_requested,
+            Some(true),
+            "a cancel is heard at renewal"
+        );
 
         clock.advance(Duration::from_secs(31));
         let orphans = store.interrupt_expired().await.unwrap();
         assert_eq!(orphans.len(), 1);
-        assert_eq!((orphans[0].id.as_str(), orphans[0].turn.len()), (run.id.as_str(), 1));
+        assert_eq!(
+            (orphans[0].id.as_str(), orphans[0].turn.len()),
+            (run.id.as_str(), 1)
+        );
         assert!(store.interrupt_expired().await.unwrap().is_empty(), "once");
-        assert!(store.renew(&run.id, &held).await.unwrap().is_none(), "the lease is gone");
-        assert!(!store.finish(&run.id, &held, &ending(RunStatus::Succeeded)).await.unwrap());
+        assert!(
+            store.renew(&run.id, &held).await.unwrap().is_none(),
+            "the lease is gone"
+        );
+        assert!(
+            !store
+                .finish(&run.id, &held, &ending(RunStatus::Succeeded))
+                .await
+                .unwrap()
+        );
         let record = store.get(&run.id).await.unwrap().unwrap();
         assert_eq!(record.status, RunStatus::Interrupted);
     }
@@ -357,10 +375,11 @@ mod tests {
             started.push((run, held));
         }
         let renewals = started.iter().map(|(run, held)| store.renew(&run.id, held));
+        let succeeded = ending(RunStatus::Succeeded);
         let ends = started
             .iter()
             .step_by(2)
-            .map(|(run, held)| store.finish(&run.id, held, &ending(RunStatus::Succeeded)));
+            .map(|(run, held)| store.finish(&run.id, held, &succeeded));
         let (renewed, ended) = tokio::join!(
             futures::future::join_all(renewals),
             futures::future::join_all(ends)

@@ -182,7 +182,6 @@ impl Resident {
         matches!(*self.read(), Phase::Ready(_))
     }
 
-    /// Chunks held, when loaded.
     /// The memory the index holds, by part; `None` until it is loaded.
     pub fn bytes(&self) -> Option<ResidentBytes> {
         match &*self.read() {
@@ -191,6 +190,7 @@ impl Resident {
         }
     }
 
+    /// Chunks held, when loaded.
     pub fn chunks(&self) -> Option<usize> {
         match &*self.read() {
             Phase::Ready(state) => Some(state.chunks()),

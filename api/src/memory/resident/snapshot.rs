@@ -275,7 +275,10 @@ mod tests {
         let restored = by_id[0].embedding.clone().unwrap();
         assert_eq!(restored.len(), 2);
         for (got, want) in restored.iter().zip([0.6, 0.8]) {
-            assert!((got - want).abs() < 0.004, "unit length, within 8-bit rounding: {restored:?}");
+            assert!(
+                (got - want).abs() < 0.004,
+                "unit length, within 8-bit rounding: {restored:?}"
+            );
         }
         assert_eq!(by_id[1].text, "no vector yet ✓");
         assert_eq!(by_id[1].embedding, None);

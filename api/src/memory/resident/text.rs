@@ -333,7 +333,15 @@ mod tests {
     #[test]
     fn postings_round_trip_in_a_few_bytes_each() {
         let mut postings = Postings::default();
-        let added = [(0, 1), (1, 3), (2, 200), (130, 1), (20_000, 2), (u32::MAX, 70_000), (5, 1)];
+        let added = [
+            (0, 1),
+            (1, 3),
+            (2, 200),
+            (130, 1),
+            (20_000, 2),
+            (u32::MAX, 70_000),
+            (5, 1),
+        ];
         for (doc, frequency) in added {
             postings.push(doc, frequency);
         }
@@ -342,9 +350,17 @@ mod tests {
         for doc in 0..1_000 {
             dense.push(doc * 3, 1 + doc % 4);
         }
-        assert_eq!(dense.bytes.len(), 2_000, "two bytes a posting for close documents");
+        assert_eq!(
+            dense.bytes.len(),
+            2_000,
+            "two bytes a posting for close documents"
+        );
         assert_eq!(dense.iter().nth(999), Some((2_997, 4)));
-        assert_eq!(get_varint(&[0x80, 0x80], &mut 0), None, "a torn varint ends the list");
+        assert_eq!(
+            get_varint(&[0x80, 0x80], &mut 0),
+            None,
+            "a torn varint ends the list"
+        );
     }
 
     #[test]

@@ -240,7 +240,10 @@ mod tests {
     #[test]
     fn integer_dot_products_are_exact_on_any_length() {
         for len in [1, 7, 16, 23, 32, 45, 384] {
-            let a: Vec<i8> = (0..len).map(|i| ((i * 37) % 255) as i32 - 127).map(|v| v as i8).collect();
+            let a: Vec<i8> = (0..len)
+                .map(|i| ((i * 37) % 255) as i32 - 127)
+                .map(|v| v as i8)
+                .collect();
             let b: Vec<i16> = (0..len).map(|i| ((i * 11) % 255) as i16 - 127).collect();
             let exact: i32 = a.iter().zip(&b).map(|(x, y)| i32::from(*x) * i32::from(*y)).sum();
             assert_eq!(dot(&a, &b), exact, "{len}");
@@ -259,7 +262,9 @@ mod tests {
             (seed % 20_001) as f32 / 10_000.0 - 1.0
         };
         let dimensions = 64;
-        let vectors: Vec<Vec<f32>> = (0..3_000).map(|_| (0..dimensions).map(|_| random()).collect()).collect();
+        let vectors: Vec<Vec<f32>> = (0..3_000)
+            .map(|_| (0..dimensions).map(|_| random()).collect())
+            .collect();
         let mut index = VectorIndex::default();
         for (doc, vector) in vectors.iter().enumerate() {
             index.insert((doc % 3) as u16, doc as u32, vector);
