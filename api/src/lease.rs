@@ -34,9 +34,9 @@ pub const CLAIM: &str =
 /// The condition of a holder's write: its lease is still the current one.
 /// Binds `$held` (a [`Lease`]).
 pub const HELD: &str = "lease_owner = $held.owner AND lease_token = $held.token";
-/// The condition of reaping a lease: still that lease, and lapsed at `$now`.
-/// Binds `$held` (a [`Lease`]) and `$now`.
-pub const LAPSED: &str = "lease_token = $held.token AND lease_until < $now";
+/// The condition of reaping a lease: still that lease (held: a released one
+/// has no owner), and lapsed at `$now`. Binds `$held` (a [`Lease`]) and `$now`.
+pub const LAPSED: &str = "lease_owner = $held.owner AND lease_token = $held.token AND lease_until < $now";
 /// The `SET` that ends a lease (the token stays, so the next claim's is higher).
 pub const RELEASE: &str = "lease_owner = NONE, lease_until = NONE";
 /// The fields of a row's lease, for a `RETURN` or `SELECT`.

@@ -144,15 +144,11 @@ impl Memory {
                 )
                 .await
             {
-                // Another replica's append took this number: step past it
-                // (one read, not the whole log again).
+                // Other replicas' appends took this number and maybe more:
+                // step past each (one read apiece, not the whole log again).
                 Err(StoreError::PreconditionFailed) => {
-                    tail = match self.objects.get(Bucket::Memory, &key).await? {
-                        Some(won) => {
-                            self.segments
-                                .keep_segment(agent, path, tail.next, won.body.clone());
-                            tail.after(&won.body)
-                        }
+                    tail = match self.past_others(agent, path, tail).await? {
+                        Some(moved) => moved,
                         // Deleted since (a fold or a whole-file write): start over.
                         None => self.tail_from_store(agent, path).await?,
                     };
@@ -185,6 +181,27 @@ impl Memory {
             agent: agent.into(),
             path: path.into(),
         })
+    }
+
+    /// Where the log ends after the segments other replicas wrote from
+    /// `tail` on, each read once (and kept); `None` when there is none at
+    /// `tail` after all (the log was folded or replaced meanwhile).
+    pub(super) async fn past_others(
+        &self,
+        agent: &str,
+        path: &str,
+        mut tail: Tail,
+    ) -> Result<Option<Tail>, MemoryError> {
+        let start = tail.next;
+        loop {
+            let seq = tail.next;
+            let key = segments::key(agent, path, seq)?;
+            let Some(object) = self.objects.get(Bucket::Memory, &key).await? else {
+                return Ok((seq > start).then_some(tail));
+            };
+            tail = tail.after(&object.body);
+            self.segments.keep_segment(agent, path, seq, object.body);
+        }
     }
 
     /// Where the log ends, read from the store (a listing and every segment:

@@ -123,14 +123,8 @@ impl Memory {
             Some(tail) if self.first_segment_unchanged(agent, path).await? => tail,
             _ => self.tail_from_store(agent, path).await?,
         };
-        loop {
-            let seq = tail.next;
-            let key = segments::key(agent, path, seq)?;
-            let Some(object) = self.objects.get(Bucket::Memory, &key).await? else {
-                break;
-            };
-            tail = tail.after(&object.body);
-            self.segments.keep_segment(agent, path, seq, object.body);
+        if let Some(moved) = self.past_others(agent, path, tail).await? {
+            tail = moved;
         }
         if tail.next <= 1 {
             return Ok(None);
