@@ -15,9 +15,22 @@ use crate::harness::*;
 async fn two_replicas(config: TestConfig) -> (Onyx, Onyx, (Service, Service)) {
     let (s3, surreal) = (Service::s3().await, Service::surreal().await);
     let config = config.s3(&s3).surreal(&surreal).build();
-    let a = Onyx::start(Some(&config), &[]).await;
-    let b = Onyx::start(Some(&config), &[]).await;
+    let (a, b) = (start(&config).await, start(&config).await);
     (a, b, (s3, surreal))
+}
+
+/// Starts a replica, polling while the SurrealDB server still answers its
+/// WebSocket with 503 (it opens its port before it serves).
+async fn start(config: &str) -> Onyx {
+    let mut last = String::new();
+    for _ in 0..50 {
+        match Onyx::try_start(Some(config), &[]).await {
+            Ok(onyx) => return onyx,
+            Err((_, stderr)) if stderr.contains("503 Service Unavailable") => last = stderr,
+            Err((code, stderr)) => panic!("onyx failed to start ({code:?}): {stderr}"),
+        }
+    }
+    panic!("the SurrealDB server never served: {last}")
 }
 
 /// A note long enough that a few hundred make a log far past a prompt's cap.
