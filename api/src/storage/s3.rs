@@ -166,8 +166,9 @@ impl ObjectStore for S3Store {
             let output = match result {
                 Ok(output) => output,
                 Err(err) if status(&err) == Some(404) => return Ok(None),
-                // An empty object has no byte to range over (or n was 0).
-                Err(err) if status(&err) == Some(416) => {
+                // An empty object has no byte to range over (or n was 0);
+                // some servers refuse a suffix longer than the object (400).
+                Err(err) if matches!(status(&err), Some(416 | 400)) => {
                     return Ok(self.get(bucket, key).await?.map(|o| Ranged::of(o.body, range)));
                 }
                 Err(err) => return Err(unavailable(err)),
