@@ -283,6 +283,32 @@ fn dependencies_point_inward() {
     );
 }
 
+/// The one lease (`lease.rs`): no other module's SQL sets or compares a
+/// lease's owner, term or token by hand (it uses the lease's fragments),
+/// so tasks, runs and steps cannot drift into rules of their own again.
+/// Migrations are history and may name the fields.
+#[test]
+fn only_the_lease_module_writes_or_tests_leases() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let by_hand = [
+        "lease_until =",
+        "lease_owner =",
+        "lease_token =",
+        "lease_until <",
+        "lease_until >",
+    ];
+    let offenders: Vec<String> = sources(&root)
+        .into_iter()
+        .filter(|s| !matches!(s.file.as_str(), "lease.rs" | "storage/migrations.rs"))
+        .filter(|s| by_hand.iter().any(|sql| s.text.contains(sql)))
+        .map(|s| s.file)
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "leases by hand in {offenders:?}: use crate::lease"
+    );
+}
+
 #[test]
 fn the_check_finds_cycles_edge_imports_and_leaves_that_import() {
     let dir = tempfile::tempdir().unwrap();

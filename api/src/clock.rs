@@ -7,12 +7,57 @@
 //! calls "today" (daily-log names, the date in a prompt) is the day in their
 //! timezone: the `*_in` helpers.
 
+use std::sync::{Arc, Mutex, PoisonError};
+
 use chrono::{DateTime, Datelike, NaiveDate, SecondsFormat, Utc};
 use chrono_tz::Tz;
 
 /// The current time.
 pub fn now() -> DateTime<Utc> {
     Utc::now()
+}
+
+/// What time it is, for code whose behaviour turns on time passing (leases
+/// lapse, work falls due): tests give it a [`ManualClock`] and move that
+/// instead of sleeping.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> DateTime<Utc>;
+}
+
+pub type SharedClock = Arc<dyn Clock>;
+
+/// The wall clock.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+}
+
+/// The wall clock, shared.
+pub fn system() -> SharedClock {
+    Arc::new(SystemClock)
+}
+
+/// A clock that stands still until moved.
+pub struct ManualClock(Mutex<DateTime<Utc>>);
+
+impl ManualClock {
+    pub fn at(start: DateTime<Utc>) -> Arc<Self> {
+        Arc::new(Self(Mutex::new(start)))
+    }
+
+    pub fn advance(&self, by: std::time::Duration) {
+        let mut now = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        *now += chrono::Duration::from_std(by).unwrap_or(chrono::Duration::MAX);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> DateTime<Utc> {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// The current time as stored.
@@ -182,6 +227,18 @@ mod tests {
         let zone = host_timezone();
         assert!(zone.name().parse::<Tz>().is_ok(), "{}", zone.name());
         assert!(!UTC_ALIASES[1..].contains(&zone.name()), "{}", zone.name());
+    }
+
+    #[test]
+    fn a_manual_clock_moves_only_when_told() {
+        let start = at("2026-11-22T10:00:00Z");
+        let clock = ManualClock::at(start);
+        assert_eq!(Clock::now(&*clock), start);
+        clock.advance(std::time::Duration::from_secs(90));
+        assert_eq!(stamp(Clock::now(&*clock)), "2026-11-22T10:01:30.000000Z");
+        let shared: SharedClock = clock;
+        assert_eq!(shared.now(), at("2026-11-22T10:01:30Z"));
+        assert!((system().now() - Utc::now()).num_seconds().abs() < 5);
     }
 
     #[test]

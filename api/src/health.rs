@@ -56,6 +56,7 @@ impl HealthCache {
         {
             let mut deps = deps.clone();
             deps.push(embedder_health(memory, None).await);
+            deps.push(search_index_health(memory));
             return deps;
         }
         let (mut deps, providers) = futures::join!(probe_stores(stores), probe_providers(router));
@@ -64,7 +65,43 @@ impl HealthCache {
         // Not cached: the state is kept current by every embedding call and the
         // memory worker's liveness probe, and costs nothing to read.
         deps.push(embedder_health(memory, None).await);
+        deps.push(search_index_health(memory));
         deps
+    }
+}
+
+/// This replica's resident memory search index: how full its budget is
+/// (down when over it: the replica holds more than it was given), and what
+/// the memory goes to.
+pub fn search_index_health(memory: &Memory) -> DependencyHealth {
+    let info = memory.search_index();
+    let mb = |bytes: usize| bytes as f64 / 1_048_576.0;
+    let budget = info.budget_bytes as f64 / 1_048_576.0;
+    let (status, detail) = match (info.chunks, info.bytes) {
+        (Some(chunks), Some(bytes)) => {
+            let full = 100.0 * mb(bytes.total()) / budget.max(f64::MIN_POSITIVE);
+            let state = if full > 100.0 { State::Down } else { State::Up };
+            (
+                state,
+                format!(
+                    "{chunks} chunks, {:.1} MB of its {budget:.0} MB budget ({full:.1}% full): \
+                     vectors {:.1} MB, postings {:.1} MB, text {:.1} MB, metadata {:.1} MB",
+                    mb(bytes.total()),
+                    mb(bytes.vectors),
+                    mb(bytes.postings),
+                    mb(bytes.text),
+                    mb(bytes.metadata),
+                ),
+            )
+        }
+        _ => (State::Up, format!("loading; its budget is {budget:.0} MB")),
+    };
+    DependencyHealth {
+        name: "search-index".into(),
+        kind: "memory:resident".into(),
+        status,
+        latency_ms: 0,
+        detail: Some(detail),
     }
 }
 

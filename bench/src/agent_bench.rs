@@ -7,6 +7,11 @@
 //! runtime writes in the background. Embedded SurrealKV and the local object
 //! store, as `onyx serve` runs by default.
 //!
+//! A busy day is one run with many turns (`agent-bench 10000`): it also
+//! prints the overhead around the 10th turn and around the last, and their
+//! ratio (a turn's cost must not grow with the day). Conversations change
+//! every 100 turns, as a day's do.
+//!
 //! ```sh
 //! agent-bench [TURNS]      # default 300
 //! ```
@@ -74,6 +79,7 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
     let runs = Runs::new(
         db,
         std::time::Duration::from_secs(30),
+        clock::system(),
         inbox.clone(),
         sessions.clone(),
     );
@@ -98,7 +104,7 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
             .await
             .map_err(|e| e.to_string())?;
     }
-    let session = sessions
+    let mut session = sessions
         .create("main", "bench")
         .await
         .map_err(|e| e.to_string())?;
@@ -106,7 +112,14 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
     let mut end_times = Vec::with_capacity(turns);
     let mut totals = Vec::with_capacity(turns);
     let mut log_lines = Vec::with_capacity(turns);
+    let mut by_turn = Vec::with_capacity(turns + 10);
     for turn in 0..turns + 10 {
+        if turn > 0 && turn % 100 == 0 {
+            session = sessions
+                .create("main", "bench")
+                .await
+                .map_err(|e| e.to_string())?;
+        }
         let question = format!("what do you remember about project{}?", turn % 7);
         let asked = vec![LogMessage::plain("user", question.clone())];
         let started = Instant::now();
@@ -163,6 +176,7 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
             )
             .await
             .map_err(|e| e.to_string())?;
+        by_turn.push(turn_done);
         if turn >= 10 {
             compose_times.push(composed_at);
             end_times.push(ended_in);
@@ -197,5 +211,19 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
         ms(percentile(&mut log_lines, 0.5)),
         ms(percentile(&mut log_lines, 0.99))
     );
+    if turns >= 1_000 {
+        let window = 100;
+        let mut early = by_turn[10..10 + window].to_vec();
+        let last = by_turn.len();
+        let mut late = by_turn[last - window..].to_vec();
+        let (early, late) = (percentile(&mut early, 0.5), percentile(&mut late, 0.5));
+        println!(
+            "turn overhead around the 10th turn (turns 10-{}): p50 {}; around turn {last} (the last {window}): p50 {}; late/early {:.2}",
+            10 + window - 1,
+            ms(early),
+            ms(late),
+            late.as_secs_f64() / early.as_secs_f64()
+        );
+    }
     Ok(())
 }

@@ -192,6 +192,18 @@ async fn restart(db: &Db, snapshot: Option<&Path>, label: &str) -> Result<Index,
         loaded.from_snapshot,
         loaded.files_read
     );
+    if let Some(bytes) = index.resident().bytes() {
+        let per = |part: usize| part as f64 / loaded.chunks.max(1) as f64;
+        println!(
+            "resident index per chunk: vectors {:.0} B, postings {:.0} B, text {:.0} B, metadata {:.0} B; total {:.0} B ({:.1} MB)",
+            per(bytes.vectors),
+            per(bytes.postings),
+            per(bytes.text),
+            per(bytes.metadata),
+            per(bytes.total()),
+            bytes.total() as f64 / 1_048_576.0
+        );
+    }
     Ok(index)
 }
 

@@ -102,6 +102,7 @@ impl Agents {
         let runs = Runs::new(
             parts.db.clone(),
             config.agents.run_lease,
+            crate::clock::system(),
             inbox.clone(),
             parts.sessions.clone(),
         );

@@ -22,7 +22,7 @@ use futures::future::join_all;
 
 use crate::clock;
 use crate::inbox::InboxMessage;
-use crate::memory::{Memory, Mode, paths};
+use crate::memory::{Excerpt, Memory, Mode, paths};
 use crate::providers::types::{Message, Role};
 
 pub const FILE_CAP: usize = 20_000;
@@ -35,12 +35,48 @@ pub fn truncate(text: &str, cap: usize) -> String {
     if total <= cap {
         return text.to_string();
     }
-    let head = cap * 7 / 10;
-    let tail = cap * 2 / 10;
+    let (head, tail) = (cap * 7 / 10, cap * 2 / 10);
     let omitted = total - head - tail;
     let start: String = text.chars().take(head).collect();
     let end: String = text.chars().skip(total - tail).collect();
     format!("{start}\n\n[… {omitted} characters omitted: the file is longer than {cap} …]\n\n{end}")
+}
+
+/// The bytes read of each end of a long daily log: enough for its share of
+/// `FILE_CAP` characters at UTF-8's four bytes a character.
+const LOG_HEAD_BYTES: u64 = (FILE_CAP * 7 / 10 * 4) as u64;
+const LOG_TAIL_BYTES: u64 = (FILE_CAP * 2 / 10 * 4) as u64;
+
+/// A daily log for the prompt, without `session`'s own lines, within
+/// `FILE_CAP`: a long log's start and end only (what lies between is never read).
+async fn daily_log(memory: &Memory, agent: &str, path: &str, session: Option<&str>) -> Option<String> {
+    let excerpt = memory
+        .read_excerpt(agent, path, LOG_HEAD_BYTES, LOG_TAIL_BYTES)
+        .await
+        .ok()??;
+    match excerpt {
+        Excerpt::Whole(log) => without_session(&log, session)
+            .filter(|log| !log.trim().is_empty())
+            .map(|log| truncate(log.trim(), FILE_CAP)),
+        Excerpt::Ends {
+            head,
+            tail,
+            omitted_bytes,
+        } => {
+            let head = without_session(&head, session).unwrap_or_default();
+            let tail = without_session(&tail, session).unwrap_or_default();
+            if head.trim().is_empty() && tail.trim().is_empty() {
+                return None;
+            }
+            let start: String = head.trim().chars().take(FILE_CAP * 7 / 10).collect();
+            let tail = tail.trim();
+            let skip = tail.chars().count().saturating_sub(FILE_CAP * 2 / 10);
+            let end: String = tail.chars().skip(skip).collect();
+            Some(format!(
+                "{start}\n\n[… {omitted_bytes} bytes or more omitted: the file is longer than {FILE_CAP} characters …]\n\n{end}"
+            ))
+        }
+    }
 }
 
 /// What went into a prompt, for the UI and tests.
@@ -129,21 +165,18 @@ pub async fn compose(memory: &Memory, inputs: Inputs<'_>) -> Composed {
     let wanted: Vec<&str> = PERSONA
         .iter()
         .copied()
-        .chain([
-            paths::CURATED,
-            "BOOTSTRAP.md",
-            yesterday_log.as_str(),
-            today_log.as_str(),
-        ])
+        .chain([paths::CURATED, "BOOTSTRAP.md"])
         .collect();
-    let mut contents = join_all(wanted.iter().map(|path| read(memory, agent, path))).await;
+    let (contents, yesterday, today) = tokio::join!(
+        join_all(wanted.iter().map(|path| read(memory, agent, path))),
+        daily_log(memory, agent, &yesterday_log, inputs.session),
+        daily_log(memory, agent, &today_log, inputs.session),
+    );
     let (mut stable, mut volatile, mut sections) = (Vec::new(), Vec::new(), Vec::new());
     let mut add = |title: String, body: &str, parts: &mut Vec<String>| {
         parts.push(format!("## {title}\n\n{}", truncate(body.trim(), FILE_CAP)));
         sections.push(title);
     };
-    let today = contents.pop().flatten();
-    let yesterday = contents.pop().flatten();
     for (path, content) in wanted.iter().zip(&contents) {
         if let Some(content) = content {
             add((*path).to_string(), content, &mut stable);
@@ -166,7 +199,8 @@ pub async fn compose(memory: &Memory, inputs: Inputs<'_>) -> Composed {
         (&yesterday_log, "yesterday", yesterday),
         (&today_log, "today", today),
     ] {
-        if let Some(content) = content.and_then(|c| without_session(&c, inputs.session)) {
+        // Already within the cap: `add` leaves it as it is.
+        if let Some(content) = content {
             add(format!("{path} ({label})"), &content, &mut volatile);
         }
     }

@@ -319,6 +319,7 @@ pub struct RawMemory {
     pub chunk_tokens: Option<u32>,
     pub chunk_overlap: Option<u32>,
     pub sync_interval_seconds: Option<u64>,
+    pub resident_budget_mb: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -471,6 +471,9 @@ pub enum Fusion {
     Rrf,
 }
 
+/// `memory.residentBudgetMb` when unset: 100,000 chunks of 384 dimensions fit.
+pub const DEFAULT_RESIDENT_BUDGET_MB: u64 = 512;
+
 #[derive(Debug)]
 pub struct MemoryConfig {
     pub embedder: Option<EmbedderConfig>,
@@ -483,6 +486,8 @@ pub struct MemoryConfig {
     pub chunk_overlap: u32,
     /// How often files changed outside Onyx are looked for.
     pub sync_interval: Duration,
+    /// The memory a replica's resident search index may hold, in MiB.
+    pub resident_budget_mb: u64,
 }
 
 #[derive(Debug)]

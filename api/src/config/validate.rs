@@ -883,6 +883,22 @@ fn memory(raw: raw::RawMemory, env: Env) -> Result<MemoryConfig, ConfigError> {
             Some(seconds) => seconds,
             None => 60,
         }),
+        resident_budget_mb: match raw.resident_budget_mb {
+            Some(0) => {
+                return Err(ConfigError::invalid(
+                    "memory.residentBudgetMb",
+                    "must be at least 1",
+                ));
+            }
+            Some(mb) if mb > 1 << 20 => {
+                return Err(ConfigError::invalid(
+                    "memory.residentBudgetMb",
+                    "must be at most 1048576 (1 TiB)",
+                ));
+            }
+            Some(mb) => mb,
+            None => DEFAULT_RESIDENT_BUDGET_MB,
+        },
     })
 }
 

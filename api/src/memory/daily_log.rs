@@ -5,8 +5,9 @@
 //! order. A day with a plain file (written by a person, or by an older Onyx)
 //! is appended to in place.
 //!
-//! Once no timezone's today is that day any more (two days later, in UTC), the
-//! sync worker folds the segments into the plain file. Segments found beside a
+//! Once no timezone's today is that day any more (13:00 UTC the next day), the
+//! sync worker folds the segments into the plain file, which a prompt reads
+//! by two ranged reads (`excerpt`). Segments found beside a
 //! plain file are what a cut-short fold or a racing whole-file write leaves:
 //! their text is appended to the plain file unless it already holds it.
 
@@ -21,6 +22,13 @@ use crate::storage::{Bucket, ObjectInfo, PutCondition, StoreError};
 
 /// Each lost race is another replica's append landing first.
 const APPEND_ATTEMPTS: usize = 64;
+
+/// Daily logs before this path's day are over in every timezone at `now`
+/// (UTC-12 ends a day at 12:00 UTC the next; an hour more for clock skew),
+/// so nothing appends to them as segments any more: the sync folds them.
+pub(super) fn folds_before(now: chrono::DateTime<chrono::Utc>) -> String {
+    paths::daily_path(&crate::clock::day(now - chrono::Duration::hours(13)))
+}
 
 /// A log kept as segments, read whole.
 pub(super) struct Segmented {
@@ -136,13 +144,21 @@ impl Memory {
                 )
                 .await
             {
+                // Other replicas' appends took this number and maybe more:
+                // step past each (one read apiece, not the whole log again).
                 Err(StoreError::PreconditionFailed) => {
-                    tail = self.tail_from_store(agent, path).await?;
+                    tail = match self.past_others(agent, path, tail).await? {
+                        Some(moved) => moved,
+                        // Deleted since (a fold or a whole-file write): start over.
+                        None => self.tail_from_store(agent, path).await?,
+                    };
                     continue;
                 }
                 Err(err) => return Err(err.into()),
                 Ok(_) => {}
             }
+            self.segments
+                .keep_segment(agent, path, tail.next, Bytes::from(body.clone()));
             // A whole-file write on another replica may have made the plain
             // file meanwhile: then this note belongs in it.
             if self.objects.get(Bucket::Memory, &plain).await?.is_some() {
@@ -167,9 +183,34 @@ impl Memory {
         })
     }
 
-    /// Where the log ends, read from the store.
-    async fn tail_from_store(&self, agent: &str, path: &str) -> Result<Tail, MemoryError> {
+    /// Where the log ends after the segments other replicas wrote from
+    /// `tail` on, each read once (and kept); `None` when there is none at
+    /// `tail` after all (the log was folded or replaced meanwhile).
+    pub(super) async fn past_others(
+        &self,
+        agent: &str,
+        path: &str,
+        mut tail: Tail,
+    ) -> Result<Option<Tail>, MemoryError> {
+        let start = tail.next;
+        loop {
+            let seq = tail.next;
+            let key = segments::key(agent, path, seq)?;
+            let Some(object) = self.objects.get(Bucket::Memory, &key).await? else {
+                return Ok((seq > start).then_some(tail));
+            };
+            tail = tail.after(&object.body);
+            self.segments.keep_segment(agent, path, seq, object.body);
+        }
+    }
+
+    /// Where the log ends, read from the store (a listing and every segment:
+    /// once per replica and log, cached after).
+    pub(super) async fn tail_from_store(&self, agent: &str, path: &str) -> Result<Tail, MemoryError> {
         let parts = self.segments_of(agent, path).await?;
+        for (seq, body) in &parts {
+            self.segments.keep_segment(agent, path, *seq, body.clone());
+        }
         Ok(Tail {
             next: parts.last().map_or(1, |(seq, _)| seq + 1),
             lines: parts.iter().map(|(_, body)| count_lines(body)).sum(),
@@ -296,74 +337,12 @@ fn count_lines(body: &[u8]) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicU64, Ordering};
-
-    use futures::future::BoxFuture;
+    use std::sync::atomic::Ordering;
 
     use super::*;
-    use crate::memory::{NoteTarget, Settings};
-    use crate::storage::{Db, LocalStore, Object, ObjectInfo, ObjectKey, ObjectStore, Version};
-
-    /// A real local store that counts the bytes moved through it.
-    struct Counting {
-        inner: LocalStore,
-        moved: AtomicU64,
-    }
-
-    impl ObjectStore for Counting {
-        fn backend(&self) -> &'static str {
-            "local"
-        }
-        fn ensure_buckets(&self) -> BoxFuture<'_, Result<(), StoreError>> {
-            self.inner.ensure_buckets()
-        }
-        fn get<'a>(
-            &'a self,
-            bucket: Bucket,
-            key: &'a ObjectKey,
-        ) -> BoxFuture<'a, Result<Option<Object>, StoreError>> {
-            Box::pin(async move {
-                let object = self.inner.get(bucket, key).await?;
-                let size = object.as_ref().map_or(0, |o| o.body.len() as u64);
-                self.moved.fetch_add(size, Ordering::Relaxed);
-                Ok(object)
-            })
-        }
-        fn put<'a>(
-            &'a self,
-            bucket: Bucket,
-            key: &'a ObjectKey,
-            body: Bytes,
-            condition: PutCondition,
-        ) -> BoxFuture<'a, Result<Version, StoreError>> {
-            self.moved.fetch_add(body.len() as u64, Ordering::Relaxed);
-            self.inner.put(bucket, key, body, condition)
-        }
-        fn delete<'a>(&'a self, bucket: Bucket, key: &'a ObjectKey) -> BoxFuture<'a, Result<(), StoreError>> {
-            self.inner.delete(bucket, key)
-        }
-        fn list<'a>(
-            &'a self,
-            bucket: Bucket,
-            prefix: &'a str,
-        ) -> BoxFuture<'a, Result<Vec<ObjectInfo>, StoreError>> {
-            self.inner.list(bucket, prefix)
-        }
-    }
-
-    async fn setup() -> (tempfile::TempDir, Arc<Counting>, Arc<Memory>, Db) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(Counting {
-            inner: LocalStore::new(dir.path()),
-            moved: AtomicU64::new(0),
-        });
-        store.ensure_buckets().await.unwrap();
-        let db = Db::scratch().await;
-        let memory = Memory::new(store.clone(), db.clone(), None, Settings::default());
-        memory.load_search_index().await.unwrap();
-        (dir, store, memory, db)
-    }
+    use crate::memory::NoteTarget;
+    use crate::memory::counting_store::setup;
+    use crate::storage::{Db, ObjectStore};
 
     async fn chunk_rows(db: &Db) -> usize {
         let rows: Vec<serde_json::Value> = db
@@ -433,6 +412,21 @@ mod tests {
         // Its lines are where the note is in the log.
         let line = log.content.lines().nth(hit.start_line - 1).unwrap();
         assert!(line.contains("turn 137"), "{line}");
+    }
+
+    #[test]
+    fn a_day_folds_once_it_is_over_in_every_timezone() {
+        let at = |text: &str| crate::clock::parse_stamp(text).unwrap();
+        let latest: chrono_tz::Tz = "Etc/GMT+12".parse().unwrap();
+        // 11:59 UTC on the 25th: still the 24th at UTC-12, so not folded.
+        assert_eq!(
+            crate::clock::day_in(at("2026-11-25T11:59:00Z"), latest),
+            "2026-11-24"
+        );
+        assert!("memory/2026-11-24.md" >= folds_before(at("2026-11-25T11:59:00Z")).as_str());
+        // From 13:00 UTC the 24th is over everywhere: folded, a day and a half early.
+        assert!("memory/2026-11-24.md" < folds_before(at("2026-11-25T13:00:00Z")).as_str());
+        assert!("memory/2026-11-25.md" >= folds_before(at("2026-11-25T13:00:00Z")).as_str());
     }
 
     #[tokio::test]

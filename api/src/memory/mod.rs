@@ -21,8 +21,11 @@
 
 pub mod access;
 pub mod chunker;
+#[cfg(test)]
+mod counting_store;
 mod daily_log;
 pub mod embedder;
+mod excerpt;
 mod index;
 pub mod local_embedder;
 pub mod paths;
@@ -43,6 +46,7 @@ use serde::Serialize;
 
 pub use chunker::ChunkParams;
 pub use embedder::{EmbedError, Embedder, ProviderEmbedder};
+pub use excerpt::Excerpt;
 pub use index::{ChunkRow, FileRow, Index};
 pub use projects::ProjectError;
 pub use search::{Mode, Ranking};
@@ -71,6 +75,7 @@ impl Default for Settings {
             },
             sync_interval: Duration::from_secs(60),
             snapshot: None,
+            resident_budget_bytes: crate::config::DEFAULT_RESIDENT_BUDGET_MB << 20,
         }
     }
 }
@@ -91,6 +96,7 @@ impl Settings {
             },
             sync_interval: config.sync_interval,
             snapshot: None,
+            resident_budget_bytes: config.resident_budget_mb << 20,
         }
     }
 }
@@ -116,6 +122,12 @@ pub struct SearchIndexInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
     pub chunks: Option<usize>,
+    /// The memory it holds, by part (once loaded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub bytes: Option<resident::ResidentBytes>,
+    /// The memory it may hold (`memory.residentBudgetMb`).
+    pub budget_bytes: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -172,11 +184,14 @@ impl Memory {
             .map_err(std::io::Error::other)?
     }
 
-    fn search_index(&self) -> SearchIndexInfo {
+    /// The resident search index: its state, size and budget.
+    pub fn search_index(&self) -> SearchIndexInfo {
         let chunks = self.index.resident().chunks();
         SearchIndexInfo {
             state: if chunks.is_some() { "ready" } else { "loading" },
             chunks,
+            bytes: self.index.resident().bytes(),
+            budget_bytes: self.settings.resident_budget_bytes,
         }
     }
 

@@ -5,7 +5,7 @@
 //! their text, and where the day's log ends (next sequence number, lines,
 //! bytes), to append without reading the log again.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 use bytes::Bytes;
@@ -84,12 +84,31 @@ pub struct Tail {
     pub bytes: u64,
 }
 
-/// Each replica's memory of segments: their text by key, and each log's tail.
+impl Tail {
+    /// Where the log ends once `body` is its next segment.
+    pub fn after(self, body: &[u8]) -> Self {
+        Self {
+            next: self.next + 1,
+            lines: self.lines + String::from_utf8_lossy(body).lines().count(),
+            bytes: self.bytes + body.len() as u64,
+        }
+    }
+}
+
+/// Each replica's memory of segments: their text by key (for whole reads),
+/// by log and number (for a prompt's excerpt), and each log's tail.
 #[derive(Default)]
 pub struct SegmentCache {
     bodies: Mutex<HashMap<String, Bytes>>,
+    numbered: Mutex<HashMap<String, BTreeMap<u64, Bytes>>>,
     tails: Mutex<HashMap<String, Tail>>,
 }
+
+/// A log's numbered segments kept: its first and last ones (what an excerpt
+/// reads); those in between are dropped as the tail moves on.
+const KEEP_NUMBERED: usize = 4_096;
+/// Logs whose numbered segments are kept before all are dropped.
+const MAX_NUMBERED_LOGS: usize = 1_000;
 
 /// Segment texts kept before the oldest are dropped (a busy day's log is a few
 /// hundred; today's and yesterday's logs are read into every prompt).
@@ -108,6 +127,40 @@ impl SegmentCache {
         bodies.insert(key.to_string(), body);
     }
 
+    /// A log's segment by number, as this replica read or wrote it.
+    pub fn segment(&self, agent: &str, path: &str, seq: u64) -> Option<Bytes> {
+        lock(&self.numbered).get(&prefix(agent, path))?.get(&seq).cloned()
+    }
+
+    pub fn keep_segment(&self, agent: &str, path: &str, seq: u64, body: Bytes) {
+        let mut numbered = lock(&self.numbered);
+        if numbered.len() >= MAX_NUMBERED_LOGS && !numbered.contains_key(&prefix(agent, path)) {
+            numbered.clear();
+        }
+        let log = numbered.entry(prefix(agent, path)).or_default();
+        log.insert(seq, body);
+        if log.len() > KEEP_NUMBERED {
+            let keep = (KEEP_NUMBERED / 4) as u64;
+            let last = log.keys().next_back().copied().unwrap_or(0);
+            log.retain(|seq, _| *seq <= keep || *seq + keep > last);
+        }
+    }
+
+    /// Forgets a log's numbered segments and tail (it was folded, replaced or deleted).
+    pub fn forget_log(&self, agent: &str, path: &str) {
+        lock(&self.numbered).remove(&prefix(agent, path));
+        lock(&self.tails).remove(&prefix(agent, path));
+    }
+
+    /// Moves a log's known end forward (never back: an append may have moved it further meanwhile).
+    pub fn advance_tail(&self, agent: &str, path: &str, tail: Tail) {
+        let mut tails = lock(&self.tails);
+        let known = tails.entry(prefix(agent, path)).or_default();
+        if tail.next > known.next {
+            *known = tail;
+        }
+    }
+
     pub fn tail(&self, agent: &str, path: &str) -> Option<Tail> {
         lock(&self.tails).get(&prefix(agent, path)).copied()
     }
@@ -116,7 +169,10 @@ impl SegmentCache {
         let mut tails = lock(&self.tails);
         match tail {
             Some(tail) => tails.insert(prefix(agent, path), tail),
-            None => tails.remove(&prefix(agent, path)),
+            None => {
+                lock(&self.numbered).remove(&prefix(agent, path));
+                tails.remove(&prefix(agent, path))
+            }
         };
     }
 }

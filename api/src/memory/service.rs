@@ -60,6 +60,9 @@ pub struct Settings {
     /// Where this replica saves its search index for the next start (`None`:
     /// it reads the whole index from SurrealDB at every start).
     pub snapshot: Option<std::path::PathBuf>,
+    /// The memory this replica's resident search index may hold; `/health`
+    /// says how full it is.
+    pub resident_budget_bytes: u64,
 }
 
 pub struct Memory {

@@ -279,9 +279,7 @@ impl Memory {
         };
         self.progress.set(Phase::Syncing, 0, total);
         let mut seen = HashSet::with_capacity(total);
-        let folds_before = paths::daily_path(&crate::clock::day(
-            crate::clock::now() - chrono::Duration::days(1),
-        ));
+        let folds_before = super::daily_log::folds_before(crate::clock::now());
         for (done, file) in listed.iter().enumerate() {
             let key = format!("{}/{}", file.agent, file.path);
             let row = known.get(&key);

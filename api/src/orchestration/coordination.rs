@@ -7,7 +7,7 @@ use std::sync::{Arc, Weak};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::model::ProposedStep;
+use super::model::{ProposedStep, WorkStatus};
 use super::{Orchestrator, ProposalInput};
 use crate::agents::coordination::Coordination;
 
@@ -99,10 +99,12 @@ impl Coordination for Coordinator {
             let key = text(arguments, "step_id")?;
             let status = text(arguments, "status")?;
             let output = text(arguments, "output")?;
-            if !matches!(status.as_str(), "succeeded" | "failed") {
-                return Err("status must be \"succeeded\" or \"failed\"".into());
-            }
-            orch.report(agent, &key, &status, &output)
+            let reported = match status.as_str() {
+                "succeeded" => WorkStatus::Succeeded,
+                "failed" => WorkStatus::Failed,
+                _ => return Err("status must be \"succeeded\" or \"failed\"".into()),
+            };
+            orch.report(agent, &key, reported, &output)
                 .await
                 .map_err(|err| err.to_string())?;
             Ok(json!({"step_id": key, "status": status}))

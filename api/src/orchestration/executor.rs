@@ -13,7 +13,7 @@ use std::time::Duration;
 use chrono::Utc;
 use serde_json::json;
 
-use super::model::{Mission, Step};
+use super::model::{Mission, Step, WorkStatus};
 use super::{OrchestrationError, Orchestrator};
 use crate::agents::RunRequest;
 use crate::clock::stamp;
@@ -60,21 +60,24 @@ impl Orchestrator {
                 missions.insert(step.mission.clone(), steps);
             }
             let siblings = &missions[&step.mission];
-            let status_of = |key: &String| siblings.iter().find(|s| &s.key == key).map(|s| s.status.as_str());
+            let status_of = |key: &String| siblings.iter().find(|s| &s.key == key).map(|s| s.status);
             if step
                 .after
                 .iter()
-                .any(|k| matches!(status_of(k), Some("failed" | "cancelled")))
+                .any(|k| status_of(k).is_some_and(WorkStatus::is_dead))
             {
                 self.finalize(&step.mission).await?;
                 continue;
             }
-            if !step.after.iter().all(|k| status_of(k) == Some("succeeded")) {
+            if !step
+                .after
+                .iter()
+                .all(|k| status_of(k) == Some(WorkStatus::Succeeded))
+            {
                 continue;
             }
-            let until = self.lease_until();
-            let now = stamp(Utc::now());
-            let Some(claimed) = self.store.claim(&step, &self.replica, &until, &now).await? else {
+            let now = stamp(self.store.leases().now());
+            let Some(claimed) = self.store.claim(&step, &self.replica, &now).await? else {
                 continue;
             };
             started += 1;
@@ -95,10 +98,6 @@ impl Orchestrator {
         Ok(())
     }
 
-    fn lease_until(&self) -> String {
-        stamp(Utc::now() + chrono::Duration::from_std(self.settings.lease).unwrap_or_default())
-    }
-
     async fn execute(self: &Arc<Self>, step: Step, context: Vec<Step>) {
         self.emit(
             &step.agent,
@@ -110,13 +109,16 @@ impl Orchestrator {
         )
         .await;
         let (lost_tx, lost_rx) = tokio::sync::oneshot::channel::<()>();
+        let held = step.lease();
         let renewer = {
             let this = self.clone();
             let key = step.key.clone();
+            let held = held.clone();
             tokio::spawn(async move {
+                let Some(held) = held else { return };
                 loop {
                     tokio::time::sleep(this.settings.lease / 3).await;
-                    match this.store.renew(&key, &this.replica, &this.lease_until()).await {
+                    match this.store.renew(&key, &held).await {
                         Ok(true) => {}
                         Ok(false) => {
                             let _ = lost_tx.send(());
@@ -140,35 +142,29 @@ impl Orchestrator {
             }
         };
         renewer.abort();
-        let now = stamp(Utc::now());
-        let recorded = match &outcome {
-            Ok(output) => {
+        let now = stamp(self.store.leases().now());
+        let recorded = match (&outcome, &held) {
+            // Claimed rows always carry their lease; without one, nothing is held.
+            (_, None) => Ok(false),
+            (Ok(output), Some(held)) => {
                 let output = crate::text::ellipsize(output, MAX_OUTPUT_CHARS);
                 self.store
                     .finish(
                         &step.key,
-                        Some(&self.replica),
-                        "succeeded",
+                        Some(held),
+                        WorkStatus::Succeeded,
                         Some(&output),
                         None,
                         &now,
                     )
                     .await
             }
-            Err(error) if step.attempts < self.settings.max_attempts => {
-                let mut retry = step.clone();
-                retry.lease_until = self
-                    .store
-                    .step(&step.key)
-                    .await
-                    .ok()
-                    .flatten()
-                    .and_then(|s| s.lease_until);
-                self.store.recover(&retry, true, error, &now).await
+            (Err(error), Some(held)) if step.attempts < self.settings.max_attempts => {
+                self.store.recover(&step.key, held, None, true, error, &now).await
             }
-            Err(error) => {
+            (Err(error), Some(held)) => {
                 self.store
-                    .finish(&step.key, Some(&self.replica), "failed", None, Some(error), &now)
+                    .finish(&step.key, Some(held), WorkStatus::Failed, None, Some(error), &now)
                     .await
             }
         };
@@ -187,11 +183,11 @@ impl Orchestrator {
         let Ok(Some(step)) = self.store.step(key).await else {
             return;
         };
-        let kind = match step.status.as_str() {
-            "succeeded" => "step.succeeded",
-            "failed" => "step.failed",
-            "queued" => "step.retrying",
-            _ => "step.ended",
+        let kind = match step.status {
+            WorkStatus::Succeeded => "step.succeeded",
+            WorkStatus::Failed => "step.failed",
+            WorkStatus::Queued => "step.retrying",
+            WorkStatus::Running | WorkStatus::Cancelled => "step.ended",
         };
         let tag = format!("step:{}", step.status);
         self.emit(
@@ -258,17 +254,22 @@ impl Orchestrator {
     /// their lease ran out more than half a lease ago, a grace for clocks that
     /// differ between replicas and for a renewal delayed on a busy machine.
     async fn recover_stale(self: &Arc<Self>) -> Result<(), OrchestrationError> {
-        let now = stamp(Utc::now());
-        let grace = chrono::Duration::from_std(self.settings.lease / 2).unwrap_or_default();
-        let cutoff = stamp(Utc::now() - grace);
-        for step in self.store.stale_steps(&cutoff).await? {
+        let now = stamp(self.store.leases().now());
+        let grace = self.settings.lease / 2;
+        let cutoff = self.store.leases().cutoff(grace);
+        for step in self.store.stale_steps(grace).await? {
+            let Some(held) = step.lease() else { continue };
             let requeue = step.attempts < self.settings.max_attempts;
             let error = format!(
                 "stale: the replica running it ({}) stopped renewing its lease, which ran out at {}",
                 step.lease_owner.as_deref().unwrap_or("unknown"),
                 step.lease_until.as_deref().unwrap_or("?")
             );
-            if self.store.recover(&step, requeue, &error, &now).await? {
+            if self
+                .store
+                .recover(&step.key, &held, Some(&cutoff), requeue, &error, &now)
+                .await?
+            {
                 tracing::warn!(step = %step.key, requeue, "recovered a stale step");
                 self.after_step(&step.key).await;
             }
@@ -282,13 +283,11 @@ impl Orchestrator {
         let steps = self.store.steps_of(mission).await?;
         let dead: Vec<String> = steps
             .iter()
-            .filter(|s| s.status == "queued")
+            .filter(|s| s.status == WorkStatus::Queued)
             .filter(|s| {
-                s.after.iter().any(|k| {
-                    steps
-                        .iter()
-                        .any(|o| &o.key == k && matches!(o.status.as_str(), "failed" | "cancelled"))
-                })
+                s.after
+                    .iter()
+                    .any(|k| steps.iter().any(|o| &o.key == k && o.status.is_dead()))
             })
             .map(|s| s.key.clone())
             .collect();
@@ -299,16 +298,13 @@ impl Orchestrator {
                 .await?;
             return Box::pin(self.finalize(mission)).await;
         }
-        if steps
-            .iter()
-            .any(|s| matches!(s.status.as_str(), "queued" | "running"))
-        {
+        if steps.iter().any(|s| s.status.is_active()) {
             return Ok(());
         }
-        let status = if steps.iter().all(|s| s.status == "succeeded") {
-            "succeeded"
+        let status = if steps.iter().all(|s| s.status == WorkStatus::Succeeded) {
+            WorkStatus::Succeeded
         } else {
-            "failed"
+            WorkStatus::Failed
         };
         if !self.store.finalize(mission, status, &now).await? {
             return Ok(());
@@ -316,7 +312,7 @@ impl Orchestrator {
         let Some(mission) = self.store.mission(mission).await? else {
             return Ok(());
         };
-        let failed = steps.iter().find(|s| s.status == "failed");
+        let failed = steps.iter().find(|s| s.status == WorkStatus::Failed);
         let tag = format!("mission:{status}");
         self.emit(
             &mission.agent,

@@ -19,7 +19,10 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, broadcast};
 
 pub use coordination::Coordinator;
-pub use model::{Event, Mission, Proposal, ProposedStep, Reaction, Review, Step, Trigger};
+pub use model::{
+    Event, Mission, Proposal, ProposalStatus, ProposedStep, Reaction, ReactionStatus, Review, Step, Trigger,
+    WorkStatus,
+};
 pub use policy::{KEYS as POLICY_KEYS, check as check_policy};
 use rules::Dice;
 pub use store::Store;
@@ -83,7 +86,10 @@ impl Orchestrator {
         settings: OrchestrationConfig,
     ) -> Arc<Self> {
         Arc::new(Self {
-            store: Store::new(db.clone()),
+            store: Store::new(
+                db.clone(),
+                crate::lease::Leases::new(db.clone(), "step", settings.lease, crate::clock::system()),
+            ),
             db,
             agents,
             memory,
@@ -131,14 +137,14 @@ impl Orchestrator {
             description: input.description,
             source: input.source,
             steps: input.steps,
-            status: "pending".into(),
+            status: ProposalStatus::Pending,
             reason: None,
             mission: None,
             created_at: now.clone(),
             decided_at: None,
         };
         if let Some(reason) = self.gate(&proposal).await? {
-            proposal.status = "rejected".into();
+            proposal.status = ProposalStatus::Rejected;
             proposal.reason = Some(reason.clone());
             proposal.decided_at = Some(now);
             self.store.insert_proposal(&proposal).await?;
@@ -177,7 +183,7 @@ impl Orchestrator {
             .proposal(key)
             .await?
             .ok_or_else(|| OrchestrationError::NotFound(format!("no proposal {key:?}")))?;
-        if proposal.status != "pending" {
+        if proposal.status != ProposalStatus::Pending {
             return Err(OrchestrationError::Conflict(format!(
                 "proposal {key} is already {}",
                 proposal.status
@@ -208,7 +214,7 @@ impl Orchestrator {
                 proposal.key
             )));
         }
-        proposal.status = "rejected".into();
+        proposal.status = ProposalStatus::Rejected;
         proposal.reason = Some(reason.into());
         proposal.decided_at = Some(now);
         self.emit(&proposal.agent, "proposal.rejected", &["proposal", "rejected"], json!({
@@ -231,7 +237,7 @@ impl Orchestrator {
             agent: proposal.agent.clone(),
             title: proposal.title.clone(),
             description: proposal.description.clone(),
-            status: "queued".into(),
+            status: WorkStatus::Queued,
             created_at: now.clone(),
             finished_at: None,
         };
@@ -252,12 +258,13 @@ impl Orchestrator {
                     None if index > 0 => vec![keys[index - 1].clone()],
                     None => Vec::new(),
                 },
-                status: "queued".into(),
+                status: WorkStatus::Queued,
                 output: None,
                 attempts: 0,
                 last_error: None,
                 lease_owner: None,
                 lease_until: None,
+                lease_token: None,
                 created_at: now.clone(),
                 started_at: None,
                 finished_at: None,
@@ -269,7 +276,7 @@ impl Orchestrator {
                 proposal.key
             )));
         }
-        proposal.status = "accepted".into();
+        proposal.status = ProposalStatus::Accepted;
         proposal.reason = Some(why.into());
         proposal.mission = Some(mission.key.clone());
         proposal.decided_at = Some(now);
@@ -494,7 +501,7 @@ impl Orchestrator {
         self: &Arc<Self>,
         agent: &str,
         key: &str,
-        status: &str,
+        status: WorkStatus,
         output: &str,
     ) -> Result<(), OrchestrationError> {
         let step = self
@@ -509,7 +516,7 @@ impl Orchestrator {
             )));
         }
         let (output, error) = match status {
-            "failed" => (None, Some(output)),
+            WorkStatus::Failed => (None, Some(output)),
             _ => (Some(output), None),
         };
         let now = stamp(crate::clock::now());

@@ -4,6 +4,77 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// Where a proposal stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "lowercase")]
+pub enum ProposalStatus {
+    Pending,
+    Accepted,
+    Rejected,
+}
+
+impl std::fmt::Display for ProposalStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Pending => "pending",
+            Self::Accepted => "accepted",
+            Self::Rejected => "rejected",
+        })
+    }
+}
+
+/// Where a mission or one of its steps stands: queued, running (a step
+/// under a lease), then one of the three ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "lowercase")]
+pub enum WorkStatus {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl WorkStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// Still to end: queued or running.
+    pub fn is_active(self) -> bool {
+        matches!(self, Self::Queued | Self::Running)
+    }
+
+    /// Ended without success: what waits on it never runs.
+    pub fn is_dead(self) -> bool {
+        matches!(self, Self::Failed | Self::Cancelled)
+    }
+}
+
+impl std::fmt::Display for WorkStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a reaction stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "lowercase")]
+pub enum ReactionStatus {
+    Pending,
+    Processed,
+    Skipped,
+}
+
 /// One step a proposal asks for: which agent does what kind of work.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -33,8 +104,7 @@ pub struct Proposal {
     /// `api`, `agent`, `trigger`, `reaction` or `task`.
     pub source: String,
     pub steps: Vec<ProposedStep>,
-    /// `pending`, `accepted` or `rejected`.
-    pub status: String,
+    pub status: ProposalStatus,
     /// Why it was rejected, or how it was accepted (`auto: …`, `approved by …`).
     #[serde(default)]
     pub reason: Option<String>,
@@ -54,8 +124,7 @@ pub struct Mission {
     pub title: String,
     #[serde(default)]
     pub description: String,
-    /// `queued`, `running`, `succeeded`, `failed` or `cancelled`.
-    pub status: String,
+    pub status: WorkStatus,
     pub created_at: String,
     #[serde(default)]
     pub finished_at: Option<String>,
@@ -74,8 +143,7 @@ pub struct Step {
     /// Keys of the steps it waits for.
     #[serde(default)]
     pub after: Vec<String>,
-    /// `queued`, `running`, `succeeded`, `failed` or `cancelled`.
-    pub status: String,
+    pub status: WorkStatus,
     #[serde(default)]
     pub output: Option<String>,
     #[serde(default)]
@@ -86,11 +154,25 @@ pub struct Step {
     pub lease_owner: Option<String>,
     #[serde(default)]
     pub lease_until: Option<String>,
+    /// The lease's fencing token (one higher at every claim).
+    #[serde(default)]
+    pub lease_token: Option<u64>,
     pub created_at: String,
     #[serde(default)]
     pub started_at: Option<String>,
     #[serde(default)]
     pub finished_at: Option<String>,
+}
+
+impl Step {
+    /// The lease a replica holds on this step while it runs.
+    pub fn lease(&self) -> Option<crate::lease::Lease> {
+        Some(crate::lease::Lease {
+            owner: self.lease_owner.clone()?,
+            token: self.lease_token?,
+            until: self.lease_until.clone()?,
+        })
+    }
 }
 
 /// The audit trail: everything the loop does is an event.
@@ -141,8 +223,7 @@ pub struct Reaction {
     pub target: String,
     #[serde(rename = "type")]
     pub kind: String,
-    /// `pending`, `processed` or `skipped`.
-    pub status: String,
+    pub status: ReactionStatus,
     #[serde(default)]
     pub proposal: Option<String>,
     #[serde(default)]

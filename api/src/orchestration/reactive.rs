@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::model::{Event, ProposedStep, Reaction, Trigger, new_key};
+use super::model::{Event, ProposedStep, Reaction, ReactionStatus, Trigger, new_key};
 use super::rules::{fill, matches, pattern_applies};
 use super::{OrchestrationError, Orchestrator, ProposalInput};
 use crate::clock::{parse_stamp, stamp};
@@ -197,7 +197,7 @@ async fn queue_reactions(orch: &Arc<Orchestrator>, event: &Event) -> Result<(), 
             source_agent: event.agent.clone(),
             target: target.into(),
             kind: kind.into(),
-            status: "pending".into(),
+            status: ReactionStatus::Pending,
             proposal: None,
             note: None,
             created_at: stamp(Utc::now()),

@@ -1,23 +1,30 @@
 //! The loop's tables in SurrealDB. Every change that must happen once across
 //! replicas (claiming a step, firing a trigger, finishing a mission) is a
-//! conditional update that only one writer can win.
+//! conditional update that only one writer can win; a running step is held
+//! with a [`lease`](crate::lease).
 
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::model::*;
+use crate::lease::{self, Lease, Leases};
 use crate::storage::{Db, DbError};
 
 #[derive(Clone)]
 pub struct Store {
     db: Db,
+    leases: Leases,
 }
 
 const ACTIVE: &str = "status IN ['queued', 'running']";
 
 impl Store {
-    pub fn new(db: Db) -> Self {
-        Self { db }
+    pub fn new(db: Db, leases: Leases) -> Self {
+        Self { db, leases }
+    }
+
+    pub fn leases(&self) -> &Leases {
+        &self.leases
     }
 
     async fn rows<T: DeserializeOwned>(&self, sql: &str, vars: Value) -> Result<Vec<T>, DbError> {
@@ -187,101 +194,109 @@ impl Store {
         .await
     }
 
-    /// Takes a queued step for `owner` until `until`; `None` if another
-    /// replica (or an earlier claim) got it first. The claim record of the
-    /// attempt is what makes it exclusive: two replicas that both see the step
-    /// queued both try to create it, and only one can.
-    pub async fn claim(
-        &self,
-        step: &Step,
-        owner: &str,
-        until: &str,
-        now: &str,
-    ) -> Result<Option<Step>, DbError> {
-        let attempt = step.attempts + 1;
-        let result = self
+    /// Takes a queued step for `owner` under a new lease; `None` if another
+    /// replica (or an earlier claim) got it first. The conditional update is
+    /// what makes it exclusive: of two replicas that both see the step queued,
+    /// one writes first and the other's retry finds it running.
+    pub async fn claim(&self, step: &Step, owner: &str, now: &str) -> Result<Option<Step>, DbError> {
+        let mut response = self
             .db
             .execute_retrying(
-                "BEGIN TRANSACTION;
-                 CREATE type::record('step_claim', [$key, $attempt]) CONTENT { step: $key, attempt: $attempt, owner: $owner, at: $now };
-                 LET $claimed = (UPDATE type::record('step', $key)
-                     SET status = 'running', lease_owner = $owner, lease_until = $until, started_at = $now, attempts = $attempt
-                     WHERE status = 'queued' AND (attempts ?? 0) = $previous RETURN AFTER);
-                 IF array::len($claimed) = 0 { THROW 'step already taken' };
-                 UPDATE type::record('mission', $claimed[0].mission) SET status = 'running' WHERE status = 'queued';
-                 RETURN $claimed;
-                 COMMIT TRANSACTION;",
-                json!({"key": step.key, "attempt": attempt, "previous": step.attempts, "owner": owner, "until": until, "now": now}),
+                &format!(
+                    "BEGIN TRANSACTION;
+                     LET $claimed = (UPDATE type::record('step', $key)
+                         SET status = 'running', started_at = $now, attempts = $attempt, {claim}
+                         WHERE status = 'queued' AND (attempts ?? 0) = $previous RETURN AFTER);
+                     IF array::len($claimed) > 0 {{
+                         CREATE type::record('step_claim', [$key, $attempt]) CONTENT {{ step: $key, attempt: $attempt, owner: $lease.owner, at: $now }};
+                         UPDATE type::record('mission', $claimed[0].mission) SET status = 'running' WHERE status = 'queued';
+                     }};
+                     RETURN $claimed;
+                     COMMIT TRANSACTION;",
+                    claim = lease::CLAIM
+                ),
+                json!({
+                    "key": step.key, "attempt": step.attempts + 1, "previous": step.attempts,
+                    "lease": self.leases.offer(owner), "now": now,
+                }),
             )
-            .await;
-        let mut response = match result {
-            Ok(response) => response,
-            Err(DbError::Surreal(message))
-                if message.contains("already exists") || message.contains("step already taken") =>
-            {
-                return Ok(None);
-            }
-            Err(err) => return Err(err),
-        };
+            .await?;
         let at = response.num_statements().saturating_sub(2);
         let claimed: Vec<Step> = Db::take_rows(&mut response, at)?;
         Ok(claimed.into_iter().next())
     }
 
-    /// Extends a lease this owner holds; `false` if it no longer does.
-    pub async fn renew(&self, key: &str, owner: &str, until: &str) -> Result<bool, DbError> {
-        let rows: Vec<Value> = self
-            .write(
-                "UPDATE type::record('step', $key) SET lease_until = $until
-                 WHERE status = 'running' AND lease_owner = $owner RETURN key",
-                json!({"key": key, "owner": owner, "until": until}),
-            )
-            .await?;
-        Ok(!rows.is_empty())
+    /// Extends a step's lease; `false` if it is no longer this holder's.
+    pub async fn renew(&self, key: &str, held: &Lease) -> Result<bool, DbError> {
+        let renewed: Option<Value> = self.leases.renew(key, held, "key").await?;
+        Ok(renewed.is_some())
     }
 
-    /// Ends a running step held by `owner` (or, without an owner, by anyone:
+    /// Ends a running step held under `held` (or, without a lease, by anyone:
     /// `report_step`); `false` if it was not running under that lease.
     pub async fn finish(
         &self,
         key: &str,
-        owner: Option<&str>,
-        status: &str,
+        held: Option<&Lease>,
+        status: WorkStatus,
         output: Option<&str>,
         error: Option<&str>,
         at: &str,
     ) -> Result<bool, DbError> {
         let rows: Vec<Value> = self
             .write(
-                "UPDATE type::record('step', $key)
-                 SET status = $status, output = $output ?? output, last_error = $error, finished_at = $at,
-                     lease_owner = NONE, lease_until = NONE
-                 WHERE status = 'running' AND (!$owner OR lease_owner = $owner) RETURN key",
-                json!({"key": key, "owner": owner, "status": status, "output": output, "error": error, "at": at}),
+                &format!(
+                    "UPDATE type::record('step', $key)
+                     SET status = $status, output = $output ?? output, last_error = $error, finished_at = $at,
+                         {release}
+                     WHERE status = 'running' AND (!$held OR ({held})) RETURN key",
+                    release = lease::RELEASE,
+                    held = lease::HELD
+                ),
+                json!({"key": key, "held": held, "status": status, "output": output, "error": error, "at": at}),
             )
             .await?;
         Ok(!rows.is_empty())
     }
 
-    /// Running steps whose lease ran out before `now`.
-    pub async fn stale_steps(&self, now: &str) -> Result<Vec<Step>, DbError> {
-        self.rows(
-            "SELECT * OMIT id FROM step WHERE status = 'running' AND lease_until < $now",
-            json!({"now": now}),
-        )
-        .await
+    /// Running steps whose lease lapsed more than `grace` ago.
+    pub async fn stale_steps(&self, grace: std::time::Duration) -> Result<Vec<Step>, DbError> {
+        let mut steps = Vec::new();
+        for lapsed in self.leases.lapsed_by(grace, "status = 'running'").await? {
+            steps.extend(self.step(&lapsed.key).await?);
+        }
+        Ok(steps)
     }
 
-    /// A stale step back to the queue (another attempt) or failed; only while
-    /// its lease is still the expired one.
-    pub async fn recover(&self, step: &Step, requeue: bool, error: &str, at: &str) -> Result<bool, DbError> {
+    /// A running step back to the queue (another attempt) or failed: its
+    /// holder's own retry (`held` current), or a reaper's (`lapsed_by`: the
+    /// lease lapsed before then).
+    pub async fn recover(
+        &self,
+        key: &str,
+        held: &Lease,
+        lapsed_by: Option<&str>,
+        requeue: bool,
+        error: &str,
+        at: &str,
+    ) -> Result<bool, DbError> {
+        let holder = if lapsed_by.is_some() {
+            lease::LAPSED
+        } else {
+            lease::HELD
+        };
         let rows: Vec<Value> = self
             .write(
-                "UPDATE type::record('step', $key)
-                 SET status = IF $requeue THEN 'queued' ELSE 'failed' END, last_error = $error,
-                     finished_at = IF $requeue THEN NONE ELSE $at END, lease_owner = NONE, lease_until = NONE
-                 WHERE status = 'running' AND lease_until = $until RETURN key",
-                json!({"key": step.key, "requeue": requeue, "error": error, "at": at, "until": step.lease_until}),
+                &format!(
+                    "UPDATE type::record('step', $key)
+                     SET status = IF $requeue THEN 'queued' ELSE 'failed' END, last_error = $error,
+                         finished_at = IF $requeue THEN NONE ELSE $at END, {release}
+                     WHERE status = 'running' AND {holder} RETURN key",
+                    release = lease::RELEASE
+                ),
+                json!({
+                    "key": key, "held": held, "now": lapsed_by, "requeue": requeue, "error": error, "at": at,
+                }),
             )
             .await?;
         Ok(!rows.is_empty())
@@ -300,7 +315,7 @@ impl Store {
     }
 
     /// Sets a mission's final status once; `false` if it already had one.
-    pub async fn finalize(&self, key: &str, status: &str, at: &str) -> Result<bool, DbError> {
+    pub async fn finalize(&self, key: &str, status: WorkStatus, at: &str) -> Result<bool, DbError> {
         let rows: Vec<Value> = self
             .write(
                 &format!(
@@ -314,7 +329,7 @@ impl Store {
 
     /// Cancels a mission and its queued steps (running ones finish).
     pub async fn cancel_mission(&self, key: &str, at: &str) -> Result<bool, DbError> {
-        let cancelled = self.finalize(key, "cancelled", at).await?;
+        let cancelled = self.finalize(key, WorkStatus::Cancelled, at).await?;
         if cancelled {
             self.db
                 .execute_retrying(
@@ -584,7 +599,13 @@ mod tests {
         };
         let db = Db::connect(&config).await.unwrap();
         db.migrate().await.unwrap();
-        Store::new(db)
+        let leases = Leases::new(
+            db.clone(),
+            "step",
+            std::time::Duration::from_secs(60),
+            crate::clock::system(),
+        );
+        Store::new(db, leases)
     }
 
     fn event(key: &str, kind: &str) -> Event {

@@ -167,8 +167,8 @@ impl Runner {
 
     /// Reaps runs whose replica died, then claims and starts what is due.
     async fn tick(self: &Arc<Self>) -> Result<(), DbError> {
-        let now = Utc::now();
-        for task in self.tasks.store.expired(&stamp(now)).await? {
+        let now = self.tasks.store.leases().now();
+        for task in self.tasks.store.expired().await? {
             self.reap(task, now).await?;
         }
         for task in self.tasks.store.due(&stamp(now), 32).await? {
@@ -199,13 +199,6 @@ impl Runner {
         }
     }
 
-    fn lease_until(&self, now: DateTime<Utc>) -> String {
-        stamp(
-            now + chrono::Duration::from_std(self.tasks.settings.lease)
-                .unwrap_or(chrono::Duration::seconds(60)),
-        )
-    }
-
     async fn start_due(self: &Arc<Self>, task: Task, now: DateTime<Utc>) -> Result<(), DbError> {
         let Some(due) = task.next_run.as_deref().and_then(parse_stamp) else {
             return Ok(());
@@ -222,7 +215,7 @@ impl Runner {
         let Some(task) = self
             .tasks
             .store
-            .claim(&task.id, task.next_run.as_deref(), &run, &self.lease_until(now))
+            .claim(&task.id, task.next_run.as_deref(), &run)
             .await?
         else {
             return Ok(()); // another replica has it
@@ -255,14 +248,9 @@ impl Runner {
         if task.lease_run.is_some() {
             return Err(busy(&task));
         }
-        let now = Utc::now();
+        let now = self.tasks.store.leases().now();
         let run = self.new_run(&task, Trigger::Manual, now);
-        match self
-            .tasks
-            .store
-            .claim(id, None, &run, &self.lease_until(now))
-            .await?
-        {
+        match self.tasks.store.claim(id, None, &run).await? {
             Some(task) => {
                 tokio::spawn(self.clone().execute(task, run.clone(), None));
                 Ok(run)
@@ -273,7 +261,7 @@ impl Runner {
 
     /// A claimed run whose replica stopped renewing its lease: failed.
     async fn reap(&self, task: Task, now: DateTime<Utc>) -> Result<(), DbError> {
-        let Some(run_id) = task.lease_run.clone() else {
+        let (Some(run_id), Some(held)) = (task.lease_run.clone(), task.lease()) else {
             return Ok(());
         };
         let mut run = match self.tasks.store.run(&run_id).await? {
@@ -294,7 +282,7 @@ impl Runner {
         if self
             .tasks
             .store
-            .settle(&task.id, &run, settle.as_ref(), Some(&stamp(now)))
+            .settle(&task.id, &run, settle.as_ref(), &held, true)
             .await?
         {
             tracing::warn!(task = %task.id, run = %run.id, "a run's replica died mid-run; recorded as failed");
@@ -307,15 +295,13 @@ impl Runner {
         let renewer = {
             let store = self.tasks.store.clone();
             let lease = self.tasks.settings.lease;
-            let (task_id, run_id) = (task.id.clone(), run.id.clone());
-            let runner = self.clone();
+            let task_id = task.id.clone();
+            let held = task.lease();
             tokio::spawn(async move {
+                let Some(held) = held else { return };
                 loop {
                     tokio::time::sleep(lease / 3).await;
-                    match store
-                        .renew(&task_id, &run_id, &runner.lease_until(Utc::now()))
-                        .await
-                    {
+                    match store.renew(&task_id, &held).await {
                         Ok(true) => {}
                         Ok(false) => {
                             let _ = lost_tx.send(());
@@ -349,7 +335,7 @@ impl Runner {
         outcome: Result<Performed, RunError>,
         due: Option<DateTime<Utc>>,
     ) {
-        let now = Utc::now();
+        let now = self.tasks.store.leases().now();
         run.finished_at = Some(stamp(now));
         match outcome {
             Ok(Performed::Answered { text, tokens }) => {
@@ -369,10 +355,14 @@ impl Runner {
             }
         }
         let settle = due.map(|due| self.settle_for(task, &run, due, now));
+        let Some(held) = task.lease() else {
+            tracing::error!(task = %task.id, run = %run.id, "a run ended without the lease it was claimed with");
+            return;
+        };
         match self
             .tasks
             .store
-            .settle(&task.id, &run, settle.as_ref(), None)
+            .settle(&task.id, &run, settle.as_ref(), &held, false)
             .await
         {
             Ok(true) => {

@@ -15,7 +15,9 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
 
 use super::keys::ObjectKey;
-use super::object_store::{Bucket, Object, ObjectInfo, ObjectStore, PutCondition, StoreError, Version};
+use super::object_store::{
+    Bucket, ByteRange, Object, ObjectInfo, ObjectStore, PutCondition, Ranged, StoreError, Version,
+};
 use crate::sandbox::{Beneath, Kind};
 
 pub struct LocalStore {
@@ -123,6 +125,24 @@ impl ObjectStore for LocalStore {
                 version: version_of(&body),
                 body: Bytes::from(body),
             }))
+        }
+        .boxed()
+    }
+
+    /// Within the store's directory (`Beneath`), the file is read whole and
+    /// the range cut from it: a local read is a page-cache copy.
+    fn get_range<'a>(
+        &'a self,
+        bucket: Bucket,
+        key: &'a ObjectKey,
+        range: ByteRange,
+    ) -> BoxFuture<'a, Result<Option<Ranged>, StoreError>> {
+        let path = relative(bucket, key);
+        async move {
+            let body = self
+                .blocking(move |store| store.read_optional(&path).map_err(io_error))
+                .await?;
+            Ok(body.map(|body| Ranged::of(Bytes::from(body), range)))
         }
         .boxed()
     }

@@ -137,6 +137,12 @@ const MIGRATIONS: &[&str] = &[
      DEFINE TABLE IF NOT EXISTS agent_trust SCHEMALESS;
      DEFINE TABLE IF NOT EXISTS agent_review SCHEMALESS;
      DEFINE INDEX IF NOT EXISTS agent_review_agent ON agent_review FIELDS agent;",
+    // 17: one lease for runs, tasks and steps (`lease`): every leased row has
+    // an owner and a fencing token; runs started before kept their owner as
+    // `replica`.
+    "UPDATE agent_run SET lease_owner = replica, lease_token = 1 WHERE status = 'running' AND !lease_owner;
+     UPDATE task SET lease_token = 1 WHERE lease_run AND !lease_token;
+     UPDATE step SET lease_token = attempts ?? 1 WHERE status = 'running' AND !lease_token;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

@@ -18,7 +18,9 @@ pub use embedded::wait_closed;
 pub use keys::{InvalidKey, ObjectKey};
 pub use local::LocalStore;
 pub use migrations::LATEST as SCHEMA_VERSION;
-pub use object_store::{Bucket, Object, ObjectInfo, ObjectStore, PutCondition, StoreError, Version};
+pub use object_store::{
+    Bucket, ByteRange, Object, ObjectInfo, ObjectStore, PutCondition, Ranged, StoreError, Version,
+};
 pub use s3::{S3Settings, S3Store};
 
 use crate::config::{ObjectStoreConfig, StorageConfig};

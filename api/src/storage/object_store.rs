@@ -46,6 +46,34 @@ pub struct Object {
     pub version: Version,
 }
 
+/// Which bytes of an object a ranged read wants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ByteRange {
+    /// The first `n` bytes (all of a shorter object).
+    Head(u64),
+    /// The last `n` bytes (all of a shorter object).
+    Tail(u64),
+}
+
+/// What a ranged read returns: the bytes asked for and the object's whole size.
+#[derive(Debug, Clone)]
+pub struct Ranged {
+    pub body: Bytes,
+    pub total: u64,
+}
+
+impl Ranged {
+    /// The range of a whole object already read.
+    pub fn of(body: Bytes, range: ByteRange) -> Self {
+        let total = body.len() as u64;
+        let body = match range {
+            ByteRange::Head(n) => body.slice(..(n.min(total) as usize)),
+            ByteRange::Tail(n) => body.slice((total - n.min(total)) as usize..),
+        };
+        Self { body, total }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectInfo {
     pub key: String,
@@ -84,6 +112,14 @@ pub trait ObjectStore: Send + Sync {
         body: Bytes,
         condition: PutCondition,
     ) -> BoxFuture<'a, Result<Version, StoreError>>;
+    /// Part of an object (S3's `Range`), so reading the start and end of a
+    /// long file costs the same as of a short one; `None` when it is missing.
+    fn get_range<'a>(
+        &'a self,
+        bucket: Bucket,
+        key: &'a ObjectKey,
+        range: ByteRange,
+    ) -> BoxFuture<'a, Result<Option<Ranged>, StoreError>>;
     /// Deleting a missing object succeeds.
     fn delete<'a>(&'a self, bucket: Bucket, key: &'a ObjectKey) -> BoxFuture<'a, Result<(), StoreError>>;
     /// Every object whose key starts with `prefix`, sorted by key.

@@ -15,7 +15,9 @@ use futures::future::BoxFuture;
 use secrecy::{ExposeSecret, SecretString};
 
 use super::keys::ObjectKey;
-use super::object_store::{Bucket, Object, ObjectInfo, ObjectStore, PutCondition, StoreError, Version};
+use super::object_store::{
+    Bucket, ByteRange, Object, ObjectInfo, ObjectStore, PutCondition, Ranged, StoreError, Version,
+};
 
 pub struct S3Store {
     client: Client,
@@ -82,6 +84,15 @@ fn etag(tag: Option<&str>) -> Version {
     Version(tag.unwrap_or_default().to_string())
 }
 
+/// An answer's whole body.
+async fn read_body(body: ByteStream) -> Result<Bytes, StoreError> {
+    Ok(body
+        .collect()
+        .await
+        .map_err(|err| StoreError::Unavailable(err.to_string()))?
+        .into_bytes())
+}
+
 impl ObjectStore for S3Store {
     fn backend(&self) -> &'static str {
         "s3"
@@ -127,13 +138,51 @@ impl ObjectStore for S3Store {
                 Err(err) => return Err(unavailable(err)),
             };
             let version = etag(output.e_tag());
-            let body = output
-                .body
-                .collect()
-                .await
-                .map_err(|err| StoreError::Unavailable(err.to_string()))?
-                .into_bytes();
+            let body = read_body(output.body).await?;
             Ok(Some(Object { body, version }))
+        }
+        .boxed()
+    }
+
+    fn get_range<'a>(
+        &'a self,
+        bucket: Bucket,
+        key: &'a ObjectKey,
+        range: ByteRange,
+    ) -> BoxFuture<'a, Result<Option<Ranged>, StoreError>> {
+        async move {
+            let header = match range {
+                ByteRange::Head(n) => format!("bytes=0-{}", n.saturating_sub(1)),
+                ByteRange::Tail(n) => format!("bytes=-{n}"),
+            };
+            let result = self
+                .client
+                .get_object()
+                .bucket(self.bucket(bucket))
+                .key(key.as_str())
+                .range(header)
+                .send()
+                .await;
+            let output = match result {
+                Ok(output) => output,
+                Err(err) if status(&err) == Some(404) => return Ok(None),
+                // An empty object has no byte to range over (or n was 0);
+                // some servers refuse a suffix longer than the object (400).
+                Err(err) if matches!(status(&err), Some(416 | 400)) => {
+                    return Ok(self.get(bucket, key).await?.map(|o| Ranged::of(o.body, range)));
+                }
+                Err(err) => return Err(unavailable(err)),
+            };
+            // `bytes 0-99/1234`; a server that ignored the range sends it all.
+            let total = output
+                .content_range()
+                .and_then(|r| r.rsplit_once('/'))
+                .and_then(|(_, total)| total.parse::<u64>().ok());
+            let body = read_body(output.body).await?;
+            Ok(Some(match total {
+                Some(total) => Ranged { body, total },
+                None => Ranged::of(body, range),
+            }))
         }
         .boxed()
     }

@@ -72,6 +72,7 @@ pub async fn sync(tasks: &Tasks, heartbeats: &[(String, HeartbeatConfig)]) -> Re
                     lease_owner: None,
                     lease_until: None,
                     lease_run: None,
+                    lease_token: None,
                 };
                 // Another replica starting at the same moment may win; fine.
                 if let Err(err) = tasks.store.create(&task).await

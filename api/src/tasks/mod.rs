@@ -181,7 +181,10 @@ fn deliver_to(text: Option<&str>) -> Result<Option<String>, TaskError> {
 impl Tasks {
     pub fn new(db: Db, settings: SchedulerConfig) -> Arc<Self> {
         Arc::new(Self {
-            store: store::Store::new(db),
+            store: store::Store::new(
+                db.clone(),
+                crate::lease::Leases::new(db, "task", settings.lease, crate::clock::system()),
+            ),
             settings,
             changed: tokio::sync::Notify::new(),
         })
@@ -249,6 +252,7 @@ impl Tasks {
             lease_owner: None,
             lease_until: None,
             lease_run: None,
+            lease_token: None,
         };
         self.store.create(&task).await?;
         self.notify();

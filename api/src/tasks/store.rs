@@ -1,11 +1,14 @@
-//! Tasks and their run records in SurrealDB. Claiming is one conditional
-//! `UPDATE` per task (plus the run record, in the same transaction), so when
-//! several replicas race for a due task exactly one of them gets it.
+//! Tasks and their run records in SurrealDB. A run holds its task with a
+//! [`lease`](crate::lease): claiming is one conditional `UPDATE` per task
+//! (plus the run record, in the same transaction), so when several replicas
+//! race for a due task exactly one of them gets it; the run's end is written
+//! only under the lease it claimed (its fencing token).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::schedule::ScheduleType;
+use crate::lease::{self, Lease, Leases};
 use crate::storage::{Db, DbError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,11 +88,25 @@ pub struct Task {
     pub lease_until: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_run: Option<String>,
+    /// The lease's fencing token (one higher at every claim).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_token: Option<u64>,
+}
+
+impl Task {
+    /// The lease a run holds on this task, when one does.
+    pub fn lease(&self) -> Option<Lease> {
+        Some(Lease {
+            owner: self.lease_owner.clone()?,
+            token: self.lease_token?,
+            until: self.lease_until.clone()?,
+        })
+    }
 }
 
 const TASK_FIELDS: &str = "key, agent, name, prompt, kind, schedule_type, schedule_value, timezone, context_mode, \
     deliver_to, status, next_run, last_run, last_status, last_error, consecutive_failures, created_at, updated_at, \
-    created_by, lease_owner, lease_until, lease_run";
+    created_by, lease_owner, lease_until, lease_run, lease_token";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -166,6 +183,7 @@ pub struct Settle {
 #[derive(Clone)]
 pub struct Store {
     db: Db,
+    leases: Leases,
 }
 
 fn first<T>(rows: Vec<T>) -> Option<T> {
@@ -189,8 +207,12 @@ fn decode<T: serde::de::DeserializeOwned>(value: surrealdb::types::Value) -> Res
 }
 
 impl Store {
-    pub fn new(db: Db) -> Self {
-        Self { db }
+    pub fn new(db: Db, leases: Leases) -> Self {
+        Self { db, leases }
+    }
+
+    pub fn leases(&self) -> &Leases {
+        &self.leases
     }
 
     pub async fn create(&self, task: &Task) -> Result<(), DbError> {
@@ -284,15 +306,13 @@ impl Store {
             .await
     }
 
-    /// Claimed tasks whose lease ran out: their replica died mid-run.
-    pub async fn expired(&self, now: &str) -> Result<Vec<Task>, DbError> {
-        self.db
-            .rows(
-                &format!("SELECT {TASK_FIELDS} FROM task WHERE lease_run AND lease_until < $now"),
-                json!({ "now": now }),
-                0,
-            )
-            .await
+    /// Claimed tasks whose lease lapsed by the clock: their replica died mid-run.
+    pub async fn expired(&self) -> Result<Vec<Task>, DbError> {
+        let mut tasks = Vec::new();
+        for lapsed in self.leases.lapsed("lease_run").await? {
+            tasks.extend(self.get(&lapsed.key).await?);
+        }
+        Ok(tasks)
     }
 
     /// When the runner next has something to do: the earliest due time or lease end.
@@ -326,7 +346,6 @@ impl Store {
         task_id: &str,
         expected_next: Option<&str>,
         run: &Run,
-        lease_until: &str,
     ) -> Result<Option<Task>, DbError> {
         let due_check = if expected_next.is_some() {
             "AND status = 'active' AND next_run = $expected"
@@ -336,74 +355,67 @@ impl Store {
         let sql = format!(
             "BEGIN TRANSACTION;
              LET $claimed = (UPDATE type::record('task', $id)
-                 SET lease_owner = $run.replica, lease_until = $until, lease_run = $run.key
+                 SET lease_run = $run.key, {claim}
                  WHERE !lease_run {due_check} RETURN {TASK_FIELDS});
              IF array::len($claimed) > 0 {{ CREATE type::record('task_run', $run.key) CONTENT $run; }};
              RETURN $claimed;
-             COMMIT TRANSACTION;"
+             COMMIT TRANSACTION;",
+            claim = lease::CLAIM
         );
         let mut response = self
             .db
             .execute_retrying(
                 &sql,
-                json!({ "id": task_id, "expected": expected_next, "run": run, "until": lease_until }),
+                json!({ "id": task_id, "expected": expected_next, "run": run, "lease": self.leases.offer(&run.replica) }),
             )
             .await?;
         Ok(first(decode(response.take(returned(&response))?)?))
     }
 
     /// Extends a lease; `false` when the run no longer holds it.
-    pub async fn renew(&self, task_id: &str, run_id: &str, lease_until: &str) -> Result<bool, DbError> {
-        let rows: Vec<Value> = self
-            .db
-            .rows(
-                "UPDATE type::record('task', $id) SET lease_until = $until WHERE lease_run = $run RETURN key",
-                json!({ "id": task_id, "run": run_id, "until": lease_until }),
-                0,
-            )
-            .await?;
-        Ok(!rows.is_empty())
+    pub async fn renew(&self, task_id: &str, held: &Lease) -> Result<bool, DbError> {
+        let renewed: Option<Value> = self.leases.renew(task_id, held, "key").await?;
+        Ok(renewed.is_some())
     }
 
     /// Ends a claimed run: the run record and the task's bookkeeping together,
-    /// and only while this run still holds the lease. `false`: it did not.
-    /// With `expired_before`, only a lease that ran out before then (reaping).
+    /// and only while `held` (the run's lease) is still the task's. `false`:
+    /// it was not. With `reaping`, only if that lease lapsed (by the clock).
     pub async fn settle(
         &self,
         task_id: &str,
         run: &Run,
         settle: Option<&Settle>,
-        expired_before: Option<&str>,
+        held: &Lease,
+        reaping: bool,
     ) -> Result<bool, DbError> {
         let task_update = match settle {
             Some(_) => {
                 "SET last_run = $run.started_at, last_status = $s.last_status, last_error = $s.last_error,
                  next_run = $s.next_run, status = $s.status ?? status, consecutive_failures = $s.failures,
-                 lease_owner = NONE, lease_until = NONE, lease_run = NONE, updated_at = $now"
+                 lease_run = NONE, updated_at = $now, "
             }
             // A manual run leaves the schedule alone.
             None => {
                 "SET last_run = $run.started_at, last_status = $run.status, last_error = $run.error,
-                 lease_owner = NONE, lease_until = NONE, lease_run = NONE"
+                 lease_run = NONE, "
             }
         };
-        let expiry = if expired_before.is_some() {
-            "AND lease_until < $expired"
-        } else {
-            ""
-        };
+        let holder = if reaping { lease::LAPSED } else { lease::HELD };
         let sql = format!(
             "BEGIN TRANSACTION;
-             LET $held = (UPDATE type::record('task', $id) {task_update} WHERE lease_run = $run.key {expiry} RETURN key);
+             LET $held = (UPDATE type::record('task', $id) {task_update}{release}
+                 WHERE lease_run = $run.key AND {holder} RETURN key);
              IF array::len($held) > 0 {{ UPSERT type::record('task_run', $run.key) CONTENT $run; }};
              RETURN $held;
-             COMMIT TRANSACTION;"
+             COMMIT TRANSACTION;",
+            release = lease::RELEASE
         );
         let vars = json!({
             "id": task_id,
             "run": run,
-            "expired": expired_before,
-            "now": crate::clock::now_stamp(),
+            "held": held,
+            "now": crate::clock::stamp(self.leases.now()),
             "s": settle.map(|s| json!({
                 "last_status": s.last_status,
                 "last_error": s.last_error,
@@ -455,7 +467,15 @@ mod tests {
     use super::*;
 
     async fn store() -> Store {
-        Store::new(Db::scratch().await)
+        store_at(crate::clock::system()).await
+    }
+
+    async fn store_at(clock: crate::clock::SharedClock) -> Store {
+        let db = Db::scratch().await;
+        Store::new(
+            db.clone(),
+            Leases::new(db, "task", std::time::Duration::from_secs(60), clock),
+        )
     }
 
     fn task(id: &str) -> Task {
@@ -482,6 +502,7 @@ mod tests {
             lease_owner: None,
             lease_until: None,
             lease_run: None,
+            lease_token: None,
         }
     }
 
@@ -519,7 +540,6 @@ mod tests {
                         "t1",
                         Some("2026-01-01T00:00:00.000000Z"),
                         &run(&format!("r{i}"), &format!("replica{i}")),
-                        "2026-01-01T00:01:00.000000Z",
                     )
                     .await
                     .unwrap()
@@ -532,6 +552,8 @@ mod tests {
             .collect();
         assert_eq!(won.len(), 1, "{won:?}");
         let winner = won[0].lease_run.clone().unwrap();
+        let held = won[0].lease().unwrap();
+        assert_eq!(held.token, 1);
         assert_eq!(store.runs("t1", 10).await.unwrap().len(), 1);
         assert!(
             store
@@ -541,18 +563,12 @@ mod tests {
                 .is_empty()
         );
 
-        assert!(
-            store
-                .renew("t1", &winner, "2026-01-01T00:02:00.000000Z")
-                .await
-                .unwrap()
-        );
-        assert!(
-            !store
-                .renew("t1", "someone-else", "2026-01-01T00:02:00.000000Z")
-                .await
-                .unwrap()
-        );
+        assert!(store.renew("t1", &held).await.unwrap());
+        let stranger = Lease {
+            token: 7,
+            ..held.clone()
+        };
+        assert!(!store.renew("t1", &stranger).await.unwrap());
         let mut finished = store.run(&winner).await.unwrap().unwrap();
         finished.status = RunStatus::Succeeded;
         let settle = Settle {
@@ -564,11 +580,23 @@ mod tests {
         };
         assert!(
             !store
-                .settle("t1", &run("stranger", "x"), Some(&settle), None)
+                .settle("t1", &run("stranger", "x"), Some(&settle), &held, false)
                 .await
                 .unwrap()
         );
-        assert!(store.settle("t1", &finished, Some(&settle), None).await.unwrap());
+        assert!(
+            !store
+                .settle("t1", &finished, Some(&settle), &held, true)
+                .await
+                .unwrap(),
+            "a live lease is not reaped"
+        );
+        assert!(
+            store
+                .settle("t1", &finished, Some(&settle), &held, false)
+                .await
+                .unwrap()
+        );
         let task = store.get("t1").await.unwrap().unwrap();
         assert_eq!((task.lease_run, task.status), (None, TaskStatus::Active));
         assert_eq!(task.next_run.as_deref(), Some("2026-01-01T00:00:10.000000Z"));
@@ -580,5 +608,46 @@ mod tests {
             store.next_wake().await.unwrap().as_deref(),
             Some("2026-01-01T00:00:10.000000Z")
         );
+    }
+
+    /// A run's replica stops renewing: when the clock passes its lease the
+    /// task is reaped once, and the next claim's token fences the old run out.
+    #[tokio::test]
+    async fn a_lapsed_task_lease_is_reaped_once_and_the_old_run_cannot_settle() {
+        let clock = crate::clock::ManualClock::at(crate::clock::parse_stamp("2026-01-01T00:00:01Z").unwrap());
+        let store = store_at(clock.clone()).await;
+        store.create(&task("t1")).await.unwrap();
+        let first = run("r1", "replica1");
+        let claimed = store
+            .claim("t1", Some("2026-01-01T00:00:00.000000Z"), &first)
+            .await
+            .unwrap()
+            .unwrap();
+        let held = claimed.lease().unwrap();
+        clock.advance(std::time::Duration::from_secs(59));
+        assert!(store.expired().await.unwrap().is_empty(), "not yet lapsed");
+        clock.advance(std::time::Duration::from_secs(2));
+        let expired = store.expired().await.unwrap();
+        assert_eq!(expired.len(), 1);
+        let mut failed = first.clone();
+        failed.status = RunStatus::Failed;
+        assert!(store.settle("t1", &failed, None, &held, true).await.unwrap());
+        assert!(
+            !store.settle("t1", &failed, None, &held, true).await.unwrap(),
+            "reaped once"
+        );
+
+        let second = store
+            .claim("t1", None, &run("r2", "replica2"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(second.lease().unwrap().token, 2);
+        // The first run wakes up late: its renewal and its end are refused.
+        assert!(!store.renew("t1", &held).await.unwrap());
+        let mut late = first.clone();
+        late.status = RunStatus::Succeeded;
+        assert!(!store.settle("t1", &late, None, &held, false).await.unwrap());
+        assert_eq!(store.run("r1").await.unwrap().unwrap().status, RunStatus::Failed);
     }
 }

@@ -15,6 +15,7 @@ mod backup;
 mod bad_input;
 mod bedrock;
 mod budgets;
+mod busy_day;
 mod chat_approvals;
 mod circuits;
 mod compaction;

@@ -26,7 +26,15 @@ async fn health_lists_each_dependency() {
     let names = pluck(&body["dependencies"], "/name");
     assert_eq!(
         names,
-        ["database", "objects", "anthropic", "ollama", "openai", "embedder"]
+        [
+            "database",
+            "objects",
+            "anthropic",
+            "ollama",
+            "openai",
+            "embedder",
+            "search-index"
+        ]
     );
     let deps = body["dependencies"].as_array().unwrap();
     assert!(deps.iter().all(|d| d["status"] == "up"), "{body}");

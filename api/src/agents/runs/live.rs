@@ -11,11 +11,14 @@ use futures::stream::BoxStream;
 use tokio::sync::watch;
 
 use crate::agents::run_io::Event;
+use crate::lease::Lease;
 
 pub struct LiveRun {
     pub id: String,
     pub agent: String,
     pub session: Option<String>,
+    /// The lease this replica holds on the run's row (its token fences the end).
+    pub lease: Lease,
     events: Mutex<Vec<Arc<Event>>>,
     /// How many events there are, and whether the last one has come.
     progress: watch::Sender<(usize, bool)>,
@@ -25,11 +28,12 @@ pub struct LiveRun {
 }
 
 impl LiveRun {
-    pub fn new(id: String, agent: String, session: Option<String>) -> Arc<Self> {
+    pub fn new(id: String, agent: String, session: Option<String>, lease: Lease) -> Arc<Self> {
         Arc::new(Self {
             id,
             agent,
             session,
+            lease,
             events: Mutex::new(Vec::new()),
             progress: watch::Sender::new((0, false)),
             cancel: watch::Sender::new(false),
@@ -108,6 +112,14 @@ impl LiveRun {
 
 #[cfg(test)]
 mod tests {
+    fn lease() -> Lease {
+        Lease {
+            owner: "replica".into(),
+            token: 1,
+            until: "2026-11-27T09:00:00.000000Z".into(),
+        }
+    }
+
     use super::*;
 
     fn text(event: &Event) -> &str {
@@ -119,7 +131,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_late_subscriber_gets_every_event_then_the_rest() {
-        let run = LiveRun::new("r".into(), "main".into(), None);
+        let run = LiveRun::new("r".into(), "main".into(), None, lease());
         run.emit(Event::Text("a".into()), false);
         run.emit(Event::Text("b".into()), false);
         let mut late = run.subscribe();
@@ -142,7 +154,7 @@ mod tests {
 
     #[tokio::test]
     async fn cancelling_wakes_the_run() {
-        let run = LiveRun::new("r".into(), "main".into(), None);
+        let run = LiveRun::new("r".into(), "main".into(), None, lease());
         let cancelled = run.cancelled();
         run.cancel();
         tokio::time::timeout(std::time::Duration::from_secs(1), cancelled)

@@ -19,12 +19,15 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::future::join_all;
+
 pub use live::LiveRun;
 pub use store::{AgentRun, Ending, RunFilter, RunStatus, RunStore};
 
 use super::approvals::Approvals;
-use crate::clock::{now, stamp};
+use crate::clock::SharedClock;
 use crate::inbox::Inbox;
+use crate::lease::Leases;
 use crate::sessions::{LogMessage, Sessions};
 use crate::storage::{Db, DbError};
 
@@ -36,19 +39,23 @@ const RENEW_EVERY: Duration = Duration::from_secs(1);
 pub struct Runs {
     store: RunStore,
     live: Mutex<HashMap<String, Arc<LiveRun>>>,
-    lease: Duration,
     inbox: Inbox,
     sessions: Arc<Sessions>,
     approvals: Approvals,
 }
 
 impl Runs {
-    pub fn new(db: Db, lease: Duration, inbox: Inbox, sessions: Arc<Sessions>) -> Arc<Self> {
+    pub fn new(
+        db: Db,
+        lease: Duration,
+        clock: SharedClock,
+        inbox: Inbox,
+        sessions: Arc<Sessions>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             approvals: Approvals::new(db.clone()),
-            store: RunStore::new(db),
+            store: RunStore::new(db.clone(), Leases::new(db, "agent_run", lease, clock)),
             live: Mutex::new(HashMap::new()),
-            lease,
             inbox,
             sessions,
         })
@@ -64,14 +71,15 @@ impl Runs {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn lease_until(&self) -> String {
-        stamp(now() + self.lease)
-    }
-
     /// Records the run as started on this replica and makes it live here.
     pub async fn begin(&self, record: &AgentRun, turn: &[LogMessage]) -> Result<Arc<LiveRun>, DbError> {
-        self.store.start(record, turn, &self.lease_until()).await?;
-        let run = LiveRun::new(record.id.clone(), record.agent.clone(), record.session.clone());
+        let lease = self.store.start(record, turn).await?;
+        let run = LiveRun::new(
+            record.id.clone(),
+            record.agent.clone(),
+            record.session.clone(),
+            lease,
+        );
         self.live_runs().insert(record.id.clone(), run.clone());
         Ok(run)
     }
@@ -79,7 +87,7 @@ impl Runs {
     /// Records how the run ended; its events stay for late re-attaching a while
     /// (`renew` forgets it after `KEEP_FINISHED`).
     pub async fn end(&self, run: &LiveRun, ending: &Ending<'_>) {
-        match self.store.finish(&run.id, ending).await {
+        match self.store.finish(&run.id, &run.lease, ending).await {
             Ok(true) => {}
             Ok(false) => {
                 tracing::warn!(run = %run.id, "the run ended after another replica marked it interrupted")
@@ -117,7 +125,7 @@ impl Runs {
     /// (a loop for the app's `Background`; it ends when `Runs` is dropped).
     pub fn upkeep(self: &Arc<Self>) -> impl Future<Output = ()> + Send + 'static {
         let runs = Arc::downgrade(self);
-        let sweep_every = (self.lease / 3).max(RENEW_EVERY);
+        let sweep_every = (self.store.leases().term() / 3).max(RENEW_EVERY);
         async move {
             let mut last_sweep: Option<tokio::time::Instant> = None;
             loop {
@@ -132,37 +140,40 @@ impl Runs {
         }
     }
 
-    async fn renew(&self) {
+    /// Renews each running run's lease, one small write each (concurrently):
+    /// a write conflict on one run (it is ending, someone cancels it) is
+    /// retried and touches no other run's renewal.
+    pub async fn renew(&self) {
         self.live_runs().retain(|_, run| !run.ended_before(KEEP_FINISHED));
-        let ids: Vec<String> = self
+        let running: Vec<Arc<LiveRun>> = self
             .live_runs()
             .values()
             .filter(|run| !run.is_finished())
-            .map(|run| run.id.clone())
+            .cloned()
             .collect();
-        if ids.is_empty() {
-            return;
-        }
-        match self
-            .store
-            .renew(&ids, crate::replica::id(), &self.lease_until())
-            .await
-        {
-            Ok(cancel) => {
-                for id in cancel {
-                    if let Some(run) = self.live(&id) {
-                        run.cancel();
-                    }
+        let renewals = running.iter().map(|run| self.store.renew(&run.id, &run.lease));
+        for (run, renewed) in running.iter().zip(join_all(renewals).await) {
+            match renewed {
+                Ok(Some(renewed)) if renewed.cancel_requested == Some(true) => run.cancel(),
+                Ok(Some(_)) => {}
+                // Another replica took it for interrupted (this one stalled
+                // past the lease): its end will not be recorded twice.
+                Ok(None) if !run.is_finished() => {
+                    tracing::info!(run = %run.id, "a run's lease was taken back while it ran; stopping it");
+                    run.cancel();
+                }
+                Ok(None) => {}
+                Err(err) => {
+                    tracing::warn!(run = %run.id, error = %err, "could not renew an agent run's lease")
                 }
             }
-            Err(err) => tracing::warn!(error = %err, "could not renew the leases of running agent runs"),
         }
     }
 
     /// Runs whose replica died: interrupted, their inbox claims handed back,
     /// and their sessions told.
-    async fn sweep(&self) {
-        let orphans = match self.store.interrupt_expired(now()).await {
+    pub async fn sweep(&self) {
+        let orphans = match self.store.interrupt_expired().await {
             Ok(orphans) => orphans,
             Err(err) => {
                 tracing::debug!(error = %err, "could not look for interrupted runs");

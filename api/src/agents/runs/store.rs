@@ -1,16 +1,16 @@
 //! Agent runs in SurrealDB (`agent_run`): one row a run, written when it
-//! starts and when it ends. A running row carries the replica working on it
-//! and a lease that replica keeps renewing; a row whose lease ran out belongs
-//! to a replica that died, and is marked `interrupted` by whichever replica
-//! sweeps first (the conditional update lets exactly one of them have it).
-//! The writes retry on SurrealDB's write conflicts: a run's end and its
-//! replica's lease renewal touch the same row, and a lost end would leave
-//! the run to be swept as interrupted.
+//! starts and when it ends. A running row is held by the replica working on
+//! it with a [`lease`](crate::lease) that replica keeps renewing, one small
+//! write per run; a row whose lease lapsed belongs to a replica that died,
+//! and is marked `interrupted` by whichever replica reaps it first (the
+//! conditional update lets exactly one of them have it). A run's end and its
+//! lease's renewal touch the same row: both retry on a write conflict.
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::clock::{now_stamp, stamp};
+use crate::clock::stamp;
+use crate::lease::{self, Lease, Leases};
 use crate::sessions::LogMessage;
 use crate::storage::{Db, DbError};
 
@@ -124,45 +124,69 @@ pub struct RunFilter {
     pub limit: usize,
 }
 
+/// What a renewal hears back: whether someone asked to cancel the run.
+#[derive(Debug, Deserialize)]
+pub struct Renewed {
+    #[serde(default)]
+    pub cancel_requested: Option<bool>,
+}
+
 #[derive(Clone)]
 pub struct RunStore {
     db: Db,
+    leases: Leases,
 }
 
 impl RunStore {
-    pub fn new(db: Db) -> Self {
-        Self { db }
+    pub fn new(db: Db, leases: Leases) -> Self {
+        Self { db, leases }
     }
 
-    /// Records a run as started, leased to this replica until `lease_until`.
-    pub async fn start(&self, run: &AgentRun, turn: &[LogMessage], lease_until: &str) -> Result<(), DbError> {
-        self.db
-            .execute_retrying(
-                "CREATE type::record('agent_run', $run.id) CONTENT {
-                     key: $run.id, agent: $run.agent, session: $run.session, source: $run.source,
-                     model: $run.model, status: 'running', started_at: $run.started_at,
-                     finished_at: NONE, prompt_tokens: 0, completion_tokens: 0, tools_used: [],
-                     iterations: 0, error: NONE, replica: $run.replica, lease_until: $until,
-                     cancel_requested: false, turn: $turn
-                 }",
-                json!({ "run": run, "turn": turn, "until": lease_until }),
+    pub fn leases(&self) -> &Leases {
+        &self.leases
+    }
+
+    /// Records a run as started, leased to its replica; the lease it holds.
+    pub async fn start(&self, run: &AgentRun, turn: &[LogMessage]) -> Result<Lease, DbError> {
+        let rows: Vec<Lease> = self
+            .db
+            .rows_retrying(
+                &format!(
+                    "CREATE type::record('agent_run', $run.id) SET
+                         key = $run.id, agent = $run.agent, session = $run.session, source = $run.source,
+                         model = $run.model, status = 'running', started_at = $run.started_at,
+                         finished_at = NONE, prompt_tokens = 0, completion_tokens = 0, tools_used = [],
+                         iterations = 0, error = NONE, replica = $run.replica,
+                         cancel_requested = false, turn = $turn, {}
+                     RETURN {}",
+                    lease::CLAIM,
+                    lease::FIELDS
+                ),
+                json!({ "run": run, "turn": turn, "lease": self.leases.offer(&run.replica) }),
+                0,
             )
             .await?;
-        Ok(())
+        rows.into_iter()
+            .next()
+            .ok_or_else(|| DbError::Decode("the new run's lease was not returned".into()))
     }
 
     /// Records how a run ended, unless another replica already marked it
-    /// interrupted. `false` when the row was no longer running.
-    pub async fn finish(&self, id: &str, ending: &Ending<'_>) -> Result<bool, DbError> {
+    /// interrupted (its lease lapsed). `false` when the row was no longer running.
+    pub async fn finish(&self, id: &str, held: &Lease, ending: &Ending<'_>) -> Result<bool, DbError> {
         let rows: Vec<serde_json::Value> = self
             .db
             .rows_retrying(
-                "UPDATE type::record('agent_run', $id) SET status = $status, finished_at = $now,
-                     prompt_tokens = $prompt, completion_tokens = $completion, tools_used = $tools,
-                     iterations = $iterations, error = $error, lease_until = NONE, turn = NONE
-                 WHERE status = 'running' RETURN key",
+                &format!(
+                    "UPDATE type::record('agent_run', $id) SET status = $status, finished_at = $now,
+                         prompt_tokens = $prompt, completion_tokens = $completion, tools_used = $tools,
+                         iterations = $iterations, error = $error, turn = NONE, {}
+                     WHERE status = 'running' AND {} RETURN key",
+                    lease::RELEASE,
+                    lease::HELD
+                ),
                 json!({
-                    "id": id, "status": ending.status, "now": now_stamp(),
+                    "id": id, "status": ending.status, "now": stamp(self.leases.now()), "held": held,
                     "prompt": ending.prompt_tokens, "completion": ending.completion_tokens,
                     "tools": ending.tools_used, "iterations": ending.iterations, "error": ending.error,
                 }),
@@ -229,70 +253,149 @@ impl RunStore {
         Ok(!rows.is_empty())
     }
 
-    /// Extends the leases of this replica's running runs; returns the ids of
-    /// those someone asked to cancel.
-    pub async fn renew(
-        &self,
-        ids: &[String],
-        replica: &str,
-        lease_until: &str,
-    ) -> Result<Vec<String>, DbError> {
-        #[derive(Deserialize)]
-        struct Row {
-            key: String,
-            cancel_requested: Option<bool>,
-        }
-        let rows: Vec<Row> = self
-            .db
-            .rows(
-                "UPDATE agent_run SET lease_until = $until
-                 WHERE key IN $ids AND replica = $replica AND status = 'running'
-                 RETURN key, cancel_requested",
-                json!({ "ids": ids, "replica": replica, "until": lease_until }),
-                0,
-            )
-            .await?;
-        Ok(rows
-            .into_iter()
-            .filter(|r| r.cancel_requested == Some(true))
-            .map(|r| r.key)
-            .collect())
+    /// Extends one running run's lease (one small write, retried on a
+    /// conflict); `None` when it no longer holds it.
+    pub async fn renew(&self, id: &str, held: &Lease) -> Result<Option<Renewed>, DbError> {
+        self.leases.renew(id, held, "cancel_requested").await
     }
 
-    /// Marks running rows whose lease ran out before `now` as interrupted and
-    /// returns them; a row another replica marked first is not returned.
-    pub async fn interrupt_expired(
-        &self,
-        now: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Vec<Orphan>, DbError> {
-        #[derive(Deserialize)]
-        struct Key {
-            key: String,
-        }
-        let now = stamp(now);
-        let expired: Vec<Key> = self
-            .db
-            .rows(
-                "SELECT key FROM agent_run WHERE status = 'running' AND lease_until < $now",
-                json!({ "now": now }),
-                0,
-            )
-            .await?;
+    /// Marks running rows whose lease lapsed as interrupted and returns them;
+    /// a row another replica marked first is not returned.
+    pub async fn interrupt_expired(&self) -> Result<Vec<Orphan>, DbError> {
+        let now = stamp(self.leases.now());
         let mut orphans = Vec::new();
-        for Key { key } in expired {
+        for lapsed in self.leases.lapsed("status = 'running'").await? {
             let rows: Vec<Orphan> = self
                 .db
                 .rows_retrying(
-                    "UPDATE type::record('agent_run', $id) SET status = 'interrupted', finished_at = $now,
-                         error = 'the replica running it stopped before it ended', lease_until = NONE
-                     WHERE status = 'running' AND lease_until < $now
-                     RETURN key AS id, agent, session, turn",
-                    json!({ "id": key, "now": now }),
+                    &format!(
+                        "UPDATE type::record('agent_run', $id) SET status = 'interrupted', finished_at = $now,
+                             error = 'the replica running it stopped before it ended', {}
+                         WHERE status = 'running' AND {}
+                         RETURN key AS id, agent, session, turn",
+                        lease::RELEASE,
+                        lease::LAPSED
+                    ),
+                    json!({ "id": lapsed.key, "now": now, "held": lapsed.lease }),
                     0,
                 )
                 .await?;
             orphans.extend(rows);
         }
         Ok(orphans)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::clock::{ManualClock, SharedClock};
+
+    async fn store(clock: SharedClock) -> RunStore {
+        let db = Db::scratch().await;
+        RunStore::new(
+            db.clone(),
+            Leases::new(db, "agent_run", Duration::from_secs(30), clock),
+        )
+    }
+
+    fn ending(status: RunStatus) -> Ending<'static> {
+        Ending {
+            status,
+            prompt_tokens: 1,
+            completion_tokens: 2,
+            tools_used: &[],
+            iterations: 1,
+            error: None,
+        }
+    }
+
+    /// Time moves by the clock, not by sleeping: a renewed run is never
+    /// reaped; one whose replica stopped renewing is, once, and its late end
+    /// is not recorded over the interruption.
+    #[tokio::test]
+    async fn a_run_is_interrupted_only_once_its_lease_lapses_by_the_clock() {
+        let clock = ManualClock::at(crate::clock::parse_stamp("2026-11-27T09:00:00Z").unwrap());
+        let store = store(clock.clone()).await;
+        let run = AgentRun::starting("main", Some("s1"), "api", "openai/fake".into());
+        let turn = [LogMessage::plain("user", "hello")];
+        let held = store.start(&run, &turn).await.unwrap();
+        assert_eq!((held.token, held.owner.as_str()), (1, run.replica.as_str()));
+
+        for _ in 0..5 {
+            clock.advance(Duration::from_secs(25));
+            let renewed = store.renew(&run.id, &held).await.unwrap().unwrap();
+            assert_eq!(renewed.cancel_requested, Some(false));
+            assert!(
+                store.interrupt_expired().await.unwrap().is_empty(),
+                "renewed in time"
+            );
+        }
+        assert!(store.request_cancel(&run.id).await.unwrap());
+        let renewed = store.renew(&run.id, &held).await.unwrap().unwrap();
+        assert_eq!(
+            renewed.cancel_requested,
+            Some(true),
+            "a cancel is heard at renewal"
+        );
+
+        clock.advance(Duration::from_secs(31));
+        let orphans = store.interrupt_expired().await.unwrap();
+        assert_eq!(orphans.len(), 1);
+        assert_eq!(
+            (orphans[0].id.as_str(), orphans[0].turn.len()),
+            (run.id.as_str(), 1)
+        );
+        assert!(store.interrupt_expired().await.unwrap().is_empty(), "once");
+        assert!(
+            store.renew(&run.id, &held).await.unwrap().is_none(),
+            "the lease is gone"
+        );
+        assert!(
+            !store
+                .finish(&run.id, &held, &ending(RunStatus::Succeeded))
+                .await
+                .unwrap()
+        );
+        let record = store.get(&run.id).await.unwrap().unwrap();
+        assert_eq!(record.status, RunStatus::Interrupted);
+    }
+
+    /// Many runs renewed at once while half of them end: every renewal is its
+    /// own write, so none fails on another's conflict, and every end lands.
+    #[tokio::test]
+    async fn renewals_of_many_runs_never_lose_to_runs_ending() {
+        let store = store(crate::clock::system()).await;
+        let mut started = Vec::new();
+        for i in 0..40 {
+            let run = AgentRun::starting("main", None, "api", format!("m{i}"));
+            let held = store.start(&run, &[]).await.unwrap();
+            started.push((run, held));
+        }
+        let renewals = started.iter().map(|(run, held)| store.renew(&run.id, held));
+        let succeeded = ending(RunStatus::Succeeded);
+        let ends = started
+            .iter()
+            .step_by(2)
+            .map(|(run, held)| store.finish(&run.id, held, &succeeded));
+        let (renewed, ended) = tokio::join!(
+            futures::future::join_all(renewals),
+            futures::future::join_all(ends)
+        );
+        assert!(ended.into_iter().all(|e| e.unwrap()), "every end recorded");
+        for (i, result) in renewed.into_iter().enumerate() {
+            let renewed = result.unwrap();
+            if i % 2 == 1 {
+                assert!(renewed.is_some(), "run {i} still running and renewed");
+            }
+        }
+        let filter = RunFilter {
+            status: Some(RunStatus::Running),
+            limit: 100,
+            ..RunFilter::default()
+        };
+        assert_eq!(store.list(&filter).await.unwrap().len(), 20);
     }
 }

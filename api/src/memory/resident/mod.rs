@@ -34,7 +34,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 pub use load::{Loaded, load};
-pub use state::{Candidate, State};
+pub use state::{Candidate, ResidentBytes, State};
 
 /// A chunk as the resident index keeps it: what ranking needs, and what a
 /// hit shows (so a search never waits on SurrealDB).
@@ -180,6 +180,14 @@ pub struct LegResults {
 impl Resident {
     pub fn is_ready(&self) -> bool {
         matches!(*self.read(), Phase::Ready(_))
+    }
+
+    /// The memory the index holds, by part; `None` until it is loaded.
+    pub fn bytes(&self) -> Option<ResidentBytes> {
+        match &*self.read() {
+            Phase::Ready(state) => Some(state.bytes()),
+            _ => None,
+        }
     }
 
     /// Chunks held, when loaded.

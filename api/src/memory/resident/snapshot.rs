@@ -57,9 +57,9 @@ pub fn write(state: &State, path: &Path) -> io::Result<()> {
         put_u64(&mut out, chunk.end_line as u64)?;
         put_str(&mut out, chunk.heading)?;
         put_str(&mut out, chunk.text)?;
-        let vector = chunk.vector.unwrap_or(&[]);
+        let vector = chunk.vector.unwrap_or_default();
         put_u64(&mut out, vector.len() as u64)?;
-        for value in vector {
+        for value in &vector {
             out.write_all(&value.to_le_bytes())?;
         }
         put_u64(&mut out, u64::from(chunk.terms.length))?;
@@ -272,7 +272,14 @@ mod tests {
         let mut by_id: Vec<ResidentChunk> = snapshot.chunks.into_iter().map(|(chunk, _)| chunk).collect();
         by_id.sort_by(|x, y| x.id.cmp(&y.id));
         assert_eq!(by_id.len(), 3);
-        assert_eq!(by_id[0].embedding, Some(vec![0.6, 0.8]), "unit length");
+        let restored = by_id[0].embedding.clone().unwrap();
+        assert_eq!(restored.len(), 2);
+        for (got, want) in restored.iter().zip([0.6, 0.8]) {
+            assert!(
+                (got - want).abs() < 0.004,
+                "unit length, within 8-bit rounding: {restored:?}"
+            );
+        }
         assert_eq!(by_id[1].text, "no vector yet ✓");
         assert_eq!(by_id[1].embedding, None);
         assert_eq!(by_id[2].day.as_deref(), Some("2026-11-20"));

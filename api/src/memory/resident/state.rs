@@ -70,7 +70,8 @@ pub struct ChunkView<'a> {
     pub end_line: usize,
     pub heading: &'a str,
     pub text: &'a str,
-    pub vector: Option<&'a [f32]>,
+    /// Read back from the index's 8-bit rows (unit length, within rounding).
+    pub vector: Option<Vec<f32>>,
     /// The chunk's words as this index counted them (ids into [`State::vocabulary`]).
     pub terms: &'a DocTerms,
 }
@@ -91,7 +92,55 @@ pub struct State {
     versions: HashMap<(String, String), String>,
 }
 
+/// What the resident index takes in memory, by part (bytes, capacities
+/// counted: what the allocator holds for it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ResidentBytes {
+    /// The chunks' vectors (8-bit rows and their scales).
+    pub vectors: usize,
+    /// The postings, the vocabulary and each chunk's word list.
+    pub postings: usize,
+    /// The text a hit shows, and its heading.
+    pub text: usize,
+    /// Ids, files, lines, kinds, days and the lookups by id and file.
+    pub metadata: usize,
+}
+
+impl ResidentBytes {
+    pub fn total(&self) -> usize {
+        self.vectors + self.postings + self.text + self.metadata
+    }
+}
+
 impl State {
+    /// The memory this index holds, by part (one pass over the chunks).
+    pub fn bytes(&self) -> ResidentBytes {
+        let mut bytes = ResidentBytes {
+            vectors: self.vectors.bytes(),
+            postings: self.text.bytes(),
+            text: 0,
+            metadata: self.docs.capacity() * std::mem::size_of::<Doc>(),
+        };
+        let entry = std::mem::size_of::<(String, u32)>() + 8;
+        for doc in &self.docs {
+            bytes.postings += std::mem::size_of_val(&*doc.terms.terms);
+            bytes.text += doc.text.len() + doc.heading.len();
+            bytes.metadata += doc.id.capacity() + doc.kind.len() + doc.day.as_ref().map_or(0, |d| d.len());
+        }
+        bytes.metadata += self
+            .by_id
+            .iter()
+            .map(|(id, _)| id.capacity() + entry)
+            .sum::<usize>();
+        bytes.metadata += self
+            .by_file
+            .iter()
+            .map(|(file, slots)| file.0.capacity() + file.1.capacity() + 64 + slots.capacity() * 4)
+            .sum::<usize>();
+        bytes
+    }
+
     pub fn chunks(&self) -> usize {
         self.by_id.len()
     }

@@ -9,10 +9,61 @@ use std::collections::HashMap;
 const K1: f32 = 1.2;
 const B: f32 = 0.75;
 
-#[derive(Clone, Copy)]
-struct Posting {
-    doc: u32,
-    frequency: u32,
+/// A word's postings, compressed: each (document, frequency) as the gap
+/// from the previous document and the frequency, both LEB128 varints.
+/// Documents are added in increasing order (slots only grow, and a rebuild
+/// goes in slot order), so gaps are small: 2–3 bytes a posting, not 8.
+#[derive(Default)]
+struct Postings {
+    bytes: Vec<u8>,
+    last: u32,
+}
+
+impl Postings {
+    fn push(&mut self, doc: u32, frequency: u32) {
+        // Wrapping both ways: any order decodes exactly (out of order only costs bytes).
+        put_varint(&mut self.bytes, doc.wrapping_sub(self.last));
+        put_varint(&mut self.bytes, frequency);
+        self.last = doc;
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.last = 0;
+    }
+
+    /// (document, frequency), in the order added.
+    fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let mut at = 0;
+        let mut doc = 0u32;
+        std::iter::from_fn(move || {
+            let gap = get_varint(&self.bytes, &mut at)?;
+            let frequency = get_varint(&self.bytes, &mut at)?;
+            doc = doc.wrapping_add(gap);
+            Some((doc, frequency))
+        })
+    }
+}
+
+fn put_varint(out: &mut Vec<u8>, mut value: u32) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+fn get_varint(bytes: &[u8], at: &mut usize) -> Option<u32> {
+    let mut value = 0u32;
+    for shift in (0..35).step_by(7) {
+        let byte = *bytes.get(*at)?;
+        *at += 1;
+        value |= u32::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return Some(value);
+        }
+    }
+    None
 }
 
 /// A document's words as the index counted them: (word id, frequency).
@@ -25,7 +76,7 @@ pub struct DocTerms {
 #[derive(Default)]
 pub struct TextIndex {
     words: HashMap<String, u32>,
-    postings: Vec<Vec<Posting>>,
+    postings: Vec<Postings>,
     document_frequency: Vec<u32>,
     live_documents: u32,
     live_length: u64,
@@ -34,6 +85,17 @@ pub struct TextIndex {
 }
 
 impl TextIndex {
+    /// The bytes the postings, word list and counts take.
+    pub fn bytes(&self) -> usize {
+        let postings: usize = self
+            .postings
+            .iter()
+            .map(|p| p.bytes.capacity() + std::mem::size_of::<Postings>())
+            .sum();
+        let words: usize = self.words.keys().map(|w| w.capacity() + 8 + 24).sum();
+        postings + words + self.document_frequency.capacity() * 4
+    }
+
     /// Counts a document's analysed words and adds its postings.
     pub fn add(&mut self, doc: u32, words: impl IntoIterator<Item = String>) -> DocTerms {
         let mut counts: HashMap<u32, u32> = HashMap::new();
@@ -76,7 +138,7 @@ impl TextIndex {
 
     fn insert_postings(&mut self, doc: u32, terms: &[(u32, u32)], length: u32) {
         for &(word, frequency) in terms {
-            self.postings[word as usize].push(Posting { doc, frequency });
+            self.postings[word as usize].push(doc, frequency);
             self.document_frequency[word as usize] += 1;
         }
         self.live_documents += 1;
@@ -114,7 +176,7 @@ impl TextIndex {
         }
         let id = self.postings.len() as u32;
         self.words.insert(word, id);
-        self.postings.push(Vec::new());
+        self.postings.push(Postings::default());
         self.document_frequency.push(0);
         id
     }
@@ -200,15 +262,15 @@ impl TextIndex {
                 break;
             }
             let (id, idf) = terms[next];
-            for posting in &self.postings[id as usize] {
-                let Some(doc) = accept(posting.doc) else {
+            for (posted, frequency) in self.postings[id as usize].iter() {
+                let Some(doc) = accept(posted) else {
                     continue;
                 };
-                let score = &mut scores[posting.doc as usize];
+                let score = &mut scores[posted as usize];
                 if *score == 0.0 {
-                    touched.push(posting.doc);
+                    touched.push(posted);
                 }
-                *score += contribution(idf, posting.frequency, doc.length);
+                *score += contribution(idf, frequency, doc.length);
             }
             next += 1;
         }
@@ -266,6 +328,39 @@ mod tests {
 
     fn words(text: &str) -> Vec<String> {
         text.split(' ').map(String::from).collect()
+    }
+
+    #[test]
+    fn postings_round_trip_in_a_few_bytes_each() {
+        let mut postings = Postings::default();
+        let added = [
+            (0, 1),
+            (1, 3),
+            (2, 200),
+            (130, 1),
+            (20_000, 2),
+            (u32::MAX, 70_000),
+            (5, 1),
+        ];
+        for (doc, frequency) in added {
+            postings.push(doc, frequency);
+        }
+        assert_eq!(postings.iter().collect::<Vec<_>>(), added, "out of order too");
+        let mut dense = Postings::default();
+        for doc in 0..1_000 {
+            dense.push(doc * 3, 1 + doc % 4);
+        }
+        assert_eq!(
+            dense.bytes.len(),
+            2_000,
+            "two bytes a posting for close documents"
+        );
+        assert_eq!(dense.iter().nth(999), Some((2_997, 4)));
+        assert_eq!(
+            get_varint(&[0x80, 0x80], &mut 0),
+            None,
+            "a torn varint ends the list"
+        );
     }
 
     #[test]

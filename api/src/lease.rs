@@ -1,0 +1,270 @@
+//! One lease for work that must happen on one replica at a time: agent runs,
+//! task runs and mission steps. A leased row in SurrealDB carries
+//! `lease_owner` (the replica), `lease_until` (when it lapses unless renewed)
+//! and `lease_token`, a fencing token one higher at every claim. The holder's
+//! writes name its token, so a replica whose lease lapsed and was taken over
+//! can never write as the holder again, however late it wakes up.
+//!
+//! - claim: the store's own conditional `UPDATE` where the work is free,
+//!   setting [`CLAIM`] (often in one transaction with its other writes); the
+//!   row it returns carries the new token ([`Lease`]);
+//! - renew: [`Leases::renew`], one small write per lease (never a transaction
+//!   over many, so renewals do not conflict with each other), retried with
+//!   jitter when it loses to a concurrent write (a run ending, a cancel);
+//! - reap: [`Leases::lapsed`] lists what lapsed by the [`Clock`]; the store
+//!   takes each back with a write conditioned on [`LAPSED`], so exactly one
+//!   replica does, and only if it was not renewed meanwhile.
+//!
+//! Time comes from a [`SharedClock`], so tests move a clock instead of sleeping.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::clock::{SharedClock, stamp};
+use crate::storage::{Db, DbError};
+
+/// The `SET` of a claim: this owner, until the term ends, the next token.
+/// Binds `$lease` (from [`Leases::offer`]).
+pub const CLAIM: &str =
+    "lease_owner = $lease.owner, lease_until = $lease.until, lease_token = (lease_token ?? 0) + 1";
+/// The condition of a holder's write: its lease is still the current one.
+/// Binds `$held` (a [`Lease`]).
+pub const HELD: &str = "lease_owner = $held.owner AND lease_token = $held.token";
+/// The condition of reaping a lease: still that lease (held: a released one
+/// has no owner), and lapsed at `$now`. Binds `$held` (a [`Lease`]) and `$now`.
+pub const LAPSED: &str = "lease_owner = $held.owner AND lease_token = $held.token AND lease_until < $now";
+/// The `SET` that ends a lease (the token stays, so the next claim's is higher).
+pub const RELEASE: &str = "lease_owner = NONE, lease_until = NONE";
+/// The fields of a row's lease, for a `RETURN` or `SELECT`.
+pub const FIELDS: &str = "lease_owner AS owner, lease_token AS token, lease_until AS until";
+
+/// A lease as held: whose, which (the fencing token) and until when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    pub owner: String,
+    pub token: u64,
+    pub until: String,
+}
+
+/// A lapsed lease found by [`Leases::lapsed`]: the row's key and its lease.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Lapsed {
+    pub key: String,
+    #[serde(flatten)]
+    pub lease: Lease,
+}
+
+/// Renewals that lose to concurrent writes this many times in a row give up
+/// until the next round (which comes well before the lease lapses).
+const RENEW_ATTEMPTS: u32 = 8;
+
+/// The leases of one table, with their term and clock.
+#[derive(Clone)]
+pub struct Leases {
+    db: Db,
+    table: &'static str,
+    term: Duration,
+    clock: SharedClock,
+}
+
+impl Leases {
+    pub fn new(db: Db, table: &'static str, term: Duration, clock: SharedClock) -> Self {
+        Self {
+            db,
+            table,
+            term,
+            clock,
+        }
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    pub fn term(&self) -> Duration {
+        self.term
+    }
+
+    /// When a lease taken or renewed now lapses.
+    pub fn until(&self) -> String {
+        stamp(self.now() + chrono::Duration::from_std(self.term).unwrap_or(chrono::Duration::MAX))
+    }
+
+    /// What a claim binds as `$lease`.
+    pub fn offer(&self, owner: &str) -> serde_json::Value {
+        json!({ "owner": owner, "until": self.until() })
+    }
+
+    /// Extends a lease this holder still has, one row in one write, retried
+    /// (with jitter) on a write conflict; returns the row's `returning`
+    /// fields, or `None` when the lease is no longer this holder's.
+    pub async fn renew<T: DeserializeOwned>(
+        &self,
+        key: &str,
+        held: &Lease,
+        returning: &str,
+    ) -> Result<Option<T>, DbError> {
+        let sql = format!(
+            "UPDATE type::record($table, $key) SET lease_until = $until WHERE {HELD} RETURN {returning}"
+        );
+        let vars = json!({ "table": self.table, "key": key, "held": held, "until": self.until() });
+        let mut attempt = 0;
+        loop {
+            match self.db.rows(&sql, vars.clone(), 0).await {
+                Ok(rows) => return Ok(rows.into_iter().next()),
+                Err(err) if err.is_conflict() && attempt + 1 < RENEW_ATTEMPTS => {
+                    attempt += 1;
+                    tokio::time::sleep(jittered(attempt)).await;
+                }
+                Err(err) => return Err(err),
+            }
+        }
+    }
+
+    /// Rows whose lease lapsed by now (`extra`: more conditions, `AND`ed).
+    pub async fn lapsed(&self, extra: &str) -> Result<Vec<Lapsed>, DbError> {
+        self.lapsed_by(Duration::ZERO, extra).await
+    }
+
+    /// Rows whose lease lapsed more than `grace` ago (a grace for clocks that
+    /// differ between replicas and renewals delayed on a busy machine).
+    pub async fn lapsed_by(&self, grace: Duration, extra: &str) -> Result<Vec<Lapsed>, DbError> {
+        let extra = if extra.is_empty() {
+            String::new()
+        } else {
+            format!(" AND {extra}")
+        };
+        let sql = format!(
+            "SELECT key, {FIELDS} FROM type::table($table) WHERE lease_owner AND lease_until < $now{extra}"
+        );
+        self.db
+            .rows(&sql, json!({ "table": self.table, "now": self.cutoff(grace) }), 0)
+            .await
+    }
+
+    /// Now less `grace`, as stored: what a reaper's [`LAPSED`] binds as `$now`.
+    pub fn cutoff(&self, grace: Duration) -> String {
+        stamp(self.now() - chrono::Duration::from_std(grace).unwrap_or(chrono::Duration::MAX))
+    }
+}
+
+/// A wait that grows with the attempt, spread at random so that writers who
+/// collided do not collide again in step.
+fn jittered(attempt: u32) -> Duration {
+    let spread = u64::from(uuid::Uuid::new_v4().as_bytes()[0]) % 20;
+    Duration::from_millis(u64::from(attempt) * 10 + spread)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+
+    async fn leases(clock: SharedClock) -> (Db, Leases) {
+        let db = Db::scratch().await;
+        let leases = Leases::new(db.clone(), "thing", Duration::from_secs(30), clock);
+        (db, leases)
+    }
+
+    async fn claim(db: &Db, leases: &Leases, key: &str, owner: &str) -> Option<Lease> {
+        let rows: Vec<Lease> = db
+            .rows(
+                &format!(
+                    "UPSERT type::record('thing', $key) SET key = $key, {CLAIM}
+                     WHERE !lease_owner RETURN {FIELDS}"
+                ),
+                json!({ "key": key, "lease": leases.offer(owner) }),
+                0,
+            )
+            .await
+            .unwrap();
+        rows.into_iter().next()
+    }
+
+    async fn reap(db: &Db, leases: &Leases, lapsed: &Lapsed) -> bool {
+        let rows: Vec<serde_json::Value> = db
+            .rows(
+                &format!("UPDATE type::record('thing', $key) SET {RELEASE} WHERE {LAPSED} RETURN key"),
+                json!({ "key": lapsed.key, "held": lapsed.lease, "now": stamp(leases.now()) }),
+                0,
+            )
+            .await
+            .unwrap();
+        !rows.is_empty()
+    }
+
+    #[tokio::test]
+    async fn a_lease_lapses_by_the_clock_and_its_old_holder_cannot_write_after_a_new_claim() {
+        let clock = ManualClock::at(crate::clock::parse_stamp("2026-11-27T09:00:00Z").unwrap());
+        let (db, leases) = leases(clock.clone()).await;
+        let first = claim(&db, &leases, "a", "replica-1").await.unwrap();
+        assert_eq!(
+            (first.token, first.until.as_str()),
+            (1, "2026-11-27T09:00:30.000000Z")
+        );
+        assert!(claim(&db, &leases, "a", "replica-2").await.is_none(), "held");
+
+        // Renewed before it lapses: nothing to reap, however far time goes.
+        clock.advance(Duration::from_secs(20));
+        let renewed: Option<Lease> = leases.renew("a", &first, FIELDS).await.unwrap();
+        assert_eq!(renewed.unwrap().until, "2026-11-27T09:00:50.000000Z");
+        clock.advance(Duration::from_secs(20));
+        assert!(leases.lapsed("").await.unwrap().is_empty());
+
+        // Not renewed: it lapses, one reaper takes it back, the next claim gets token 2.
+        clock.advance(Duration::from_secs(31));
+        let lapsed = leases.lapsed("").await.unwrap();
+        assert_eq!(lapsed.len(), 1);
+        assert_eq!(lapsed[0].lease.owner, "replica-1");
+        assert!(reap(&db, &leases, &lapsed[0]).await);
+        assert!(!reap(&db, &leases, &lapsed[0]).await, "reaped once");
+        let second = claim(&db, &leases, "a", "replica-2").await.unwrap();
+        assert_eq!(second.token, 2);
+
+        // The first holder's renewal names token 1: refused, the lease stays replica-2's.
+        let stale: Option<Lease> = leases.renew("a", &first, FIELDS).await.unwrap();
+        assert!(stale.is_none());
+        let stolen = Lease {
+            owner: "replica-2".into(),
+            ..first.clone()
+        };
+        let stale: Option<Lease> = leases.renew("a", &stolen, FIELDS).await.unwrap();
+        assert!(stale.is_none(), "the owner alone is not enough: the token fences");
+        let current: Option<Lease> = leases.renew("a", &second, FIELDS).await.unwrap();
+        assert_eq!(current.unwrap().owner, "replica-2");
+    }
+
+    #[tokio::test]
+    async fn renewals_of_many_leases_at_once_all_land() {
+        let (db, leases) = leases(crate::clock::system()).await;
+        let mut held = Vec::new();
+        for i in 0..40 {
+            held.push((
+                format!("k{i}"),
+                claim(&db, &leases, &format!("k{i}"), "r").await.unwrap(),
+            ));
+        }
+        // Every lease renewed concurrently, while writers touch the same rows.
+        let renewals = held
+            .iter()
+            .map(|(key, lease)| leases.renew::<Lease>(key, lease, FIELDS));
+        let touches = held.iter().map(|(key, _)| {
+            db.execute_retrying(
+                "UPDATE type::record('thing', $key) SET touched = true",
+                json!({ "key": key }),
+            )
+        });
+        let (renewed, touched) = tokio::join!(
+            futures::future::join_all(renewals),
+            futures::future::join_all(touches)
+        );
+        assert!(touched.iter().all(Result::is_ok));
+        for result in renewed {
+            assert_eq!(result.unwrap().unwrap().owner, "r");
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! A busy day costs nothing extra (issue 39), on S3 and a SurrealDB server
+//! with two replicas: a turn reads only the start and end of a long daily
+//! log that both replicas append to at once, while the files API still shows
+//! the log whole; and under a soak-like load of agent runs on both replicas,
+//! with leases short enough that one missed renewal would lose them, no run
+//! is taken for interrupted while its replica lives, and neither logs a WARN.
+
+use serde_json::{Value, json};
+
+use crate::harness::services::Service;
+use crate::harness::*;
+
+/// Two replicas of `config` sharing a real S3 server and a SurrealDB
+/// server (kept running while the returned services live).
+async fn two_replicas(config: TestConfig) -> (Onyx, Onyx, (Service, Service)) {
+    let (s3, surreal) = (Service::s3().await, Service::surreal().await);
+    let config = config.s3(&s3).surreal(&surreal).build();
+    let (a, b) = (start(&config).await, start(&config).await);
+    (a, b, (s3, surreal))
+}
+
+/// Starts a replica, polling while the SurrealDB server still answers its
+/// WebSocket with 503 (it opens its port before it serves).
+async fn start(config: &str) -> Onyx {
+    let mut last = String::new();
+    for _ in 0..50 {
+        match Onyx::try_start(Some(config), &[]).await {
+            Ok(onyx) => return onyx,
+            Err((_, stderr)) if stderr.contains("503 Service Unavailable") => last = stderr,
+            Err((code, stderr)) => panic!("onyx failed to start ({code:?}): {stderr}"),
+        }
+    }
+    panic!("the SurrealDB server never served: {last}")
+}
+
+/// A note long enough that a few hundred make a log far past a prompt's cap.
+fn note(replica: &str, i: usize) -> String {
+    format!(
+        "{replica}-note {i:03}: {}",
+        "the herb garden wants water before the frost, and the roses want pruning. ".repeat(5)
+    )
+}
+
+/// Appends `count` notes through `onyx`, one after another; the log's path.
+async fn append_notes(onyx: &Onyx, replica: &str, count: usize) -> String {
+    let mut path = String::new();
+    for i in 0..count {
+        let (status, body) = reply(
+            onyx.post("/v1/memory")
+                .json(&json!({"content": note(replica, i)})),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        path = body["path"].as_str().unwrap().to_string();
+    }
+    path
+}
+
+fn newest_user_message(fakes: &Fakes) -> String {
+    let request = fakes.openai.state.last_request().unwrap();
+    let messages = request["messages"].as_array().unwrap();
+    let user = messages.iter().rev().find(|m| m["role"] == "user").unwrap();
+    user["content"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_turn_reads_only_the_ends_of_a_busy_log_two_replicas_append_to() {
+    let fakes = Fakes::start().await;
+    let config =
+        TestConfig::new(&fakes).agent(json!({"id": "main", "default": true, "model": "openai/fake-echo"}));
+    let (a, b, _services) = two_replicas(config).await;
+    let (path, other) = tokio::join!(append_notes(&a, "a", 120), append_notes(&b, "b", 120));
+    assert_eq!(path, other, "one day's log");
+
+    // Whole, on either replica: every note exactly once, as listed.
+    let log = b.get_json(&format!("/v1/memory/files/main/{path}")).await;
+    let content = log["content"].as_str().unwrap().to_string();
+    for i in 0..120 {
+        for replica in ["a", "b"] {
+            let line = format!("{replica}-note {i:03}:");
+            assert_eq!(content.matches(&line).count(), 1, "{line} in the log once");
+        }
+    }
+    assert!(content.len() > 200_000, "a busy day: {} bytes", content.len());
+    let files = a.get_json("/v1/memory/files?agent=main").await;
+    let listed = files["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == path.as_str())
+        .cloned()
+        .unwrap();
+    assert_eq!(listed["size"], content.len());
+
+    // A turn's prompt holds the log's first and last notes, and not its middle.
+    let lines: Vec<&str> = content.lines().filter(|l| l.contains("-note ")).collect();
+    let (first, middle, last) = (lines[0], lines[lines.len() / 2], lines[lines.len() - 1]);
+    let (status, body) = a
+        .chat(json!({"model": "onyx:main", "messages": [{"role": "user", "content": "what did I note today?"}]}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let context = newest_user_message(&fakes);
+    let marker = |l: &str| l.split(':').next().unwrap().to_string();
+    assert!(
+        context.contains(&marker(first)),
+        "the first note: {}",
+        marker(first)
+    );
+    assert!(context.contains(&marker(last)), "the last note: {}", marker(last));
+    assert!(!context.contains(&marker(middle)), "the middle was not read");
+    assert!(context.contains("bytes or more omitted"), "said so");
+    assert!(context.len() < 30_000, "within the cap: {}", context.len());
+}
+
+/// Runs `count` agent turns on `onyx`, `slow` of them on a model that takes
+/// three seconds (longer than the lease), all at once; their run ids.
+async fn turns(onyx: &Onyx, count: usize, slow: usize) -> Vec<String> {
+    let requests = (0..count).map(|i| async move {
+        let agent = if i < slow { "slow" } else { "main" };
+        let response = onyx
+            .post("/v1/chat/completions")
+            .json(&json!({"model": format!("onyx:{agent}"), "messages": [{"role": "user", "content": format!("turn {i}")}]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let run = response.headers()["x-onyx-run-id"].to_str().unwrap().to_string();
+        let body: Value = response.json().await.unwrap();
+        assert!(body["choices"][0]["message"]["content"].is_string(), "{body}");
+        run
+    });
+    futures::future::join_all(requests).await
+}
+
+#[tokio::test]
+async fn under_load_no_run_is_taken_for_interrupted_while_its_replica_lives() {
+    let fakes = Fakes::start().await;
+    let config = TestConfig::new(&fakes).merge(json!({"agents": {
+        "defaults": { "runLeaseSeconds": 2 },
+        "list": [
+            { "id": "main", "default": true, "model": "openai/fake-echo" },
+            { "id": "slow", "model": "openai/fake-slow" },
+        ],
+    }}));
+    let (a, b, _services) = two_replicas(config).await;
+    // Three rounds of 40 turns on each replica at once; the slow ones outlive
+    // the lease three times over, so only renewals keep them.
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let (on_a, on_b) = tokio::join!(turns(&a, 40, 6), turns(&b, 40, 6));
+        runs.extend(on_a);
+        runs.extend(on_b);
+    }
+    assert_eq!(runs.len(), 240);
+    for replica in [&a, &b] {
+        let interrupted = replica.get_json("/v1/runs?status=interrupted&limit=500").await;
+        assert_eq!(interrupted["data"], json!([]), "none taken for interrupted");
+    }
+    let succeeded = a.get_json("/v1/runs?status=succeeded&limit=500").await;
+    let ids = ids(&succeeded);
+    for run in &runs {
+        assert!(ids.contains(run), "run {run} succeeded");
+    }
+    for (name, replica) in [("a", &a), ("b", &b)] {
+        let log = replica.stderr.lock().unwrap().clone();
+        let warnings: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))
+            .collect();
+        assert!(warnings.is_empty(), "replica {name} warned: {warnings:#?}");
+        assert!(
+            log.contains(" INFO "),
+            "the log was read: {}",
+            &log[..log.len().min(300)]
+        );
+    }
+}
+
+#[tokio::test]
+async fn health_says_how_full_the_search_indexs_budget_is() {
+    let fakes = Fakes::start().await;
+    let config = TestConfig::new(&fakes)
+        .set("memory.residentBudgetMb", json!(2))
+        .build();
+    let onyx = Onyx::start(Some(&config), &[]).await;
+    append_notes(&onyx, "a", 20).await;
+    let chunks = wait_until(secs(10), "the index holds the notes", async || {
+        let status = onyx.get_json("/v1/memory/status").await;
+        let held = status["search_index"]["chunks"].as_u64()?;
+        (held >= 20 && status["chunks"] == held).then_some(held)
+    })
+    .await;
+    let entry = dependency(&onyx.health().await, "search-index");
+    assert!(
+        entry["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{chunks} chunks, ")),
+        "{entry}"
+    );
+    assert_eq!(entry["status"], "up", "{entry}");
+    let detail = entry["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("of its 2 MB budget") && detail.contains("% full"),
+        "{detail}"
+    );
+    for part in ["vectors", "postings", "text", "metadata"] {
+        assert!(detail.contains(part), "{part} in {detail}");
+    }
+    let status = onyx.get_json("/v1/memory/status").await;
+    let index = &status["search_index"];
+    assert_eq!(index["budget_bytes"], 2 * 1_048_576);
+    assert!(
+        index["bytes"]["text"].as_u64().unwrap() >= 20 * 380,
+        "the notes' text is counted: {index}"
+    );
+
+    for bad in [json!(0), json!(2_000_000)] {
+        let config = TestConfig::new(&fakes)
+            .set("memory.residentBudgetMb", bad.clone())
+            .build();
+        let Err((_, stderr)) = Onyx::try_start(Some(&config), &[]).await else {
+            panic!("a budget of {bad} MB was accepted")
+        };
+        assert!(stderr.contains("memory.residentBudgetMb"), "{stderr}");
+    }
+}
