@@ -827,6 +827,7 @@ fn memory(raw: raw::RawMemory, env: Env) -> Result<MemoryConfig, ConfigError> {
         .embedder
         .map(|embedder| super::embedder::embedder(embedder, env))
         .transpose()?;
+    let reranker = raw.reranker.map(super::embedder::reranker).transpose()?;
     let chunk_tokens = raw.chunk_tokens.unwrap_or(400);
     let chunk_overlap = raw.chunk_overlap.unwrap_or(80);
     if chunk_tokens < 32 {
@@ -864,6 +865,7 @@ fn memory(raw: raw::RawMemory, env: Env) -> Result<MemoryConfig, ConfigError> {
             Some(seconds) => seconds,
             None => 60,
         }),
+        reranker,
     })
 }
 

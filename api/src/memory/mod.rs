@@ -14,7 +14,9 @@
 //! - `local_embedder`: the built-in embedding model, run in process
 //! - `index`: the SurrealDB tables and statements
 //! - `resident`: the in-process search index each replica answers queries from
-//! - `search`: the two legs and their fusion
+//! - `search`: the two legs, and hits with snippets
+//! - `fusion`: how the legs' candidates become one ranking
+//! - `rerank`: the optional reranking endpoint after fusion
 //! - `service`: the files API and search
 //! - `sync`: the background worker (file sync, re-embedding, pending queue)
 //! - `state`: embedder availability and progress, for health and status
@@ -30,6 +32,8 @@ pub mod paths;
 mod paths_fuzz;
 pub mod projects;
 pub mod resident;
+mod fusion;
+pub mod rerank;
 pub mod search;
 mod segments;
 mod service;
@@ -71,6 +75,7 @@ impl Default for Settings {
             },
             sync_interval: Duration::from_secs(60),
             snapshot: None,
+            reranker: None,
         }
     }
 }
@@ -91,6 +96,10 @@ impl Settings {
             },
             sync_interval: config.sync_interval,
             snapshot: None,
+            reranker: config
+                .reranker
+                .as_ref()
+                .map(|r| Arc::new(rerank::Reranker::new(r.clone()))),
         }
     }
 }
@@ -134,6 +143,11 @@ impl Memory {
             model: self.embedder.as_ref().map(|e| e.model().to_string()),
             state: self.state.snapshot(),
         }
+    }
+
+    /// Whether the embedder is the built-in default Onyx chose itself.
+    pub fn embedder_is_automatic(&self) -> bool {
+        self.embedder.as_ref().is_some_and(|e| e.automatic())
     }
 
     /// The index at a glance, for `/v1/memory/status` and the UI.

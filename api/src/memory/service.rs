@@ -60,6 +60,8 @@ pub struct Settings {
     /// Where this replica saves its search index for the next start (`None`:
     /// it reads the whole index from SurrealDB at every start).
     pub snapshot: Option<std::path::PathBuf>,
+    /// Reorders the fused hits, when configured.
+    pub reranker: Option<Arc<super::rerank::Reranker>>,
 }
 
 pub struct Memory {
@@ -561,8 +563,17 @@ impl Memory {
         if !self.index.resident().wait_ready(LOAD_WAIT).await {
             return Err(MemoryError::IndexLoading);
         }
-        let data = search::run(&self.index, legs, self.settings.ranking, limit, today)
+        let reranker = self.settings.reranker.as_deref();
+        let depth = reranker.map_or(limit, |r| r.candidates().max(limit));
+        let mut data = search::run(&self.index, legs, self.settings.ranking, depth, today)
             .ok_or(MemoryError::IndexLoading)?;
+        if let Some(reranker) = reranker
+            && let Err(err) = super::rerank::reorder(reranker, query, &mut data).await
+        {
+            tracing::warn!(error = %err, "reranking failed; showing the fused order");
+            note = Some(format!("the reranker is unavailable ({err}); showing the fused order"));
+        }
+        data.truncate(limit);
         Ok(SearchResults {
             object: "list",
             mode,
