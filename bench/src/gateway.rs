@@ -179,7 +179,14 @@ impl Backend for Gateway {
             .await
     }
 
-    async fn search(&self, agent: &str, query: &str, limit: usize, mode: Mode, _today: &str) -> Result<Searched, String> {
+    async fn search(
+        &self,
+        agent: &str,
+        query: &str,
+        limit: usize,
+        mode: Mode,
+        _today: &str,
+    ) -> Result<Searched, String> {
         let limit = limit.to_string();
         let url = url::Url::parse_with_params(
             &format!("{}/v1/memory/search", self.url),
@@ -191,12 +198,7 @@ impl Backend for Gateway {
             ],
         )
         .map_err(|e| e.to_string())?;
-        let response = self
-            .client
-            .get(url)
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
+        let response = self.client.get(url).send().await.map_err(|e| e.to_string())?;
         if !response.status().is_success() {
             let status = response.status();
             return Err(format!(

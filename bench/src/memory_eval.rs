@@ -78,7 +78,8 @@ fn ranking(args: &[String]) -> Result<Option<onyx::memory::Ranking>, String> {
         ranking.fusion = match fusion.as_str() {
             "linear" => onyx::config::Fusion::Linear,
             "rrf" => onyx::config::Fusion::Rrf,
-            other => return Err(format!("--fusion: {other:?} is not linear or rrf")),
+            "adaptive" => onyx::config::Fusion::Adaptive,
+            other => return Err(format!("--fusion: {other:?} is not adaptive, linear or rrf")),
         };
         changed = true;
     }
@@ -176,7 +177,11 @@ async fn main() -> ExitCode {
         if let Some(datasets) = datasets {
             let started = std::time::Instant::now();
             let dump = arg(&args, "--dump").map(PathBuf::from);
-            let default_limit = if args.iter().any(|a| a == "--locomo") { 10 } else { recall::Options::default().limit };
+            let default_limit = if args.iter().any(|a| a == "--locomo") {
+                10
+            } else {
+                recall::Options::default().limit
+            };
             let options = recall::Options {
                 dump: dump.as_deref(),
                 limit: match arg(&args, "--limit") {
@@ -204,7 +209,11 @@ async fn main() -> ExitCode {
                 datasets.iter().map(|d| d.files.len()).sum::<usize>(),
                 datasets.iter().map(|d| d.questions.len()).sum::<usize>(),
                 options.limit,
-                if args.iter().any(|a| a == "--gateway") { "through /v1/memory/search" } else { "in process" },
+                if args.iter().any(|a| a == "--gateway") {
+                    "through /v1/memory/search"
+                } else {
+                    "in process"
+                },
                 onyx_bench::machine(),
                 started.elapsed().as_secs_f64()
             );

@@ -206,7 +206,10 @@ pub struct Options<'a> {
 
 impl Default for Options<'_> {
     fn default() -> Self {
-        Self { dump: None, limit: LIMIT }
+        Self {
+            dump: None,
+            limit: LIMIT,
+        }
     }
 }
 
@@ -230,7 +233,12 @@ pub struct Searched {
 /// memory service in process ([`InProcess`]), or a running gateway over
 /// HTTP (`crate::gateway`).
 pub trait Backend: Sync {
-    fn write(&self, agent: &str, path: &str, content: &str) -> impl Future<Output = Result<(), String>> + Send;
+    fn write(
+        &self,
+        agent: &str,
+        path: &str,
+        content: &str,
+    ) -> impl Future<Output = Result<(), String>> + Send;
     /// Waits until every written chunk is searchable in every leg.
     fn settle(&self) -> impl Future<Output = Result<(), String>> + Send;
     fn search(
@@ -248,7 +256,11 @@ pub struct InProcess(pub std::sync::Arc<onyx::memory::Memory>);
 
 impl InProcess {
     /// A fresh memory service under `work_dir` with this embedder and ranking.
-    pub async fn new(embedder: Option<Embedding>, work_dir: &Path, ranking: Option<Ranking>) -> Result<Self, String> {
+    pub async fn new(
+        embedder: Option<Embedding>,
+        work_dir: &Path,
+        ranking: Option<Ranking>,
+    ) -> Result<Self, String> {
         Ok(Self(empty_memory(embedder, work_dir, ranking).await?))
     }
 }
@@ -276,7 +288,14 @@ impl Backend for InProcess {
         Ok(())
     }
 
-    async fn search(&self, agent: &str, query: &str, limit: usize, mode: Mode, today: &str) -> Result<Searched, String> {
+    async fn search(
+        &self,
+        agent: &str,
+        query: &str,
+        limit: usize,
+        mode: Mode,
+        today: &str,
+    ) -> Result<Searched, String> {
         let results = self
             .0
             .search_on(agent, query, limit, mode, today)
@@ -355,7 +374,9 @@ pub async fn evaluate<B: Backend>(
                 .iter()
                 .map(|h| {
                     let file = dataset.files.iter().find(|(p, _)| *p == h.path);
-                    file.map_or_else(String::new, |(_, content)| lines_of(content, h.start_line, h.end_line))
+                    file.map_or_else(String::new, |(_, content)| {
+                        lines_of(content, h.start_line, h.end_line)
+                    })
                 })
                 .collect();
             let hits: Vec<Found<'_>> = results

@@ -8,7 +8,9 @@
 use super::ConfigError;
 use super::fields::{Env, expand_home, parse_url, provider_kind};
 use super::raw::{RawEmbedder, RawReranker};
-use super::types::{EmbedderConfig, LocalEmbedderConfig, ProviderEmbedderConfig, ProviderKind, RerankerConfig};
+use super::types::{
+    EmbedderConfig, LocalEmbedderConfig, ProviderEmbedderConfig, ProviderKind, RerankerConfig,
+};
 
 /// The local embedder's model when none is named.
 const DEFAULT_LOCAL_MODEL: &str = "all-MiniLM-L6-v2";
@@ -113,7 +115,10 @@ const DEFAULT_RERANK_TIMEOUT_MS: u64 = 2_000;
 pub(super) fn reranker(raw: RawReranker) -> Result<RerankerConfig, ConfigError> {
     let url = parse_url(&raw.url, "memory.reranker.url")?;
     if raw.model.trim().is_empty() {
-        return Err(ConfigError::invalid("memory.reranker.model", "name the reranking model"));
+        return Err(ConfigError::invalid(
+            "memory.reranker.model",
+            "name the reranking model",
+        ));
     }
     let candidates = raw.candidates.unwrap_or(DEFAULT_RERANK_CANDIDATES);
     if !(1..=1000).contains(&candidates) {

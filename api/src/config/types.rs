@@ -456,6 +456,8 @@ impl Default for EmbeddedStore {
 pub enum Fusion {
     Linear,
     Rrf,
+    /// RRF weighted per query by the text leg's confidence (the default).
+    Adaptive,
 }
 
 #[derive(Debug)]

@@ -814,12 +814,13 @@ fn unit_interval(value: Option<f64>, default: f64, path: &str) -> Result<f64, Co
 
 fn memory(raw: raw::RawMemory, env: Env) -> Result<MemoryConfig, ConfigError> {
     let fusion = match raw.fusion.as_deref() {
-        None | Some("rrf") => Fusion::Rrf,
+        None | Some("adaptive") => Fusion::Adaptive,
+        Some("rrf") => Fusion::Rrf,
         Some("linear") => Fusion::Linear,
         Some(other) => {
             return Err(ConfigError::invalid(
                 "memory.fusion",
-                format!("{other:?} is not \"linear\" or \"rrf\""),
+                format!("{other:?} is not \"adaptive\", \"linear\" or \"rrf\""),
             ));
         }
     };

@@ -1,7 +1,12 @@
 //! Fusing the two legs' candidates into one ranking: weighted linear
-//! combination of calibrated scores, reciprocal rank fusion, or (the default)
-//! confidence-aware fusion that weighs each leg per query by what its own
-//! scores say about it; daily logs decay by age. Measured in `bench/README.md`.
+//! combination of calibrated scores, reciprocal rank fusion with fixed
+//! weights, or (the default, `adaptive`) reciprocal rank fusion weighted per
+//! query by the text leg's confidence: the share of the query's weight (its
+//! words' IDF) that the best full-text hit matches. A query whose words the
+//! memory holds (names, places, dates, identifiers) leans lexical; one whose
+//! words it lacks (a paraphrase) leans on the vectors. The weights are
+//! √share and √(1 − share); no constant depends on a dataset. Daily logs
+//! decay by age. Measured in `bench/README.md`.
 
 use std::collections::HashMap;
 
@@ -49,6 +54,7 @@ pub(super) fn fuse(
         if hits.is_empty() { 0.0 } else { low.min(high / 2.0) }
     };
     let (vector_floor, text_floor) = (weakest(&vector_hits), weakest(&text_hits));
+    let text_confidence = text_hits.first().map_or(0.0, |best| best.score.clamp(0.0, 1.0));
     let mut by_id: HashMap<String, Scored> = HashMap::new();
     for (rank, candidate) in vector_hits.into_iter().enumerate() {
         let similarity = candidate.score.clamp(0.0, 1.0);
@@ -87,20 +93,11 @@ pub(super) fn fuse(
                         + ranking.text_weight * s.text.map_or(text_floor, |t| t.1))
                         / total
                 }
-                Fusion::Rrf => {
-                    // A candidate with no similarity at all (orthogonal) is
-                    // not a match, whatever its rank.
-                    let rrf = |leg: Option<(usize, f64)>| {
-                        leg.filter(|(_, score)| *score > 0.0)
-                            .map_or(0.0, |(rank, _)| 1.0 / (RRF_K + rank as f64 + 1.0))
-                    };
-                    // Weighted by the legs' weights (ties go to the stronger
-                    // leg), scaled so rank 1 in both legs scores 1.0.
-                    let total = (ranking.vector_weight + ranking.text_weight).max(f64::EPSILON);
-                    (ranking.vector_weight * rrf(s.vector) + ranking.text_weight * rrf(s.text))
-                        * (RRF_K + 1.0)
-                        / total
-                }
+                // Weighted by the legs' weights (ties go to the stronger leg).
+                Fusion::Rrf => weighted_rrf(ranking.vector_weight, ranking.text_weight, &s),
+                // Weighted per query by how much of the query the text leg's
+                // best hit matches (see `text_confidence`).
+                Fusion::Adaptive => weighted_rrf((1.0 - text_confidence).sqrt(), text_confidence.sqrt(), &s),
             };
             let score = fused * decay(s.candidate.daily, ranking.half_life_days, today);
             let mut legs = Vec::new();
@@ -117,10 +114,17 @@ pub(super) fn fuse(
             };
             // On equal scores the legs' own order decides (a clamped text
             // score ties a full match with a partial one).
-            let best_rank = [s.vector, s.text].into_iter().flatten().map(|l| l.0).min();
+            // A candidate with no similarity at all (orthogonal) is not a
+            // match in any leg, whatever its rank.
+            let best_rank = [s.vector, s.text]
+                .into_iter()
+                .flatten()
+                .filter(|l| l.1 > 0.0)
+                .map(|l| l.0)
+                .min();
             (s.candidate, ranked, best_rank)
         })
-        .filter(|(_, r, _)| r.score >= ranking.min_score && r.score > 0.0)
+        .filter(|(_, r, best_rank)| r.score >= ranking.min_score && (r.score > 0.0 || best_rank.is_some()))
         .collect();
     scored.sort_by(|(a, ra, a_rank), (b, rb, b_rank)| {
         rb.score
@@ -131,6 +135,18 @@ pub(super) fn fuse(
     });
     scored.truncate(limit);
     scored.into_iter().map(|(_, ranked, _)| ranked).collect()
+}
+
+/// Reciprocal rank fusion with these weights, scaled so that rank 1 in both
+/// legs scores 1.0; a candidate with no similarity at all (orthogonal) counts
+/// nothing in its leg, whatever its rank.
+fn weighted_rrf(vector_weight: f64, text_weight: f64, s: &Scored) -> f64 {
+    let rrf = |leg: Option<(usize, f64)>| {
+        leg.filter(|(_, score)| *score > 0.0)
+            .map_or(0.0, |(rank, _)| 1.0 / (RRF_K + rank as f64 + 1.0))
+    };
+    let total = (vector_weight + text_weight).max(f64::EPSILON);
+    (vector_weight * rrf(s.vector) + text_weight * rrf(s.text)) * (RRF_K + 1.0) / total
 }
 
 /// Daily logs lose half their weight every `half_life_days`; other files keep it.
@@ -273,5 +289,4 @@ mod tests {
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].id, "near");
     }
-
 }

@@ -25,15 +25,15 @@ pub mod access;
 pub mod chunker;
 mod daily_log;
 pub mod embedder;
+mod fusion;
 mod index;
 pub mod local_embedder;
 pub mod paths;
 #[cfg(test)]
 mod paths_fuzz;
 pub mod projects;
-pub mod resident;
-mod fusion;
 pub mod rerank;
+pub mod resident;
 pub mod search;
 mod segments;
 mod service;
@@ -67,7 +67,7 @@ impl Default for Settings {
                 overlap_tokens: 80,
             },
             ranking: Ranking {
-                fusion: crate::config::Fusion::Rrf,
+                fusion: crate::config::Fusion::Adaptive,
                 vector_weight: 0.6,
                 text_weight: 0.4,
                 min_score: 0.0,

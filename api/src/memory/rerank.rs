@@ -189,7 +189,9 @@ mod tests {
         assert_eq!(ordered, vec![(2, 0.9), (1, 0.5), (0, 0.1)]);
         let err = order(vec![scored(3, 0.1)], 3).unwrap_err().to_string();
         assert!(err.contains("index 3 for 3 documents"), "{err}");
-        let err = order(vec![scored(1, 0.1), scored(1, 0.2)], 3).unwrap_err().to_string();
+        let err = order(vec![scored(1, 0.1), scored(1, 0.2)], 3)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("twice"), "{err}");
         assert!(order(vec![scored(0, f64::NAN)], 1).is_err());
     }

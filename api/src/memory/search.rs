@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::chunker::indexed_text;
-use super::index::Index;
 use super::fusion::{Ranked, fuse};
+use super::index::Index;
 use super::resident::{Query, Shown, analyzer};
 use crate::config::Fusion;
 

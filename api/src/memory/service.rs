@@ -571,7 +571,9 @@ impl Memory {
             && let Err(err) = super::rerank::reorder(reranker, query, &mut data).await
         {
             tracing::warn!(error = %err, "reranking failed; showing the fused order");
-            note = Some(format!("the reranker is unavailable ({err}); showing the fused order"));
+            note = Some(format!(
+                "the reranker is unavailable ({err}); showing the fused order"
+            ));
         }
         data.truncate(limit);
         Ok(SearchResults {

@@ -205,7 +205,11 @@ async fn a_fresh_install_fetches_the_built_in_model_and_searches_hybrid() {
     let onyx = Onyx::start(Some(&config), &[("ONYX_LOCAL_MODEL_URL", &url)]).await;
     finds_paraphrases(&onyx).await;
     assert!(served.load(Ordering::Relaxed) >= 3, "the model was fetched");
-    let (code, hits) = reply(onyx.get("/v1/memory/search").query(&[("q", "puppy shots"), ("agent", "main")])).await;
+    let (code, hits) = reply(
+        onyx.get("/v1/memory/search")
+            .query(&[("q", "puppy shots"), ("agent", "main")]),
+    )
+    .await;
     assert_eq!(code, 200, "{hits}");
     assert_eq!(hits["mode"], "hybrid", "the default mode runs both legs: {hits}");
     let embedder = dependency(&onyx.health().await, "embedder");
@@ -229,17 +233,25 @@ async fn without_its_model_a_fresh_install_searches_full_text_and_says_why() {
     let onyx = Onyx::start(Some(&config), &[]).await;
     let health = poll_until(secs(60), async || {
         let health = onyx.health().await;
-        let detail = dependency(&health, "embedder")["detail"].as_str().unwrap_or_default().to_string();
+        let detail = dependency(&health, "embedder")["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         detail.contains("not available yet").then_some(health)
     })
     .await
     .unwrap_or_else(|| panic!("no note about the missing model: {}", onyx.health().await));
     let embedder = dependency(&health, "embedder");
     assert_eq!(embedder["status"], "disabled", "{embedder}");
-    assert_eq!(health["status"], "ok", "a missing default model is no fault: {health}");
+    assert_eq!(
+        health["status"], "ok",
+        "a missing default model is no fault: {health}"
+    );
     let detail = embedder["detail"].as_str().unwrap();
     assert!(
-        detail.contains("all-MiniLM-L6-v2") && detail.contains("full-text (BM25) only") && detail.contains("127.0.0.1:9"),
+        detail.contains("all-MiniLM-L6-v2")
+            && detail.contains("full-text (BM25) only")
+            && detail.contains("127.0.0.1:9"),
         "{detail}"
     );
     let written = onyx
@@ -250,11 +262,21 @@ async fn without_its_model_a_fresh_install_searches_full_text_and_says_why() {
         .await
         .unwrap();
     assert_eq!(written.status(), 200, "writing works without the model");
-    let (code, hits) = reply(onyx.get("/v1/memory/search").query(&[("q", "rabies vaccination"), ("agent", "main")])).await;
+    let (code, hits) = reply(
+        onyx.get("/v1/memory/search")
+            .query(&[("q", "rabies vaccination"), ("agent", "main")]),
+    )
+    .await;
     assert_eq!(code, 200, "{hits}");
     assert_eq!(hits["mode"], "text", "{hits}");
     assert!(hits["note"].as_str().is_some_and(|n| !n.is_empty()), "{hits}");
-    assert!(hits["data"][0]["snippet"].as_str().unwrap_or_default().contains("rabies"), "{hits}");
+    assert!(
+        hits["data"][0]["snippet"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("rabies"),
+        "{hits}"
+    );
 
     let off = TestConfig::empty()
         .set("gateway.auth.apiKeys", json!([ONYX_KEY]))

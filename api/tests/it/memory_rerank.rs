@@ -21,7 +21,8 @@ impl Drop for ModelServer {
 
 /// Starts `tests/embedder/server.py`; its base URL.
 fn model_server() -> (ModelServer, String) {
-    let python = std::env::var("MINILM_PYTHON").expect("MINILM_PYTHON: a Python with the model (tests/run sets it)");
+    let python =
+        std::env::var("MINILM_PYTHON").expect("MINILM_PYTHON: a Python with the model (tests/run sets it)");
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/embedder");
     let mut child = Command::new(python)
         .args(["server.py", "--port", "0"])
@@ -69,7 +70,11 @@ fn config(reranker_url: &str) -> String {
 }
 
 async fn search(onyx: &Onyx, query: &str) -> Value {
-    let (code, hits) = reply(onyx.get("/v1/memory/search").query(&[("q", query), ("agent", "main")])).await;
+    let (code, hits) = reply(
+        onyx.get("/v1/memory/search")
+            .query(&[("q", query), ("agent", "main")]),
+    )
+    .await;
     assert_eq!(code, 200, "{hits}");
     hits
 }
@@ -117,7 +122,10 @@ async fn hits_follow_the_rerankers_order_and_a_failing_one_leaves_the_fused_orde
     let fused = search(&down, query).await;
     assert_eq!(fused["mode"], "text", "{fused}");
     assert!(
-        fused["note"].as_str().unwrap_or_default().contains("the reranker is unavailable"),
+        fused["note"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("the reranker is unavailable"),
         "{fused}"
     );
     let fused_order = headings(&fused);
@@ -128,7 +136,11 @@ async fn hits_follow_the_rerankers_order_and_a_failing_one_leaves_the_fused_orde
     let reranked = search(&onyx, query).await;
     assert!(reranked["note"].is_null(), "{reranked}");
     let order = headings(&reranked);
-    assert_eq!(order.first().map(String::as_str), Some("Vet"), "the answer first: {reranked}");
+    assert_eq!(
+        order.first().map(String::as_str),
+        Some("Vet"),
+        "the answer first: {reranked}"
+    );
     let mut sorted = fused_order.clone();
     sorted.sort();
     let mut same = order.clone();
@@ -142,7 +154,10 @@ async fn hits_follow_the_rerankers_order_and_a_failing_one_leaves_the_fused_orde
     let documents: Vec<String> = data
         .iter()
         .map(|h| {
-            let (start, end) = (h["start_line"].as_u64().unwrap() as usize, h["end_line"].as_u64().unwrap() as usize);
+            let (start, end) = (
+                h["start_line"].as_u64().unwrap() as usize,
+                h["end_line"].as_u64().unwrap() as usize,
+            );
             let text = lines[start - 1..end].join("\n");
             match h["heading"].as_str().unwrap_or_default() {
                 "" => text,
@@ -162,8 +177,15 @@ async fn hits_follow_the_rerankers_order_and_a_failing_one_leaves_the_fused_orde
     let results = direct["results"].as_array().unwrap();
     assert_eq!(results.len(), data.len(), "{direct}");
     for (rank, (hit, result)) in data.iter().zip(results).enumerate() {
-        assert_eq!(result["index"].as_u64(), Some(rank as u64), "same order: {direct} {reranked}");
-        let (ours, theirs) = (hit["score"].as_f64().unwrap(), result["relevance_score"].as_f64().unwrap());
+        assert_eq!(
+            result["index"].as_u64(),
+            Some(rank as u64),
+            "same order: {direct} {reranked}"
+        );
+        let (ours, theirs) = (
+            hit["score"].as_f64().unwrap(),
+            result["relevance_score"].as_f64().unwrap(),
+        );
         assert!((ours - theirs).abs() < 1e-3, "{ours} vs {theirs}");
     }
 }
@@ -171,9 +193,15 @@ async fn hits_follow_the_rerankers_order_and_a_failing_one_leaves_the_fused_orde
 #[tokio::test]
 async fn a_reranker_without_a_model_or_with_a_bad_url_stops_startup_naming_the_key() {
     for (reranker, key) in [
-        (json!({ "url": "http://127.0.0.1:1/rerank", "model": "" }), "memory.reranker.model"),
+        (
+            json!({ "url": "http://127.0.0.1:1/rerank", "model": "" }),
+            "memory.reranker.model",
+        ),
         (json!({ "url": "not a url", "model": "m" }), "memory.reranker.url"),
-        (json!({ "url": "http://127.0.0.1:1/rerank", "model": "m", "candidates": 0 }), "memory.reranker.candidates"),
+        (
+            json!({ "url": "http://127.0.0.1:1/rerank", "model": "m", "candidates": 0 }),
+            "memory.reranker.candidates",
+        ),
     ] {
         let config = TestConfig::empty()
             .set("memory", json!({ "reranker": reranker }))

@@ -302,7 +302,12 @@ async fn cls_pooling_follows_the_pooling_config_and_the_numpy_reference() {
         .embed(&sentences)
         .await
         .unwrap();
-    for (((text, got), want), mean) in sentences.iter().zip(&pooled_by_cls).zip(&expected).zip(&pooled_by_mean) {
+    for (((text, got), want), mean) in sentences
+        .iter()
+        .zip(&pooled_by_cls)
+        .zip(&expected)
+        .zip(&pooled_by_mean)
+    {
         assert!((cosine(got, got) - 1.0).abs() < 1e-5, "unit length: {text:?}");
         assert!(cosine(got, want) >= 0.9999, "{} for {text:?}", cosine(got, want));
         assert!(cosine(got, mean) < 0.99, "CLS differs from the mean: {text:?}");
