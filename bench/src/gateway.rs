@@ -54,15 +54,7 @@ struct SearchIndex {
 struct Results {
     mode: Mode,
     note: Option<String>,
-    data: Vec<WireHit>,
-}
-
-#[derive(Deserialize)]
-struct WireHit {
-    path: String,
-    start_line: usize,
-    end_line: usize,
-    score: f64,
+    data: Vec<Hit>,
 }
 
 impl Gateway {
@@ -210,16 +202,7 @@ impl Backend for Gateway {
         Ok(Searched {
             mode: results.mode,
             note: results.note,
-            hits: results
-                .data
-                .into_iter()
-                .map(|h| Hit {
-                    path: h.path,
-                    start_line: h.start_line,
-                    end_line: h.end_line,
-                    score: h.score,
-                })
-                .collect(),
+            hits: results.data,
         })
     }
 }

@@ -213,7 +213,9 @@ impl Default for Options<'_> {
     }
 }
 
-/// A hit as a search answers it: a file's lines and the fused score.
+/// A hit as a search answers it: a file's lines and the fused score (the
+/// fields of `/v1/memory/search`'s hits that scoring needs).
+#[derive(Deserialize)]
 pub struct Hit {
     pub path: String,
     pub start_line: usize,

@@ -60,6 +60,17 @@ fn start(python: &str) -> (Server, String) {
     (Server(child), url)
 }
 
+/// The model server at `url`, as Onyx's Ollama embedder sees it.
+fn served(url: &str) -> EmbedderSpec {
+    EmbedderSpec {
+        kind: ProviderKind::Ollama,
+        url: url::Url::parse(url).unwrap(),
+        model: "all-minilm".into(),
+        api_key: None,
+        dimensions: None,
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hybrid_recalls_at_least_its_better_leg_with_the_real_model() {
     let Ok(python) = std::env::var("MINILM_PYTHON") else {
@@ -70,13 +81,7 @@ async fn hybrid_recalls_at_least_its_better_leg_with_the_real_model() {
     let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/memory-recall");
     let dataset = Dataset::load(&data, true).unwrap();
     assert!(dataset.questions.len() >= 30, "{}", dataset.questions.len());
-    let spec = EmbedderSpec {
-        kind: ProviderKind::Ollama,
-        url: url::Url::parse(&url).unwrap(),
-        model: "all-minilm".into(),
-        api_key: None,
-        dimensions: None,
-    };
+    let spec = served(&url);
     let started = std::time::Instant::now();
     let served = recall_of(&dataset, spec.into()).await;
     let served_took = started.elapsed();
@@ -130,13 +135,7 @@ async fn hybrid_recalls_at_least_its_better_leg_on_locomo_with_the_real_model() 
         dir.display()
     );
     let (_server, url) = start(&python);
-    let spec = EmbedderSpec {
-        kind: ProviderKind::Ollama,
-        url: url::Url::parse(&url).unwrap(),
-        model: "all-minilm".into(),
-        api_key: None,
-        dimensions: None,
-    };
+    let spec = served(&url);
     let started = std::time::Instant::now();
     let work = tempfile::tempdir().unwrap();
     let backend = recall::InProcess::new(Some(spec.into()), work.path(), None)

@@ -456,7 +456,7 @@ impl Default for EmbeddedStore {
 pub enum Fusion {
     Linear,
     Rrf,
-    /// RRF weighted per query by the text leg's confidence (the default).
+    /// RRF weighted per query by each leg's best calibrated score (the default).
     Adaptive,
 }
 

@@ -1,12 +1,12 @@
 //! Fusing the two legs' candidates into one ranking: weighted linear
 //! combination of calibrated scores, reciprocal rank fusion with fixed
-//! weights, or (the default, `adaptive`) reciprocal rank fusion weighted per
-//! query by the text leg's confidence: the share of the query's weight (its
-//! words' IDF) that the best full-text hit matches. A query whose words the
-//! memory holds (names, places, dates, identifiers) leans lexical; one whose
-//! words it lacks (a paraphrase) leans on the vectors. The weights are
-//! √share and √(1 − share); no constant depends on a dataset. Daily logs
-//! decay by age. Measured in `bench/README.md`.
+//! weights, or (the default, `adaptive`) reciprocal rank fusion in which each
+//! leg weighs, per query, its own calibrated score of its best candidate: the
+//! vector leg its best cosine similarity, the text leg the share of the
+//! query's weight (its words' IDF) its best hit matches. A query whose words
+//! the memory holds (names, places, dates, identifiers) leans lexical; one
+//! whose words it lacks (a paraphrase) leans on the vectors; no constant
+//! depends on a dataset. Daily logs decay by age. Measured in `bench/README.md`.
 
 use std::collections::HashMap;
 
@@ -54,7 +54,9 @@ pub(super) fn fuse(
         if hits.is_empty() { 0.0 } else { low.min(high / 2.0) }
     };
     let (vector_floor, text_floor) = (weakest(&vector_hits), weakest(&text_hits));
-    let text_confidence = text_hits.first().map_or(0.0, |best| best.score.clamp(0.0, 1.0));
+    // Each leg's calibrated score of its best candidate: how sure it is.
+    let confidence = |hits: &[Candidate]| hits.first().map_or(0.0, |best| best.score.clamp(0.0, 1.0));
+    let (vector_confidence, text_confidence) = (confidence(&vector_hits), confidence(&text_hits));
     let mut by_id: HashMap<String, Scored> = HashMap::new();
     for (rank, candidate) in vector_hits.into_iter().enumerate() {
         let similarity = candidate.score.clamp(0.0, 1.0);
@@ -95,9 +97,8 @@ pub(super) fn fuse(
                 }
                 // Weighted by the legs' weights (ties go to the stronger leg).
                 Fusion::Rrf => weighted_rrf(ranking.vector_weight, ranking.text_weight, &s),
-                // Weighted per query by how much of the query the text leg's
-                // best hit matches (see `text_confidence`).
-                Fusion::Adaptive => weighted_rrf((1.0 - text_confidence).sqrt(), text_confidence.sqrt(), &s),
+                // Each leg weighted per query by its own best score.
+                Fusion::Adaptive => weighted_rrf(vector_confidence, text_confidence, &s),
             };
             let score = fused * decay(s.candidate.daily, ranking.half_life_days, today);
             let mut legs = Vec::new();
@@ -268,6 +269,58 @@ mod tests {
             "2026-11-22",
         );
         assert_eq!(hits[0].score, 1.0);
+    }
+
+    #[test]
+    fn adaptive_fusion_trusts_the_leg_whose_best_candidate_scores_higher() {
+        let adaptive = Ranking {
+            fusion: Fusion::Adaptive,
+            ..LINEAR
+        };
+        // Every query word in the text leg's best hit (share 1.0), a weak best
+        // cosine (0.3): the text leg's order leads, the vector leg's first hit
+        // (which text did not find) after its two.
+        let lexical = fuse(
+            vec![
+                row("v1", "note", None, Some(0.7), None),
+                row("t1", "note", None, Some(0.75), None),
+            ],
+            vec![
+                row("t1", "note", None, None, Some(1.0)),
+                row("t2", "note", None, None, Some(0.9)),
+            ],
+            adaptive,
+            10,
+            "2026-11-22",
+        );
+        let order: Vec<&str> = lexical.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(order, vec!["t1", "t2", "v1"]);
+        // A fifth of the query matched, a close vector match (0.9): the vector
+        // leg's first hit comes first, though the text leg ranks another first.
+        let semantic = fuse(
+            vec![
+                row("v1", "note", None, Some(0.1), None),
+                row("v2", "note", None, Some(0.5), None),
+            ],
+            vec![
+                row("t1", "note", None, None, Some(0.2)),
+                row("v2", "note", None, None, Some(0.1)),
+            ],
+            adaptive,
+            10,
+            "2026-11-22",
+        );
+        let order: Vec<&str> = semantic.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(order, vec!["v1", "v2", "t1"]);
+        // Rank 1 in both legs still scores 1.0.
+        let both = fuse(
+            vec![row("a", "note", None, Some(0.4), None)],
+            vec![row("a", "note", None, None, Some(0.6))],
+            adaptive,
+            10,
+            "2026-11-22",
+        );
+        assert_eq!(both[0].score, 1.0);
     }
 
     #[test]

@@ -107,6 +107,25 @@ fn varied_sentences() -> Vec<String> {
     out
 }
 
+/// The NumPy reference's vectors (`tests/embedder/minilm.py`) for the model in `dir`.
+fn numpy_vectors(python: &str, dir: &Path, sentences: &[String]) -> Vec<Vec<f32>> {
+    let script = "import json, sys\nsys.path.insert(0, sys.argv[1])\nfrom minilm import MiniLM\n\
+                  print(json.dumps(MiniLM(sys.argv[2]).embed(json.load(sys.stdin))))";
+    let embedder_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/embedder");
+    let mut child = std::process::Command::new(python)
+        .args(["-c", script])
+        .arg(&embedder_dir)
+        .arg(dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    serde_json::to_writer(child.stdin.take().unwrap(), sentences).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "minilm.py failed");
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 #[tokio::test]
 async fn matches_the_numpy_reference_implementation() {
     let Some(dir) = model_dir() else { return };
@@ -115,21 +134,7 @@ async fn matches_the_numpy_reference_implementation() {
         return;
     };
     let sentences = varied_sentences();
-    let script = "import json, sys\nsys.path.insert(0, sys.argv[1])\nfrom minilm import MiniLM\n\
-                  print(json.dumps(MiniLM(sys.argv[2]).embed(json.load(sys.stdin))))";
-    let embedder_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/embedder");
-    let mut child = std::process::Command::new(python)
-        .args(["-c", script])
-        .arg(&embedder_dir)
-        .arg(&dir)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    serde_json::to_writer(child.stdin.take().unwrap(), &sentences).unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(output.status.success(), "minilm.py failed");
-    let expected: Vec<Vec<f32>> = serde_json::from_slice(&output.stdout).unwrap();
+    let expected = numpy_vectors(&python, &dir, &sentences);
 
     let data = tempfile::tempdir().unwrap();
     let local = embedder(Some(dir), data.path(), "http://127.0.0.1:9/", 2);
@@ -277,21 +282,7 @@ async fn cls_pooling_follows_the_pooling_config_and_the_numpy_reference() {
         serde_json::json!({"pooling_mode_cls_token": true, "pooling_mode_mean_tokens": false}),
     );
     let sentences = varied_sentences();
-    let script = "import json, sys\nsys.path.insert(0, sys.argv[1])\nfrom minilm import MiniLM\n\
-                  print(json.dumps(MiniLM(sys.argv[2]).embed(json.load(sys.stdin))))";
-    let embedder_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/embedder");
-    let mut child = std::process::Command::new(python)
-        .args(["-c", script])
-        .arg(&embedder_dir)
-        .arg(cls.path())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    serde_json::to_writer(child.stdin.take().unwrap(), &sentences).unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(output.status.success(), "minilm.py failed");
-    let expected: Vec<Vec<f32>> = serde_json::from_slice(&output.stdout).unwrap();
+    let expected = numpy_vectors(&python, cls.path(), &sentences);
 
     let data = tempfile::tempdir().unwrap();
     let pooled_by_cls = embedder(Some(cls.path().into()), data.path(), "http://127.0.0.1:9/", 2)
