@@ -269,6 +269,7 @@ pub fn from_config(config: &Config) -> Result<Option<Arc<dyn Embedder>>, Provide
                 let built_in = crate::config::built_in_embedder(mirror.as_deref())
                     .map_err(|e| ProviderError::InvalidRequest(e.to_string()))?;
                 Arc::new(LocalEmbedder::new(&built_in, &config.storage.data_dir).chosen_automatically())
+                    as Arc<dyn Embedder>
             }
         }),
     })

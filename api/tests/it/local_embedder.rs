@@ -202,7 +202,7 @@ async fn a_fresh_install_fetches_the_built_in_model_and_searches_hybrid() {
     let config = TestConfig::empty()
         .set("gateway.auth.apiKeys", json!([ONYX_KEY]))
         .build();
-    let onyx = Onyx::start(Some(&config), &[("ONYX_LOCAL_MODEL_URL", &url)]).await;
+    let onyx = Onyx::start(Some(&config), &[("ONYX_LOCAL_MODEL_URL", url.as_str())]).await;
     finds_paraphrases(&onyx).await;
     assert!(served.load(Ordering::Relaxed) >= 3, "the model was fetched");
     let (code, hits) = reply(
