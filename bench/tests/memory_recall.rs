@@ -165,9 +165,16 @@ async fn hybrid_recalls_at_least_its_better_leg_on_locomo_with_the_real_model() 
     for (what, got, legs) in [
         ("recall@5", hybrid.recall[1], (text.recall[1], vector.recall[1])),
         ("recall@10", hybrid.recall[2], (text.recall[2], vector.recall[2])),
-        ("recall within 8k characters", hybrid.budget[1], (text.budget[1], vector.budget[1])),
+        (
+            "recall within 8k characters",
+            hybrid.budget[1],
+            (text.budget[1], vector.budget[1]),
+        ),
     ] {
-        assert!(got >= legs.0.max(legs.1), "hybrid below its better leg at {what}: {table}");
+        assert!(
+            got >= legs.0.max(legs.1),
+            "hybrid below its better leg at {what}: {table}"
+        );
     }
     // The fixed-weight fusion put the vector leg's first hit first: the first
     // hit stays within 2 points of BM25's now.
