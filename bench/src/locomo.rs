@@ -206,7 +206,8 @@ mod tests {
             ],
             "sessions stop at the first without turns"
         );
-        let summary: Vec<(&str, &str, Vec<(&str, usize)>)> = dataset
+        type Summary<'a> = (&'a str, &'a str, Vec<(&'a str, usize)>);
+        let summary: Vec<Summary<'_>> = dataset
             .questions
             .iter()
             .map(|q| {
@@ -232,7 +233,9 @@ mod tests {
 
     #[test]
     fn a_missing_directory_is_an_error_that_names_it() {
-        let err = load_dir(Path::new("/nonexistent/locomo")).unwrap_err();
+        let Err(err) = load_dir(Path::new("/nonexistent/locomo")) else {
+            panic!("a missing directory was read");
+        };
         assert!(err.contains("/nonexistent/locomo"), "{err}");
     }
 }

@@ -231,7 +231,7 @@ async fn without_its_model_a_fresh_install_searches_full_text_and_says_why() {
         .build();
     // The harness points the download at a closed port.
     let onyx = Onyx::start(Some(&config), &[]).await;
-    let health = poll_until(secs(60), async || {
+    let noted = poll_until(secs(60), async || {
         let health = onyx.health().await;
         let detail = dependency(&health, "embedder")["detail"]
             .as_str()
@@ -239,8 +239,10 @@ async fn without_its_model_a_fresh_install_searches_full_text_and_says_why() {
             .to_string();
         detail.contains("not available yet").then_some(health)
     })
-    .await
-    .unwrap_or_else(|| panic!("no note about the missing model: {}", onyx.health().await));
+    .await;
+    let Some(health) = noted else {
+        panic!("no note about the missing model: {}", onyx.health().await);
+    };
     let embedder = dependency(&health, "embedder");
     assert_eq!(embedder["status"], "disabled", "{embedder}");
     assert_eq!(
