@@ -64,16 +64,21 @@ Grandma's lasagna recipe uses fresh garlic and a slow oven.
 The quarterly roadmap review with my manager is on Friday.
 ";
 
-/// Waits for the model and the vectors, then asks in other words than the notes use.
-async fn finds_paraphrases(onyx: &Onyx) {
+/// Writes `notes` as main's MEMORY.md.
+pub(crate) async fn write_notes(onyx: &Onyx, notes: &str) {
     let written = onyx
         .put("/v1/memory/files/main/MEMORY.md")
         .header("content-type", "text/markdown")
-        .body(NOTES)
+        .body(notes.to_string())
         .send()
         .await
         .unwrap();
     assert_eq!(written.status(), 200);
+}
+
+/// Waits for the model and the vectors, then asks in other words than the notes use.
+async fn finds_paraphrases(onyx: &Onyx) {
+    write_notes(onyx, NOTES).await;
     let status = poll_until(secs(180), async || {
         let status = onyx.get_json("/v1/memory/status").await;
         (status["embedder"]["ready"] == true && status["pending"] == 0 && status["chunks"].as_u64() > Some(0))
@@ -256,14 +261,8 @@ async fn without_its_model_a_fresh_install_searches_full_text_and_says_why() {
             && detail.contains("127.0.0.1:9"),
         "{detail}"
     );
-    let written = onyx
-        .put("/v1/memory/files/main/MEMORY.md")
-        .header("content-type", "text/markdown")
-        .body(NOTES)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(written.status(), 200, "writing works without the model");
+    // Writing works without the model.
+    write_notes(&onyx, NOTES).await;
     let (code, hits) = reply(
         onyx.get("/v1/memory/search")
             .query(&[("q", "rabies vaccination"), ("agent", "main")]),

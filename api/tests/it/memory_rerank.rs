@@ -80,14 +80,7 @@ async fn search(onyx: &Onyx, query: &str) -> Value {
 }
 
 async fn write_notes(onyx: &Onyx) {
-    let written = onyx
-        .put("/v1/memory/files/main/MEMORY.md")
-        .header("content-type", "text/markdown")
-        .body(NOTES)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(written.status(), 200);
+    crate::local_embedder::write_notes(onyx, NOTES).await;
     poll_until(secs(20), async || {
         let status = onyx.get_json("/v1/memory/status").await;
         (status["search_index"]["state"] == "ready").then_some(())
