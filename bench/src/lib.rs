@@ -4,6 +4,8 @@
 //! the memory dataset in `bench/data/memory-recall`).
 
 pub mod eval;
+pub mod gateway;
+pub mod locomo;
 pub mod recall;
 
 use std::time::Duration;

@@ -20,7 +20,8 @@ use std::process::ExitCode;
 use indicatif::{ProgressBar, ProgressStyle};
 use onyx::config::ProviderKind;
 use onyx_bench::eval::{self, EmbedderSpec, Embedding};
-use onyx_bench::recall;
+use onyx_bench::gateway::Gateway;
+use onyx_bench::{locomo, recall};
 
 fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter()
@@ -77,7 +78,8 @@ fn ranking(args: &[String]) -> Result<Option<onyx::memory::Ranking>, String> {
         ranking.fusion = match fusion.as_str() {
             "linear" => onyx::config::Fusion::Linear,
             "rrf" => onyx::config::Fusion::Rrf,
-            other => return Err(format!("--fusion: {other:?} is not linear or rrf")),
+            "adaptive" => onyx::config::Fusion::Adaptive,
+            other => return Err(format!("--fusion: {other:?} is not adaptive, linear or rrf")),
         };
         changed = true;
     }
@@ -92,6 +94,42 @@ fn ranking(args: &[String]) -> Result<Option<onyx::memory::Ranking>, String> {
         }
     }
     Ok(changed.then_some(ranking))
+}
+
+/// The `memory` config block for `--gateway`: the embedder as given (an
+/// Ollama-style server) and any ranking options.
+fn gateway_memory(embedder: Option<&Embedding>, args: &[String]) -> String {
+    let mut memory = serde_json::Map::new();
+    match embedder {
+        Some(Embedding::Provider(spec)) => {
+            memory.insert(
+                "embedder".into(),
+                serde_json::json!({"type": spec.kind.as_str(), "model": spec.model, "baseUrl": spec.url.as_str()}),
+            );
+        }
+        Some(Embedding::Local(dir)) => {
+            memory.insert(
+                "embedder".into(),
+                serde_json::json!({"type": "local", "path": dir.display().to_string()}),
+            );
+        }
+        None => {
+            memory.insert("embedder".into(), serde_json::json!({"type": "none"}));
+        }
+    }
+    for (flag, key) in [
+        ("--fusion", "fusion"),
+        ("--vector-weight", "vectorWeight"),
+        ("--text-weight", "textWeight"),
+    ] {
+        if let Some(value) = arg(args, flag) {
+            let value = value
+                .parse::<f64>()
+                .map_or_else(|_| serde_json::json!(value), |n| serde_json::json!(n));
+            memory.insert(key.into(), value);
+        }
+    }
+    serde_json::Value::Object(memory).to_string()
 }
 
 #[tokio::main]
@@ -120,23 +158,62 @@ async fn main() -> ExitCode {
                 Embedding::Local(dir) => format!("local all-MiniLM-L6-v2 from {}", dir.display()),
             },
         );
-        if let Some(dir) = arg(&args, "--dataset") {
-            let dataset = recall::Dataset::load(&PathBuf::from(dir), args.iter().any(|a| a == "--slice"))?;
+        let datasets = if let Some(dir) = arg(&args, "--dataset") {
+            Some(vec![recall::Dataset::load(
+                &PathBuf::from(dir),
+                args.iter().any(|a| a == "--slice"),
+            )?])
+        } else if args.iter().any(|a| a == "--locomo") {
+            let dir = arg(&args, "--locomo-dir").map_or_else(locomo::default_dir, PathBuf::from);
+            let mut all = locomo::load_dir(&dir)?;
+            if let Some(only) = arg(&args, "--conversations") {
+                let wanted: Vec<String> = only.split(',').map(|c| format!("locomo-{c}")).collect();
+                all.retain(|d| wanted.contains(&d.agent));
+            }
+            Some(all)
+        } else {
+            None
+        };
+        if let Some(datasets) = datasets {
             let started = std::time::Instant::now();
             let dump = arg(&args, "--dump").map(PathBuf::from);
+            let default_limit = if args.iter().any(|a| a == "--locomo") {
+                10
+            } else {
+                recall::Options::default().limit
+            };
             let options = recall::Options {
                 dump: dump.as_deref(),
-                ranking: ranking(&args)?,
+                limit: match arg(&args, "--limit") {
+                    Some(n) => n.parse().map_err(|e| format!("--limit: {e}"))?,
+                    None => default_limit,
+                },
             };
-            let metrics = recall::evaluate(&dataset, embedder, &work, options, &progress).await;
+            let metrics = match arg(&args, "--gateway") {
+                Some(binary) => {
+                    let memory = gateway_memory(embedder.as_ref(), &args);
+                    let gateway = Gateway::start(&PathBuf::from(binary), &memory).await?;
+                    recall::evaluate(&gateway, &datasets, options, &progress).await
+                }
+                None => {
+                    let backend = recall::InProcess::new(embedder, &work, ranking(&args)?).await?;
+                    recall::evaluate(&backend, &datasets, options, &progress).await
+                }
+            };
             bar.finish_and_clear();
             let _ = std::fs::remove_dir_all(&work);
             let metrics = metrics?;
             println!(
-                "{} files, {} questions, asked on {}; embedder: {described}; {}; {:.0} s\n",
-                dataset.files.len(),
-                dataset.questions.len(),
-                dataset.today,
+                "{} agents, {} files, {} questions, {} hits each; embedder: {described}; {}; {}; {:.0} s\n",
+                datasets.len(),
+                datasets.iter().map(|d| d.files.len()).sum::<usize>(),
+                datasets.iter().map(|d| d.questions.len()).sum::<usize>(),
+                options.limit,
+                if args.iter().any(|a| a == "--gateway") {
+                    "through /v1/memory/search"
+                } else {
+                    "in process"
+                },
                 onyx_bench::machine(),
                 started.elapsed().as_secs_f64()
             );

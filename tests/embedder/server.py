@@ -7,7 +7,11 @@ Prints one line, `listening on http://HOST:PORT`, once it accepts connections. S
 `POST /api/embed` (`{"model", "input": str | [str], "truncate"}` → `{"model",
 "embeddings", "prompt_eval_count"}`), `POST /api/show` (the model's metadata:
 `bert.embedding_length`, `bert.context_length` = 256 word pieces), `GET /api/tags`,
-`GET /` ("Ollama is running"), and OpenAI's `POST /v1/embeddings`. Any model name is
+`GET /` ("Ollama is running"), OpenAI's `POST /v1/embeddings`, and the reranking API of
+Cohere, Jina, TEI and vLLM (`POST /v1/rerank` or `/rerank`: `{"model", "query", "documents":
+[str], "top_n"}` → `{"model", "results": [{"index", "relevance_score"}]}`, best first), which
+scores each document by its cosine similarity to the query under the same model (a
+bi-encoder standing in for a cross-encoder: no cross-encoder ships offline). Any model name is
 served by the one model, as a single-model Ollama would be. `--cache FILE` keeps every
 vector in a SQLite file by text, so a benchmark run again skips the model for texts it has seen.
 """
@@ -92,6 +96,9 @@ class Handler(BaseHTTPRequestHandler):
                                             "bert.embedding_length": self.model.dimensions,
                                             "bert.context_length": self.model.max_tokens}})
             return
+        if self.path in ("/v1/rerank", "/rerank"):
+            self._rerank(body)
+            return
         if self.path not in ("/api/embed", "/v1/embeddings"):
             self._send(404, {"error": "not found"})
             return
@@ -111,6 +118,23 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, {"object": "list", "model": model,
                              "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)],
                              "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+
+
+    def _rerank(self, body) -> None:
+        query, documents = body.get("query"), body.get("documents")
+        if not isinstance(query, str) or not isinstance(documents, list) \
+                or not all(isinstance(d, str) for d in documents):
+            self._send(400, {"error": "query must be a string and documents a list of strings"})
+            return
+        top_n = body.get("top_n") or len(documents)
+        with self.lock:
+            texts = [query] + documents
+            vectors = self.cache.embed(self.model, texts) if self.cache else self.model.embed(texts)
+        q = vectors[0]
+        scores = [sum(a * b for a, b in zip(q, v)) for v in vectors[1:]]
+        order = sorted(range(len(documents)), key=lambda i: -scores[i])[:top_n]
+        self._send(200, {"model": body.get("model") or MODEL_NAME,
+                         "results": [{"index": i, "relevance_score": scores[i]} for i in order]})
 
 
 def main() -> None:

@@ -4,6 +4,7 @@
 import json
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -47,3 +48,42 @@ def test_server_speaks_ollama_embed():
         assert json.load(urllib.request.urlopen(show, timeout=10))["model_info"]["bert.context_length"] == 256
     finally:
         server.kill()
+
+
+def test_server_speaks_the_rerank_api():
+    server = subprocess.Popen([sys.executable, str(HERE / "server.py")], stdout=subprocess.PIPE, text=True)
+    try:
+        url = server.stdout.readline().strip().removeprefix("listening on ")
+        documents = ["Quarterly tax filing deadline", "A feline rested on a rug.", "The stock market fell"]
+        body = {"model": "m", "query": "The cat sat on the mat.", "documents": documents, "top_n": 2}
+        request = urllib.request.Request(f"{url}/v1/rerank", method="POST", data=json.dumps(body).encode(),
+                                         headers={"content-type": "application/json"})
+        results = json.load(urllib.request.urlopen(request, timeout=60))["results"]
+        assert [r["index"] for r in results][:1] == [1], results
+        assert len(results) == 2 and results[0]["relevance_score"] > results[1]["relevance_score"]
+        vectors = MiniLM().embed([body["query"], documents[1]])
+        assert abs(results[0]["relevance_score"] - float(np.dot(vectors[0], vectors[1]))) < 1e-5
+        bad = urllib.request.Request(f"{url}/rerank", method="POST", data=b'{"query": 1, "documents": []}')
+        try:
+            urllib.request.urlopen(bad, timeout=10)
+            raise AssertionError("a bad body was accepted")
+        except urllib.error.HTTPError as err:
+            assert err.code == 400
+    finally:
+        server.kill()
+
+
+def test_cls_pooling_follows_the_pooling_config(tmp_path):
+    from minilm import default_model_dir
+    source = default_model_dir()
+    for name in ("config.json", "tokenizer.json", "model.safetensors", "sentence_bert_config.json"):
+        (tmp_path / name).symlink_to(source / name)
+    (tmp_path / "1_Pooling").mkdir()
+    (tmp_path / "1_Pooling" / "config.json").write_text('{"pooling_mode_cls_token": true, "pooling_mode_mean_tokens": false}')
+    cls = MiniLM(tmp_path)
+    mean = MiniLM(source)
+    text = "This is an example sentence"
+    assert cls.cls_pooling and not mean.cls_pooling
+    a, b = cls.embed([text])[0], mean.embed([text])[0]
+    assert abs(np.linalg.norm(a) - 1.0) < 1e-5
+    assert np.dot(a, b) < 0.99

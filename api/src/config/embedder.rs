@@ -1,11 +1,16 @@
-//! Validating `memory.embedder`: an embeddings provider (Ollama, OpenAI) or
-//! the built-in local model. As with `storage.objects`, the other kind's keys
-//! are allowed and unused (the example config lists them all).
+//! Validating `memory.embedder`: an embeddings provider (Ollama, OpenAI), the
+//! built-in local model, or `none`. As with `storage.objects`, the other
+//! kind's keys are allowed and unused (the example config lists them all).
+//! Without the block the embedder is chosen at start (`memory::embedder`):
+//! the built-in model ([`built_in`]) when no provider offers embeddings.
+//! `memory.reranker` (a reranking endpoint) is validated here too.
 
 use super::ConfigError;
 use super::fields::{Env, expand_home, parse_url, provider_kind};
-use super::raw::RawEmbedder;
-use super::types::{EmbedderConfig, LocalEmbedderConfig, ProviderEmbedderConfig, ProviderKind};
+use super::raw::{RawEmbedder, RawReranker};
+use super::types::{
+    EmbedderConfig, LocalEmbedderConfig, ProviderEmbedderConfig, ProviderKind, RerankerConfig,
+};
 
 /// The local embedder's model when none is named.
 const DEFAULT_LOCAL_MODEL: &str = "all-MiniLM-L6-v2";
@@ -14,11 +19,14 @@ pub(super) fn embedder(raw: RawEmbedder, env: Env) -> Result<EmbedderConfig, Con
     if raw.kind == "local" {
         return local(raw, env).map(EmbedderConfig::Local);
     }
+    if raw.kind == "none" {
+        return Ok(EmbedderConfig::Off);
+    }
     let kind = provider_kind(&raw.kind, "memory.embedder").map_err(|_| {
         ConfigError::invalid(
             "memory.embedder.type",
             format!(
-                "unknown embedder type {:?}; expected \"local\", \"ollama\" or \"openai\"",
+                "unknown embedder type {:?}; expected \"local\", \"ollama\", \"openai\" or \"none\"",
                 raw.kind
             ),
         )
@@ -42,6 +50,28 @@ pub(super) fn embedder(raw: RawEmbedder, env: Env) -> Result<EmbedderConfig, Con
     }))
 }
 
+/// The built-in local embedder with its defaults: all-MiniLM-L6-v2,
+/// downloaded once into the data dir on first use, from `mirror` when given
+/// (`ONYX_LOCAL_MODEL_URL`, for installs that cannot reach Hugging Face).
+pub fn built_in(mirror: Option<&str>) -> Result<LocalEmbedderConfig, ConfigError> {
+    Ok(LocalEmbedderConfig {
+        model: DEFAULT_LOCAL_MODEL.into(),
+        path: None,
+        download_url: match mirror.filter(|m| !m.is_empty()) {
+            Some(url) => parse_url(url, "ONYX_LOCAL_MODEL_URL")?,
+            None => download_url(DEFAULT_LOCAL_MODEL)?,
+        },
+        threads: None,
+    })
+}
+
+fn download_url(model: &str) -> Result<url::Url, ConfigError> {
+    parse_url(
+        &format!("https://huggingface.co/sentence-transformers/{model}/resolve/main/"),
+        "memory.embedder.model",
+    )
+}
+
 fn local(raw: RawEmbedder, env: Env) -> Result<LocalEmbedderConfig, ConfigError> {
     let model = raw.model.unwrap_or_else(|| DEFAULT_LOCAL_MODEL.into());
     if model.is_empty()
@@ -57,10 +87,7 @@ fn local(raw: RawEmbedder, env: Env) -> Result<LocalEmbedderConfig, ConfigError>
     }
     let download_url = match raw.download_url {
         Some(url) => parse_url(&url, "memory.embedder.downloadUrl")?,
-        None => parse_url(
-            &format!("https://huggingface.co/sentence-transformers/{model}/resolve/main/"),
-            "memory.embedder.model",
-        )?,
+        None => download_url(&model)?,
     };
     let threads = match raw.threads {
         None => None,
@@ -77,5 +104,44 @@ fn local(raw: RawEmbedder, env: Env) -> Result<LocalEmbedderConfig, ConfigError>
         path: raw.path.filter(|p| !p.is_empty()).map(|p| expand_home(&p, env)),
         download_url,
         threads,
+    })
+}
+
+/// Fused hits a reranker reorders when `candidates` is not set.
+const DEFAULT_RERANK_CANDIDATES: u32 = 20;
+/// How long a search waits for the reranker when `timeoutMs` is not set.
+const DEFAULT_RERANK_TIMEOUT_MS: u64 = 2_000;
+
+pub(super) fn reranker(raw: RawReranker) -> Result<RerankerConfig, ConfigError> {
+    let url = parse_url(&raw.url, "memory.reranker.url")?;
+    if raw.model.trim().is_empty() {
+        return Err(ConfigError::invalid(
+            "memory.reranker.model",
+            "name the reranking model",
+        ));
+    }
+    let candidates = raw.candidates.unwrap_or(DEFAULT_RERANK_CANDIDATES);
+    if !(1..=1000).contains(&candidates) {
+        return Err(ConfigError::invalid(
+            "memory.reranker.candidates",
+            format!("{candidates} is not between 1 and 1000"),
+        ));
+    }
+    let timeout_ms = raw.timeout_ms.unwrap_or(DEFAULT_RERANK_TIMEOUT_MS);
+    if !(1..=600_000).contains(&timeout_ms) {
+        return Err(ConfigError::invalid(
+            "memory.reranker.timeoutMs",
+            format!("{timeout_ms} is not between 1 and 600000"),
+        ));
+    }
+    Ok(RerankerConfig {
+        url,
+        model: raw.model,
+        api_key: raw
+            .api_key
+            .filter(|k| !k.is_empty())
+            .map(secrecy::SecretString::from),
+        candidates: candidates as usize,
+        timeout: std::time::Duration::from_millis(timeout_ms),
     })
 }

@@ -19,6 +19,7 @@ mod validate;
 
 use std::path::{Path, PathBuf};
 
+pub use embedder::built_in as built_in_embedder;
 pub use raw::RawProvider as ProviderSpec;
 pub use types::*;
 pub use validate::{detected_provider, is_deployment_name, ollama_url, provider_from_spec};

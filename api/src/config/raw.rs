@@ -311,6 +311,7 @@ pub struct RawSurreal {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawMemory {
     pub embedder: Option<RawEmbedder>,
+    pub reranker: Option<RawReranker>,
     pub fusion: Option<String>,
     pub vector_weight: Option<f64>,
     pub text_weight: Option<f64>,
@@ -337,6 +338,17 @@ pub struct RawEmbedder {
     pub download_url: Option<String>,
     /// `local` only: the most CPU threads inference uses.
     pub threads: Option<u32>,
+}
+
+/// `memory.reranker`: a reranking endpoint in the Cohere / Jina shape.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawReranker {
+    pub url: String,
+    pub model: String,
+    pub api_key: Option<String>,
+    pub candidates: Option<u32>,
+    pub timeout_ms: Option<u64>,
 }
 
 /// OpenClaw's `agents` block: shared defaults plus the agent list.

@@ -98,7 +98,7 @@ fn the_example_config_loads_and_documents_every_section() {
         config.storage.surrealdb.url,
         "surrealkv:///home/u/.local/share/onyx/db"
     );
-    assert_eq!(config.memory.fusion, Fusion::Rrf);
+    assert_eq!(config.memory.fusion, Fusion::Adaptive);
     assert_eq!(config.agents.list[0].id, "main");
     assert_eq!(
         config.agents.list[0]

@@ -469,6 +469,8 @@ impl Default for EmbeddedStore {
 pub enum Fusion {
     Linear,
     Rrf,
+    /// RRF weighted per query by each leg's best calibrated score (the default).
+    Adaptive,
 }
 
 /// `memory.residentBudgetMb` when unset: 100,000 chunks of 384 dimensions fit.
@@ -488,6 +490,22 @@ pub struct MemoryConfig {
     pub sync_interval: Duration,
     /// The memory a replica's resident search index may hold, in MiB.
     pub resident_budget_mb: u64,
+    /// A reranking stage after fusion, when configured.
+    pub reranker: Option<RerankerConfig>,
+}
+
+/// `memory.reranker`: an endpoint that scores (query, document) pairs, in the
+/// shape Cohere, Jina, TEI, vLLM and llama.cpp's server speak.
+#[derive(Debug, Clone)]
+pub struct RerankerConfig {
+    /// The endpoint itself, e.g. `http://127.0.0.1:8080/v1/rerank`.
+    pub url: Url,
+    pub model: String,
+    pub api_key: Option<secrecy::SecretString>,
+    /// How many fused hits it reorders (at least the hits asked for).
+    pub candidates: usize,
+    /// How long a search waits for it before showing the fused order.
+    pub timeout: Duration,
 }
 
 #[derive(Debug)]
@@ -496,6 +514,8 @@ pub enum EmbedderConfig {
     Provider(ProviderEmbedderConfig),
     /// A sentence-embedding model run inside Onyx (`type: "local"`).
     Local(LocalEmbedderConfig),
+    /// No embeddings at all (`type: "none"`): memory search is full-text only.
+    Off,
 }
 
 #[derive(Debug)]
@@ -510,7 +530,7 @@ pub struct ProviderEmbedderConfig {
 
 #[derive(Debug)]
 pub struct LocalEmbedderConfig {
-    /// The model's name (a sentence-transformers BERT model with mean pooling).
+    /// The model's name (a sentence-transformers BERT model, mean or CLS pooling).
     pub model: String,
     /// A directory holding `model.safetensors`, `tokenizer.json` and
     /// `config.json`; without one they are downloaded into the data dir.

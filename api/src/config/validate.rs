@@ -833,12 +833,13 @@ fn unit_interval(value: Option<f64>, default: f64, path: &str) -> Result<f64, Co
 
 fn memory(raw: raw::RawMemory, env: Env) -> Result<MemoryConfig, ConfigError> {
     let fusion = match raw.fusion.as_deref() {
-        None | Some("rrf") => Fusion::Rrf,
+        None | Some("adaptive") => Fusion::Adaptive,
+        Some("rrf") => Fusion::Rrf,
         Some("linear") => Fusion::Linear,
         Some(other) => {
             return Err(ConfigError::invalid(
                 "memory.fusion",
-                format!("{other:?} is not \"linear\" or \"rrf\""),
+                format!("{other:?} is not \"adaptive\", \"linear\" or \"rrf\""),
             ));
         }
     };
@@ -846,6 +847,7 @@ fn memory(raw: raw::RawMemory, env: Env) -> Result<MemoryConfig, ConfigError> {
         .embedder
         .map(|embedder| super::embedder::embedder(embedder, env))
         .transpose()?;
+    let reranker = raw.reranker.map(super::embedder::reranker).transpose()?;
     let chunk_tokens = raw.chunk_tokens.unwrap_or(400);
     let chunk_overlap = raw.chunk_overlap.unwrap_or(80);
     if chunk_tokens < 32 {
@@ -899,6 +901,7 @@ fn memory(raw: raw::RawMemory, env: Env) -> Result<MemoryConfig, ConfigError> {
             Some(mb) => mb,
             None => DEFAULT_RESIDENT_BUDGET_MB,
         },
+        reranker,
     })
 }
 

@@ -2,8 +2,9 @@
 //! Ollama (ollama-rs, `POST /api/embed`) and any OpenAI-compatible provider
 //! (`POST /v1/embeddings`). Texts are sent in batches. Which embedder runs is
 //! decided here from config: the one configured, else Ollama when available,
-//! else an OpenAI provider, else none (memory search is then BM25-only).
-//! `type: "local"` runs the model inside Onyx (`local_embedder`).
+//! else an OpenAI provider, else the built-in local model (`local_embedder`,
+//! downloaded once; memory search is BM25-only until it is there), unless
+//! `type: "none"` turns embeddings off.
 
 use std::sync::Arc;
 
@@ -54,6 +55,11 @@ pub trait Embedder: Send + Sync {
     /// embedder can tell: longer text is cut off, so chunks stay within it.
     fn input_tokens(&self) -> BoxFuture<'_, Option<usize>> {
         async { None }.boxed()
+    }
+    /// Whether Onyx chose this embedder itself (nothing was configured): while
+    /// it cannot run, full-text search is the expected state, not a fault.
+    fn automatic(&self) -> bool {
+        false
     }
     /// Gets the embedder ready ahead of its first use, reporting long work as
     /// (done, of): the local embedder downloads and loads its model.
@@ -181,6 +187,10 @@ impl Embedder for LocalEmbedder {
         LocalEmbedder::model(self)
     }
 
+    fn automatic(&self) -> bool {
+        LocalEmbedder::automatic(self)
+    }
+
     fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
         async move { Ok(LocalEmbedder::embed(self, texts).await?) }.boxed()
     }
@@ -251,7 +261,17 @@ pub fn from_config(config: &Config) -> Result<Option<Arc<dyn Embedder>>, Provide
             Some(Arc::new(LocalEmbedder::new(local, &config.storage.data_dir)))
         }
         Some(EmbedderConfig::Provider(embedder)) => Some(Arc::new(configured(config, embedder)?)),
-        None => automatic(config)?.map(|e| Arc::new(e) as Arc<dyn Embedder>),
+        Some(EmbedderConfig::Off) => None,
+        None => Some(match automatic(config)? {
+            Some(provider) => Arc::new(provider) as Arc<dyn Embedder>,
+            None => {
+                let mirror = std::env::var("ONYX_LOCAL_MODEL_URL").ok();
+                let built_in = crate::config::built_in_embedder(mirror.as_deref())
+                    .map_err(|e| ProviderError::InvalidRequest(e.to_string()))?;
+                Arc::new(LocalEmbedder::new(&built_in, &config.storage.data_dir).chosen_automatically())
+                    as Arc<dyn Embedder>
+            }
+        }),
     })
 }
 

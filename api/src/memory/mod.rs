@@ -14,7 +14,9 @@
 //! - `local_embedder`: the built-in embedding model, run in process
 //! - `index`: the SurrealDB tables and statements
 //! - `resident`: the in-process search index each replica answers queries from
-//! - `search`: the two legs and their fusion
+//! - `search`: the two legs, and hits with snippets
+//! - `fusion`: how the legs' candidates become one ranking
+//! - `rerank`: the optional reranking endpoint after fusion
 //! - `service`: the files API and search
 //! - `sync`: the background worker (file sync, re-embedding, pending queue)
 //! - `state`: embedder availability and progress, for health and status
@@ -26,12 +28,14 @@ mod counting_store;
 mod daily_log;
 pub mod embedder;
 mod excerpt;
+mod fusion;
 mod index;
 pub mod local_embedder;
 pub mod paths;
 #[cfg(test)]
 mod paths_fuzz;
 pub mod projects;
+pub mod rerank;
 pub mod resident;
 pub mod search;
 mod segments;
@@ -67,7 +71,7 @@ impl Default for Settings {
                 overlap_tokens: 80,
             },
             ranking: Ranking {
-                fusion: crate::config::Fusion::Rrf,
+                fusion: crate::config::Fusion::Adaptive,
                 vector_weight: 0.6,
                 text_weight: 0.4,
                 min_score: 0.0,
@@ -76,6 +80,7 @@ impl Default for Settings {
             sync_interval: Duration::from_secs(60),
             snapshot: None,
             resident_budget_bytes: crate::config::DEFAULT_RESIDENT_BUDGET_MB << 20,
+            reranker: None,
         }
     }
 }
@@ -97,6 +102,10 @@ impl Settings {
             sync_interval: config.sync_interval,
             snapshot: None,
             resident_budget_bytes: config.resident_budget_mb << 20,
+            reranker: config
+                .reranker
+                .as_ref()
+                .map(|r| Arc::new(rerank::Reranker::new(r.clone()))),
         }
     }
 }
@@ -146,6 +155,11 @@ impl Memory {
             model: self.embedder.as_ref().map(|e| e.model().to_string()),
             state: self.state.snapshot(),
         }
+    }
+
+    /// Whether the embedder is the built-in default Onyx chose itself.
+    pub fn embedder_is_automatic(&self) -> bool {
+        self.embedder.as_ref().is_some_and(|e| e.automatic())
     }
 
     /// The index at a glance, for `/v1/memory/status` and the UI.

@@ -1,26 +1,18 @@
 //! Hybrid search over the resident index: a vector leg (exact cosine) and a
-//! text leg (BM25, any query word may match), fused by weighted linear
-//! combination or reciprocal rank fusion, with daily logs decaying by age.
-//! Linear fusion adds calibrated scores: cosine similarity, and BM25 as the
-//! share of the query a chunk matches (not scaled per result set, so a leg
-//! that finds nothing good adds little); a chunk missing from one leg's
-//! candidates gets that leg's weakest score. Measured in `bench/README.md`.
+//! text leg (BM25, any query word may match), fused (`fusion`) and shown as
+//! hits with snippets.
 
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
 use super::chunker::indexed_text;
+use super::fusion::{Ranked, fuse};
 use super::index::Index;
-use super::resident::{Candidate, Query, Shown, analyzer};
-use crate::clock::day_number;
+use super::resident::{Query, Shown, analyzer};
 use crate::config::Fusion;
 
 const SNIPPET_CHARS: usize = 300;
-/// Reciprocal rank fusion's k: small, so rank 1 in a leg counts much more
-/// than rank 5 (k = 60, the usual value, flattened the legs' ranks and lost
-/// 14 points of recall@5 on the memory-recall dataset; see bench/README.md).
-const RRF_K: f64 = 1.0;
 const HIGHLIGHT: &str = "**";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -118,14 +110,6 @@ pub fn run(index: &Index, legs: Legs<'_>, ranking: Ranking, limit: usize, today:
     show(index, ranked, &words)
 }
 
-/// A fused result before its text is read.
-#[derive(Debug)]
-struct Ranked {
-    id: String,
-    score: f64,
-    legs: Vec<&'static str>,
-}
-
 /// Builds the hits from the ranked chunks' text, held by the resident index
 /// (a chunk replaced since it was ranked is left out).
 fn show(index: &Index, ranked: Vec<Ranked>, words: &[String]) -> Option<Vec<Hit>> {
@@ -156,125 +140,6 @@ fn show(index: &Index, ranked: Vec<Ranked>, words: &[String]) -> Option<Vec<Hit>
             })
             .collect(),
     )
-}
-
-struct Scored {
-    candidate: Candidate,
-    vector: Option<(usize, f64)>,
-    text: Option<(usize, f64)>,
-}
-
-/// Fuses the legs' candidates (best first) into the best `limit`.
-fn fuse(
-    vector_hits: Vec<Candidate>,
-    text_hits: Vec<Candidate>,
-    ranking: Ranking,
-    limit: usize,
-    today: &str,
-) -> Vec<Ranked> {
-    let both = !vector_hits.is_empty() && !text_hits.is_empty();
-    // A chunk a leg did not return scores there as the leg's weakest
-    // candidate, not zero: being outside one leg's list must not sink what the
-    // other leg is sure of (zero let weak matches of one leg reorder the
-    // other's confident hits). At most half the leg's best, so a leg that found
-    // only a few strong matches still lifts them.
-    let weakest = |hits: &[Candidate]| {
-        let scores = hits.iter().map(|c| c.score.clamp(0.0, 1.0));
-        let (low, high) = scores.fold((1.0, 0.0), |(lo, hi): (f64, f64), s| (lo.min(s), hi.max(s)));
-        if hits.is_empty() { 0.0 } else { low.min(high / 2.0) }
-    };
-    let (vector_floor, text_floor) = (weakest(&vector_hits), weakest(&text_hits));
-    let mut by_id: HashMap<String, Scored> = HashMap::new();
-    for (rank, candidate) in vector_hits.into_iter().enumerate() {
-        let similarity = candidate.score.clamp(0.0, 1.0);
-        by_id.insert(
-            candidate.id.clone(),
-            Scored {
-                candidate,
-                vector: Some((rank, similarity)),
-                text: None,
-            },
-        );
-    }
-    for (rank, candidate) in text_hits.into_iter().enumerate() {
-        // The share of the query matched (see `Candidate::score`).
-        let normalised = candidate.score.clamp(0.0, 1.0);
-        by_id
-            .entry(candidate.id.clone())
-            .or_insert(Scored {
-                candidate,
-                vector: None,
-                text: None,
-            })
-            .text = Some((rank, normalised));
-    }
-    let today = day_number(today);
-    let mut scored: Vec<(Candidate, Ranked, Option<usize>)> = by_id
-        .into_values()
-        .map(|s| {
-            let fused = match ranking.fusion {
-                // One leg: its own calibrated score (similarity, share of the
-                // query matched), so a weak match looks weak.
-                _ if !both => s.vector.or(s.text).map_or(0.0, |l| l.1),
-                Fusion::Linear => {
-                    let total = (ranking.vector_weight + ranking.text_weight).max(f64::EPSILON);
-                    (ranking.vector_weight * s.vector.map_or(vector_floor, |v| v.1)
-                        + ranking.text_weight * s.text.map_or(text_floor, |t| t.1))
-                        / total
-                }
-                Fusion::Rrf => {
-                    // A candidate with no similarity at all (orthogonal) is
-                    // not a match, whatever its rank.
-                    let rrf = |leg: Option<(usize, f64)>| {
-                        leg.filter(|(_, score)| *score > 0.0)
-                            .map_or(0.0, |(rank, _)| 1.0 / (RRF_K + rank as f64 + 1.0))
-                    };
-                    // Weighted by the legs' weights (ties go to the stronger
-                    // leg), scaled so rank 1 in both legs scores 1.0.
-                    let total = (ranking.vector_weight + ranking.text_weight).max(f64::EPSILON);
-                    (ranking.vector_weight * rrf(s.vector) + ranking.text_weight * rrf(s.text))
-                        * (RRF_K + 1.0)
-                        / total
-                }
-            };
-            let score = fused * decay(s.candidate.daily, ranking.half_life_days, today);
-            let mut legs = Vec::new();
-            if s.vector.is_some() {
-                legs.push("vector");
-            }
-            if s.text.is_some() {
-                legs.push("text");
-            }
-            let ranked = Ranked {
-                id: s.candidate.id.clone(),
-                score: (score * 10_000.0).round() / 10_000.0,
-                legs,
-            };
-            // On equal scores the legs' own order decides (a clamped text
-            // score ties a full match with a partial one).
-            let best_rank = [s.vector, s.text].into_iter().flatten().map(|l| l.0).min();
-            (s.candidate, ranked, best_rank)
-        })
-        .filter(|(_, r, _)| r.score >= ranking.min_score && r.score > 0.0)
-        .collect();
-    scored.sort_by(|(a, ra, a_rank), (b, rb, b_rank)| {
-        rb.score
-            .total_cmp(&ra.score)
-            .then_with(|| a_rank.cmp(b_rank))
-            .then_with(|| a.path.cmp(&b.path))
-            .then_with(|| a.start_line.cmp(&b.start_line))
-    });
-    scored.truncate(limit);
-    scored.into_iter().map(|(_, ranked, _)| ranked).collect()
-}
-
-/// Daily logs lose half their weight every `half_life_days`; other files keep it.
-fn decay(daily: Option<i64>, half_life_days: f64, today: Option<i64>) -> f64 {
-    let (Some(day), Some(today)) = (daily, today) else {
-        return 1.0;
-    };
-    let age = (today - day).max(0) as f64;
-    0.5_f64.powf(age / half_life_days)
 }
 
 /// Up to ~300 characters around the first highlight, or the start of the text.
@@ -322,134 +187,6 @@ mod tests {
     fn query_words() {
         assert_eq!(text_query("What is ticket OX-1234 about?"), "ticket ox 1234");
         assert_eq!(text_query("the of !!"), "");
-    }
-
-    fn row(id: &str, kind: &str, day: Option<&str>, distance: Option<f64>, ft: Option<f64>) -> Candidate {
-        Candidate {
-            id: id.into(),
-            path: format!("{id}.md"),
-            start_line: 1,
-            daily: (kind == "daily").then(|| day.and_then(day_number)).flatten(),
-            score: distance.map_or_else(|| ft.unwrap_or(0.0), |d| 1.0 - d),
-        }
-    }
-
-    const LINEAR: Ranking = Ranking {
-        fusion: Fusion::Linear,
-        vector_weight: 0.7,
-        text_weight: 0.3,
-        min_score: 0.0,
-        half_life_days: 30.0,
-    };
-
-    #[test]
-    fn linear_fusion_weighs_legs_and_records_them() {
-        let hits = fuse(
-            vec![
-                row("a", "curated", None, Some(0.1), None),
-                row("b", "curated", None, Some(0.5), None),
-            ],
-            vec![
-                row("b", "curated", None, None, Some(4.0)),
-                row("c", "curated", None, None, Some(2.0)),
-            ],
-            LINEAR,
-            10,
-            "2026-11-22",
-        );
-        let summary: Vec<_> = hits
-            .iter()
-            .map(|h| (h.id.as_str(), h.score, h.legs.clone()))
-            .collect();
-        assert_eq!(
-            summary,
-            // Text scores are shares of the query matched (clamped to 1); a
-            // chunk one leg missed gets its weakest score there, at most half
-            // its best: a's text 0.5, c's similarity 0.45.
-            vec![
-                ("a", 0.78, vec!["vector"]),
-                ("b", 0.65, vec!["vector", "text"]),
-                ("c", 0.615, vec!["text"]),
-            ]
-        );
-    }
-
-    #[test]
-    fn a_chunk_outside_a_leg_gets_its_weakest_score() {
-        let hits = fuse(
-            vec![
-                row("a", "note", None, Some(0.2), None),
-                row("b", "note", None, Some(0.6), None),
-            ],
-            vec![
-                row("c", "note", None, None, Some(1.0)),
-                row("b", "note", None, None, Some(0.5)),
-            ],
-            LINEAR,
-            10,
-            "2026-11-22",
-        );
-        let summary: Vec<_> = hits.iter().map(|h| (h.id.as_str(), h.score)).collect();
-        // a: 0.7 * 0.8 + 0.3 * 0.5 (the text leg's weakest); c: 0.7 * 0.4
-        // (the vector leg's weakest, under half its best) + 0.3.
-        assert_eq!(summary, vec![("a", 0.71), ("c", 0.58), ("b", 0.43)]);
-    }
-
-    #[test]
-    fn daily_logs_decay_and_curated_memory_does_not() {
-        let ranking = Ranking {
-            half_life_days: 30.0,
-            ..LINEAR
-        };
-        let hits = fuse(
-            vec![
-                row("old", "daily", Some("2026-10-23"), Some(0.0), None),
-                row("kept", "curated", None, Some(0.0), None),
-            ],
-            Vec::new(),
-            ranking,
-            10,
-            "2026-11-22",
-        );
-        let score = |id: &str| hits.iter().find(|h| h.id == id).unwrap().score;
-        assert_eq!(score("kept"), 1.0);
-        assert_eq!(score("old"), 0.5);
-    }
-
-    #[test]
-    fn rrf_scores_rank_one_in_both_legs_as_one() {
-        let ranking = Ranking {
-            fusion: Fusion::Rrf,
-            ..LINEAR
-        };
-        let hits = fuse(
-            vec![row("a", "note", None, Some(0.2), None)],
-            vec![row("a", "note", None, None, Some(1.0))],
-            ranking,
-            10,
-            "2026-11-22",
-        );
-        assert_eq!(hits[0].score, 1.0);
-    }
-
-    #[test]
-    fn min_score_drops_weak_hits() {
-        let ranking = Ranking {
-            min_score: 0.5,
-            ..LINEAR
-        };
-        let hits = fuse(
-            vec![
-                row("near", "note", None, Some(0.1), None),
-                row("far", "note", None, Some(0.9), None),
-            ],
-            Vec::new(),
-            ranking,
-            10,
-            "2026-11-22",
-        );
-        assert_eq!(hits.len(), 1);
-        assert_eq!(hits[0].id, "near");
     }
 
     #[test]

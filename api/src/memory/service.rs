@@ -63,6 +63,8 @@ pub struct Settings {
     /// The memory this replica's resident search index may hold; `/health`
     /// says how full it is.
     pub resident_budget_bytes: u64,
+    /// Reorders the fused hits, when configured.
+    pub reranker: Option<Arc<super::rerank::Reranker>>,
 }
 
 pub struct Memory {
@@ -564,8 +566,19 @@ impl Memory {
         if !self.index.resident().wait_ready(LOAD_WAIT).await {
             return Err(MemoryError::IndexLoading);
         }
-        let data = search::run(&self.index, legs, self.settings.ranking, limit, today)
+        let reranker = self.settings.reranker.as_deref();
+        let depth = reranker.map_or(limit, |r| r.candidates().max(limit));
+        let mut data = search::run(&self.index, legs, self.settings.ranking, depth, today)
             .ok_or(MemoryError::IndexLoading)?;
+        if let Some(reranker) = reranker
+            && let Err(err) = super::rerank::reorder(reranker, query, &mut data).await
+        {
+            tracing::warn!(error = %err, "reranking failed; showing the fused order");
+            note = Some(format!(
+                "the reranker is unavailable ({err}); showing the fused order"
+            ));
+        }
+        data.truncate(limit);
         Ok(SearchResults {
             object: "list",
             mode,

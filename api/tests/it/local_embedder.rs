@@ -64,16 +64,21 @@ Grandma's lasagna recipe uses fresh garlic and a slow oven.
 The quarterly roadmap review with my manager is on Friday.
 ";
 
-/// Waits for the model and the vectors, then asks in other words than the notes use.
-async fn finds_paraphrases(onyx: &Onyx) {
+/// Writes `notes` as main's MEMORY.md.
+pub(crate) async fn write_notes(onyx: &Onyx, notes: &str) {
     let written = onyx
         .put("/v1/memory/files/main/MEMORY.md")
         .header("content-type", "text/markdown")
-        .body(NOTES)
+        .body(notes.to_string())
         .send()
         .await
         .unwrap();
     assert_eq!(written.status(), 200);
+}
+
+/// Waits for the model and the vectors, then asks in other words than the notes use.
+async fn finds_paraphrases(onyx: &Onyx) {
+    write_notes(onyx, NOTES).await;
     let status = poll_until(secs(180), async || {
         let status = onyx.get_json("/v1/memory/status").await;
         (status["embedder"]["ready"] == true && status["pending"] == 0 && status["chunks"].as_u64() > Some(0))
@@ -190,4 +195,96 @@ async fn a_configured_model_directory_is_used_as_it_is() {
         detail.contains("lacks config.json, tokenizer.json, model.safetensors"),
         "{detail}"
     );
+}
+
+/// No `memory.embedder` and no provider: a fresh install fetches the built-in
+/// all-MiniLM-L6-v2 once (from `ONYX_LOCAL_MODEL_URL` here, Hugging Face by
+/// default) and searches hybrid without any configuration.
+#[tokio::test]
+async fn a_fresh_install_fetches_the_built_in_model_and_searches_hybrid() {
+    let dir = model_dir().expect("MINILM_DIR: the real model's files (tests/run sets it)");
+    let (url, served) = model_server(dir).await;
+    let config = TestConfig::empty()
+        .set("gateway.auth.apiKeys", json!([ONYX_KEY]))
+        .build();
+    let onyx = Onyx::start(Some(&config), &[("ONYX_LOCAL_MODEL_URL", url.as_str())]).await;
+    finds_paraphrases(&onyx).await;
+    assert!(served.load(Ordering::Relaxed) >= 3, "the model was fetched");
+    let (code, hits) = reply(
+        onyx.get("/v1/memory/search")
+            .query(&[("q", "puppy shots"), ("agent", "main")]),
+    )
+    .await;
+    assert_eq!(code, 200, "{hits}");
+    assert_eq!(hits["mode"], "hybrid", "the default mode runs both legs: {hits}");
+    let embedder = dependency(&onyx.health().await, "embedder");
+    assert_eq!(embedder["kind"], "embedder:local", "{embedder}");
+    let logs = onyx.stderr.lock().unwrap().clone();
+    assert!(
+        logs.contains("downloading the local embedding model: 100% of 90 MB"),
+        "the download shows its progress: {logs}"
+    );
+}
+
+/// While the built-in model cannot be fetched (offline), memory search is
+/// full text with a note saying why, and `/health` says so without calling
+/// the gateway degraded; `type: "none"` turns embeddings off altogether.
+#[tokio::test]
+async fn without_its_model_a_fresh_install_searches_full_text_and_says_why() {
+    let config = TestConfig::empty()
+        .set("gateway.auth.apiKeys", json!([ONYX_KEY]))
+        .build();
+    // The harness points the download at a closed port.
+    let onyx = Onyx::start(Some(&config), &[]).await;
+    let noted = poll_until(secs(60), async || {
+        let health = onyx.health().await;
+        let detail = dependency(&health, "embedder")["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        detail.contains("not available yet").then_some(health)
+    })
+    .await;
+    let Some(health) = noted else {
+        panic!("no note about the missing model: {}", onyx.health().await);
+    };
+    let embedder = dependency(&health, "embedder");
+    assert_eq!(embedder["status"], "disabled", "{embedder}");
+    assert_eq!(
+        health["status"], "ok",
+        "a missing default model is no fault: {health}"
+    );
+    let detail = embedder["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("all-MiniLM-L6-v2")
+            && detail.contains("full-text (BM25) only")
+            && detail.contains("127.0.0.1:9"),
+        "{detail}"
+    );
+    // Writing works without the model.
+    write_notes(&onyx, NOTES).await;
+    let (code, hits) = reply(
+        onyx.get("/v1/memory/search")
+            .query(&[("q", "rabies vaccination"), ("agent", "main")]),
+    )
+    .await;
+    assert_eq!(code, 200, "{hits}");
+    assert_eq!(hits["mode"], "text", "{hits}");
+    assert!(hits["note"].as_str().is_some_and(|n| !n.is_empty()), "{hits}");
+    assert!(
+        hits["data"][0]["snippet"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("rabies"),
+        "{hits}"
+    );
+
+    let off = TestConfig::empty()
+        .set("gateway.auth.apiKeys", json!([ONYX_KEY]))
+        .set("memory", json!({ "embedder": { "type": "none" } }))
+        .build();
+    let onyx = Onyx::start(Some(&off), &[]).await;
+    let embedder = dependency(&onyx.health().await, "embedder");
+    assert_eq!(embedder["kind"], "embedder:none", "{embedder}");
+    assert_eq!(embedder["status"], "disabled", "{embedder}");
 }

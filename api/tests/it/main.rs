@@ -30,6 +30,7 @@ mod logging;
 mod mcp;
 mod mcp_client;
 mod memory;
+mod memory_rerank;
 mod messages;
 mod missions;
 mod observability;

@@ -1,7 +1,8 @@
 //! The BERT encoder of a sentence-transformers model (all-MiniLM-L6-v2 and its
 //! family): weights from `model.safetensors`, shapes from `config.json`, one
-//! text at a time (no padding, so no attention mask), then mean pooling over
-//! the tokens and L2 normalisation, as `SentenceTransformer.encode(...,
+//! text at a time (no padding, so no attention mask), then pooling (the mean
+//! over the tokens, or the first token's state for CLS-pooled models such as
+//! bge-small-en-v1.5) and L2 normalisation, as `SentenceTransformer.encode(...,
 //! normalize_embeddings=True)` does.
 
 use ndarray::{Array1, Array2, ArrayView2, Axis, Slice};
@@ -57,6 +58,16 @@ impl BertConfig {
         }
         Ok(())
     }
+}
+
+/// How a sentence vector is read from the token states (the model's
+/// `1_Pooling/config.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pooling {
+    /// The mean over every token (all-MiniLM-L6-v2).
+    Mean,
+    /// The first token's (`[CLS]`) state (the BGE family).
+    Cls,
 }
 
 struct Linear {
@@ -228,7 +239,7 @@ impl Bert {
     }
 
     /// The unit-length sentence vector of one tokenized text.
-    pub fn embed(&self, ids: &[u32], type_ids: &[u32]) -> Result<Vec<f32>, LocalError> {
+    pub fn embed(&self, ids: &[u32], type_ids: &[u32], pooling: Pooling) -> Result<Vec<f32>, LocalError> {
         let tokens = ids.len();
         if tokens == 0 || tokens > self.max_positions() {
             return Err(LocalError::Model(format!(
@@ -254,9 +265,12 @@ impl Bert {
         for layer in &self.layers {
             x = self.layer(layer, x);
         }
-        let pooled = x
-            .mean_axis(Axis(0))
-            .unwrap_or_else(|| Array1::zeros(self.dimensions()));
+        let pooled = match pooling {
+            Pooling::Mean => x
+                .mean_axis(Axis(0))
+                .unwrap_or_else(|| Array1::zeros(self.dimensions())),
+            Pooling::Cls => x.row(0).to_owned(),
+        };
         let norm = pooled.dot(&pooled).sqrt().max(1e-12);
         Ok(pooled.iter().map(|v| v / norm).collect())
     }

@@ -3,7 +3,7 @@
 //! Onyx on the CPU, so semantic search needs no Ollama.
 //!
 //! - `files`: the model files, from a configured directory or downloaded once
-//! - `bert`: the encoder's forward pass, mean pooling, normalisation
+//! - `bert`: the encoder's forward pass, pooling (mean or CLS), normalisation
 //!
 //! The model loads on first use (downloading it first when needed), on a task
 //! of its own so that a caller giving up (a health probe's timeout) does not
@@ -23,6 +23,7 @@ use tokenizers::{Tokenizer, TruncationParams};
 use tokio::sync::{OnceCell, Semaphore, watch};
 
 use crate::config::LocalEmbedderConfig;
+use bert::Pooling;
 pub use files::Progress;
 
 /// Texts each thread embeds per turn (one turn holds the threads it uses).
@@ -79,6 +80,8 @@ pub struct LocalEmbedder {
     /// The last failure to load, repeated without a new attempt until
     /// `RETRY_AFTER` has passed (the memory worker asks on every tick).
     failed: std::sync::Mutex<Option<(Instant, String)>>,
+    /// Chosen by Onyx because no embedder was configured.
+    automatic: bool,
 }
 
 impl LocalEmbedder {
@@ -110,7 +113,18 @@ impl LocalEmbedder {
             loading: Arc::new(tokio::sync::Mutex::new(())),
             progress: watch::channel(Progress::default()).0,
             failed: std::sync::Mutex::new(None),
+            automatic: false,
         }
+    }
+
+    /// Marks this embedder as the built-in default Onyx chose itself.
+    pub fn chosen_automatically(mut self) -> Self {
+        self.automatic = true;
+        self
+    }
+
+    pub fn automatic(&self) -> bool {
+        self.automatic
     }
 
     pub fn model(&self) -> &str {
@@ -258,6 +272,7 @@ struct Model {
     tokenizer: Tokenizer,
     bert: bert::Bert,
     max_tokens: usize,
+    pooling: Pooling,
 }
 
 impl Model {
@@ -267,7 +282,7 @@ impl Model {
         };
         let config: bert::BertConfig = serde_json::from_slice(&read("config.json")?)
             .map_err(|e| LocalError::Model(format!("config.json: {e}")))?;
-        check_pooling(dir)?;
+        let pooling = pooling(dir)?;
         let max_tokens = sentence_max_tokens(dir)?
             .unwrap_or(config.max_position_embeddings)
             .min(config.max_position_embeddings);
@@ -285,6 +300,7 @@ impl Model {
             tokenizer,
             bert,
             max_tokens,
+            pooling,
         })
     }
 
@@ -293,7 +309,8 @@ impl Model {
             .tokenizer
             .encode(text, true)
             .map_err(|e| LocalError::Tokenizer(e.to_string()))?;
-        self.bert.embed(encoding.get_ids(), encoding.get_type_ids())
+        self.bert
+            .embed(encoding.get_ids(), encoding.get_type_ids(), self.pooling)
     }
 
     /// Embeds `texts` on `workers` threads, each taking the next text as it
@@ -330,17 +347,23 @@ impl Model {
     }
 }
 
-/// Refuses a model whose sentence-transformers pooling is not the mean.
-fn check_pooling(dir: &Path) -> Result<(), LocalError> {
-    let Some(pooling) = read_optional_json(dir, "1_Pooling/config.json")? else {
-        return Ok(());
+/// The model's sentence-transformers pooling: CLS when `1_Pooling/config.json`
+/// says `pooling_mode_cls_token`, the mean when it says
+/// `pooling_mode_mean_tokens` or there is no such file; any other mode is refused.
+fn pooling(dir: &Path) -> Result<Pooling, LocalError> {
+    let Some(config) = read_optional_json(dir, "1_Pooling/config.json")? else {
+        return Ok(Pooling::Mean);
     };
-    if pooling["pooling_mode_mean_tokens"].as_bool() == Some(false) {
-        return Err(LocalError::Model(
-            "1_Pooling/config.json: only mean pooling (pooling_mode_mean_tokens) is supported".into(),
-        ));
+    let on = |key: &str| config[key].as_bool() == Some(true);
+    match (on("pooling_mode_cls_token"), on("pooling_mode_mean_tokens")) {
+        (true, false) => Ok(Pooling::Cls),
+        (false, true) => Ok(Pooling::Mean),
+        (false, false) if config.get("pooling_mode_mean_tokens").is_none() => Ok(Pooling::Mean),
+        _ => Err(LocalError::Model(
+            "1_Pooling/config.json: only one of mean (pooling_mode_mean_tokens) or CLS (pooling_mode_cls_token) pooling is supported"
+                .into(),
+        )),
     }
-    Ok(())
 }
 
 fn sentence_max_tokens(dir: &Path) -> Result<Option<usize>, LocalError> {

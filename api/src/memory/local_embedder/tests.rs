@@ -107,6 +107,25 @@ fn varied_sentences() -> Vec<String> {
     out
 }
 
+/// The NumPy reference's vectors (`tests/embedder/minilm.py`) for the model in `dir`.
+fn numpy_vectors(python: &str, dir: &Path, sentences: &[String]) -> Vec<Vec<f32>> {
+    let script = "import json, sys\nsys.path.insert(0, sys.argv[1])\nfrom minilm import MiniLM\n\
+                  print(json.dumps(MiniLM(sys.argv[2]).embed(json.load(sys.stdin))))";
+    let embedder_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/embedder");
+    let mut child = std::process::Command::new(python)
+        .args(["-c", script])
+        .arg(&embedder_dir)
+        .arg(dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    serde_json::to_writer(child.stdin.take().unwrap(), sentences).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "minilm.py failed");
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 #[tokio::test]
 async fn matches_the_numpy_reference_implementation() {
     let Some(dir) = model_dir() else { return };
@@ -115,21 +134,7 @@ async fn matches_the_numpy_reference_implementation() {
         return;
     };
     let sentences = varied_sentences();
-    let script = "import json, sys\nsys.path.insert(0, sys.argv[1])\nfrom minilm import MiniLM\n\
-                  print(json.dumps(MiniLM(sys.argv[2]).embed(json.load(sys.stdin))))";
-    let embedder_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/embedder");
-    let mut child = std::process::Command::new(python)
-        .args(["-c", script])
-        .arg(&embedder_dir)
-        .arg(&dir)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    serde_json::to_writer(child.stdin.take().unwrap(), &sentences).unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(output.status.success(), "minilm.py failed");
-    let expected: Vec<Vec<f32>> = serde_json::from_slice(&output.stdout).unwrap();
+    let expected = numpy_vectors(&python, &dir, &sentences);
 
     let data = tempfile::tempdir().unwrap();
     let local = embedder(Some(dir), data.path(), "http://127.0.0.1:9/", 2);
@@ -251,4 +256,69 @@ async fn an_altered_download_is_refused_and_not_kept() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("sends 1000 bytes"), "{err}");
+}
+
+/// The real encoder's files with a `1_Pooling/config.json` that asks for
+/// `pooling` (symbolic links to the weights, so nothing large is copied).
+fn with_pooling(dir: &Path, pooling: serde_json::Value) -> tempfile::TempDir {
+    let out = tempfile::tempdir().unwrap();
+    for name in files::REQUIRED.iter().chain(["sentence_bert_config.json"].iter()) {
+        std::os::unix::fs::symlink(dir.join(name), out.path().join(name)).unwrap();
+    }
+    std::fs::create_dir(out.path().join("1_Pooling")).unwrap();
+    std::fs::write(out.path().join("1_Pooling/config.json"), pooling.to_string()).unwrap();
+    out
+}
+
+/// CLS pooling (bge-small-en-v1.5's) read from the model's pooling config:
+/// the NumPy reference pools the same encoder the same way, and the vectors
+/// are not the mean-pooled ones.
+#[tokio::test]
+async fn cls_pooling_follows_the_pooling_config_and_the_numpy_reference() {
+    let dir = model_dir().expect("MINILM_DIR: the real encoder's files (tests/run sets it)");
+    let python = std::env::var("MINILM_PYTHON").expect("MINILM_PYTHON (tests/run sets it)");
+    let cls = with_pooling(
+        &dir,
+        serde_json::json!({"pooling_mode_cls_token": true, "pooling_mode_mean_tokens": false}),
+    );
+    let sentences = varied_sentences();
+    let expected = numpy_vectors(&python, cls.path(), &sentences);
+
+    let data = tempfile::tempdir().unwrap();
+    let pooled_by_cls = embedder(Some(cls.path().into()), data.path(), "http://127.0.0.1:9/", 2)
+        .embed(&sentences)
+        .await
+        .unwrap();
+    let pooled_by_mean = embedder(Some(dir), data.path(), "http://127.0.0.1:9/", 2)
+        .embed(&sentences)
+        .await
+        .unwrap();
+    for (((text, got), want), mean) in sentences
+        .iter()
+        .zip(&pooled_by_cls)
+        .zip(&expected)
+        .zip(&pooled_by_mean)
+    {
+        assert!((cosine(got, got) - 1.0).abs() < 1e-5, "unit length: {text:?}");
+        assert!(cosine(got, want) >= 0.9999, "{} for {text:?}", cosine(got, want));
+        assert!(cosine(got, mean) < 0.99, "CLS differs from the mean: {text:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_pooling_config_asking_for_two_modes_or_another_is_refused() {
+    let dir = model_dir().expect("MINILM_DIR: the real encoder's files (tests/run sets it)");
+    let data = tempfile::tempdir().unwrap();
+    for pooling in [
+        serde_json::json!({"pooling_mode_cls_token": true, "pooling_mode_mean_tokens": true}),
+        serde_json::json!({"pooling_mode_cls_token": false, "pooling_mode_mean_tokens": false, "pooling_mode_max_tokens": true}),
+    ] {
+        let model = with_pooling(&dir, pooling.clone());
+        let err = embedder(Some(model.path().into()), data.path(), "http://127.0.0.1:9/", 1)
+            .embed(&texts(&["hello"]))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("1_Pooling/config.json"), "{pooling}: {err}");
+    }
 }

@@ -92,6 +92,7 @@ impl Onyx {
             "OLLAMA_HOST",
             "ONYX_CONFIG",
             "ONYX_API_KEY",
+            "ONYX_LOCAL_MODEL_URL",
             "ONYX_DATA_DIR",
             "AWS_ACCESS_KEY_ID",
             "AWS_SECRET_ACCESS_KEY",
@@ -103,6 +104,9 @@ impl Onyx {
         }
         cmd.env("HOME", dir)
             .env("ONYX_DATA_DIR", dir.join("data"))
+            // Without an embedder configured Onyx fetches its built-in model;
+            // tests never reach the internet (a test that wants it sets its own).
+            .env("ONYX_LOCAL_MODEL_URL", "http://127.0.0.1:9/")
             .env("FAKE_KEY", DEFAULT_KEY)
             .env("ONYX_LOG", "info");
         for (k, v) in env {
