@@ -121,22 +121,32 @@ impl Runs {
         self.store.get(id).await
     }
 
-    /// Renews this replica's leases every second and sweeps expired ones
-    /// (a loop for the app's `Background`; it ends when `Runs` is dropped).
+    /// Renews this replica's leases every second and, in a loop of its own,
+    /// sweeps expired ones (a future for the app's `Background`; it ends when
+    /// `Runs` is dropped). The two never wait on each other: a sweep slowed by
+    /// a busy store must not delay the renewals that keep this replica's own
+    /// runs from being taken for interrupted.
     pub fn upkeep(self: &Arc<Self>) -> impl Future<Output = ()> + Send + 'static {
-        let runs = Arc::downgrade(self);
         let sweep_every = (self.store.leases().term() / 3).max(RENEW_EVERY);
-        async move {
-            let mut last_sweep: Option<tokio::time::Instant> = None;
+        let renewing = Arc::downgrade(self);
+        let sweeping = Arc::downgrade(self);
+        let renewals = async move {
             loop {
                 tokio::time::sleep(RENEW_EVERY).await;
-                let Some(runs) = runs.upgrade() else { return };
+                let Some(runs) = renewing.upgrade() else { return };
                 runs.renew().await;
-                if last_sweep.is_none_or(|at| at.elapsed() >= sweep_every) {
-                    last_sweep = Some(tokio::time::Instant::now());
-                    runs.sweep().await;
-                }
             }
+        };
+        let sweeps = async move {
+            loop {
+                let Some(runs) = sweeping.upgrade() else { return };
+                runs.sweep().await;
+                drop(runs);
+                tokio::time::sleep(sweep_every).await;
+            }
+        };
+        async move {
+            tokio::join!(renewals, sweeps);
         }
     }
 

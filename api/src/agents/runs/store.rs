@@ -259,24 +259,30 @@ impl RunStore {
         self.leases.renew(id, held, "cancel_requested").await
     }
 
-    /// Marks running rows whose lease lapsed as interrupted and returns them;
-    /// a row another replica marked first is not returned.
+    /// Marks running rows whose lease lapsed more than half a lease ago as
+    /// interrupted and returns them; a row another replica marked first is not
+    /// returned. The half-lease grace absorbs clocks that differ between
+    /// replicas and a renewal delayed on a busy machine (the fencing token
+    /// keeps a late holder from writing either way).
     pub async fn interrupt_expired(&self) -> Result<Vec<Orphan>, DbError> {
         let now = stamp(self.leases.now());
+        let grace = self.leases.term() / 2;
+        let cutoff = self.leases.cutoff(grace);
         let mut orphans = Vec::new();
-        for lapsed in self.leases.lapsed("status = 'running'").await? {
+        for lapsed in self.leases.lapsed_by(grace, "status = 'running'").await? {
             let rows: Vec<Orphan> = self
                 .db
                 .rows_retrying(
                     &format!(
-                        "UPDATE type::record('agent_run', $id) SET status = 'interrupted', finished_at = $now,
+                        "UPDATE type::record('agent_run', $id) SET status = 'interrupted', finished_at = $finished,
                              error = 'the replica running it stopped before it ended', {}
                          WHERE status = 'running' AND {}
                          RETURN key AS id, agent, session, turn",
                         lease::RELEASE,
                         lease::LAPSED
                     ),
-                    json!({ "id": lapsed.key, "now": now, "held": lapsed.lease }),
+                    // `LAPSED` compares with `$now`: the cutoff, for the grace.
+                    json!({ "id": lapsed.key, "finished": now, "now": cutoff, "held": lapsed.lease }),
                     0,
                 )
                 .await?;
@@ -342,6 +348,11 @@ mod tests {
         );
 
         clock.advance(Duration::from_secs(31));
+        assert!(
+            store.interrupt_expired().await.unwrap().is_empty(),
+            "lapsed, but within the half-lease grace"
+        );
+        clock.advance(Duration::from_secs(15));
         let orphans = store.interrupt_expired().await.unwrap();
         assert_eq!(orphans.len(), 1);
         assert_eq!(
