@@ -148,6 +148,7 @@ impl App {
         let channels = Arc::new(Channels::default());
         let mcp = crate::mcp_client::McpClients::new(&config.mcp);
         mcp.start();
+        let lease_db = db.dedicated().await?;
         let agents = Agents::start(
             config,
             agents::Parts {
@@ -156,6 +157,7 @@ impl App {
                 sessions: sessions.clone(),
                 objects: objects.clone(),
                 db: db.clone(),
+                lease_db: lease_db.clone(),
                 tasks: tasks.clone(),
                 channels: channels.clone(),
                 mcp: mcp.clone(),

@@ -77,6 +77,7 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let inbox = Inbox::new(db.clone());
     let runs = Runs::new(
+        db.clone(),
         db,
         std::time::Duration::from_secs(30),
         clock::system(),

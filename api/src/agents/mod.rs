@@ -78,6 +78,8 @@ pub struct Parts {
     pub sessions: Arc<Sessions>,
     pub objects: Arc<dyn ObjectStore>,
     pub db: Db,
+    /// Where agent runs renew their leases ([`Db::dedicated`]).
+    pub lease_db: Db,
     pub tasks: Arc<Tasks>,
     pub channels: Arc<Channels>,
     pub mcp: Arc<crate::mcp_client::McpClients>,
@@ -101,6 +103,7 @@ impl Agents {
         let inbox = Inbox::new(parts.db.clone());
         let runs = Runs::new(
             parts.db.clone(),
+            parts.lease_db,
             config.agents.run_lease,
             crate::clock::system(),
             inbox.clone(),

@@ -26,8 +26,9 @@ pub enum CliError {
     Session(#[from] SessionError),
     #[error(transparent)]
     Memory(#[from] MemoryError),
+    /// Boxed: a provider's error is large, and every `CliError` would carry its size.
     #[error("memory.embedder: {0}")]
-    Embedder(#[from] ProviderError),
+    Embedder(Box<ProviderError>),
     #[error(transparent)]
     Key(#[from] KeyError),
     #[error(transparent)]
@@ -36,6 +37,12 @@ pub enum CliError {
     Io(String),
     #[error("stored providers: {0}")]
     Providers(#[from] crate::providers::stored::StoreError),
+}
+
+impl From<ProviderError> for CliError {
+    fn from(err: ProviderError) -> Self {
+        Self::Embedder(Box::new(err))
+    }
 }
 
 /// The exit status of an offline command; its error on stderr, named.

@@ -436,7 +436,7 @@ pub enum ObjectStoreConfig {
     },
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SurrealConfig {
     pub url: String,
     pub user: Option<String>,

@@ -11,7 +11,6 @@
 use std::collections::HashMap;
 
 use super::resident::Candidate;
-use super::search::Ranking;
 use crate::clock::day_number;
 use crate::config::Fusion;
 
@@ -19,6 +18,16 @@ use crate::config::Fusion;
 /// than rank 5 (k = 60, the usual value, flattened the legs' ranks and lost
 /// 14 points of recall@5 on the memory-recall dataset; see bench/README.md).
 const RRF_K: f64 = 1.0;
+
+/// How hits are scored; from `memory` config.
+#[derive(Debug, Clone, Copy)]
+pub struct Ranking {
+    pub fusion: Fusion,
+    pub vector_weight: f64,
+    pub text_weight: f64,
+    pub min_score: f64,
+    pub half_life_days: f64,
+}
 
 /// A fused result before its text is read.
 #[derive(Debug)]

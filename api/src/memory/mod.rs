@@ -51,9 +51,10 @@ use serde::Serialize;
 pub use chunker::ChunkParams;
 pub use embedder::{EmbedError, Embedder, ProviderEmbedder};
 pub use excerpt::Excerpt;
+pub use fusion::Ranking;
 pub use index::{ChunkRow, FileRow, Index};
 pub use projects::ProjectError;
-pub use search::{Mode, Ranking};
+pub use search::Mode;
 pub use service::{
     FileContent, FileInfo, Memory, MemoryError, NoteTarget, SearchResults, Settings, WriteOutcome,
 };

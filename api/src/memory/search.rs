@@ -7,10 +7,9 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::chunker::indexed_text;
-use super::fusion::{Ranked, fuse};
+use super::fusion::{Ranked, Ranking, fuse};
 use super::index::Index;
 use super::resident::{Query, Shown, analyzer};
-use crate::config::Fusion;
 
 const SNIPPET_CHARS: usize = 300;
 const HIGHLIGHT: &str = "**";
@@ -34,16 +33,6 @@ impl Mode {
             _ => None,
         }
     }
-}
-
-/// How hits are scored; from `memory` config.
-#[derive(Debug, Clone, Copy)]
-pub struct Ranking {
-    pub fusion: Fusion,
-    pub vector_weight: f64,
-    pub text_weight: f64,
-    pub min_score: f64,
-    pub half_life_days: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -13,7 +13,6 @@ use surrealdb::engine::any::Any;
 use surrealdb::engine::local::Db as Local;
 use surrealdb_engine_local::Datastore;
 
-use super::dump::ServerAccess;
 use crate::config::SurrealConfig;
 
 #[derive(Debug, thiserror::Error)]
@@ -80,8 +79,9 @@ pub struct Db {
     pub url: String,
     /// The embedded datastore, closed by [`close`](Self::close).
     datastore: Option<Arc<Datastore>>,
-    /// A server's HTTP endpoints (its dump's export and import).
-    pub(super) server: Option<Arc<ServerAccess>>,
+    /// A server's settings, for its HTTP endpoints (the dump's export and
+    /// import, in `dump`); `None` for embedded and `mem://` stores.
+    pub(super) server: Option<Arc<SurrealConfig>>,
 }
 
 impl Db {
@@ -115,8 +115,20 @@ impl Db {
             inner: Client::Any(Arc::new(db)),
             url: config.url.clone(),
             datastore: None,
-            server: ServerAccess::for_config(config).map(Arc::new),
+            server: Some(Arc::new(config.clone())),
         })
+    }
+
+    /// A connection of its own to the same database, for writes that must
+    /// not queue behind everything else this process sends (lease renewals:
+    /// a server works through one connection's requests a bounded number at
+    /// a time, so on a busy day a renewal could wait out its own lease).
+    /// Embedded and `mem://` stores run in this process: the same handle.
+    pub async fn dedicated(&self) -> Result<Db, DbError> {
+        match &self.server {
+            Some(config) => Db::connect(config).await,
+            None => Ok(self.clone()),
+        }
     }
 
     /// Closes embedded storage now, on this runtime (every handle's later
@@ -273,11 +285,17 @@ impl Drop for LiveQuery {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let (db, id) = (self.db.clone(), self.id.take());
+        // KILL takes a UUID literal or a parameter holding a UUID value (a
+        // bound JSON string is not one): the id, checked, as a `u"…"` literal.
+        let Some(id) = self.id.as_str().and_then(|id| uuid::Uuid::parse_str(id).ok()) else {
+            tracing::debug!(id = %self.id, "a live query's id is not a UUID; not killed");
+            return;
+        };
+        let db = self.db.clone();
         runtime.spawn(async move {
             // A database already closed (shutdown) has no live queries left.
             if let Err(err) = db
-                .execute("KILL <uuid> $id", serde_json::json!({ "id": id }))
+                .execute(&format!("KILL u\"{id}\""), serde_json::json!({}))
                 .await
             {
                 tracing::debug!(error = %err, "killing a live query");

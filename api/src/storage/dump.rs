@@ -129,7 +129,7 @@ async fn check(response: reqwest::Response, what: &str) -> Result<reqwest::Respo
 impl Db {
     /// Writes the whole database (schema and records) as a SurrealQL dump to `file`.
     pub async fn export_to(&self, file: &Path) -> Result<(), DbError> {
-        if let Some(server) = &self.server {
+        if let Some(server) = self.server.as_deref().and_then(ServerAccess::for_config) {
             return server.export(file).await;
         }
         let target = file.to_path_buf();
@@ -144,7 +144,7 @@ impl Db {
     /// database. Not one transaction: restore into an empty database, and
     /// empty it again if this fails.
     pub async fn import_from(&self, file: &Path) -> Result<(), DbError> {
-        if let Some(server) = &self.server {
+        if let Some(server) = self.server.as_deref().and_then(ServerAccess::for_config) {
             return server.import(file).await;
         }
         match &self.inner {

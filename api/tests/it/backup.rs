@@ -107,7 +107,15 @@ fn assert_kept(before: &Seen, after: &Seen) {
         assert_eq!(after.sessions.get(id), Some(messages), "session {id}");
     }
     assert!(before.sessions.len() >= 2, "{before:?}");
-    assert_eq!(after.hits, before.hits);
+    // The task's runs keep adding daily-log lines that also match: every file
+    // found before is found after, others may join it.
+    for hit in &before.hits {
+        assert!(
+            after.hits.contains(hit),
+            "{hit} found after the restore: {:?}",
+            after.hits
+        );
+    }
     assert_eq!(after.skills, before.skills);
     assert_eq!(after.providers, before.providers);
     assert_eq!(after.tasks, before.tasks);

@@ -499,9 +499,13 @@ async fn two_replicas_on_one_database_run_every_due_run_exactly_once() {
     for id in &once {
         b.wait_for_runs(id, "its run", |r| !r.is_empty()).await;
     }
-    // Let anything in flight land, then count.
+    // Let anything in flight land (every run ended), then count.
     a.patch_task(&interval, json!({"status": "paused"})).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    wait_until(secs(30), "the beats in flight end", async || {
+        let runs = a.runs(&interval).await;
+        runs.iter().all(|r| r["status"] != "running").then_some(())
+    })
+    .await;
     let replicas: HashSet<String> = beats
         .iter()
         .map(|r| r["replica"].as_str().unwrap().to_string())

@@ -33,8 +33,10 @@ use crate::storage::{Db, DbError};
 
 /// How long a finished run's events stay here for late re-attaching.
 const KEEP_FINISHED: Duration = Duration::from_secs(300);
-/// How often leases are renewed (and remote cancels heard).
-const RENEW_EVERY: Duration = Duration::from_secs(1);
+/// How often leases are renewed (and remote cancels heard): a quarter of the
+/// lease, between these bounds, so a short lease still has several renewals
+/// before it lapses.
+const RENEW_EVERY: (Duration, Duration) = (Duration::from_millis(250), Duration::from_secs(1));
 
 pub struct Runs {
     store: RunStore,
@@ -45,8 +47,11 @@ pub struct Runs {
 }
 
 impl Runs {
+    /// `lease_db`: where leases are renewed and lapsed ones found (its own
+    /// connection to a server, [`Db::dedicated`]).
     pub fn new(
         db: Db,
+        lease_db: Db,
         lease: Duration,
         clock: SharedClock,
         inbox: Inbox,
@@ -54,7 +59,7 @@ impl Runs {
     ) -> Arc<Self> {
         Arc::new(Self {
             approvals: Approvals::new(db.clone()),
-            store: RunStore::new(db.clone(), Leases::new(db, "agent_run", lease, clock)),
+            store: RunStore::new(db.clone(), Leases::new(lease_db, "agent_run", lease, clock)),
             live: Mutex::new(HashMap::new()),
             inbox,
             sessions,
@@ -127,12 +132,14 @@ impl Runs {
     /// a busy store must not delay the renewals that keep this replica's own
     /// runs from being taken for interrupted.
     pub fn upkeep(self: &Arc<Self>) -> impl Future<Output = ()> + Send + 'static {
-        let sweep_every = (self.store.leases().term() / 3).max(RENEW_EVERY);
+        let term = self.store.leases().term();
+        let renew_every = (term / 4).clamp(RENEW_EVERY.0, RENEW_EVERY.1);
+        let sweep_every = (term / 3).max(renew_every);
         let renewing = Arc::downgrade(self);
         let sweeping = Arc::downgrade(self);
         let renewals = async move {
             loop {
-                tokio::time::sleep(RENEW_EVERY).await;
+                tokio::time::sleep(renew_every).await;
                 let Some(runs) = renewing.upgrade() else { return };
                 runs.renew().await;
             }

@@ -128,11 +128,7 @@ impl State {
             bytes.text += doc.text.len() + doc.heading.len();
             bytes.metadata += doc.id.capacity() + doc.kind.len() + doc.day.as_ref().map_or(0, |d| d.len());
         }
-        bytes.metadata += self
-            .by_id
-            .iter()
-            .map(|(id, _)| id.capacity() + entry)
-            .sum::<usize>();
+        bytes.metadata += self.by_id.keys().map(|id| id.capacity() + entry).sum::<usize>();
         bytes.metadata += self
             .by_file
             .iter()
