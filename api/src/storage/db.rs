@@ -79,6 +79,9 @@ pub struct Db {
     pub url: String,
     /// The embedded datastore, closed by [`close`](Self::close).
     datastore: Option<Arc<Datastore>>,
+    /// Kills of dropped live queries still in flight, awaited by
+    /// [`close`](Self::close) so none races the store's shutdown.
+    kills: Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
     /// A server's settings, for its HTTP endpoints (the dump's export and
     /// import, in `dump`); `None` for embedded and `mem://` stores.
     pub(super) server: Option<Arc<SurrealConfig>>,
@@ -97,6 +100,7 @@ impl Db {
                 inner: Client::Embedded(Arc::new(embedded.client)),
                 url: config.url.clone(),
                 datastore: Some(embedded.datastore),
+                kills: Arc::default(),
                 server: None,
             });
         }
@@ -115,6 +119,7 @@ impl Db {
             inner: Client::Any(Arc::new(db)),
             url: config.url.clone(),
             datastore: None,
+            kills: Arc::default(),
             server: Some(Arc::new(config.clone())),
         })
     }
@@ -134,6 +139,8 @@ impl Db {
     /// Closes embedded storage now, on this runtime (every handle's later
     /// queries fail); a server connection closes with its last handle.
     pub async fn close(&self) -> Result<(), DbError> {
+        let kills = std::mem::take(&mut *self.kills.lock().unwrap_or_else(|e| e.into_inner()));
+        let _ = tokio::time::timeout(KILLS_AT_CLOSE, futures::future::join_all(kills)).await;
         match &self.datastore {
             Some(datastore) => super::embedded::shutdown(datastore).await,
             None => Ok(()),
@@ -274,6 +281,9 @@ impl Db {
     }
 }
 
+/// How long closing waits for the kills of dropped live queries.
+const KILLS_AT_CLOSE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A live query, killed when the stream that holds it is dropped.
 struct LiveQuery {
     id: serde_json::Value,
@@ -292,7 +302,7 @@ impl Drop for LiveQuery {
             return;
         };
         let db = self.db.clone();
-        runtime.spawn(async move {
+        let kill = runtime.spawn(async move {
             // A database already closed (shutdown) has no live queries left.
             if let Err(err) = db
                 .execute(&format!("KILL u\"{id}\""), serde_json::json!({}))
@@ -301,5 +311,8 @@ impl Drop for LiveQuery {
                 tracing::debug!(error = %err, "killing a live query");
             }
         });
+        let mut kills = self.db.kills.lock().unwrap_or_else(|e| e.into_inner());
+        kills.retain(|kill| !kill.is_finished());
+        kills.push(kill);
     }
 }

@@ -167,13 +167,10 @@ impl ObjectStore for S3Store {
                 Ok(output) => output,
                 Err(err) if status(&err) == Some(404) => return Ok(None),
                 // An empty object has no byte to range over (or n was 0);
-                // some servers refuse a suffix longer than the object (400, or
+                // some servers refuse a range past the object's end (400, or
                 // s3s-fs's 500): the whole object, which a broken server fails
                 // to send too.
-                Err(err)
-                    if matches!(status(&err), Some(416 | 400))
-                        || (matches!(range, ByteRange::Tail(_)) && status(&err) == Some(500)) =>
-                {
+                Err(err) if matches!(status(&err), Some(416 | 400 | 500)) => {
                     return Ok(self.get(bucket, key).await?.map(|o| Ranged::of(o.body, range)));
                 }
                 Err(err) => return Err(unavailable(err)),

@@ -169,8 +169,11 @@ async fn provider_details_and_logs_need_the_admin_scope() {
     assert!(!providers.to_string().contains(onyx_test_fakes::DEFAULT_KEY));
     let (_, probe) = reply(onyx.post("/v1/providers/openai/test")).await;
     assert_eq!(probe["status"], "up", "{probe}");
-    let logs = onyx.get_json("/v1/logs?level=info&q=listening").await;
-    assert!(logs["data"].to_string().contains("onyx listening"), "{logs}");
+    let logs = onyx.get_json("/v1/logs?level=info&q=ready").await;
+    assert!(
+        logs["data"].to_string().contains(&onyx.url),
+        "the line that says where it listens: {logs}"
+    );
 }
 
 /// What Chromium sends when it opens a page.
