@@ -31,6 +31,7 @@ mod ollama;
 mod openai_compat;
 mod openai_wire;
 mod passthrough_routes;
+mod raw_object;
 pub mod registry;
 mod request_body;
 mod router;
@@ -56,7 +57,8 @@ pub use error::ProviderError;
 pub use meter::{Attribution, NoMeter, Refusal, Reservation, UsageMeter};
 pub use registry::ProviderRegistry;
 pub(crate) use request_body::WithModel;
-pub use request_body::{BodyRef, ChatBody, RawObject};
+pub use raw_object::RawObject;
+pub use request_body::{BodyRef, ChatBody};
 pub use router::{ModelTarget, ResponsesAnswer, RouteError, RoutedProvider, Router, Routes};
 
 use crate::config::{ProviderConfig, ProviderKind};
