@@ -21,10 +21,11 @@ pub type ChunkStream = BoxStream<'static, Result<Value, ProviderError>>;
 /// upstream's own bytes.
 pub enum Completion {
     Parsed(Value),
-    /// A JSON object, checked, with the usage it reports.
+    /// A JSON object, checked, with the usage it reports (boxed: the
+    /// variant stays small beside `Parsed`).
     Forwarded {
         json: Bytes,
-        usage: Option<Usage>,
+        usage: Option<Box<Usage>>,
     },
 }
 
@@ -32,7 +33,7 @@ impl Completion {
     pub fn usage(&self) -> Option<Usage> {
         match self {
             Self::Parsed(value) => Usage::from_response(value),
-            Self::Forwarded { usage, .. } => usage.clone(),
+            Self::Forwarded { usage, .. } => usage.as_deref().cloned(),
         }
     }
 
@@ -52,7 +53,10 @@ impl From<CompletionReply> for Completion {
             CompletionReply::Typed(completion) => {
                 Self::Parsed(serde_json::to_value(completion).unwrap_or(Value::Null))
             }
-            CompletionReply::Verbatim { bytes, usage } => Self::Forwarded { json: bytes, usage },
+            CompletionReply::Verbatim { bytes, usage } => Self::Forwarded {
+                json: bytes,
+                usage: usage.map(Box::new),
+            },
         }
     }
 }

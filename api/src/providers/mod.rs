@@ -55,9 +55,9 @@ pub use call::{ChatCall, EmbeddingsCall};
 pub use completion::CompletionReply;
 pub use error::ProviderError;
 pub use meter::{Attribution, NoMeter, Refusal, Reservation, UsageMeter};
+pub use raw_object::RawObject;
 pub use registry::ProviderRegistry;
 pub(crate) use request_body::WithModel;
-pub use raw_object::RawObject;
 pub use request_body::{BodyRef, ChatBody};
 pub use router::{ModelTarget, ResponsesAnswer, RouteError, RoutedProvider, Router, Routes};
 
