@@ -163,7 +163,7 @@ impl Agents {
                 )
                 .await?;
             if let Some(u) = &step.usage {
-                progress.usage += *u;
+                progress.usage += u;
             }
             let assistant = Message::assistant(step.content.clone(), step.tool_calls.clone());
             progress.partial.clear();

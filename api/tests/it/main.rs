@@ -51,4 +51,5 @@ mod startup;
 mod storage;
 mod storage_backends;
 mod ui;
+mod upstream_wire;
 mod usage;

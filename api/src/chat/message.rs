@@ -1,9 +1,10 @@
 //! Chat messages and tools, typed: what clients send, what the agent loop
-//! builds and what translating providers read. Lossless: fields and content
-//! parts Onyx does not model (`refusal`, `audio`, `cache_control`, a file
-//! part…) are kept beside the typed ones and serialized back as they came,
-//! so a message can go through the agent loop to an OpenAI-compatible
-//! upstream without losing anything.
+//! builds, what translating providers read and what a completion answers.
+//! Lossless: fields and content parts Onyx does not model (`refusal`,
+//! `audio`, `cache_control`, a file part, a tool call's `extra_content`…)
+//! are kept beside the typed ones and serialized back as they came, so a
+//! message can go through the agent loop to an OpenAI-compatible upstream
+//! without losing anything.
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -80,6 +81,22 @@ impl Message {
         let mut message = Self::text(Role::Assistant, text);
         message.tool_calls = (!tool_calls.is_empty()).then_some(tool_calls);
         message
+    }
+
+    /// An answer as translating providers write it into a completion:
+    /// `content` is `null` when there is none, and `refusal` is `null` as
+    /// OpenAI writes it.
+    pub fn answer(content: Option<String>, tool_calls: Vec<ToolCall>) -> Self {
+        let mut extra = Map::new();
+        extra.insert("refusal".into(), Value::Null);
+        Self {
+            role: Role::Assistant,
+            content: content.map(Content::Text),
+            name: None,
+            tool_calls: (!tool_calls.is_empty()).then_some(tool_calls),
+            tool_call_id: None,
+            extra,
+        }
     }
 
     /// The result of the tool call `call_id`.
@@ -203,6 +220,10 @@ pub struct ToolCall {
     #[serde(rename = "type", default = "function_type")]
     pub kind: String,
     pub function: FunctionCall,
+    /// Fields Onyx does not model (`extra_content` from Gemini's
+    /// OpenAI-compatible endpoint…), passed on as they came.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 fn function_type() -> String {
@@ -218,7 +239,9 @@ impl ToolCall {
             function: FunctionCall {
                 name: name.into(),
                 arguments: arguments.into(),
+                extra: Map::new(),
             },
+            extra: Map::new(),
         }
     }
 
@@ -233,6 +256,9 @@ impl ToolCall {
 pub struct FunctionCall {
     pub name: String,
     pub arguments: String,
+    /// Anything else, passed on.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
