@@ -6,11 +6,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::query::Params;
 use super::body::{JsonObject, typed};
 use super::error::ApiError;
 use super::views::List;
@@ -91,7 +92,7 @@ pub async fn propose(
 
 pub async fn proposals(
     State(app): State<Arc<App>>,
-    Query(query): Query<HashMap<String, String>>,
+    Params(query): Params,
 ) -> Result<Json<List<Proposal>>, ApiError> {
     let orch = orchestrator(&app)?;
     let rows = orch
@@ -143,7 +144,7 @@ async fn decide(
 
 pub async fn missions(
     State(app): State<Arc<App>>,
-    Query(query): Query<HashMap<String, String>>,
+    Params(query): Params,
 ) -> Result<Json<List<Value>>, ApiError> {
     let orch = orchestrator(&app)?;
     let missions = orch
@@ -185,7 +186,7 @@ pub async fn cancel(State(app): State<Arc<App>>, Path(id): Path<String>) -> Resu
 
 pub async fn steps(
     State(app): State<Arc<App>>,
-    Query(query): Query<HashMap<String, String>>,
+    Params(query): Params,
 ) -> Result<Json<List<Step>>, ApiError> {
     let orch = orchestrator(&app)?;
     let steps = orch
