@@ -125,7 +125,12 @@ impl App {
         }
         let objects = open_objects(config).await;
         let sessions = Sessions::new(objects.clone(), db.clone()).await?;
-        let auth = Authenticator::new(ApiKeys::new(&keys), db.clone(), config.gateway.password_hash.is_some()).await?;
+        let auth = Authenticator::new(
+            ApiKeys::new(&keys),
+            db.clone(),
+            config.gateway.password_hash.is_some(),
+        )
+        .await?;
         let background = Background::new();
         background.spawn(
             "providers: follow changes from every replica",

@@ -461,7 +461,9 @@ mod tests {
     #[tokio::test]
     async fn a_gateway_once_keyed_stays_keyed() {
         let db = Db::scratch().await;
-        let open = Authenticator::new(ApiKeys::new([]), db.clone(), false).await.unwrap();
+        let open = Authenticator::new(ApiKeys::new([]), db.clone(), false)
+            .await
+            .unwrap();
         assert!(!open.required(), "nothing keyed it yet");
         let (key, _) = open
             .create("first", Scope::Admin, None, KeyBounds::default())
@@ -471,7 +473,9 @@ mod tests {
         open.revoke(&key.id).await.unwrap();
         assert!(open.list().await.unwrap().is_empty());
         assert!(open.required(), "revoking the last key does not open it");
-        let restarted = Authenticator::new(ApiKeys::new([]), db.clone(), false).await.unwrap();
+        let restarted = Authenticator::new(ApiKeys::new([]), db.clone(), false)
+            .await
+            .unwrap();
         assert!(restarted.required(), "nor does a restart");
         // A password keys a fresh database, and the fact outlives the password.
         let fresh = Db::scratch().await;

@@ -147,7 +147,11 @@ mod tests {
             matched.push(attempt.await.unwrap());
         }
         assert_eq!(matched, [true, false, false, false, false]);
-        assert_eq!(checks.turns.available_permits(), AT_ONCE, "every turn is given back");
+        assert_eq!(
+            checks.turns.available_permits(),
+            AT_ONCE,
+            "every turn is given back"
+        );
     }
 
     #[test]

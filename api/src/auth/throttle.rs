@@ -72,7 +72,10 @@ impl LoginThrottle {
              RETURN {{ reserved: $reserved, recent: $recent, now: $now }};
              COMMIT TRANSACTION;"
         );
-        let mut response = self.db.execute_retrying(&sql, json!({"ip": ip.to_string()})).await?;
+        let mut response = self
+            .db
+            .execute_retrying(&sql, json!({"ip": ip.to_string()}))
+            .await?;
         // BEGIN is statement 0, so the RETURN is statement 6.
         let answer: Vec<Decision> = Db::take_rows(&mut response, 6)?;
         let Some(decision) = answer.into_iter().next() else {
@@ -149,9 +152,13 @@ mod tests {
         let db = Db::scratch().await;
         let (one, other) = (LoginThrottle::new(db.clone()), LoginThrottle::new(db));
         let ip: IpAddr = [10, 0, 0, 3].into();
-        let attempts = futures::future::join_all(
-            (0..24).map(|n| if n % 2 == 0 { one.reserve(ip) } else { other.reserve(ip) }),
-        )
+        let attempts = futures::future::join_all((0..24).map(|n| {
+            if n % 2 == 0 {
+                one.reserve(ip)
+            } else {
+                other.reserve(ip)
+            }
+        }))
         .await;
         let attempts: Vec<Attempt> = attempts.into_iter().map(Result::unwrap).collect();
         assert_eq!(reserved(&attempts), MAX_FAILURES, "{attempts:?}");

@@ -111,8 +111,9 @@ pub(super) fn trusted_proxy(raw: Option<RawTrustedProxy>) -> Result<Option<Trust
         .iter()
         .enumerate()
         .map(|(index, text)| {
-            text.parse::<IpNet>()
-                .map_err(|message| ConfigError::invalid(format!("gateway.trustedProxy.from[{index}]"), message))
+            text.parse::<IpNet>().map_err(|message| {
+                ConfigError::invalid(format!("gateway.trustedProxy.from[{index}]"), message)
+            })
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Some(TrustedProxy { header, from }))
@@ -134,15 +135,30 @@ mod tests {
         let proxy = proxy(&["127.0.0.1", "10.0.0.0/8", "fd00::/8"]);
         let ip = |text: &str| text.parse::<IpAddr>().unwrap();
         // From the proxy: its last address.
-        assert_eq!(proxy.client(ip("127.0.0.1"), Some("9.9.9.9, 203.0.113.7")), ip("203.0.113.7"));
-        assert_eq!(proxy.client(ip("10.2.3.4"), Some("203.0.113.8:5555")), ip("203.0.113.8"));
-        assert_eq!(proxy.client(ip("fd12::1"), Some("[2001:db8::9]:80")), ip("2001:db8::9"));
-        assert_eq!(proxy.client(ip("::ffff:10.1.1.1"), Some("203.0.113.9")), ip("203.0.113.9"));
+        assert_eq!(
+            proxy.client(ip("127.0.0.1"), Some("9.9.9.9, 203.0.113.7")),
+            ip("203.0.113.7")
+        );
+        assert_eq!(
+            proxy.client(ip("10.2.3.4"), Some("203.0.113.8:5555")),
+            ip("203.0.113.8")
+        );
+        assert_eq!(
+            proxy.client(ip("fd12::1"), Some("[2001:db8::9]:80")),
+            ip("2001:db8::9")
+        );
+        assert_eq!(
+            proxy.client(ip("::ffff:10.1.1.1"), Some("203.0.113.9")),
+            ip("203.0.113.9")
+        );
         // From the proxy without a usable header: the proxy.
         assert_eq!(proxy.client(ip("127.0.0.1"), None), ip("127.0.0.1"));
         assert_eq!(proxy.client(ip("127.0.0.1"), Some("unknown")), ip("127.0.0.1"));
         // From anyone else: the header is ignored.
-        assert_eq!(proxy.client(ip("203.0.113.5"), Some("127.0.0.1")), ip("203.0.113.5"));
+        assert_eq!(
+            proxy.client(ip("203.0.113.5"), Some("127.0.0.1")),
+            ip("203.0.113.5")
+        );
         assert_eq!(proxy.client(ip("11.0.0.1"), Some("1.1.1.1")), ip("11.0.0.1"));
     }
 

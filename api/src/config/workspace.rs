@@ -40,7 +40,13 @@ pub(super) fn check_workspaces(
         // `onyx.json5` alone: its folder is the working dir.
         config_dir: config
             .and_then(Path::parent)
-            .map(|dir| if dir.as_os_str().is_empty() { Path::new(".") } else { dir })
+            .map(|dir| {
+                if dir.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    dir
+                }
+            })
             .map(resolve),
         home: home.as_deref().map(resolve),
     };
@@ -50,7 +56,10 @@ pub(super) fn check_workspaces(
         };
         let path = format!("agents.list[{index}].workspace");
         if text.trim().is_empty() {
-            return Err(ConfigError::invalid(path, "is empty; leave it out for the default"));
+            return Err(ConfigError::invalid(
+                path,
+                "is empty; leave it out for the default",
+            ));
         }
         let expanded = expand(text, home.as_deref());
         refuse_if_guarded(&resolve(&expanded), &guarded).map_err(|why| {
@@ -70,7 +79,9 @@ fn refuse_if_guarded(workspace: &Path, guarded: &Guarded) -> Result<(), String> 
     if holds(&guarded.data_dir) {
         return Err(format!("holds the data dir {}", guarded.data_dir.display()));
     }
-    if workspace.starts_with(&guarded.data_dir) && !(workspace.starts_with(&guarded.workspaces) && workspace != guarded.workspaces) {
+    if workspace.starts_with(&guarded.data_dir)
+        && !(workspace.starts_with(&guarded.workspaces) && workspace != guarded.workspaces)
+    {
         return Err(format!(
             "lies inside the data dir {} (only its workspaces/ folder may hold workspaces)",
             guarded.data_dir.display()
@@ -81,7 +92,10 @@ fn refuse_if_guarded(workspace: &Path, guarded: &Guarded) -> Result<(), String> 
             return Err(format!("holds the config's folder {}", config_dir.display()));
         }
         if workspace.starts_with(config_dir) {
-            return Err(format!("lies inside the config's folder {}", config_dir.display()));
+            return Err(format!(
+                "lies inside the config's folder {}",
+                config_dir.display()
+            ));
         }
     }
     if let Some(home) = &guarded.home
@@ -170,7 +184,10 @@ mod tests {
             ("home/.local/share/onyx", "holds the data dir"),
             ("home/.local/share/onyx/db", "lies inside the data dir"),
             ("home/.local/share/onyx/workspaces", "lies inside the data dir"),
-            ("home/.local/share/onyx/workspaces/../secrets", "lies inside the data dir"),
+            (
+                "home/.local/share/onyx/workspaces/../secrets",
+                "lies inside the data dir",
+            ),
             ("home/.config", "holds the config's folder"),
             ("home/.config/onyx/agent", "lies inside the config's folder"),
             ("", "holds the data dir"),
@@ -179,8 +196,13 @@ mod tests {
             assert!(err.starts_with(why), "{refused}: {err}");
         }
         // A link into the data dir is the data dir.
-        std::os::unix::fs::symlink(root.join("home/.local/share/onyx"), root.join("home/code/sneaky")).unwrap();
-        assert!(check("home/code/sneaky/agent").unwrap_err().starts_with("lies inside the data dir"));
+        std::os::unix::fs::symlink(root.join("home/.local/share/onyx"), root.join("home/code/sneaky"))
+            .unwrap();
+        assert!(
+            check("home/code/sneaky/agent")
+                .unwrap_err()
+                .starts_with("lies inside the data dir")
+        );
     }
 
     #[test]

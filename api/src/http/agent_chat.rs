@@ -35,7 +35,11 @@ fn agent_of(headers: &HeaderMap, model: &str) -> Option<String> {
 /// The agent a chat request runs, checked against the caller's reach, or
 /// `None` for a plain model, which only a caller reaching every agent may
 /// use. Every chat route decides its agent here, once.
-pub fn chat_agent(reach: &AgentReach, headers: &HeaderMap, model: &str) -> Result<Option<CheckedAgent>, ApiError> {
+pub fn chat_agent(
+    reach: &AgentReach,
+    headers: &HeaderMap,
+    model: &str,
+) -> Result<Option<CheckedAgent>, ApiError> {
     match agent_of(headers, model) {
         Some(agent) => reach.check(&agent).map(Some),
         None if reach.is_scoped() => Err(reach.refuse("use model \"onyx:<agent>\" with one of them")),
@@ -71,7 +75,10 @@ pub async fn answer(
         .await?
         .filter(|a| a.enabled)
         .ok_or_else(|| ApiError::NotFound {
-            message: format!("no enabled agent {:?}; GET /v1/agents lists them", agent_id.as_str()),
+            message: format!(
+                "no enabled agent {:?}; GET /v1/agents lists them",
+                agent_id.as_str()
+            ),
             code: "model_not_found",
         })?;
     app.agents.prepare(&agent).await?;

@@ -217,6 +217,9 @@ mod tests {
         assert_eq!(refused.status(), 403);
         let text = refused.to_string();
         assert!(text.contains("ops, dev") && text.contains("\"main\""), "{text}");
-        assert!(AgentReach::of(&Extensions::new()).is_err(), "no reach: fail closed");
+        assert!(
+            AgentReach::of(&Extensions::new()).is_err(),
+            "no reach: fail closed"
+        );
     }
 }

@@ -133,7 +133,11 @@ fn mode(text: Option<&str>) -> Result<Option<PermissionMode>, ApiError> {
 
 /// Refuses a change of what an agent may do (`fields` that are set) to a caller without the admin scope.
 fn owner_decides(scope: Scope, fields: &[(&str, bool)]) -> Result<(), ApiError> {
-    let asked: Vec<&str> = fields.iter().filter(|(_, set)| *set).map(|(name, _)| *name).collect();
+    let asked: Vec<&str> = fields
+        .iter()
+        .filter(|(_, set)| *set)
+        .map(|(name, _)| *name)
+        .collect();
     if scope == Scope::Admin || asked.is_empty() {
         return Ok(());
     }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 
-use super::query::Params;
 use super::error::ApiError;
+use super::query::Params;
 use super::views::List;
 use crate::app::App;
 use crate::audit::{AuditEvent, MAX_LIMIT};

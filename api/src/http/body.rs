@@ -58,7 +58,10 @@ pub fn is_json(content_type: Option<&axum::http::HeaderValue>) -> bool {
     let Some((kind, subtype)) = essence.split_once('/') else {
         return false;
     };
-    let suffix = subtype.len().checked_sub("+json".len()).and_then(|at| subtype.get(at..));
+    let suffix = subtype
+        .len()
+        .checked_sub("+json".len())
+        .and_then(|at| subtype.get(at..));
     kind.eq_ignore_ascii_case("application")
         && (subtype.eq_ignore_ascii_case("json") || suffix.is_some_and(|s| s.eq_ignore_ascii_case("+json")))
 }
@@ -102,7 +105,10 @@ pub struct SentAsJson;
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for SentAsJson {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut axum::http::request::Parts, _: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
         post_is_json(&parts.method, &parts.headers).map(|()| Self)
     }
 }

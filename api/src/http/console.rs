@@ -11,8 +11,8 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::query::Params;
 use super::error::ApiError;
+use super::query::Params;
 use super::views::{GatewayStatus, List};
 use crate::app::App;
 use crate::observability::tail::{LogLine, tail};

@@ -199,7 +199,10 @@ mod tests {
         assert!(request(Some("127.0.0.1:18790"), Some("http://127.0.0.1:18790")).is_ok());
         assert!(request(Some("localhost:18790"), Some("http://localhost:18790")).is_ok());
         for (host, origin) in [
-            (Some("rebind.attacker.example:18790"), Some("http://rebind.attacker.example:18790")),
+            (
+                Some("rebind.attacker.example:18790"),
+                Some("http://rebind.attacker.example:18790"),
+            ),
             (Some("127.0.0.1:18790"), Some("http://evil.example")),
             (Some("127.0.0.1:18790"), Some("null")),
             (Some("127.0.0.1:18790"), Some("http://127.0.0.1:3000")),

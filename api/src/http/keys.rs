@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::Json;
 use serde::Deserialize;
 
-use super::client::ClientIp;
 use super::body::{JsonObject, typed};
+use super::client::ClientIp;
 use super::error::ApiError;
 use super::middleware::Caller;
 use super::views::{CreatedKey, KeyRevoked, List};

@@ -57,7 +57,10 @@ pub async fn login(
     if let Attempt::Refused(wait) = app.login_throttle.reserve(ip).await? {
         return Ok(too_many(
             "too_many_logins",
-            format!("too many failed logins; try again in {} seconds", wait.as_secs().max(1)),
+            format!(
+                "too many failed logins; try again in {} seconds",
+                wait.as_secs().max(1)
+            ),
             wait.as_secs().max(1),
         ));
     }

@@ -163,10 +163,7 @@ pub async fn search(
         })?,
     };
     let limit = query_number(&params, "limit", 10, MAX_RESULTS)?.max(1);
-    let results = app
-        .memory
-        .search(agent.as_str(), query, limit, mode)
-        .await?;
+    let results = app.memory.search(agent.as_str(), query, limit, mode).await?;
     Ok(Json(results))
 }
 

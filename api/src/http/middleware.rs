@@ -260,6 +260,8 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for CallerScope {
         parts: &mut axum::http::request::Parts,
         _: &S,
     ) -> Result<Self, Self::Rejection> {
-        Ok(Self(parts.extensions.get::<Scope>().copied().unwrap_or(Scope::Chat)))
+        Ok(Self(
+            parts.extensions.get::<Scope>().copied().unwrap_or(Scope::Chat),
+        ))
     }
 }

@@ -11,9 +11,9 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::query::Params;
 use super::body::{JsonObject, typed};
 use super::error::ApiError;
+use super::query::Params;
 use super::views::List;
 use crate::app::App;
 use crate::orchestration::{
@@ -184,10 +184,7 @@ pub async fn cancel(State(app): State<Arc<App>>, Path(id): Path<String>) -> Resu
     Ok(Json(orch.cancel(&id).await?))
 }
 
-pub async fn steps(
-    State(app): State<Arc<App>>,
-    Params(query): Params,
-) -> Result<Json<List<Step>>, ApiError> {
+pub async fn steps(State(app): State<Arc<App>>, Params(query): Params) -> Result<Json<List<Step>>, ApiError> {
     let orch = orchestrator(&app)?;
     let steps = orch
         .store

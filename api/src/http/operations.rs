@@ -48,10 +48,7 @@ pub async fn events(
 
 /// `GET /v1/events/stream`: every new event (of any replica) as it is
 /// recorded, oldest first; `?type=` and `?agent=` filter.
-pub async fn stream(
-    State(app): State<Arc<App>>,
-    Params(query): Params,
-) -> Result<Response, ApiError> {
+pub async fn stream(State(app): State<Arc<App>>, Params(query): Params) -> Result<Response, ApiError> {
     let orch = orchestrator(&app)?.clone();
     let kind = query.get("type").cloned();
     let agent = query.get("agent").cloned();

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use axum::Json;
 use axum::Extension;
+use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};

@@ -43,7 +43,13 @@ async fn owner(app: &App, kind: Kind, id: &str) -> Result<Owner, ApiError> {
         Kind::Run => match uuid::Uuid::parse_str(id) {
             // Not a run id: the handler's 400.
             Err(_) => Owner::Missing,
-            Ok(uuid) => match app.agents.runs.store().get(&uuid.hyphenated().to_string()).await? {
+            Ok(uuid) => match app
+                .agents
+                .runs
+                .store()
+                .get(&uuid.hyphenated().to_string())
+                .await?
+            {
                 Some(run) => Owner::Agent(run.agent),
                 None => Owner::Missing,
             },
@@ -55,7 +61,10 @@ async fn owner(app: &App, kind: Kind, id: &str) -> Result<Owner, ApiError> {
         },
         Kind::Response => match ResponseStore::new(app.db.clone()).get(id).await? {
             None => Owner::Missing,
-            Some(stored) => match stored.response["model"].as_str().and_then(|m| m.strip_prefix("onyx:")) {
+            Some(stored) => match stored.response["model"]
+                .as_str()
+                .and_then(|m| m.strip_prefix("onyx:"))
+            {
                 Some(agent) => Owner::Agent(agent.to_string()),
                 None => Owner::Nobody,
             },

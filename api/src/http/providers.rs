@@ -7,14 +7,14 @@
 
 use std::sync::Arc;
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::Json;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::client::ClientIp;
 use super::body::{JsonObject, typed};
+use super::client::ClientIp;
 use super::error::ApiError;
 use super::keys::actor;
 use super::middleware::Caller;
@@ -53,14 +53,7 @@ impl From<RegistryError> for ApiError {
 }
 
 /// Records a provider or alias change (what changed, never a value).
-async fn audit(
-    app: &App,
-    caller: &Caller,
-    client: ClientIp,
-    action: Action,
-    target: &str,
-    detail: String,
-) {
+async fn audit(app: &App, caller: &Caller, client: ClientIp, action: Action, target: &str, detail: String) {
     let event = NewEvent {
         action,
         actor: &actor(caller),
@@ -221,6 +214,14 @@ pub async fn delete_alias(
     Path(name): Path<String>,
 ) -> Result<Json<Deleted>, ApiError> {
     app.providers.delete_alias(&name).await?;
-    audit(&app, &caller, client, Action::AliasChanged, &name, "removed".into()).await;
+    audit(
+        &app,
+        &caller,
+        client,
+        Action::AliasChanged,
+        &name,
+        "removed".into(),
+    )
+    .await;
     Ok(Json(Deleted::new(name, "alias.deleted")))
 }

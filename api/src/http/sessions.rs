@@ -146,7 +146,10 @@ pub async fn patch(
     Ok(Json(serde_json::to_value(session).unwrap_or_default()))
 }
 
-pub async fn delete(State(app): State<Arc<App>>, SessionId(id): SessionId) -> Result<Json<Deleted>, ApiError> {
+pub async fn delete(
+    State(app): State<Arc<App>>,
+    SessionId(id): SessionId,
+) -> Result<Json<Deleted>, ApiError> {
     app.sessions.delete(&id).await?;
     Ok(Json(Deleted::new(id, "session.deleted")))
 }

@@ -11,9 +11,9 @@ use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
-use super::query::Params;
 use super::body::TextDocument;
 use super::error::ApiError;
+use super::query::Params;
 use super::views::{Deleted, List};
 use crate::app::App;
 use crate::memory::paths::SHARED;

@@ -11,8 +11,8 @@ use axum::response::Response;
 use axum::{Extension, Json};
 use chrono::{DateTime, NaiveDate, Utc};
 
-use super::query::Params;
 use super::error::ApiError;
+use super::query::Params;
 use super::views::List;
 use crate::app::App;
 use crate::auth::Scope;

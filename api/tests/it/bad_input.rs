@@ -46,7 +46,11 @@ async fn malformed_json_is_a_400_that_says_where() {
         body["error"]["message"].as_str().unwrap().contains("line 1"),
         "{body}"
     );
-    for (payload, json, why) in [("", false, "empty"), ("[1,2]", true, "array"), ("\"text\"", true, "string")] {
+    for (payload, json, why) in [
+        ("", false, "empty"),
+        ("[1,2]", true, "array"),
+        ("\"text\"", true, "string"),
+    ] {
         let (status, body) = raw_chat(&onyx, payload, json).await;
         assert_eq!(status, 400, "{why}");
         assert_openai_error(&body);

@@ -66,7 +66,11 @@ async fn a_web_page_cannot_drive_a_keyless_gateway() {
     .await;
     assert_eq!(status, 403);
     // A form post skips the preflight as text/plain or a form: not JSON.
-    for content_type in ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"] {
+    for content_type in [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+    ] {
         let (status, answer) = reply(
             onyx.anonymous("POST", "/v1/agents")
                 .header("content-type", content_type)
@@ -78,14 +82,23 @@ async fn a_web_page_cannot_drive_a_keyless_gateway() {
 
     // Nothing was made, and the owner's own programs and pages still work.
     let agents = onyx.get_json("/v1/agents").await;
-    assert!(!pluck(&agents["data"], "/id").contains(&"pwned".to_string()), "{agents}");
+    assert!(
+        !pluck(&agents["data"], "/id").contains(&"pwned".to_string()),
+        "{agents}"
+    );
     let (status, keys) = reply(onyx.anonymous("GET", "/v1/keys")).await;
     assert_eq!(status, 200, "still key-less: {keys}");
     assert!(keys["data"].as_array().unwrap().is_empty(), "{keys}");
     for (n, (host, origin)) in [
         (format!("127.0.0.1:{port}"), None),
-        (format!("127.0.0.1:{port}"), Some(format!("http://127.0.0.1:{port}"))),
-        (format!("localhost:{port}"), Some(format!("http://localhost:{port}"))),
+        (
+            format!("127.0.0.1:{port}"),
+            Some(format!("http://127.0.0.1:{port}")),
+        ),
+        (
+            format!("localhost:{port}"),
+            Some(format!("http://localhost:{port}")),
+        ),
         (format!("[::1]:{port}"), None),
     ]
     .into_iter()
@@ -126,7 +139,10 @@ async fn a_keyed_gateway_stays_keyed_after_its_last_key_is_revoked() {
     let (status, body) = reply(onyx.with_key("DELETE", &format!("/v1/keys/{id}"), &key)).await;
     assert_eq!(status, 200, "{body}");
     let (status, body) = audit(&onyx).await;
-    assert_eq!(status, 401, "revoking the last key does not open the gateway: {body}");
+    assert_eq!(
+        status, 401,
+        "revoking the last key does not open the gateway: {body}"
+    );
     let me = onyx.get_json("/auth/me").await;
     assert_eq!(me["auth_required"], true, "{me}");
 

@@ -60,9 +60,17 @@ async fn parallel_guesses_past_the_limit_are_refused_without_hashing() {
     let statuses = logins(&onyx, 20, "wrong horse", |_| None).await;
     assert_eq!(count(&statuses, 401), 5, "{statuses:?}");
     assert_eq!(count(&statuses, 429), 15, "{statuses:?}");
-    assert_eq!(password_checks(&onyx).await, 5, "only the five counted were hashed");
+    assert_eq!(
+        password_checks(&onyx).await,
+        5,
+        "only the five counted were hashed"
+    );
     // The right password waits its turn like any other.
-    let (status, body) = reply(onyx.anonymous("POST", "/auth/login").json(&json!({"password": PASSWORD}))).await;
+    let (status, body) = reply(
+        onyx.anonymous("POST", "/auth/login")
+            .json(&json!({"password": PASSWORD})),
+    )
+    .await;
     assert_eq!(status, 429, "{body}");
     assert_eq!(body["error"]["code"], "too_many_logins", "{body}");
     assert_eq!(password_checks(&onyx).await, 5);
@@ -129,5 +137,8 @@ async fn many_logins_at_once_take_turns_at_the_hash() {
     for n in 0..AT_ONCE {
         assert!(ips.contains(&format!("203.0.113.{n}")), "{ips:?}");
     }
-    assert!(!ips.contains(&"192.0.2.9".to_string()), "not an address the client wrote itself: {ips:?}");
+    assert!(
+        !ips.contains(&"192.0.2.9".to_string()),
+        "not an address the client wrote itself: {ips:?}"
+    );
 }

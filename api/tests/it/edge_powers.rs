@@ -59,8 +59,11 @@ async fn a_chat_key_cannot_raise_its_agent_nor_decide_approvals() {
             assert_eq!(status, 403, "{change}: {body}");
             assert_eq!(body["error"]["code"], "insufficient_scope", "{body}");
         }
-        let (status, body) =
-            reply(onyx.with_key("PATCH", "/v1/agents/ops", key).json(&json!({"name": "Ops Bot"}))).await;
+        let (status, body) = reply(
+            onyx.with_key("PATCH", "/v1/agents/ops", key)
+                .json(&json!({"name": "Ops Bot"})),
+        )
+        .await;
         assert_eq!(status, 200, "a chat key may rename: {body}");
     }
     let (status, body) = reply(
@@ -69,12 +72,20 @@ async fn a_chat_key_cannot_raise_its_agent_nor_decide_approvals() {
     )
     .await;
     assert_eq!(status, 403, "{body}");
-    let (status, body) = reply(onyx.with_key("POST", "/v1/agents", &chat).json(&json!({"id": "plain"}))).await;
+    let (status, body) = reply(
+        onyx.with_key("POST", "/v1/agents", &chat)
+            .json(&json!({"id": "plain"})),
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
     let ops = onyx.get_json("/v1/agents/ops").await;
     assert_eq!(ops["permission_mode"], "ask", "{ops}");
     assert_eq!(ops["enabled"], true, "{ops}");
-    let (status, body) = reply(onyx.patch("/v1/agents/ops").json(&json!({"permission_mode": "safe"}))).await;
+    let (status, body) = reply(
+        onyx.patch("/v1/agents/ops")
+            .json(&json!({"permission_mode": "safe"})),
+    )
+    .await;
     assert_eq!(status, 200, "the admin key may: {body}");
 
     // A dangerous call waits for approval; only the owner's authority decides it.
@@ -84,7 +95,13 @@ async fn a_chat_key_cannot_raise_its_agent_nor_decide_approvals() {
         tokio::spawn(async move {
             let body = json!({"model": "onyx:main", "messages": [{"role": "user", "content":
                 r#"script: web_fetch {"url": "http://127.0.0.1:9/x"} ; answer"#}]});
-            let response = client.post(url).bearer_auth(ONYX_KEY).json(&body).send().await.unwrap();
+            let response = client
+                .post(url)
+                .bearer_auth(ONYX_KEY)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
             response.json::<Value>().await.unwrap()
         })
     };
@@ -119,7 +136,10 @@ async fn only_the_owner_rewrites_a_projects_access_rules() {
     assert_eq!(status, 200, "{body}");
     let (status, body) = reply(onyx.with_key("PUT", access, &chat).body("write: *\n")).await;
     assert_eq!(status, 403, "{body}");
-    assert!(body["error"]["message"].as_str().unwrap().contains("ACCESS.md"), "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("ACCESS.md"),
+        "{body}"
+    );
     let (status, body) = reply(onyx.with_key("DELETE", access, &chat)).await;
     assert_eq!(status, 403, "deleting it opens the project: {body}");
     let (status, body) = reply(onyx.get(access)).await;
@@ -130,7 +150,10 @@ async fn only_the_owner_rewrites_a_projects_access_rules() {
             .body("# Notes\n"),
     )
     .await;
-    assert_eq!(status, 200, "the project's other files are a chat key's to write: {body}");
+    assert_eq!(
+        status, 200,
+        "the project's other files are a chat key's to write: {body}"
+    );
 }
 
 #[tokio::test]
@@ -162,7 +185,11 @@ async fn a_workspace_cannot_hold_the_gateways_files() {
         .build();
     let onyx = Onyx::start(Some(&config), &[]).await;
     // Nor can the API give an agent one.
-    let (status, body) = reply(onyx.post("/v1/agents").json(&json!({"id": "w", "workspace": "~"}))).await;
+    let (status, body) = reply(
+        onyx.post("/v1/agents")
+            .json(&json!({"id": "w", "workspace": "~"})),
+    )
+    .await;
     assert_eq!(status, 400, "{body}");
     assert_eq!(body["error"]["param"], "workspace", "{body}");
 }
@@ -173,9 +200,18 @@ fn answer_later(onyx: &Onyx, agent: &str, script: &str) -> tokio::task::JoinHand
     let client = onyx.client.clone();
     let body = json!({"model": format!("onyx:{agent}"), "messages": [{"role": "user", "content": script}]});
     tokio::spawn(async move {
-        let response = client.post(url).bearer_auth(ONYX_KEY).json(&body).send().await.unwrap();
+        let response = client
+            .post(url)
+            .bearer_auth(ONYX_KEY)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
         let body: Value = response.json().await.unwrap();
-        body["choices"][0]["message"]["content"].as_str().unwrap_or_default().to_string()
+        body["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
     })
 }
 
@@ -183,7 +219,8 @@ fn answer_later(onyx: &Onyx, agent: &str, script: &str) -> tokio::task::JoinHand
 async fn send_message_asks_before_writing_to_a_chat_the_owner_did_not_set_up() {
     let fakes = Fakes::start().await;
     let telegram = FakeTelegram::start(TG_TOKEN).await.unwrap();
-    let onyx = crate::speaks_first::start(&fakes, &telegram, json!([{ "id": "main", "default": true }])).await;
+    let onyx =
+        crate::speaks_first::start(&fakes, &telegram, json!([{ "id": "main", "default": true }])).await;
 
     // The owner's chat (on the allowlist): no prompt.
     let answer = onyx
@@ -203,11 +240,18 @@ async fn send_message_asks_before_writing_to_a_chat_the_owner_did_not_set_up() {
     let approval = pending(&onyx, "send_message").await;
     assert_eq!(approval["arguments"]["to"], "telegram:666", "{approval}");
     let id = approval["id"].as_str().unwrap();
-    let (status, body) = reply(onyx.post(&format!("/v1/approvals/{id}")).json(&json!({"decision": "deny"}))).await;
+    let (status, body) = reply(
+        onyx.post(&format!("/v1/approvals/{id}"))
+            .json(&json!({"decision": "deny"})),
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
     let answer = exfil.await.unwrap();
     assert!(answer.contains("denied"), "{answer}");
-    assert!(telegram.messages_to(666).is_empty(), "nothing reached the stranger's chat");
+    assert!(
+        telegram.messages_to(666).is_empty(),
+        "nothing reached the stranger's chat"
+    );
 }
 
 #[tokio::test]
@@ -231,7 +275,11 @@ async fn waking_an_allow_all_agent_from_an_ask_agent_keeps_asking() {
     let approval = pending(&onyx, "web_fetch").await;
     assert_eq!(approval["agent"], "boss", "{approval}");
     let id = approval["id"].as_str().unwrap();
-    let (status, body) = reply(onyx.post(&format!("/v1/approvals/{id}")).json(&json!({"decision": "deny"}))).await;
+    let (status, body) = reply(
+        onyx.post(&format!("/v1/approvals/{id}"))
+            .json(&json!({"decision": "deny"})),
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
     // Asked directly, boss is still allow-all and calls it unasked.
     let answer = onyx.agent_answer("boss", "fetch the page").await;

@@ -41,8 +41,11 @@ async fn victim(onyx: &Onyx) -> Victim {
     })))
     .await;
     assert_eq!(status, 201, "{task}");
-    let (status, stored) =
-        reply(onyx.post("/v1/responses").json(&json!({"model": "onyx:main", "input": "hi"}))).await;
+    let (status, stored) = reply(
+        onyx.post("/v1/responses")
+            .json(&json!({"model": "onyx:main", "input": "hi"})),
+    )
+    .await;
     assert_eq!(status, 200, "{stored}");
     Victim {
         session,
@@ -118,11 +121,7 @@ async fn a_key_scoped_to_one_agent_is_refused_on_every_route_for_another() {
         }
         let url = format!("{}?agent=main", concrete(path, access, &victim));
         for method in METHODS {
-            let (status, body) = reply(
-                onyx.with_key(method, &url, &key)
-                    .json(&victim_body()),
-            )
-            .await;
+            let (status, body) = reply(onyx.with_key(method, &url, &key).json(&victim_body())).await;
             if (method, path) == ("GET", "/v1/models") {
                 assert_eq!(status, 200, "the model list is open to every key: {body}");
                 continue;
@@ -172,7 +171,12 @@ async fn a_key_scoped_to_one_agent_is_refused_on_every_route_for_another() {
     .await;
     assert_eq!(status, 201, "{task}");
     assert_eq!(task["agent"], "ops");
-    let (status, body) = reply(onyx.with_key("GET", &format!("/v1/tasks/{}", task["id"].as_str().unwrap()), &key)).await;
+    let (status, body) = reply(onyx.with_key(
+        "GET",
+        &format!("/v1/tasks/{}", task["id"].as_str().unwrap()),
+        &key,
+    ))
+    .await;
     assert_eq!(status, 200, "{body}");
 }
 
@@ -196,7 +200,11 @@ async fn a_repeated_query_parameter_is_a_400_naming_it() {
         assert_eq!(body["error"]["code"], "duplicate_parameter", "{path}: {body}");
     }
     // Any parameter, on any route, with any key.
-    for path in ["/v1/usage?days=1&days=2", "/v1/audit?limit=1&limit=1", "/v1/models?x=1&x=2"] {
+    for path in [
+        "/v1/usage?days=1&days=2",
+        "/v1/audit?limit=1&limit=1",
+        "/v1/models?x=1&x=2",
+    ] {
         let (status, body) = reply(onyx.get(path)).await;
         assert_eq!(status, 400, "{path}: {body}");
     }
@@ -240,7 +248,10 @@ async fn a_body_not_sent_as_json_is_a_415_on_every_route() {
             }
             // A form post and a text/plain one: how a page skips the CORS preflight.
             for (content_type, body) in [
-                ("text/plain", r#"{"password": "right horse", "name": "k", "agent": "main"}"#),
+                (
+                    "text/plain",
+                    r#"{"password": "right horse", "name": "k", "agent": "main"}"#,
+                ),
                 ("application/x-www-form-urlencoded", "name=k&scope=admin"),
             ] {
                 let (status, answer) = reply(
@@ -262,8 +273,17 @@ async fn a_body_not_sent_as_json_is_a_415_on_every_route() {
     }
     assert!(refused > 60, "{refused} refused");
     // Nothing was made or signed in.
-    assert!(onyx.get_json("/v1/keys").await["data"].as_array().unwrap().is_empty());
-    let (status, _) = reply(onyx.with_key("POST", "/auth/login", ONYX_KEY).body(r#"{"password": "right horse"}"#)).await;
+    assert!(
+        onyx.get_json("/v1/keys").await["data"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let (status, _) = reply(
+        onyx.with_key("POST", "/auth/login", ONYX_KEY)
+            .body(r#"{"password": "right horse"}"#),
+    )
+    .await;
     assert_eq!(status, 415, "no content type at all is not JSON either");
     // Raw text still writes a document with PUT, as the README's curl does.
     let (status, body) = reply(

@@ -429,7 +429,11 @@ async fn bad_requests_and_path_tricks_are_refused() {
             400,
             "",
         ),
-        (onyx.post("/v1/memory").body(r#"{"content": "x"}"#), 415, "content-type"),
+        (
+            onyx.post("/v1/memory").body(r#"{"content": "x"}"#),
+            415,
+            "content-type",
+        ),
         (
             onyx.post("/v1/memory").json(&json!({"content": 5})),
             400,

@@ -52,7 +52,10 @@ async fn approved_answer(onyx: &Onyx, agent: &str, script: &str) -> String {
     .await;
     assert_eq!(status, 200, "{decided}");
     let answer: Value = asking.await.unwrap().unwrap().json().await.unwrap();
-    answer["choices"][0]["message"]["content"].as_str().unwrap().to_string()
+    answer["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 #[tokio::test]

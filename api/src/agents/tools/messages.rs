@@ -46,7 +46,10 @@ impl OwnerChats {
         let mut by_agent: HashMap<String, Vec<String>> = HashMap::new();
         for binding in &config.bindings {
             let chats = by_agent.entry(binding.agent_id.clone()).or_default();
-            let ids = binding.chat_id.iter().chain(binding.peer.as_ref().map(|(_, id)| id));
+            let ids = binding
+                .chat_id
+                .iter()
+                .chain(binding.peer.as_ref().map(|(_, id)| id));
             chats.extend(ids.map(|id| format!("{}:{id}", binding.channel)));
         }
         for agent in &config.agents.list {
@@ -64,12 +67,18 @@ impl OwnerChats {
                     .map(move |user| format!("{plugin}:{user}"))
             })
             .collect();
-        Self { by_agent, every_agent }
+        Self {
+            by_agent,
+            every_agent,
+        }
     }
 
     fn contains(&self, agent: &str, target: &str) -> bool {
         self.every_agent.iter().any(|t| t == target)
-            || self.by_agent.get(agent).is_some_and(|chats| chats.iter().any(|t| t == target))
+            || self
+                .by_agent
+                .get(agent)
+                .is_some_and(|chats| chats.iter().any(|t| t == target))
     }
 }
 
@@ -116,12 +125,13 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> 
     if message.trim().is_empty() {
         return Err("the text is empty".into());
     }
-    let target = match given_target(args) {
-        Some(to) => to.to_string(),
-        None => ctx.reach.last(&ctx.agent.id).await?.ok_or_else(|| {
-            fail!("nobody has talked to you on a chat platform yet; say where with `to`")
-        })?,
-    };
+    let target =
+        match given_target(args) {
+            Some(to) => to.to_string(),
+            None => ctx.reach.last(&ctx.agent.id).await?.ok_or_else(|| {
+                fail!("nobody has talked to you on a chat platform yet; say where with `to`")
+            })?,
+        };
     if let Some(id) = target.strip_prefix("session:") {
         let session = ctx.sessions.get(id).await?;
         if session.agent_id != ctx.agent.id {

@@ -115,10 +115,7 @@ pub async fn create(
     match route {
         Route::Passthrough(targets) => passthrough(&app, &targets, messages_call(&headers, body, who)).await,
         Route::Translate => {
-            let asker = Asker {
-                reach: &reach,
-                agent,
-            };
+            let asker = Asker { reach: &reach, agent };
             translated(&app, &headers, asker, &body, &model, who).await
         }
     }

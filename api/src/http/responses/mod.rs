@@ -116,10 +116,7 @@ pub async fn create(
     let chat = Value::Object(chat);
     let chat_request: ChatRequest = typed(&chat)?;
     let session_ref = session_header(&headers)?;
-    let asker = Asker {
-        reach: &reach,
-        agent,
-    };
+    let asker = Asker { reach: &reach, agent };
     let answered = chat_core::answer(
         &app,
         &headers,
@@ -165,7 +162,10 @@ fn previous_in_reach(reach: &AgentReach, previous: &crate::responses::Stored) ->
     if !reach.is_scoped() {
         return Ok(());
     }
-    match previous.response["model"].as_str().and_then(|m| m.strip_prefix("onyx:")) {
+    match previous.response["model"]
+        .as_str()
+        .and_then(|m| m.strip_prefix("onyx:"))
+    {
         Some(agent) => reach.check(agent).map(drop),
         None => Err(reach.refuse("previous_response_id names a response of no agent of it")),
     }
@@ -179,7 +179,10 @@ pub async fn get(State(app): State<Arc<App>>, ResponseId(id): ResponseId) -> Res
     Ok(Json(stored.response))
 }
 
-pub async fn delete(State(app): State<Arc<App>>, ResponseId(id): ResponseId) -> Result<Json<Value>, ApiError> {
+pub async fn delete(
+    State(app): State<Arc<App>>,
+    ResponseId(id): ResponseId,
+) -> Result<Json<Value>, ApiError> {
     if !ResponseStore::new(app.db.clone()).delete(&id).await? {
         return Err(ResponseError::NotFound(id).into());
     }
