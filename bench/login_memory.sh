@@ -16,7 +16,7 @@ bin=${1:-${ONYX_BIN:-target/release/onyx}}
 n=${2:-32}
 proxy=${PROXY:-1}
 dir=$(mktemp -d)
-trap 'kill "${pid:-}" 2>/dev/null || true; rm -rf "$dir"' EXIT
+trap 'kill "${pid:-}" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
 
 hash=$("$bin" hash-password <<<"right horse" 2>/dev/null | tail -1)
 trusted=""
