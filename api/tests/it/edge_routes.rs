@@ -240,8 +240,7 @@ async fn a_body_not_sent_as_json_is_a_415_on_every_route() {
             .replace("{name}", "SOUL.md")
             .replace("{*path}", "notes.md")
             .replace("{*file}", "notes.md")
-            .replace('{', "")
-            .replace('}', "");
+            .replace(['{', '}'], "");
         for method in ["POST", "PUT", "PATCH"] {
             if method == "PUT" && TEXT_DOCUMENTS.contains(&path) {
                 continue;
