@@ -46,6 +46,10 @@ pub struct App {
     /// The control UI's password (argon2id), if one is set.
     pub password_hash: Option<String>,
     pub login_throttle: crate::auth::LoginThrottle,
+    /// UI password checks, a few at a time (each allocates argon2's memory).
+    pub password_checks: crate::auth::PasswordChecks,
+    /// `gateway.trustedProxy`: whose header names a client's address.
+    pub trusted_proxy: Option<crate::config::TrustedProxy>,
     /// The providers routed to: the config file's and those added through the API.
     pub providers: Arc<ProviderRegistry>,
     /// Store plain proxy requests (without `x-onyx-session-id`) as sessions.
@@ -121,7 +125,12 @@ impl App {
         }
         let objects = open_objects(config).await;
         let sessions = Sessions::new(objects.clone(), db.clone()).await?;
-        let auth = Authenticator::new(ApiKeys::new(&keys), db.clone()).await?;
+        let auth = Authenticator::new(
+            ApiKeys::new(&keys),
+            db.clone(),
+            config.gateway.password_hash.is_some(),
+        )
+        .await?;
         let background = Background::new();
         background.spawn(
             "providers: follow changes from every replica",
@@ -212,6 +221,8 @@ impl App {
             background,
             password_hash: config.gateway.password_hash.clone(),
             login_throttle: crate::auth::LoginThrottle::new(db.clone()),
+            password_checks: crate::auth::PasswordChecks::default(),
+            trusted_proxy: config.gateway.trusted_proxy.clone(),
             providers,
             tasks,
             scheduler,

@@ -68,6 +68,8 @@ pub struct Agents {
     compaction: CompactionConfig,
     wake: tokio::sync::mpsc::UnboundedSender<tools::Wake>,
     mcp: Arc<crate::mcp_client::McpClients>,
+    /// Where `send_message` writes without asking in `ask` mode.
+    owner_chats: Arc<tools::OwnerChats>,
     /// The orchestration loop, plugged in once it exists (it runs agents).
     coordination: std::sync::OnceLock<Arc<dyn coordination::Coordination>>,
 }
@@ -129,6 +131,7 @@ impl Agents {
             compaction: config.agents.compaction,
             wake,
             mcp: parts.mcp,
+            owner_chats: Arc::new(tools::OwnerChats::from_config(config)),
             coordination: std::sync::OnceLock::new(),
         });
         let weak = Arc::downgrade(&agents);
@@ -160,12 +163,14 @@ impl Agents {
             .map(|_| ())
     }
 
-    /// A run nobody watches: `send_to_agent` with `wake: true`.
+    /// A run nobody watches: `send_to_agent` with `wake: true`, under the
+    /// stricter of the sender's and the woken agent's permission modes.
     async fn run_woken(self: Arc<Self>, wake: tools::Wake) {
-        let agent = match self.registry.get(&wake.agent).await {
+        let mut agent = match self.registry.get(&wake.agent).await {
             Ok(Some(agent)) if agent.enabled => agent,
             _ => return,
         };
+        agent.permission_mode = agent.permission_mode.stricter(wake.mode);
         if let Err(err) = self.prepare(&agent).await {
             tracing::warn!(agent = %agent.id, error = %err, "cannot wake the agent");
             return;

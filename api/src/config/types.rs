@@ -290,6 +290,8 @@ pub struct GatewayConfig {
     pub log_format: LogFormat,
     pub shutdown_grace: Duration,
     pub models_cache_ttl: Duration,
+    /// Where a client's address comes from behind a reverse proxy (`None`: the TCP peer).
+    pub trusted_proxy: Option<super::proxy::TrustedProxy>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -546,6 +548,18 @@ pub enum PermissionMode {
     Safe,
     Ask,
     AllowAll,
+}
+
+impl PermissionMode {
+    /// The stricter of the two (`safe` over `ask` over `allow-all`).
+    pub fn stricter(self, other: Self) -> Self {
+        let rank = |mode| match mode {
+            Self::Safe => 0,
+            Self::Ask => 1,
+            Self::AllowAll => 2,
+        };
+        if rank(other) < rank(self) { other } else { self }
+    }
 }
 
 #[derive(Debug)]

@@ -1,9 +1,10 @@
 //! The built-in tools an agent can call, one file per group, each an OpenAI
 //! function schema plus its implementation. A tool is `Read` (always
 //! allowed), `Write` (changes only the agent's own memory, tasks and
-//! messages: runs without a prompt in `ask` mode, wherever the run came from)
+//! messages: runs without a prompt in `ask` mode, wherever the run came from,
+//! except `send_message` to a chat the owner did not set up for the agent)
 //! or `Dangerous` (files, the shell, the web: waits for approval in `ask`
-//! mode). `safe` mode offers only `Read` tools. The tools of outside MCP
+//! mode). `safe` mode offers only `Read` tools ([`asks_first`] decides). The tools of outside MCP
 //! servers (`mcp__{server}__{tool}`) are offered beside them, of the kind
 //! their server's `trust` says.
 
@@ -17,6 +18,8 @@ mod sessions;
 mod skill;
 mod tasks;
 pub mod web;
+
+pub use messages::OwnerChats;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -152,6 +155,9 @@ impl From<McpTool> for ToolSpec {
 pub struct Wake {
     pub agent: String,
     pub from: String,
+    /// The sender's permission mode: the woken run works under the stricter
+    /// of it and the woken agent's own.
+    pub mode: PermissionMode,
 }
 
 /// Everything a tool may touch, for one run of one agent.
@@ -166,6 +172,8 @@ pub struct ToolContext {
     pub wake: tokio::sync::mpsc::UnboundedSender<Wake>,
     pub channels: Arc<Channels>,
     pub reach: Reach,
+    /// The chats the config sets up for each agent (`send_message` asks before others).
+    pub owner_chats: Arc<OwnerChats>,
     pub skills: Arc<crate::skills::Skills>,
     pub mcp: Arc<McpClients>,
     /// The orchestration loop, for the mission tools (`None` when it is off).
@@ -237,6 +245,19 @@ pub fn offered(
         .filter(|t| !denied(&settings.deny, &t.name) && !denied(&agent.tools_deny, &t.name))
         .filter(|t| mode != PermissionMode::Safe || t.kind == ToolKind::Read)
         .collect()
+}
+
+/// Whether a call of `spec` waits for a person's approval first: in `ask`
+/// mode, a `Dangerous` tool, or a message to a chat the owner did not set up.
+pub async fn asks_first(ctx: &ToolContext, spec: &ToolSpec, mode: PermissionMode, arguments: &Value) -> bool {
+    if mode != PermissionMode::Ask {
+        return false;
+    }
+    match spec.kind {
+        ToolKind::Dangerous => true,
+        _ if spec.name == "send_message" => messages::asks_first(ctx, arguments).await,
+        _ => false,
+    }
 }
 
 /// Runs one tool call; unknown tools and bad arguments are errors the model sees.
