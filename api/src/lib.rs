@@ -48,6 +48,7 @@ mod fuzzing;
 pub mod health;
 pub mod http;
 pub mod inbox;
+pub mod knowledge;
 pub mod limits;
 pub mod mcp_client;
 pub mod memory;

@@ -68,6 +68,8 @@ pub struct Agents {
     compaction: CompactionConfig,
     wake: tokio::sync::mpsc::UnboundedSender<tools::Wake>,
     mcp: Arc<crate::mcp_client::McpClients>,
+    /// menos, for `menos_search` (`None` without `knowledge.menos`).
+    menos: Option<Arc<crate::knowledge::Menos>>,
     /// The orchestration loop, plugged in once it exists (it runs agents).
     coordination: std::sync::OnceLock<Arc<dyn coordination::Coordination>>,
 }
@@ -81,6 +83,7 @@ pub struct Parts {
     pub tasks: Arc<Tasks>,
     pub channels: Arc<Channels>,
     pub mcp: Arc<crate::mcp_client::McpClients>,
+    pub menos: Option<Arc<crate::knowledge::Menos>>,
 }
 
 impl Agents {
@@ -125,6 +128,7 @@ impl Agents {
             compaction: config.agents.compaction,
             wake,
             mcp: parts.mcp,
+            menos: parts.menos,
             coordination: std::sync::OnceLock::new(),
         });
         let weak = Arc::downgrade(&agents);

@@ -245,6 +245,7 @@ impl Agents {
             skills: self.skills.clone(),
             mcp: self.mcp.clone(),
             coordination: self.coordination.get().cloned(),
+            menos: self.menos.clone(),
         }
     }
 

@@ -9,6 +9,7 @@
 mod embedder;
 mod env;
 mod fields;
+mod knowledge;
 mod mcp;
 mod raw;
 mod scheduling;
@@ -19,6 +20,7 @@ mod validate;
 
 use std::path::{Path, PathBuf};
 
+pub use knowledge::{KnowledgeConfig, MenosConfig};
 pub use raw::RawProvider as ProviderSpec;
 pub use types::*;
 pub use validate::{detected_provider, is_deployment_name, ollama_url, provider_from_spec};

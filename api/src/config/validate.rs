@@ -29,6 +29,8 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
     let agents = agents(raw.agents, &mcp.servers)?;
     let storage = storage(raw.storage, env)?;
     let mut tools = tools(raw.tools, env)?;
+    let knowledge = super::knowledge::knowledge(raw.knowledge, env)?;
+    tools.menos_search = knowledge.menos.is_some();
     super::mcp::check_tool_entries(&tools.allow, &mcp.servers, "tools.allow")?;
     super::mcp::check_tool_entries(&tools.deny, &mcp.servers, "tools.deny")?;
     // What a sandboxed command must never read.
@@ -61,6 +63,7 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
         usage: super::usage::usage(raw.usage)?,
         mcp,
         orchestration: orchestration(raw.orchestration)?,
+        knowledge,
     })
 }
 

@@ -14,7 +14,9 @@ mod chat_session;
 mod console;
 mod embeddings;
 mod error;
+mod heartbeat;
 mod keys;
+mod knowledge;
 mod login;
 mod mcp;
 mod mcp_servers;
@@ -114,6 +116,8 @@ pub fn router(app: Arc<App>) -> Router {
         )
         .route("/v1/proposals/{id}/approve", post(missions::approve))
         .route("/v1/proposals/{id}/reject", post(missions::reject))
+        .route("/v1/orchestration/heartbeat", post(heartbeat::heartbeat))
+        .route("/v1/knowledge", get(knowledge::sources))
         .route_layer(axum::middleware::from_fn(middleware::require_admin));
     let protected = Router::new()
         .merge(admin)

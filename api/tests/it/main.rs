@@ -22,6 +22,7 @@ mod fuzz;
 mod gemini;
 mod hardening;
 mod keys;
+mod knowledge;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
 mod local_embedder;
 mod logging;
@@ -33,6 +34,7 @@ mod missions;
 mod observability;
 mod plugins;
 mod projects;
+mod reactions;
 mod prompt_cache;
 mod providers;
 mod providers_live;
