@@ -150,6 +150,8 @@ fn tools(raw: raw::RawTools, env: Env) -> Result<ToolsConfig, ConfigError> {
         .or_else(|| env("SEARXNG_URL"))
         .filter(|u| !u.is_empty());
     Ok(ToolsConfig {
+        // Set from `knowledge.menos` once that is read.
+        menos_search: false,
         searxng_url: searxng
             .as_deref()
             .map(|u| parse_url(u, "tools.webSearch.searxngUrl"))
