@@ -27,10 +27,7 @@ use sha2::{Digest, Sha256};
 #[derive(Debug, thiserror::Error)]
 pub enum KeyFileError {
     #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    Read { path: String, source: std::io::Error },
     #[error(
         "{path} can be read by other users (mode {mode:o}): make it private (chmod 600), as ssh requires"
     )]
@@ -62,7 +59,9 @@ pub struct Signer {
 
 impl std::fmt::Debug for Signer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Signer").field("key_id", &self.key_id).finish_non_exhaustive()
+        f.debug_struct("Signer")
+            .field("key_id", &self.key_id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -215,14 +214,28 @@ AAAEC58axHqqutgjkrnz21rL/e6o8TGJpaaGMClAUtlDMsYEVH4ldQJUHF/MFsNGCxORLY
             .unwrap();
         let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
         assert_eq!(signer.key_id(), format!("SHA256:{hex}"));
-        assert_eq!(signer.key_id(), "SHA256:f1d6a08b7bea100a", "as menos's own client computes it");
-        assert!(signer.public_openssh().starts_with("ssh-ed25519 AAAA"), "{}", signer.public_openssh());
+        assert_eq!(
+            signer.key_id(),
+            "SHA256:f1d6a08b7bea100a",
+            "as menos's own client computes it"
+        );
+        assert!(
+            signer.public_openssh().starts_with("ssh-ed25519 AAAA"),
+            "{}",
+            signer.public_openssh()
+        );
     }
 
     #[test]
     fn the_signature_covers_method_path_authority_and_params_as_menos_rebuilds_them() {
         let signer = signer();
-        let headers = signer.sign("get", "/api/v1/content/search", "127.0.0.1:8000", None, 1_764_230_400);
+        let headers = signer.sign(
+            "get",
+            "/api/v1/content/search",
+            "127.0.0.1:8000",
+            None,
+            1_764_230_400,
+        );
         let params = format!(
             "(\"@method\" \"@path\" \"@authority\");keyid=\"{}\";alg=\"ed25519\";created=1764230400",
             signer.key_id()
@@ -257,8 +270,15 @@ AAAEC58axHqqutgjkrnz21rL/e6o8TGJpaaGMClAUtlDMsYEVH4ldQJUHF/MFsNGCxORLY
     fn a_body_is_covered_by_its_content_digest() {
         let headers = signer().sign("POST", "/api/v1/content", "menos", Some(b"{\"a\":1}"), 1);
         let digest = headers.content_digest.unwrap();
-        assert!(digest.starts_with("sha-256=:") && digest.ends_with(':'), "{digest}");
-        assert!(headers.signature_input.contains("\"@authority\" \"content-digest\")"));
+        assert!(
+            digest.starts_with("sha-256=:") && digest.ends_with(':'),
+            "{digest}"
+        );
+        assert!(
+            headers
+                .signature_input
+                .contains("\"@authority\" \"content-digest\")")
+        );
     }
 
     #[test]

@@ -269,7 +269,9 @@ mod tests {
 
     fn matrix(pattern: Value) -> Value {
         let mut p = json!({"source": "*", "tags": ["mission:failed"], "target": "brain", "type": "diagnose", "probability": 1.0});
-        p.as_object_mut().unwrap().extend(pattern.as_object().unwrap().clone());
+        p.as_object_mut()
+            .unwrap()
+            .extend(pattern.as_object().unwrap().clone());
         json!({"patterns": [p]})
     }
 
@@ -294,9 +296,16 @@ mod tests {
             "{refused}"
         );
         let stored = reaction_patterns(&bare, Stored::AsSeconds).unwrap();
-        assert_eq!(stored[0].cooldown, Duration::from_secs(120), "seconds, as it was stored");
+        assert_eq!(
+            stored[0].cooldown,
+            Duration::from_secs(120),
+            "seconds, as it was stored"
+        );
         for (both, field) in [
-            (json!({"cooldown_minutes": 1, "cooldown_seconds": 60}), "cooldown_minutes"),
+            (
+                json!({"cooldown_minutes": 1, "cooldown_seconds": 60}),
+                "cooldown_minutes",
+            ),
             (json!({"cooldown_minutes": 1, "cooldown": 60}), "cooldown"),
         ] {
             let err = reaction_patterns(&matrix(both), Stored::AsSeconds).unwrap_err();

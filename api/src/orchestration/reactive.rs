@@ -192,10 +192,15 @@ async fn queue_reactions(orch: &Arc<Orchestrator>, event: &Event) -> Result<(), 
             .and_then(parse_stamp)
             && Utc::now() - last < cooldown
         {
-            orch.emit(&pattern.target, "reaction.cooling", &["reaction"], json!({
-                "type": pattern.kind, "from": event.agent, "event": event.key, "event_type": event.kind,
-                "last": stamp(last), "cooldown_seconds": pattern.cooldown.as_secs(),
-            }))
+            orch.emit(
+                &pattern.target,
+                "reaction.cooling",
+                &["reaction"],
+                json!({
+                    "type": pattern.kind, "from": event.agent, "event": event.key, "event_type": event.kind,
+                    "last": stamp(last), "cooldown_seconds": pattern.cooldown.as_secs(),
+                }),
+            )
             .await;
             continue;
         }
@@ -242,7 +247,9 @@ impl Orchestrator {
     }
 
     /// Turns the pending reactions (20 at most) into proposals; what became of each.
-    pub(super) async fn process_reactions(self: &Arc<Self>) -> Result<Vec<ReactionOutcome>, OrchestrationError> {
+    pub(super) async fn process_reactions(
+        self: &Arc<Self>,
+    ) -> Result<Vec<ReactionOutcome>, OrchestrationError> {
         let mut outcomes = Vec::new();
         for reaction in self.store.reactions(Some("pending"), 20).await? {
             // Claim it first, so two replicas never both propose.

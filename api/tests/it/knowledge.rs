@@ -87,7 +87,10 @@ async fn agents_search_menos_with_signed_requests_and_menos_refuses_what_it_cann
             r#"script: menos_search {"query": "docker networking", "limit": 2} ; answer"#,
         )
         .await;
-    assert!(answer.contains("1. Docker networking explained [youtube, id c1"), "{answer}");
+    assert!(
+        answer.contains("1. Docker networking explained [youtube, id c1"),
+        "{answer}"
+    );
     assert!(answer.contains("Bridge networks give each container"), "{answer}");
     let offered = fakes.openai.state.last_request().unwrap();
     assert!(offered["tools"].to_string().contains("menos_search"), "{offered}");
@@ -126,10 +129,16 @@ async fn agents_search_menos_with_signed_requests_and_menos_refuses_what_it_cann
     let entry = dependency(&health, "menos");
     assert_eq!(entry["status"], "down", "{health}");
     let detail = entry["detail"].as_str().unwrap();
-    assert!(detail.contains("menos refused Onyx's signature (401)"), "{detail}");
+    assert!(
+        detail.contains("menos refused Onyx's signature (401)"),
+        "{detail}"
+    );
     let stranger_sources = stranger.get_json("/v1/knowledge").await;
     let stranger_id = stranger_sources["menos"]["key_id"].as_str().unwrap().to_string();
-    assert!(detail.contains(&stranger_id), "the detail names the key to authorize: {detail}");
+    assert!(
+        detail.contains(&stranger_id),
+        "the detail names the key to authorize: {detail}"
+    );
     assert_eq!(
         stranger_sources["menos"]["probe"]["error"],
         format!("Unknown key: {stranger_id}")
@@ -144,7 +153,9 @@ async fn agents_search_menos_with_signed_requests_and_menos_refuses_what_it_cann
         .filter(|r| r["accepted"] == false)
         .collect();
     assert!(
-        refusals.iter().any(|r| r["refusal"] == format!("Unknown key: {stranger_id}")),
+        refusals
+            .iter()
+            .any(|r| r["refusal"] == format!("Unknown key: {stranger_id}")),
         "{refusals:?}"
     );
 
@@ -161,7 +172,10 @@ async fn agents_search_menos_with_signed_requests_and_menos_refuses_what_it_cann
     let body: Value = replayed.json().await.unwrap();
     assert_eq!(body["detail"], "Invalid signature");
     let genuine = client
-        .get(format!("{}/api/v1/content/search?q=terraform&limit=1", menos.url()))
+        .get(format!(
+            "{}/api/v1/content/search?q=terraform&limit=1",
+            menos.url()
+        ))
         .header("signature-input", &signer.0)
         .header("signature", &signer.1)
         .send()
@@ -204,7 +218,10 @@ async fn key_files_that_cannot_sign_stop_startup_with_the_reason() {
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
     }
     let stderr = start(config(&fakes, &menos.url(), &keys.path().join("missing"))).await;
-    assert!(stderr.contains("knowledge.menos.keyFile: cannot read"), "{stderr}");
+    assert!(
+        stderr.contains("knowledge.menos.keyFile: cannot read"),
+        "{stderr}"
+    );
 
     let rsa = keys.path().join("rsa");
     let out = std::process::Command::new("ssh-keygen")

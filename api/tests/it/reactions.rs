@@ -19,7 +19,6 @@ fn config(fakes: &Fakes, orchestration: Value) -> TestConfig {
                 { "id": "lead", "default": true },
                 { "id": "researcher" },
                 { "id": "writer" },
-                { "id": "slowpoke", "model": "openai/fake-slow" },
             ],
         },
         "orchestration": orchestration,
@@ -47,14 +46,18 @@ async fn ended(onyx: &Onyx, mission: &str) -> Value {
 
 /// The first proposal from `source` titled `title`, once it has its mission.
 async fn mission_of(onyx: &Onyx, source: &str, title: &str) -> String {
-    wait_until(secs(30), &format!("a {source} proposal {title:?} with a mission"), async || {
-        let all = onyx.get_json("/v1/proposals").await;
-        all["data"]
-            .as_array()?
-            .iter()
-            .find(|p| p["source"] == source && p["title"] == title)
-            .and_then(|p| p["mission"].as_str().map(str::to_string))
-    })
+    wait_until(
+        secs(30),
+        &format!("a {source} proposal {title:?} with a mission"),
+        async || {
+            let all = onyx.get_json("/v1/proposals").await;
+            all["data"]
+                .as_array()?
+                .iter()
+                .find(|p| p["source"] == source && p["title"] == title)
+                .and_then(|p| p["mission"].as_str().map(str::to_string))
+        },
+    )
     .await
 }
 
@@ -68,11 +71,7 @@ async fn events(onyx: &Onyx, kind: &str) -> Vec<Value> {
 #[tokio::test]
 async fn an_event_fires_a_trigger_whose_success_sets_off_a_reaction_that_runs_its_mission() {
     let fakes = Fakes::start().await;
-    let onyx = Onyx::start(
-        Some(&config(&fakes, json!({ "reactionSeed": 11 })).build()),
-        &[],
-    )
-    .await;
+    let onyx = Onyx::start(Some(&config(&fakes, json!({ "reactionSeed": 11 })).build()), &[]).await;
     let (status, body) = put_policy(
         &onyx,
         "auto_approve",
@@ -115,7 +114,10 @@ async fn an_event_fires_a_trigger_whose_success_sets_off_a_reaction_that_runs_it
     )
     .await;
     assert_eq!(launch["status"], "accepted", "{launch}");
-    assert_eq!(ended(&onyx, launch["mission"].as_str().unwrap()).await["status"], "succeeded");
+    assert_eq!(
+        ended(&onyx, launch["mission"].as_str().unwrap()).await["status"],
+        "succeeded"
+    );
 
     // The trigger: the writer's write-up runs and succeeds.
     let write_up = mission_of(&onyx, "trigger", "Write-up of Launch").await;
@@ -136,15 +138,23 @@ async fn an_event_fires_a_trigger_whose_success_sets_off_a_reaction_that_runs_it
     let review = ended(&onyx, &review).await;
     assert_eq!(review["status"], "succeeded", "{review}");
     let step = &review["steps"][0];
-    assert_eq!((step["agent"].as_str(), step["kind"].as_str()), (Some("researcher"), Some("review")));
+    assert_eq!(
+        (step["agent"].as_str(), step["kind"].as_str()),
+        (Some("researcher"), Some("review"))
+    );
     assert_eq!(step["attempts"], 1);
     let output = step["output"].as_str().unwrap();
     assert!(
         output.contains("Agent writer did something you react to") && output.contains("as review"),
         "the step ran the reaction's prompt: {output}"
     );
-    let proposal = onyx.get_json(&format!("/v1/proposals/{}", review["proposal"].as_str().unwrap())).await;
-    assert!(proposal["reason"].as_str().unwrap().starts_with("auto:"), "{proposal}");
+    let proposal = onyx
+        .get_json(&format!("/v1/proposals/{}", review["proposal"].as_str().unwrap()))
+        .await;
+    assert!(
+        proposal["reason"].as_str().unwrap().starts_with("auto:"),
+        "{proposal}"
+    );
 
     // Within the cooldown (60 minutes), the writer's next success queues no
     // second review: the matrix says it is cooling, in seconds.
@@ -154,7 +164,10 @@ async fn an_event_fires_a_trigger_whose_success_sets_off_a_reaction_that_runs_it
                "steps": [{"kind": "write", "agent": "writer", "input": "script: say another piece"}]}),
     )
     .await;
-    assert_eq!(ended(&onyx, again["mission"].as_str().unwrap()).await["status"], "succeeded");
+    assert_eq!(
+        ended(&onyx, again["mission"].as_str().unwrap()).await["status"],
+        "succeeded"
+    );
     let cooling = wait_until(secs(30), "the reaction cooling", async || {
         events(&onyx, "reaction.cooling").await.into_iter().next()
     })
@@ -207,19 +220,23 @@ async fn a_cron_runs_the_control_loop_of_a_replica_without_a_worker() {
 
     // A step the heartbeat started dies with its replica: a later heartbeat
     // (on the restarted replica) recovers it once its lease is out, and the
-    // next one runs it again.
+    // next one runs it again. Its first attempt hangs in a shell command (so
+    // it is still running when the replica dies, however slow this machine
+    // is); the second finds the mark the first left in the work dir.
+    let slow_script = r#"script: exec {"command": "test -e first-attempt || (touch first-attempt && sleep 30)"} ; say slow work done"#;
     let slow = propose(
         &onyx,
         json!({"agent": "lead", "title": "Slow cron work",
-               "steps": [{"kind": "count", "agent": "slowpoke", "input": "take your time"}]}),
+               "steps": [{"kind": "count", "agent": "researcher", "input": slow_script}]}),
     )
     .await;
     let slow_mission = slow["mission"].as_str().unwrap().to_string();
     let (status, _) = reply(onyx.post("/v1/orchestration/heartbeat")).await;
     assert_eq!(status, 200);
-    wait_until(secs(20), "the slow step is running", async || {
+    let mark = onyx.dir.path().join("data/workspaces/researcher/first-attempt");
+    wait_until(secs(20), "the slow step's command is running", async || {
         let m = onyx.get_json(&format!("/v1/missions/{slow_mission}")).await;
-        (m["steps"][0]["status"] == "running").then_some(())
+        (m["steps"][0]["status"] == "running" && mark.exists()).then_some(())
     })
     .await;
     let step = onyx.get_json(&format!("/v1/missions/{slow_mission}")).await["steps"][0]["key"]
@@ -228,20 +245,29 @@ async fn a_cron_runs_the_control_loop_of_a_replica_without_a_worker() {
         .to_string();
     let dir = onyx.crash().await;
     let onyx = Onyx::start_in(dir, Some(&config), &[]).await;
-    let recovered = wait_until(secs(30), "a heartbeat recovers the stale step", async || {
+    let recovered = poll_until(secs(30), async || {
         let (status, report) = reply(onyx.post("/v1/orchestration/heartbeat")).await;
         assert_eq!(status, 200, "{report}");
         let recovered = report["recovered_steps"].as_array()?.clone();
         (!recovered.is_empty()).then_some(recovered)
     })
     .await;
+    let Some(recovered) = recovered else {
+        let mission = onyx.get_json(&format!("/v1/missions/{slow_mission}")).await;
+        panic!("no heartbeat recovered the stale step in 30 s: {mission}");
+    };
     assert_eq!(recovered, [json!(step)]);
-    let done = wait_until(secs(60), "the recovered step runs again on a heartbeat", async || {
-        let _ = reply(onyx.post("/v1/orchestration/heartbeat")).await;
-        let m = onyx.get_json(&format!("/v1/missions/{slow_mission}")).await;
-        (!matches!(m["status"].as_str(), Some("queued" | "running"))).then_some(m)
-    })
+    let done = wait_until(
+        secs(60),
+        "the recovered step runs again on a heartbeat",
+        async || {
+            let _ = reply(onyx.post("/v1/orchestration/heartbeat")).await;
+            let m = onyx.get_json(&format!("/v1/missions/{slow_mission}")).await;
+            (!matches!(m["status"].as_str(), Some("queued" | "running"))).then_some(m)
+        },
+    )
     .await;
     assert_eq!(done["status"], "succeeded", "{done}");
     assert_eq!(done["steps"][0]["attempts"], 2, "{done}");
+    assert_eq!(done["steps"][0]["output"], "slow work done", "{done}");
 }

@@ -98,7 +98,10 @@ pub async fn start(authorized: &str, port: u16) -> std::io::Result<FakeServer> {
         state: state.clone(),
     });
     let routes = Router::new()
-        .route("/health", get(|| async { Json(json!({"status": "ok", "git_sha": "stand-in"})) }))
+        .route(
+            "/health",
+            get(|| async { Json(json!({"status": "ok", "git_sha": "stand-in"})) }),
+        )
         .route(
             "/api/v1/auth/whoami",
             get({
@@ -114,7 +117,10 @@ pub async fn start(authorized: &str, port: u16) -> std::io::Result<FakeServer> {
         .route(
             "/api/v1/content/search",
             get(
-                move |method: Method, uri: Uri, headers: HeaderMap, Query(query): Query<HashMap<String, String>>| async move {
+                move |method: Method,
+                      uri: Uri,
+                      headers: HeaderMap,
+                      Query(query): Query<HashMap<String, String>>| async move {
                     if let Err(refused) = menos.verify(&method, &uri, &headers) {
                         return refused;
                     }
@@ -139,7 +145,9 @@ impl Menos {
     }
 
     fn check(&self, method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<String, String> {
-        let (Some(input), Some(signature)) = (header(headers, "signature-input"), header(headers, "signature")) else {
+        let (Some(input), Some(signature)) =
+            (header(headers, "signature-input"), header(headers, "signature"))
+        else {
             return Err("Missing signature headers".into());
         };
         let (label, params) = input.split_once('=').ok_or("Invalid signature-input format")?;
@@ -175,7 +183,10 @@ impl Menos {
         if (now - created).abs() > MAX_AGE_SECONDS {
             return Err("Signature expired or from future".into());
         }
-        let public = self.keys.get(&key_id).ok_or_else(|| format!("Unknown key: {key_id}"))?;
+        let public = self
+            .keys
+            .get(&key_id)
+            .ok_or_else(|| format!("Unknown key: {key_id}"))?;
         let mut base = String::new();
         for component in &components {
             let value = match *component {
@@ -200,21 +211,35 @@ impl Menos {
 }
 
 fn header(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
 }
 
 /// Word matches over title and text, best first.
 fn search(query: &HashMap<String, String>) -> Response {
-    let q = query.get("q").map(|q| q.trim().to_lowercase()).unwrap_or_default();
+    let q = query
+        .get("q")
+        .map(|q| q.trim().to_lowercase())
+        .unwrap_or_default();
     if q.is_empty() {
-        return (StatusCode::UNPROCESSABLE_ENTITY, Json(json!({"detail": "q is required"}))).into_response();
+        return (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(json!({"detail": "q is required"})),
+        )
+            .into_response();
     }
     let Some(limit) = query
         .get("limit")
         .map_or(Some(20), |l| l.parse::<usize>().ok())
         .filter(|l| (1..=100).contains(l))
     else {
-        return (StatusCode::UNPROCESSABLE_ENTITY, Json(json!({"detail": "limit must be 1 to 100"}))).into_response();
+        return (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(json!({"detail": "limit must be 1 to 100"})),
+        )
+            .into_response();
     };
     let words: Vec<&str> = q.split_whitespace().collect();
     let mut hits: Vec<(f64, Value)> = CORPUS
@@ -224,7 +249,10 @@ fn search(query: &HashMap<String, String>) -> Response {
             let found = words.iter().filter(|w| haystack.contains(**w)).count();
             (found > 0).then(|| {
                 let score = found as f64 / words.len() as f64;
-                (score, json!({"id": id, "content_type": kind, "title": title, "score": score, "snippet": text}))
+                (
+                    score,
+                    json!({"id": id, "content_type": kind, "title": title, "score": score, "snippet": text}),
+                )
             })
         })
         .collect();

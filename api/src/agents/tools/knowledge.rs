@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 use serde_json::{Value, json};
 
 use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail, number, text};
-use crate::knowledge::{KnowledgeError, SearchResults};
 use crate::knowledge::menos::MAX_LIMIT;
+use crate::knowledge::{KnowledgeError, SearchResults};
 
 pub fn specs(menos: bool) -> Vec<ToolSpec> {
     if !menos {
@@ -29,7 +29,10 @@ pub fn specs(menos: bool) -> Vec<ToolSpec> {
 }
 
 pub async fn call(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
-    let menos = ctx.menos.as_ref().ok_or("menos is not configured (knowledge.menos)")?;
+    let menos = ctx
+        .menos
+        .as_ref()
+        .ok_or("menos is not configured (knowledge.menos)")?;
     let query = text(args, "query")?;
     let limit = number(args, "limit", 5, u64::from(MAX_LIMIT)).max(1) as u32;
     match menos.search(query, limit).await {

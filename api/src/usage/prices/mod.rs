@@ -199,8 +199,14 @@ mod tests {
         assert_eq!(bedrock("anthropic.claude-3-haiku-20240307-v1:0"), Some(0.25));
         assert_eq!(bedrock("us.anthropic.claude-sonnet-4-5-20250929-v1:0"), Some(3.0));
         assert_eq!(bedrock("eu.anthropic.claude-opus-4-1-20250805-v1:0"), Some(15.0));
-        assert_eq!(bedrock("apac.anthropic.claude-haiku-4-5-20251001-v1:0"), Some(1.0));
-        assert_eq!(bedrock("global.anthropic.claude-opus-4-5-20251101-v1:0"), Some(5.0));
+        assert_eq!(
+            bedrock("apac.anthropic.claude-haiku-4-5-20251001-v1:0"),
+            Some(1.0)
+        );
+        assert_eq!(
+            bedrock("global.anthropic.claude-opus-4-5-20251101-v1:0"),
+            Some(5.0)
+        );
         assert_eq!(bedrock("amazon.nova-micro-v1:0"), Some(0.035));
         assert_eq!(bedrock("us.amazon.nova-pro-v1:0"), Some(0.8));
         assert_eq!(bedrock("amazon.nova-premier-v1:0"), Some(2.5));
@@ -223,15 +229,24 @@ mod tests {
         let table = PriceTable::new(&BTreeMap::new());
         assert_eq!(input_of(&table, "gemini", "gemini-2.5-pro"), Some(1.25));
         assert_eq!(input_of(&table, "gemini", "models/gemini-2.5-flash"), Some(0.3));
-        assert_eq!(input_of(&table, "gemini", "gemini-2.5-flash-preview-09-2025"), Some(0.3));
+        assert_eq!(
+            input_of(&table, "gemini", "gemini-2.5-flash-preview-09-2025"),
+            Some(0.3)
+        );
         assert_eq!(input_of(&table, "gemini", "gemini-2.0-flash-001"), Some(0.1));
         assert_eq!(input_of(&table, "gemini", "gemini-3-pro-preview"), Some(2.0));
         assert_eq!(
             input_of(&table, "vertex", "publishers/google/models/gemini-2.5-flash-lite"),
             Some(0.1)
         );
-        assert_eq!(input_of(&table, "vertex", "claude-sonnet-4-5@20250929"), Some(3.0));
-        assert_eq!(input_of(&table, "vertex", "claude-3-5-sonnet-v2@20241022"), Some(3.0));
+        assert_eq!(
+            input_of(&table, "vertex", "claude-sonnet-4-5@20250929"),
+            Some(3.0)
+        );
+        assert_eq!(
+            input_of(&table, "vertex", "claude-3-5-sonnet-v2@20241022"),
+            Some(3.0)
+        );
         assert_eq!(input_of(&table, "mistral", "mistral-large-latest"), Some(0.5));
         assert_eq!(input_of(&table, "mistral", "mistral-large-2411"), Some(2.0));
         assert_eq!(input_of(&table, "mistral", "mistral-small-2506"), Some(0.1));
@@ -259,7 +274,11 @@ mod tests {
                 .map(|p| p.output),
             Some(0.0)
         );
-        assert_eq!(openrouter("openrouter/auto"), None, "a router's choice has no one price");
+        assert_eq!(
+            openrouter("openrouter/auto"),
+            None,
+            "a router's choice has no one price"
+        );
     }
 
     #[test]
@@ -267,8 +286,14 @@ mod tests {
         let shipped: BTreeMap<String, Price> = json5::from_str(SHIPPED).unwrap();
         assert!(shipped.len() > 80, "{} prices", shipped.len());
         for (name, price) in &shipped {
-            assert!(price.input >= 0.0 && price.output >= price.input * 0.5, "{name}: {price:?}");
-            assert!(price.cached_input.is_none_or(|c| c <= price.input), "{name}: {price:?}");
+            assert!(
+                price.input >= 0.0 && price.output >= price.input * 0.5,
+                "{name}: {price:?}"
+            );
+            assert!(
+                price.cached_input.is_none_or(|c| c <= price.input),
+                "{name}: {price:?}"
+            );
         }
     }
 

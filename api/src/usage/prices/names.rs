@@ -13,7 +13,16 @@ const PROFILE_PREFIXES: &[&str] = &["us", "eu", "apac", "global", "us-gov", "jp"
 
 /// Bedrock model ids name their vendor before a dot (`anthropic.claude-…`).
 const BEDROCK_VENDORS: &[&str] = &[
-    "anthropic", "amazon", "meta", "mistral", "cohere", "ai21", "deepseek", "openai", "qwen", "writer",
+    "anthropic",
+    "amazon",
+    "meta",
+    "mistral",
+    "cohere",
+    "ai21",
+    "deepseek",
+    "openai",
+    "qwen",
+    "writer",
 ];
 
 /// What a name resolves to.
@@ -139,8 +148,14 @@ mod tests {
             keys("publishers/google/models/gemini-2.5-pro").last().unwrap(),
             "gemini-2-5-pro"
         );
-        assert_eq!(keys("models/gemini-2.5-flash").last().unwrap(), "gemini-2-5-flash");
-        assert_eq!(keys("claude-3-5-sonnet-v2@20241022"), ["claude-3-5-sonnet-v2@20241022"]);
+        assert_eq!(
+            keys("models/gemini-2.5-flash").last().unwrap(),
+            "gemini-2-5-flash"
+        );
+        assert_eq!(
+            keys("claude-3-5-sonnet-v2@20241022"),
+            ["claude-3-5-sonnet-v2@20241022"]
+        );
     }
 
     #[test]
