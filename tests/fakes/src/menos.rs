@@ -109,7 +109,7 @@ pub async fn start(authorized: &str, port: u16) -> std::io::Result<FakeServer> {
                 move |method: Method, uri: Uri, headers: HeaderMap| async move {
                     match menos.verify(&method, &uri, &headers) {
                         Ok(key) => Json(json!({"key_id": key})).into_response(),
-                        Err(refused) => refused,
+                        Err(detail) => unauthorized(&detail),
                     }
                 }
             }),
@@ -121,8 +121,8 @@ pub async fn start(authorized: &str, port: u16) -> std::io::Result<FakeServer> {
                       uri: Uri,
                       headers: HeaderMap,
                       Query(query): Query<HashMap<String, String>>| async move {
-                    if let Err(refused) = menos.verify(&method, &uri, &headers) {
-                        return refused;
+                    if let Err(detail) = menos.verify(&method, &uri, &headers) {
+                        return unauthorized(&detail);
                     }
                     search(&query)
                 },
@@ -131,9 +131,14 @@ pub async fn start(authorized: &str, port: u16) -> std::io::Result<FakeServer> {
     crate::serve(routes, state, port).await
 }
 
+/// menos's refusal: 401 with FastAPI's `{"detail": …}`.
+fn unauthorized(detail: &str) -> Response {
+    (StatusCode::UNAUTHORIZED, Json(json!({"detail": detail}))).into_response()
+}
+
 impl Menos {
-    /// The key id of a valid signature, or the 401 menos answers.
-    fn verify(&self, method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<String, Response> {
+    /// The key id of a valid signature, or why menos refuses it (recorded either way).
+    fn verify(&self, method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<String, String> {
         let outcome = self.check(method, uri, headers);
         self.state.record(&json!({
             "path": uri.path(), "query": uri.query(),
@@ -141,7 +146,7 @@ impl Menos {
             "refusal": outcome.as_ref().err(),
             "signatureInput": header(headers, "signature-input"),
         }));
-        outcome.map_err(|detail| (StatusCode::UNAUTHORIZED, Json(json!({"detail": detail}))).into_response())
+        outcome
     }
 
     fn check(&self, method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<String, String> {
