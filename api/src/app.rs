@@ -60,6 +60,8 @@ pub struct App {
     pub mcp: Arc<crate::mcp_client::McpClients>,
     /// Proposals, missions and steps (`None` with `orchestration.enabled: false`).
     pub orchestrator: Option<Arc<crate::orchestration::Orchestrator>>,
+    /// menos, the content vault (`knowledge.menos`), if configured.
+    pub menos: Option<Arc<crate::knowledge::Menos>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +87,8 @@ pub enum StartupError {
     Sessions(#[from] SessionError),
     #[error(transparent)]
     Plugin(#[from] onyx_plugin_sdk::PluginError),
+    #[error(transparent)]
+    Knowledge(#[from] crate::knowledge::KnowledgeError),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: std::net::SocketAddr,
@@ -153,6 +157,10 @@ impl App {
             tracing::warn!(error = %err, "could not check the memory index; will retry in the background");
         }
         background.spawn("memory: sync and index catch-up", memory.background_loops());
+        let menos = match &config.knowledge.menos {
+            Some(menos) => Some(Arc::new(crate::knowledge::Menos::new(menos)?)),
+            None => None,
+        };
         let tasks = Tasks::new(db.clone(), config.scheduler.clone());
         let channels = Arc::new(Channels::default());
         let mcp = crate::mcp_client::McpClients::new(&config.mcp);
@@ -170,6 +178,7 @@ impl App {
                 tasks: tasks.clone(),
                 channels: channels.clone(),
                 mcp: mcp.clone(),
+                menos: menos.clone(),
             },
             &background,
         );
@@ -240,7 +249,8 @@ impl App {
             catalog: ModelCatalog::new(config.gateway.models_cache_ttl),
             auth,
             metrics,
-            health: HealthCache::default(),
+            health: HealthCache::new(menos.clone()),
+            menos,
             started: Instant::now(),
             max_body_bytes: config.gateway.max_body_bytes,
         })

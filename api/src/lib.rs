@@ -52,6 +52,7 @@ pub mod health;
 pub mod http;
 pub mod inbox;
 pub mod lease;
+pub mod knowledge;
 pub mod limits;
 pub mod mcp_client;
 pub mod memory;

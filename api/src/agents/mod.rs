@@ -70,6 +70,8 @@ pub struct Agents {
     mcp: Arc<crate::mcp_client::McpClients>,
     /// Where `send_message` writes without asking in `ask` mode.
     owner_chats: Arc<tools::OwnerChats>,
+    /// menos, for `menos_search` (`None` without `knowledge.menos`).
+    menos: Option<Arc<crate::knowledge::Menos>>,
     /// The orchestration loop, plugged in once it exists (it runs agents).
     coordination: std::sync::OnceLock<Arc<dyn coordination::Coordination>>,
 }
@@ -85,6 +87,7 @@ pub struct Parts {
     pub tasks: Arc<Tasks>,
     pub channels: Arc<Channels>,
     pub mcp: Arc<crate::mcp_client::McpClients>,
+    pub menos: Option<Arc<crate::knowledge::Menos>>,
 }
 
 impl Agents {
@@ -132,6 +135,7 @@ impl Agents {
             wake,
             mcp: parts.mcp,
             owner_chats: Arc::new(tools::OwnerChats::from_config(config)),
+            menos: parts.menos,
             coordination: std::sync::OnceLock::new(),
         });
         let weak = Arc::downgrade(&agents);

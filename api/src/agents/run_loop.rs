@@ -246,6 +246,7 @@ impl Agents {
             skills: self.skills.clone(),
             mcp: self.mcp.clone(),
             coordination: self.coordination.get().cloned(),
+            menos: self.menos.clone(),
         }
     }
 

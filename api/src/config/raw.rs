@@ -40,6 +40,8 @@ pub struct RawConfig {
     pub mcp: RawMcp,
     #[serde(default)]
     pub orchestration: RawOrchestration,
+    #[serde(default)]
+    pub knowledge: super::knowledge::RawKnowledge,
 }
 
 /// Proposals, missions and steps (`orchestration`).

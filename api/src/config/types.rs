@@ -34,6 +34,7 @@ pub struct Config {
     pub usage: UsageConfig,
     pub mcp: McpConfig,
     pub orchestration: OrchestrationConfig,
+    pub knowledge: super::KnowledgeConfig,
 }
 
 /// `orchestration`: proposals become missions whose steps run as agent runs.
@@ -248,6 +249,9 @@ impl ExecSandbox {
 pub struct ToolsConfig {
     /// SearXNG's base URL; without one `web_search` is not offered.
     pub searxng_url: Option<Url>,
+    /// Whether `knowledge.menos` is configured; without it `menos_search`
+    /// is not offered.
+    pub menos_search: bool,
     /// Hosts or IP addresses `web_fetch` may reach even though they are
     /// private, loopback or link-local.
     pub fetch_allow_private: Vec<String>,
@@ -267,6 +271,7 @@ impl Default for ToolsConfig {
     fn default() -> Self {
         Self {
             searxng_url: None,
+            menos_search: false,
             fetch_allow_private: Vec::new(),
             fetch_max_bytes: 2 * 1024 * 1024,
             fetch_timeout: Duration::from_secs(15),

@@ -30,6 +30,8 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
     let storage = storage(raw.storage, env)?;
     super::workspace::check_workspaces(&mut agents, &storage.data_dir, source.as_deref(), env)?;
     let mut tools = tools(raw.tools, env)?;
+    let knowledge = super::knowledge::knowledge(raw.knowledge, env)?;
+    tools.menos_search = knowledge.menos.is_some();
     super::mcp::check_tool_entries(&tools.allow, &mcp.servers, "tools.allow")?;
     super::mcp::check_tool_entries(&tools.deny, &mcp.servers, "tools.deny")?;
     // What a sandboxed command must never read.
@@ -62,6 +64,7 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
         usage: super::usage::usage(raw.usage)?,
         mcp,
         orchestration: orchestration(raw.orchestration)?,
+        knowledge,
     })
 }
 
@@ -148,6 +151,8 @@ fn tools(raw: raw::RawTools, env: Env) -> Result<ToolsConfig, ConfigError> {
         .or_else(|| env("SEARXNG_URL"))
         .filter(|u| !u.is_empty());
     Ok(ToolsConfig {
+        // Set from `knowledge.menos` once that is read.
+        menos_search: false,
         searxng_url: searxng
             .as_deref()
             .map(|u| parse_url(u, "tools.webSearch.searxngUrl"))

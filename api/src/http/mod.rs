@@ -17,7 +17,9 @@ mod console;
 mod edge;
 mod embeddings;
 mod error;
+mod heartbeat;
 mod keys;
+mod knowledge;
 mod login;
 mod mcp;
 mod mcp_servers;
@@ -192,6 +194,8 @@ fn tables() -> Tables {
         )
         .route("/v1/proposals/{id}/approve", post(missions::approve))
         .route("/v1/proposals/{id}/reject", post(missions::reject))
+        .route("/v1/orchestration/heartbeat", post(heartbeat::heartbeat))
+        .route("/v1/knowledge", get(knowledge::sources))
         // A pending tool call runs once someone with the owner's authority says so.
         .route("/v1/approvals/{id}", post(agents::decide));
     let owner = Table::new(Access::Owner)

@@ -28,6 +28,7 @@ mod fuzz;
 mod gemini;
 mod hardening;
 mod keys;
+mod knowledge;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
 mod local_embedder;
 mod logging;
@@ -43,6 +44,7 @@ mod projects;
 mod prompt_cache;
 mod providers;
 mod providers_live;
+mod reactions;
 mod responses;
 mod routing;
 mod runs;

@@ -11,6 +11,7 @@
 mod agents;
 mod exec;
 mod fs;
+mod knowledge;
 mod memory;
 mod messages;
 mod missions;
@@ -178,6 +179,8 @@ pub struct ToolContext {
     pub mcp: Arc<McpClients>,
     /// The orchestration loop, for the mission tools (`None` when it is off).
     pub coordination: Option<Arc<dyn super::coordination::Coordination>>,
+    /// menos, for `menos_search` (`None` without `knowledge.menos`).
+    pub menos: Option<Arc<crate::knowledge::Menos>>,
 }
 
 /// A tool's answer: what the model sees, and whether it is an error.
@@ -208,11 +211,13 @@ impl ToolOutput {
     }
 }
 
-/// Every built-in tool (web_search only with a SearXNG URL).
+/// Every built-in tool (web_search only with a SearXNG URL, menos_search
+/// only with `knowledge.menos`).
 pub fn all(settings: &ToolsConfig) -> Vec<ToolSpec> {
     let mut out = memory::specs();
     out.extend(sessions::specs());
     out.extend(web::specs(settings.searxng_url.is_some()));
+    out.extend(knowledge::specs(settings.menos_search));
     out.extend(fs::specs());
     out.extend(exec::specs());
     out.extend(agents::specs());
@@ -266,6 +271,7 @@ pub async fn call(ctx: &ToolContext, name: &str, arguments: &Value) -> ToolOutpu
         "memory_search" | "memory_get" | "memory_write" => memory::call(ctx, name, arguments).await,
         "sessions_list" | "sessions_history" => sessions::call(ctx, name, arguments).await,
         "web_fetch" | "web_search" => web::call(ctx, name, arguments).await,
+        "menos_search" => knowledge::call(ctx, arguments).await,
         "fs_read" | "fs_write" | "fs_edit" | "fs_list" => fs::call(ctx, name, arguments).await,
         "exec" => exec::call(ctx, arguments).await,
         "send_to_agent" => agents::call(ctx, arguments).await,
@@ -322,6 +328,7 @@ mod tests {
     fn the_names_config_accepts_are_exactly_the_built_in_tools() {
         let settings = ToolsConfig {
             searxng_url: url::Url::parse("http://127.0.0.1:8888").ok(),
+            menos_search: true,
             ..ToolsConfig::default()
         };
         let specs = all(&settings);

@@ -1,7 +1,11 @@
 //! The price table: USD per million tokens (input, output, cached input read,
-//! cache write) by upstream model name, shipped in `prices.json5` and
-//! overridden or extended by `usage.prices`. A model without a price costs
-//! `None` (unknown), never 0.
+//! cache write) by upstream model name, shipped in `prices.json5` (with where
+//! each price came from, and when) and overridden or extended by
+//! `usage.prices`. A model without a price costs `None` (unknown), never 0.
+//! How a name as traffic carries it (Bedrock profiles, OpenRouter vendors,
+//! versions) finds its key: [`names`].
+
+mod names;
 
 use std::collections::BTreeMap;
 use std::sync::RwLock;
@@ -10,6 +14,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::providers::{ModelRef, Usage};
+use names::{Resolved, normalize};
 
 /// USD per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -26,6 +31,14 @@ pub struct Price {
 }
 
 impl Price {
+    /// What a free variant costs.
+    pub const FREE: Price = Price {
+        input: 0.0,
+        output: 0.0,
+        cached_input: None,
+        cache_write: None,
+    };
+
     /// The cost of one answer. `prompt_tokens` counts cache reads and writes too.
     pub fn cost(&self, usage: &Usage) -> f64 {
         let read = usage.cached_tokens();
@@ -83,9 +96,9 @@ impl PriceTable {
         }
     }
 
-    /// The price of `target`: the provider-specific entry, the exact model
-    /// name, the name without a vendor prefix (`openai/gpt-4o` on OpenRouter),
-    /// then the longest known name it starts with.
+    /// The price of `target`: the provider-specific entry, then each key the
+    /// name resolves to ([`names::resolve`]), exactly or by the longest known
+    /// name it starts with.
     pub fn price(&self, target: &ModelRef) -> Option<Price> {
         if let Some(found) = crate::sync::read(&self.found).get(target) {
             return *found;
@@ -106,10 +119,10 @@ impl PriceTable {
         if let Some(price) = exact.iter().find_map(|k| self.by_name.get(k)) {
             return Some(*price);
         }
-        let bare = model.rsplit('/').next().unwrap_or(&model);
-        [model.as_str(), bare]
-            .into_iter()
-            .find_map(|name| self.longest_prefix(name))
+        match names::resolve(&target.model) {
+            Resolved::Free => Some(Price::FREE),
+            Resolved::Keys(keys) => keys.iter().find_map(|name| self.longest_prefix(name)),
+        }
     }
 
     fn longest_prefix(&self, name: &str) -> Option<Price> {
@@ -129,11 +142,6 @@ impl PriceTable {
             .max_by_key(|(key, _)| key.len())
             .map(|(_, price)| *price)
     }
-}
-
-/// Lowercase, with `.` as `-` (`claude-sonnet-4.5` and `claude-sonnet-4-5` are one model).
-fn normalize(name: &str) -> String {
-    name.trim().to_ascii_lowercase().replace('.', "-")
 }
 
 #[cfg(test)]
@@ -181,6 +189,112 @@ mod tests {
             Some(15.0)
         );
         assert_eq!(input_of(&table, "gemini", "gemini-2.5-flash-lite"), Some(0.1));
+    }
+
+    #[test]
+    fn bedrock_ids_profiles_nova_and_llama_find_their_prices() {
+        let table = PriceTable::new(&BTreeMap::new());
+        let bedrock = |name| input_of(&table, "bedrock", name);
+        assert_eq!(bedrock("anthropic.claude-3-5-sonnet-20241022-v2:0"), Some(3.0));
+        assert_eq!(bedrock("anthropic.claude-3-haiku-20240307-v1:0"), Some(0.25));
+        assert_eq!(bedrock("us.anthropic.claude-sonnet-4-5-20250929-v1:0"), Some(3.0));
+        assert_eq!(bedrock("eu.anthropic.claude-opus-4-1-20250805-v1:0"), Some(15.0));
+        assert_eq!(
+            bedrock("apac.anthropic.claude-haiku-4-5-20251001-v1:0"),
+            Some(1.0)
+        );
+        assert_eq!(
+            bedrock("global.anthropic.claude-opus-4-5-20251101-v1:0"),
+            Some(5.0)
+        );
+        assert_eq!(bedrock("amazon.nova-micro-v1:0"), Some(0.035));
+        assert_eq!(bedrock("us.amazon.nova-pro-v1:0"), Some(0.8));
+        assert_eq!(bedrock("amazon.nova-premier-v1:0"), Some(2.5));
+        assert_eq!(bedrock("meta.llama3-3-70b-instruct-v1:0"), Some(0.72));
+        assert_eq!(bedrock("us.meta.llama3-1-8b-instruct-v1:0"), Some(0.22));
+        assert_eq!(bedrock("us.meta.llama4-maverick-17b-instruct-v1:0"), Some(0.24));
+        assert_eq!(
+            bedrock("mistral.mistral-large-2402-v1:0"),
+            Some(4.0),
+            "not the current Mistral Large's price"
+        );
+        assert_eq!(
+            bedrock("arn:aws:bedrock:us-east-1:111122223333:inference-profile/us.amazon.nova-lite-v1:0"),
+            Some(0.06)
+        );
+    }
+
+    #[test]
+    fn gemini_vertex_mistral_deepseek_and_openrouter_names_find_their_prices() {
+        let table = PriceTable::new(&BTreeMap::new());
+        assert_eq!(input_of(&table, "gemini", "gemini-2.5-pro"), Some(1.25));
+        assert_eq!(input_of(&table, "gemini", "models/gemini-2.5-flash"), Some(0.3));
+        assert_eq!(
+            input_of(&table, "gemini", "gemini-2.5-flash-preview-09-2025"),
+            Some(0.3)
+        );
+        assert_eq!(input_of(&table, "gemini", "gemini-2.0-flash-001"), Some(0.1));
+        assert_eq!(input_of(&table, "gemini", "gemini-3-pro-preview"), Some(2.0));
+        assert_eq!(
+            input_of(&table, "vertex", "publishers/google/models/gemini-2.5-flash-lite"),
+            Some(0.1)
+        );
+        assert_eq!(
+            input_of(&table, "vertex", "claude-sonnet-4-5@20250929"),
+            Some(3.0)
+        );
+        assert_eq!(
+            input_of(&table, "vertex", "claude-3-5-sonnet-v2@20241022"),
+            Some(3.0)
+        );
+        assert_eq!(input_of(&table, "mistral", "mistral-large-latest"), Some(0.5));
+        assert_eq!(input_of(&table, "mistral", "mistral-large-2411"), Some(2.0));
+        assert_eq!(input_of(&table, "mistral", "mistral-small-2506"), Some(0.1));
+        assert_eq!(input_of(&table, "mistral", "codestral-latest"), Some(0.3));
+        assert_eq!(input_of(&table, "mistral", "magistral-medium-2509"), Some(2.0));
+        assert_eq!(input_of(&table, "deepseek", "deepseek-chat"), Some(0.28));
+        assert_eq!(input_of(&table, "deepseek", "deepseek-reasoner"), Some(0.28));
+        let openrouter = |name| input_of(&table, "openrouter", name);
+        assert_eq!(openrouter("anthropic/claude-opus-4.1"), Some(15.0));
+        assert_eq!(openrouter("google/gemini-2.5-pro"), Some(1.25));
+        assert_eq!(openrouter("mistralai/mistral-large-2411"), Some(2.0));
+        assert_eq!(openrouter("deepseek/deepseek-chat-v3.1"), Some(0.28));
+        assert_eq!(openrouter("deepseek/deepseek-r1"), Some(0.4));
+        assert_eq!(openrouter("amazon/nova-pro-v1"), Some(0.8));
+        assert_eq!(
+            openrouter("meta-llama/llama-3.3-70b-instruct"),
+            Some(0.13),
+            "OpenRouter's price, not Bedrock's or Groq's"
+        );
+        assert_eq!(openrouter("openai/gpt-4o-mini:nitro"), Some(0.15));
+        assert_eq!(openrouter("meta-llama/llama-3.3-70b-instruct:free"), Some(0.0));
+        assert_eq!(
+            table
+                .price(&model("openrouter", "deepseek/deepseek-r1:free"))
+                .map(|p| p.output),
+            Some(0.0)
+        );
+        assert_eq!(
+            openrouter("openrouter/auto"),
+            None,
+            "a router's choice has no one price"
+        );
+    }
+
+    #[test]
+    fn every_shipped_price_parses_and_is_sane() {
+        let shipped: BTreeMap<String, Price> = json5::from_str(SHIPPED).unwrap();
+        assert!(shipped.len() > 80, "{} prices", shipped.len());
+        for (name, price) in &shipped {
+            assert!(
+                price.input >= 0.0 && price.output >= price.input * 0.5,
+                "{name}: {price:?}"
+            );
+            assert!(
+                price.cached_input.is_none_or(|c| c <= price.input),
+                "{name}: {price:?}"
+            );
+        }
     }
 
     #[test]
