@@ -7,10 +7,11 @@ import collections
 import re
 
 
-def read(path, binary=None):
+def read(path, binary=None, counts=None):
     """(own, calls): each function's own instruction count, and each
     (caller, callee) pair's inclusive count. With `binary` (a file name),
-    only functions of that object file are kept in `own`."""
+    only functions of that object file are kept in `own`. With `counts` (a
+    Counter), how many times each function was called is added to it."""
     names = {"fn": {}, "ob": {}, "fl": {}}
 
     def name(kind, text):
@@ -42,6 +43,8 @@ def read(path, binary=None):
             name("fl", value)
         elif key == "calls":
             in_call = True
+            if counts is not None and callee is not None:
+                counts[callee] += int(value.split()[0])
         elif line[:1].isdigit() or line[:1] in "+-*":
             parts = line.split()
             if len(parts) < 2:

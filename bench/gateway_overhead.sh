@@ -20,6 +20,10 @@
 #   NGINX=off leaves out the nginx reference rows (they run where nginx is installed)
 #   LOG=info runs Onyx at its default log level (each request then has a tracing span);
 #   the default here, warn, leaves that out as nginx's access_log off does
+#
+# Memory is judged as private dirty memory (Private_Dirty in
+# /proc/PID/smaps_rollup), for Onyx and for nginx's master and worker, idle and
+# after the load; the run ends with the budget's lines (issue 40).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
@@ -61,8 +65,13 @@ cat > "$tmp/onyx.json5" <<JSON
     far: { type: "openai", baseUrl: "$far", apiKey: "$upstream_key", maxRetries: 0 },
   } }
 JSON
-# ONYX_BIN=path measures another build of onyx (an A/B against the same fakes and load).
-ONYX_LOG=${LOG:-warn} HOME=$tmp taskset -c 0 "${ONYX_BIN:-$bin/onyx}" serve --config "$tmp/onyx.json5" --listen 127.0.0.1:0 > "$tmp/onyx.out" 2>/dev/null &
+# ONYX_BIN=path measures another build of onyx (an A/B against the same fakes and load);
+# ONYX_ENV="NAME=value …" runs it with those variables (MIMALLOC_ARENA_EAGER_COMMIT=0…).
+# Builds from before 2026-11-27 start themselves again unless
+# MIMALLOC_ARENA_EAGER_COMMIT and RUST_LIB_BACKTRACE are both set: for those,
+# ONYX_ENV="MIMALLOC_ARENA_EAGER_COMMIT=0 RUST_LIB_BACKTRACE=0" is what they ran with.
+# shellcheck disable=SC2086
+env ${ONYX_ENV:-} ONYX_LOG=${LOG:-warn} HOME=$tmp taskset -c 0 "${ONYX_BIN:-$bin/onyx}" serve --config "$tmp/onyx.json5" --listen 127.0.0.1:0 > "$tmp/onyx.out" 2>/dev/null &
 onyx_pid=$!
 pids+=($onyx_pid)
 until grep -q '^listening on' "$tmp/onyx.out" 2>/dev/null; do sleep 0.05; done
@@ -102,15 +111,37 @@ CONF
   nginx_near=http://127.0.0.1:$port_near nginx_far=http://127.0.0.1:$port_far
   until curl -s -o /dev/null "$nginx_near/"; do sleep 0.05; done
 fi
-# Total RSS, and the part that is the process's own memory (anonymous) rather
-# than the binary's code pages mapped from the page cache (clean, shared, reclaimable).
+# Private dirty memory: every page the process wrote (the heap, stacks, written
+# data), which the kernel cannot drop; the budget is judged on it. The binary's
+# code pages mapped from the page cache are clean and reclaimable, so total RSS
+# says little. AnonHugePages: of it, in transparent huge pages.
+private_dirty_kb() { # pid...
+  local total=0 huge=0 p d h
+  for p in "$@"; do
+    read -r d h < <(awk '/^Private_Dirty:/ {d=$2} /^AnonHugePages:/ {h=$2} END {print d+0, h+0}' "/proc/$p/smaps_rollup")
+    total=$((total + d)) huge=$((huge + h))
+  done
+  echo "$total $huge"
+}
+memory() { # label pid...
+  local label=$1; shift
+  read -r d h < <(private_dirty_kb "$@")
+  awk -v l="$label" -v d="$d" -v h="$h" 'BEGIN {printf "%s Private_Dirty %.1f MB (AnonHugePages %.1f MB)", l, d/1024, h/1024}'
+}
 rss() {
-  awk '/^VmRSS/ {t=$2} /^RssAnon/ {a=$2} END {printf "%.1f MB (anonymous %.1f MB)", t/1024, a/1024}' "/proc/$onyx_pid/status"
+  awk '/^VmRSS/ {t=$2} END {printf "%.1f MB", t/1024}' "/proc/$onyx_pid/status"
+}
+nginx_pids() { echo "$nginx_pid" $(pgrep -P "$nginx_pid"); }
+memory_line() { # when
+  local line
+  line="$1: $(memory onyx "$onyx_pid"), RSS $(rss)"
+  [ -z "$nginx_near" ] || line="$line; $(memory nginx $(nginx_pids))"
+  echo "$line"
 }
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "limits: ${LIMITS:-off}; log level: ${LOG:-warn}"
-echo "onyx idle RSS: $(rss)"
+memory_line idle
 
 # ONLY=text runs only the rows whose load description contains it (paced, throughput…).
 wanted() { [ -z "${ONLY:-}" ] || [[ "$1" == *"$ONLY"* ]]; }
@@ -196,7 +227,8 @@ run onyx "$onyx" far/fake-echo "$KEY" 64 0 "throughput: 64 connections"
 run onyx "$onyx" near/fake-echo "$KEY" 1 0 "responses → chat: 1 conn" responses
 run onyx "$onyx" near/fake-echo "$KEY" 1 0 "messages → chat: 1 conn" messages
 echo
-echo "onyx RSS after load: $(rss)"
+memory_line "after the load"
+read -r dirty_after _ < <(private_dirty_kb "$onyx_pid")
 if command -v readelf > /dev/null; then
   echo "of which the onyx binary's pages, by section:"
   onyx_bin=${ONYX_BIN:-$bin/onyx}
@@ -222,6 +254,28 @@ if [ -s "$tmp/rows" ]; then
         print line
       }
     }' "$tmp/rows" | sort
+fi
+
+# The budget (issue 40): in this same run, Onyx keeps at least 45% of nginx's
+# throughput, adds at most 0.15 ms p50 and 0.3 ms p99 at one connection, and
+# holds at most 40 MB of private dirty memory after the load.
+if [ -s "$tmp/rows" ]; then
+  echo
+  awk -F'|' -v dirty="$dirty_after" '
+    { p50[$1 FS $2] = $3; p99[$1 FS $2] = $4; rps[$1 FS $2] = $5 }
+    function mark(ok) { return ok ? "ok" : "MISSED" }
+    END {
+      l = "latency: 1 connection"; t = "throughput: 64 connections"
+      if (("onyx" FS t) in rps && ("nginx" FS t) in rps) {
+        share = 100 * rps["onyx" FS t] / rps["nginx" FS t]
+        printf "budget: throughput %.0f%% of nginx (>= 45%%): %s\n", share, mark(share >= 45)
+      }
+      if (("onyx" FS l) in p50 && ("direct" FS l) in p50) {
+        a50 = p50["onyx" FS l] - p50["direct" FS l]; a99 = p99["onyx" FS l] - p99["direct" FS l]
+        printf "budget: added p50 %d us (<= 150): %s; added p99 %d us (<= 300): %s\n", a50, mark(a50 <= 150), a99, mark(a99 <= 300)
+      }
+      printf "budget: Private_Dirty after the load %.1f MB (<= 40): %s\n", dirty / 1024, mark(dirty / 1024 <= 40)
+    }' "$tmp/rows"
 fi
 
 if [ -s "$tmp/cpu" ]; then

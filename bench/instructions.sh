@@ -38,8 +38,11 @@ cat > "$tmp/onyx.json5" <<JSON
 JSON
 
 echo "starting onyx under callgrind..."
-# The binary starts itself again unless both are set (main.rs); valgrind would lose it.
-MIMALLOC_ARENA_EAGER_COMMIT=0 RUST_LIB_BACKTRACE=0 ONYX_LOG=${LOG:-warn} HOME=$tmp valgrind --tool=callgrind \
+# ONYX_ENV="NAME=value …" adds variables. Builds from before 2026-11-27 start
+# themselves again unless MIMALLOC_ARENA_EAGER_COMMIT and RUST_LIB_BACKTRACE are
+# both set, and valgrind would lose them: give them those two.
+# shellcheck disable=SC2086
+env ${ONYX_ENV:-} ONYX_LOG=${LOG:-warn} HOME=$tmp valgrind --tool=callgrind \
   --callgrind-out-file="$tmp/callgrind.out" "$onyx_bin" serve --config "$tmp/onyx.json5" \
   --listen 127.0.0.1:0 > "$tmp/onyx.out" 2> "$tmp/valgrind.log" &
 onyx_pid=$!
@@ -69,7 +72,8 @@ sys.path.insert(0, "bench")
 from callgrind import read
 
 path, requests, top = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-own, calls = read(path)
+call_counts = collections.Counter()
+own, calls = read(path, counts=call_counts)
 inclusive = collections.Counter(own)
 for (caller, called), cost in calls.items():
     if caller != called:
@@ -87,11 +91,15 @@ parts = [
            r"^onyx::http::chat::read_chat$", r"^onyx::http::body::typed$")),
     ("request written for the upstream (model rewritten)",
      entry(r"^serde_json::ser::to_vec$", r"^onyx::providers::request_body::WithModel::to_json$")),
+    # Before 2026-11-27 the hand-written HTTP/1.1 client (http1); since, reqwest.
     ("upstream HTTP client (connection, request, answer read)",
      entry(r"^onyx::providers::http1::exchange::\{\{closure\}\}$",
            r"^onyx::providers::http1::Pool::(request_bytes|take_idle|finish)$",
-           r"^onyx::providers::transport::Plain::pool$")),
-    ("answer checked, its usage read", entry(r"^onyx::providers::completion::Completion::forwarded$")),
+           r"^onyx::providers::transport::Plain::pool$",
+           r"^onyx::providers::transport::Transport::post_json::\{\{closure\}\}$")),
+    ("answer checked, its usage read",
+     entry(r"^onyx::providers::completion::Completion::forwarded$",
+           r"^onyx::providers::completion::CompletionReply::verbatim$")),
     ("metering: price, usage record", entry(r"Meter as onyx::providers::meter::UsageMeter>::settle$")),
     ("usage sums written to SurrealDB (batched)", entry(r"^onyx::usage::record::write_loop::\{\{closure\}\}$")),
     ("metrics (Prometheus series)", entry(r"^onyx::observability::metrics::Metrics::record_")),
@@ -107,6 +115,10 @@ for label, cost in parts:
 print(f"| everything else: hyper server, axum routing and layers, tokio, allocator | {(total - known) // requests:,} |")
 mine = lambda pattern: sum(c for f, c in own.items() if re.search(pattern, f or ""))
 print(f"\nof all: allocator (mimalloc) {mine(r'^_?mi_') // requests:,}, memcpy {mine(r'memcpy|memmove') // requests:,}")
+# A backtrace is taken (a stack walk) in Backtrace::create; capture() only asks
+# whether to. RUST_BACKTRACE=1 without RUST_LIB_BACKTRACE turns it on for library errors.
+captures = sum(n for f, n in call_counts.items() if re.search(r"std::backtrace::Backtrace::create$", f or ""))
+print(f"backtraces taken: {captures / requests:.3f} per request ({captures:,} in all)")
 print(f"\nlargest own counts per request:")
 for f, cost in own.most_common(top):
     print(f"{cost // requests:8,}  {(f or '?')[:150]}")

@@ -46,6 +46,10 @@ pub struct App {
     /// The control UI's password (argon2id), if one is set.
     pub password_hash: Option<String>,
     pub login_throttle: crate::auth::LoginThrottle,
+    /// UI password checks, a few at a time (each allocates argon2's memory).
+    pub password_checks: crate::auth::PasswordChecks,
+    /// `gateway.trustedProxy`: whose header names a client's address.
+    pub trusted_proxy: Option<crate::config::TrustedProxy>,
     /// The providers routed to: the config file's and those added through the API.
     pub providers: Arc<ProviderRegistry>,
     /// Store plain proxy requests (without `x-onyx-session-id`) as sessions.
@@ -56,6 +60,8 @@ pub struct App {
     pub mcp: Arc<crate::mcp_client::McpClients>,
     /// Proposals, missions and steps (`None` with `orchestration.enabled: false`).
     pub orchestrator: Option<Arc<crate::orchestration::Orchestrator>>,
+    /// menos, the content vault (`knowledge.menos`), if configured.
+    pub menos: Option<Arc<crate::knowledge::Menos>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +87,8 @@ pub enum StartupError {
     Sessions(#[from] SessionError),
     #[error(transparent)]
     Plugin(#[from] onyx_plugin_sdk::PluginError),
+    #[error(transparent)]
+    Knowledge(#[from] crate::knowledge::KnowledgeError),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: std::net::SocketAddr,
@@ -121,7 +129,12 @@ impl App {
         }
         let objects = open_objects(config).await;
         let sessions = Sessions::new(objects.clone(), db.clone()).await?;
-        let auth = Authenticator::new(ApiKeys::new(&keys), db.clone()).await?;
+        let auth = Authenticator::new(
+            ApiKeys::new(&keys),
+            db.clone(),
+            config.gateway.password_hash.is_some(),
+        )
+        .await?;
         let background = Background::new();
         background.spawn(
             "providers: follow changes from every replica",
@@ -144,6 +157,10 @@ impl App {
             tracing::warn!(error = %err, "could not check the memory index; will retry in the background");
         }
         background.spawn("memory: sync and index catch-up", memory.background_loops());
+        let menos = match &config.knowledge.menos {
+            Some(menos) => Some(Arc::new(crate::knowledge::Menos::new(menos)?)),
+            None => None,
+        };
         let tasks = Tasks::new(db.clone(), config.scheduler.clone());
         let channels = Arc::new(Channels::default());
         let mcp = crate::mcp_client::McpClients::new(&config.mcp);
@@ -161,6 +178,7 @@ impl App {
                 tasks: tasks.clone(),
                 channels: channels.clone(),
                 mcp: mcp.clone(),
+                menos: menos.clone(),
             },
             &background,
         );
@@ -212,6 +230,8 @@ impl App {
             background,
             password_hash: config.gateway.password_hash.clone(),
             login_throttle: crate::auth::LoginThrottle::new(db.clone()),
+            password_checks: crate::auth::PasswordChecks::default(),
+            trusted_proxy: config.gateway.trusted_proxy.clone(),
             providers,
             tasks,
             scheduler,
@@ -229,7 +249,8 @@ impl App {
             catalog: ModelCatalog::new(config.gateway.models_cache_ttl),
             auth,
             metrics,
-            health: HealthCache::default(),
+            health: HealthCache::new(menos.clone()),
+            menos,
             started: Instant::now(),
             max_body_bytes: config.gateway.max_body_bytes,
         })

@@ -3,12 +3,14 @@
 //! question still counts as up). Results are cached briefly so a load
 //! balancer polling `/health` does not turn into upstream traffic.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use serde::Serialize;
 use tokio::sync::Mutex;
 
+use crate::knowledge::Menos;
 use crate::memory::{Availability, Memory};
 use crate::providers::{ProviderError, Router};
 use crate::storage::{Db, ObjectStore};
@@ -41,9 +43,18 @@ pub struct DependencyHealth {
 #[derive(Default)]
 pub struct HealthCache {
     last: Mutex<Option<(Instant, Vec<DependencyHealth>)>>,
+    /// menos, when `knowledge.menos` is configured.
+    menos: Option<Arc<Menos>>,
 }
 
 impl HealthCache {
+    pub fn new(menos: Option<Arc<Menos>>) -> Self {
+        Self {
+            last: Mutex::default(),
+            menos,
+        }
+    }
+
     pub async fn dependencies(
         &self,
         router: &Router,
@@ -57,6 +68,7 @@ impl HealthCache {
             let mut deps = deps.clone();
             deps.push(embedder_health(memory, None).await);
             deps.push(search_index_health(memory));
+            deps.extend(self.menos_health().await);
             return deps;
         }
         let (mut deps, providers) = futures::join!(probe_stores(stores), probe_providers(router));
@@ -66,7 +78,21 @@ impl HealthCache {
         // memory worker's liveness probe, and costs nothing to read.
         deps.push(embedder_health(memory, None).await);
         deps.push(search_index_health(memory));
+        deps.extend(self.menos_health().await);
         deps
+    }
+
+    /// menos (its probe keeps its own few seconds' cache): whether it answers
+    /// and accepts Onyx's signature, without its address or its own words.
+    async fn menos_health(&self) -> Option<DependencyHealth> {
+        let probe = self.menos.as_ref()?.probe().await;
+        Some(DependencyHealth {
+            name: "menos".into(),
+            kind: "knowledge:menos".into(),
+            status: if probe.up { State::Up } else { State::Down },
+            latency_ms: probe.latency_ms,
+            detail: Some(probe.summary),
+        })
     }
 }
 

@@ -23,7 +23,9 @@
 //!   upstream call's tokens and cost and enforces budgets and rate limits.
 //! - Storage: `storage` holds the object store and SurrealDB (with its
 //!   migrations, run explicitly by `serve`, `doctor` and `reindex`).
-//! - Leaves, importing nothing from the crate: `model_ref` (`provider/model`),
+//! - Leaves, importing nothing from the crate: `chat` (the OpenAI-shaped
+//!   vocabulary providers answer in: messages, completions, chunks, usage),
+//!   `model_ref` (`provider/model`),
 //!   `clock` (timestamps and days as stored), `error_chain` (an error's
 //!   whole chain for logs, and its root cause), `background` (spawned loops,
 //!   stopped on shutdown), `backoff`, `replica` (this process's name among
@@ -39,6 +41,7 @@ pub mod auth;
 pub mod background;
 pub mod backoff;
 pub mod channels;
+pub mod chat;
 pub mod cli;
 pub mod clock;
 pub mod config;
@@ -49,6 +52,7 @@ pub mod health;
 pub mod http;
 pub mod inbox;
 pub mod lease;
+pub mod knowledge;
 pub mod limits;
 pub mod mcp_client;
 pub mod memory;

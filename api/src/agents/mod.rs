@@ -68,6 +68,10 @@ pub struct Agents {
     compaction: CompactionConfig,
     wake: tokio::sync::mpsc::UnboundedSender<tools::Wake>,
     mcp: Arc<crate::mcp_client::McpClients>,
+    /// Where `send_message` writes without asking in `ask` mode.
+    owner_chats: Arc<tools::OwnerChats>,
+    /// menos, for `menos_search` (`None` without `knowledge.menos`).
+    menos: Option<Arc<crate::knowledge::Menos>>,
     /// The orchestration loop, plugged in once it exists (it runs agents).
     coordination: std::sync::OnceLock<Arc<dyn coordination::Coordination>>,
 }
@@ -83,6 +87,7 @@ pub struct Parts {
     pub tasks: Arc<Tasks>,
     pub channels: Arc<Channels>,
     pub mcp: Arc<crate::mcp_client::McpClients>,
+    pub menos: Option<Arc<crate::knowledge::Menos>>,
 }
 
 impl Agents {
@@ -129,6 +134,8 @@ impl Agents {
             compaction: config.agents.compaction,
             wake,
             mcp: parts.mcp,
+            owner_chats: Arc::new(tools::OwnerChats::from_config(config)),
+            menos: parts.menos,
             coordination: std::sync::OnceLock::new(),
         });
         let weak = Arc::downgrade(&agents);
@@ -160,12 +167,14 @@ impl Agents {
             .map(|_| ())
     }
 
-    /// A run nobody watches: `send_to_agent` with `wake: true`.
+    /// A run nobody watches: `send_to_agent` with `wake: true`, under the
+    /// stricter of the sender's and the woken agent's permission modes.
     async fn run_woken(self: Arc<Self>, wake: tools::Wake) {
-        let agent = match self.registry.get(&wake.agent).await {
+        let mut agent = match self.registry.get(&wake.agent).await {
             Ok(Some(agent)) if agent.enabled => agent,
             _ => return,
         };
+        agent.permission_mode = agent.permission_mode.stricter(wake.mode);
         if let Err(err) = self.prepare(&agent).await {
             tracing::warn!(agent = %agent.id, error = %err, "cannot wake the agent");
             return;

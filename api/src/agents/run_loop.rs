@@ -17,7 +17,7 @@ use super::error::AgentError;
 use super::prompt::{self, Inputs};
 use super::run_io::{Event, RunRequest, reply_of};
 use super::runs::LiveRun;
-use super::tools::{self, ToolContext, ToolKind, ToolOutput, ToolSpec};
+use super::tools::{self, ToolContext, ToolOutput, ToolSpec};
 use crate::clock;
 use crate::config::PermissionMode;
 use crate::providers::types::{Message, Role, ToolCall, ToolDef};
@@ -163,7 +163,7 @@ impl Agents {
                 )
                 .await?;
             if let Some(u) = &step.usage {
-                progress.usage += *u;
+                progress.usage += u;
             }
             let assistant = Message::assistant(step.content.clone(), step.tool_calls.clone());
             progress.partial.clear();
@@ -242,9 +242,11 @@ impl Agents {
             wake: self.wake.clone(),
             channels: self.channels.clone(),
             reach: self.reach.clone(),
+            owner_chats: self.owner_chats.clone(),
             skills: self.skills.clone(),
             mcp: self.mcp.clone(),
             coordination: self.coordination.get().cloned(),
+            menos: self.menos.clone(),
         }
     }
 
@@ -322,7 +324,7 @@ impl Agents {
             Some(_) if !arguments.is_object() => {
                 ToolOutput::error(format!("the arguments for {name} are not a JSON object"))
             }
-            Some(spec) if spec.kind == ToolKind::Dangerous && mode == PermissionMode::Ask => {
+            Some(spec) if tools::asks_first(context, spec, mode, &arguments).await => {
                 self.with_approval(context, request, &name, &arguments, run).await
             }
             Some(_) => tools::call(context, &name, &arguments).await,

@@ -6,10 +6,15 @@
 //!
 //! Lookups are cached for a few seconds so a request costs no database round
 //! trip; a revoke clears this replica's cache at once and others' within the TTL.
+//!
+//! Open or keyed is decided once, at start: keyed when the config or
+//! `ONYX_API_KEY` has a key, a UI password is set, or a key was ever stored.
+//! The first key stored makes an open gateway keyed, and the fact is kept
+//! (`onyx_meta:auth`): revoking the last key never opens the gateway again.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -156,46 +161,46 @@ const FIELDS: &str =
 pub struct Authenticator {
     config_keys: ApiKeys,
     db: Db,
-    active_db_keys: AtomicUsize,
+    /// Requests need a key (or the UI's session); once true, never false again.
+    keyed: AtomicBool,
     /// By the key's SHA-256.
     cache: Mutex<HashMap<[u8; 32], CachedLookup>>,
     touched: Mutex<HashMap<String, Instant>>,
 }
 
 impl Authenticator {
-    pub async fn new(config_keys: ApiKeys, db: Db) -> Result<Self, KeyError> {
+    /// `password_set`: a UI password is configured, which keeps the gateway keyed too.
+    pub async fn new(config_keys: ApiKeys, db: Db, password_set: bool) -> Result<Self, KeyError> {
+        let keyed = !config_keys.is_empty() || password_set || was_keyed(&db).await?;
         let auth = Self {
             config_keys,
             db,
-            active_db_keys: AtomicUsize::new(0),
+            keyed: AtomicBool::new(keyed),
             cache: Mutex::new(HashMap::new()),
             touched: Mutex::new(HashMap::new()),
         };
-        auth.refresh_count().await?;
+        if keyed {
+            auth.remember_keyed().await?;
+        }
         Ok(auth)
     }
 
-    async fn refresh_count(&self) -> Result<(), KeyError> {
-        #[derive(Deserialize)]
-        struct Count {
-            count: usize,
-        }
-        let rows: Vec<Count> = self
-            .db
-            .rows(
-                "SELECT count() AS count FROM api_key WHERE revoked_at = NONE GROUP ALL",
-                json!({}),
-                0,
+    /// Records that the gateway is keyed, for every later start.
+    async fn remember_keyed(&self) -> Result<(), KeyError> {
+        self.db
+            .execute_retrying(
+                "UPSERT onyx_meta:auth SET keyed = true, since = since ?? $now",
+                json!({"now": crate::clock::now_stamp()}),
             )
             .await?;
-        self.active_db_keys
-            .store(rows.first().map_or(0, |r| r.count), Ordering::Relaxed);
+        self.keyed.store(true, Ordering::SeqCst);
         Ok(())
     }
 
-    /// Whether any key exists; without one, Onyx only serves loopback, openly.
+    /// Whether requests need a key (or the UI's session). Without one, Onyx
+    /// serves only loopback, and only loopback pages (`http::edge`).
     pub fn required(&self) -> bool {
-        !self.config_keys.is_empty() || self.active_db_keys.load(Ordering::Relaxed) > 0
+        self.keyed.load(Ordering::SeqCst)
     }
 
     pub fn config_key_count(&self) -> usize {
@@ -317,6 +322,8 @@ impl Authenticator {
         }
         let limits = limits.and_then(Limits::non_empty);
         let (agents, expires_at) = check_bounds(scope, bounds)?;
+        // Keyed before the key exists: no moment where a key is out and the gateway open.
+        self.remember_keyed().await?;
         let secret = format!(
             "{KEY_PREFIX}{}{}",
             uuid::Uuid::new_v4().simple(),
@@ -335,7 +342,6 @@ impl Authenticator {
                 }),
             )
             .await?;
-        self.refresh_count().await?;
         let stored = self.get(&id).await?;
         Ok((stored, secret))
     }
@@ -367,9 +373,28 @@ impl Authenticator {
         if let Ok(mut cache) = self.cache.lock() {
             cache.retain(|_, (_, found)| found.as_ref().is_none_or(|cached| cached.id != key.id));
         }
-        self.refresh_count().await?;
         Ok(())
     }
+}
+
+/// Whether this database ever made the gateway keyed: the fact recorded, or
+/// any key ever stored (revoked ones included, for databases from before the
+/// fact was recorded).
+async fn was_keyed(db: &Db) -> Result<bool, KeyError> {
+    #[derive(Deserialize)]
+    struct Keyed {
+        keyed: bool,
+    }
+    let mut response = db
+        .execute(
+            "SELECT keyed FROM onyx_meta:auth;
+             SELECT VALUE record::id(id) FROM api_key LIMIT 1;",
+            json!({}),
+        )
+        .await?;
+    let recorded: Vec<Keyed> = Db::take_rows(&mut response, 0)?;
+    let stored: Vec<String> = Db::take_rows(&mut response, 1)?;
+    Ok(recorded.first().is_some_and(|r| r.keyed) || !stored.is_empty())
 }
 
 /// Validates a new key's agents and expiry: agents named at most once, not
@@ -431,6 +456,41 @@ mod tests {
         assert_eq!(hex(&bytes), "000fa5ff");
         let formatted: String = Sha256::digest(b"k").iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(digest_hex("k"), formatted);
+    }
+
+    #[tokio::test]
+    async fn a_gateway_once_keyed_stays_keyed() {
+        let db = Db::scratch().await;
+        let open = Authenticator::new(ApiKeys::new([]), db.clone(), false)
+            .await
+            .unwrap();
+        assert!(!open.required(), "nothing keyed it yet");
+        let (key, _) = open
+            .create("first", Scope::Admin, None, KeyBounds::default())
+            .await
+            .unwrap();
+        assert!(open.required(), "the first key keys it at once");
+        open.revoke(&key.id).await.unwrap();
+        assert!(open.list().await.unwrap().is_empty());
+        assert!(open.required(), "revoking the last key does not open it");
+        let restarted = Authenticator::new(ApiKeys::new([]), db.clone(), false)
+            .await
+            .unwrap();
+        assert!(restarted.required(), "nor does a restart");
+        // A password keys a fresh database, and the fact outlives the password.
+        let fresh = Db::scratch().await;
+        assert!(
+            Authenticator::new(ApiKeys::new([]), fresh.clone(), true)
+                .await
+                .unwrap()
+                .required()
+        );
+        assert!(
+            Authenticator::new(ApiKeys::new([]), fresh, false)
+                .await
+                .unwrap()
+                .required()
+        );
     }
 
     fn bounds(agents: Option<&[&str]>, expires_at: Option<&str>) -> KeyBounds {

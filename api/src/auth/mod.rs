@@ -14,8 +14,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 pub use keys::{Authenticator, Caller, Denied, KEY_PREFIX, KeyBounds, KeyError, Scope, StoredKey};
-pub use password::{PasswordError, hash_password, verify_password};
-pub use throttle::LoginThrottle;
+pub use password::{Busy, PasswordChecks, PasswordError, hash_password, verify_password};
+pub use throttle::{Attempt, LoginThrottle};
 
 /// The accepted API keys, as digests.
 pub struct ApiKeys {

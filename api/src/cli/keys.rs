@@ -72,7 +72,7 @@ async fn keys(config_path: Option<PathBuf>, command: KeysCommand) -> Result<(), 
             }
         };
     }
-    let auth = Authenticator::new(ApiKeys::new([]), db.clone()).await?;
+    let auth = Authenticator::new(ApiKeys::new([]), db.clone(), false).await?;
     let audit = |action, target: String, detail| {
         let db = db.clone();
         async move {

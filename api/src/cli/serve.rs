@@ -30,6 +30,19 @@ pub async fn run(config_path: Option<PathBuf>, listen: Option<SocketAddr>) -> Ex
     }
 }
 
+/// With `RUST_BACKTRACE` on and `RUST_LIB_BACKTRACE` unset, every library
+/// error (`anyhow`, SurrealDB's own included) captures a backtrace, which
+/// costs a stack walk each: said once, with how to keep them for panics only.
+fn note_library_backtraces() {
+    let on = |name: &str| std::env::var_os(name).is_some_and(|value| value != "0");
+    if on("RUST_BACKTRACE") && std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
+        tracing::info!(
+            "RUST_BACKTRACE is set without RUST_LIB_BACKTRACE: library errors capture a backtrace each; \
+             set RUST_LIB_BACKTRACE=0 to keep backtraces for panics only"
+        );
+    }
+}
+
 async fn serve(
     config_path: Option<PathBuf>,
     listen: Option<SocketAddr>,
@@ -46,6 +59,7 @@ async fn serve(
         Some(path) => tracing::info!(config = %path.display(), "config loaded"),
         None => tracing::info!("no config file: running on the embedded default"),
     }
+    note_library_backtraces();
     detect_local_ollama(&mut config).await;
     // Probed once here (it starts the sandbox helper) rather than on the first /health.
     let sandbox = tokio::task::spawn_blocking(crate::sandbox::support).await;

@@ -40,6 +40,8 @@ pub struct RawConfig {
     pub mcp: RawMcp,
     #[serde(default)]
     pub orchestration: RawOrchestration,
+    #[serde(default)]
+    pub knowledge: super::knowledge::RawKnowledge,
 }
 
 /// Proposals, missions and steps (`orchestration`).
@@ -191,6 +193,16 @@ pub struct RawGateway {
     pub log_format: Option<String>,
     pub shutdown_grace_seconds: Option<u64>,
     pub models_cache_seconds: Option<u64>,
+    pub trusted_proxy: Option<RawTrustedProxy>,
+}
+
+/// `gateway.trustedProxy`: `{ header: "X-Forwarded-For", from: ["127.0.0.1"] }`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawTrustedProxy {
+    pub header: String,
+    #[serde(default)]
+    pub from: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

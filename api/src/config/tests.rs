@@ -99,6 +99,12 @@ fn the_example_config_loads_and_documents_every_section() {
         "surrealkv:///home/u/.local/share/onyx/db"
     );
     assert_eq!(config.memory.fusion, Fusion::Adaptive);
+    let menos = config.knowledge.menos.as_ref().unwrap();
+    assert_eq!(menos.key_file, Path::new("/home/u/.ssh/onyx_menos"));
+    assert!(
+        config.tools.menos_search,
+        "menos_search is offered with knowledge.menos"
+    );
     assert_eq!(config.agents.list[0].id, "main");
     assert_eq!(
         config.agents.list[0]

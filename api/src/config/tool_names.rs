@@ -4,7 +4,8 @@
 
 use super::ConfigError;
 
-/// Every built-in tool (`web_search` is offered only with a SearXNG URL).
+/// Every built-in tool (`web_search` is offered only with a SearXNG URL,
+/// `menos_search` only with `knowledge.menos`).
 pub const TOOLS: &[&str] = &[
     "memory_search",
     "memory_get",
@@ -13,6 +14,7 @@ pub const TOOLS: &[&str] = &[
     "sessions_history",
     "web_fetch",
     "web_search",
+    "menos_search",
     "fs_read",
     "fs_write",
     "fs_edit",
@@ -35,6 +37,7 @@ pub const TOOLS: &[&str] = &[
 pub const GROUPS: &[(&str, &[&str])] = &[
     ("group:fs", &["fs_read", "fs_write", "fs_edit", "fs_list"]),
     ("group:web", &["web_fetch", "web_search"]),
+    ("group:knowledge", &["menos_search"]),
     ("group:memory", &["memory_search", "memory_get", "memory_write"]),
     (
         "group:tasks",

@@ -34,6 +34,7 @@ pub struct Config {
     pub usage: UsageConfig,
     pub mcp: McpConfig,
     pub orchestration: OrchestrationConfig,
+    pub knowledge: super::KnowledgeConfig,
 }
 
 /// `orchestration`: proposals become missions whose steps run as agent runs.
@@ -248,6 +249,9 @@ impl ExecSandbox {
 pub struct ToolsConfig {
     /// SearXNG's base URL; without one `web_search` is not offered.
     pub searxng_url: Option<Url>,
+    /// Whether `knowledge.menos` is configured; without it `menos_search`
+    /// is not offered.
+    pub menos_search: bool,
     /// Hosts or IP addresses `web_fetch` may reach even though they are
     /// private, loopback or link-local.
     pub fetch_allow_private: Vec<String>,
@@ -267,6 +271,7 @@ impl Default for ToolsConfig {
     fn default() -> Self {
         Self {
             searxng_url: None,
+            menos_search: false,
             fetch_allow_private: Vec::new(),
             fetch_max_bytes: 2 * 1024 * 1024,
             fetch_timeout: Duration::from_secs(15),
@@ -290,6 +295,8 @@ pub struct GatewayConfig {
     pub log_format: LogFormat,
     pub shutdown_grace: Duration,
     pub models_cache_ttl: Duration,
+    /// Where a client's address comes from behind a reverse proxy (`None`: the TCP peer).
+    pub trusted_proxy: Option<super::proxy::TrustedProxy>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -546,6 +553,18 @@ pub enum PermissionMode {
     Safe,
     Ask,
     AllowAll,
+}
+
+impl PermissionMode {
+    /// The stricter of the two (`safe` over `ask` over `allow-all`).
+    pub fn stricter(self, other: Self) -> Self {
+        let rank = |mode| match mode {
+            Self::Safe => 0,
+            Self::Ask => 1,
+            Self::AllowAll => 2,
+        };
+        if rank(other) < rank(self) { other } else { self }
+    }
 }
 
 #[derive(Debug)]

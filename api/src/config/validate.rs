@@ -26,9 +26,12 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
     let aliases = aliases(raw.models.aliases, &providers)?;
     let context_windows = context_windows(raw.models.context_window, &providers)?;
     let mcp = super::mcp::mcp(raw.mcp, env)?;
-    let agents = agents(raw.agents, &mcp.servers)?;
+    let mut agents = agents(raw.agents, &mcp.servers)?;
     let storage = storage(raw.storage, env)?;
+    super::workspace::check_workspaces(&mut agents, &storage.data_dir, source.as_deref(), env)?;
     let mut tools = tools(raw.tools, env)?;
+    let knowledge = super::knowledge::knowledge(raw.knowledge, env)?;
+    tools.menos_search = knowledge.menos.is_some();
     super::mcp::check_tool_entries(&tools.allow, &mcp.servers, "tools.allow")?;
     super::mcp::check_tool_entries(&tools.deny, &mcp.servers, "tools.deny")?;
     // What a sandboxed command must never read.
@@ -61,6 +64,7 @@ pub fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Con
         usage: super::usage::usage(raw.usage)?,
         mcp,
         orchestration: orchestration(raw.orchestration)?,
+        knowledge,
     })
 }
 
@@ -147,6 +151,8 @@ fn tools(raw: raw::RawTools, env: Env) -> Result<ToolsConfig, ConfigError> {
         .or_else(|| env("SEARXNG_URL"))
         .filter(|u| !u.is_empty());
     Ok(ToolsConfig {
+        // Set from `knowledge.menos` once that is read.
+        menos_search: false,
         searxng_url: searxng
             .as_deref()
             .map(|u| parse_url(u, "tools.webSearch.searxngUrl"))
@@ -297,6 +303,7 @@ fn gateway(raw: raw::RawGateway, env: Env) -> Result<GatewayConfig, ConfigError>
         log_format,
         shutdown_grace: Duration::from_secs(raw.shutdown_grace_seconds.unwrap_or(30)),
         models_cache_ttl: Duration::from_secs(raw.models_cache_seconds.unwrap_or(300)),
+        trusted_proxy: super::proxy::trusted_proxy(raw.trusted_proxy)?,
     })
 }
 

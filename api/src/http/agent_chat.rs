@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use axum::http::HeaderMap;
 
+use super::agent_scope::{AgentReach, CheckedAgent};
 use super::answer::{Answer, Answered, Completion};
 use super::chat_session::{SESSION_HEADER, source};
 use super::error::ApiError;
@@ -21,8 +22,8 @@ use crate::sessions::LogMessage;
 pub const AGENT_HEADER: &str = "x-onyx-agent-id";
 const MEMORY_HEADER: &str = "x-onyx-include-memory";
 
-/// The agent a request names, if any.
-pub fn agent_of(headers: &HeaderMap, model: &str) -> Option<String> {
+/// The agent a request names (`x-onyx-agent-id`, else `onyx:{agent}` in `model`), if any.
+fn agent_of(headers: &HeaderMap, model: &str) -> Option<String> {
     headers
         .get(AGENT_HEADER)
         .and_then(|v| v.to_str().ok())
@@ -31,12 +32,27 @@ pub fn agent_of(headers: &HeaderMap, model: &str) -> Option<String> {
         .or_else(|| model.strip_prefix("onyx:").map(String::from))
 }
 
+/// The agent a chat request runs, checked against the caller's reach, or
+/// `None` for a plain model, which only a caller reaching every agent may
+/// use. Every chat route decides its agent here, once.
+pub fn chat_agent(
+    reach: &AgentReach,
+    headers: &HeaderMap,
+    model: &str,
+) -> Result<Option<CheckedAgent>, ApiError> {
+    match agent_of(headers, model) {
+        Some(agent) => reach.check(&agent).map(Some),
+        None if reach.is_scoped() => Err(reach.refuse("use model \"onyx:<agent>\" with one of them")),
+        None => Ok(None),
+    }
+}
+
 /// Starts the agent's run; the answer follows it.
 pub async fn answer(
     app: &Arc<App>,
     headers: &HeaderMap,
     chat: ChatRequest,
-    agent_id: &str,
+    agent_id: &CheckedAgent,
     session_ref: Option<String>,
     who: Attribution,
 ) -> Result<Answered, ApiError> {
@@ -55,11 +71,14 @@ pub async fn answer(
     let agent = app
         .agents
         .registry
-        .get(agent_id)
+        .get(agent_id.as_str())
         .await?
         .filter(|a| a.enabled)
         .ok_or_else(|| ApiError::NotFound {
-            message: format!("no enabled agent {agent_id:?}; GET /v1/agents lists them"),
+            message: format!(
+                "no enabled agent {:?}; GET /v1/agents lists them",
+                agent_id.as_str()
+            ),
             code: "model_not_found",
         })?;
     app.agents.prepare(&agent).await?;

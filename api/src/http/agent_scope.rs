@@ -1,182 +1,225 @@
-//! What a key scoped to agents (`POST /v1/keys` with `agents`) may reach: chat
-//! (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`) only with one of
-//! its agents (`onyx:{agent}` or `x-onyx-agent-id`) and only that agent's
-//! sessions and stored responses; `/v1/agents/{agent}…` and `/v1/memory…` of its agents; sessions
-//! and runs of its agents; the model list; `/mcp` tool calls for its agents. Everything else is refused with
-//! 403: a key that reaches one agent must not see another's history, memory
-//! or workspace, nor use the providers directly.
+//! Which agents a caller may reach, and the extractors that decide a
+//! request's agent once, for the scope check and the handler alike.
+//!
+//! The auth middleware puts an [`AgentReach`] on every request it admits:
+//! every agent (admin and unscoped keys, the UI's session, a key-less
+//! gateway) or only the agents a key is scoped to (`POST /v1/keys` with
+//! `agents`). A handler that works on an agent takes it through one of the
+//! extractors here ([`AgentPath`], [`AgentQuery`], [`AgentFilter`],
+//! [`AgentInBody`]; `owned` for what an agent owns: sessions, runs, tasks,
+//! stored responses), each of which reads it once, checks it and hands over a
+//! [`CheckedAgent`], which nothing else can make. Only the routes of the
+//! `agent` tier in `http::router` admit a scoped key at all; every other
+//! route refuses it before its handler runs.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 
-use axum::body::Body;
-use axum::extract::{FromRequestParts, MatchedPath, RawPathParams, Request};
+use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
+use axum::http::Extensions;
 use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::agent_chat::agent_of;
-use super::chat_session::SESSION_HEADER;
+use super::body::{JsonObject, typed};
 use super::error::ApiError;
 use crate::agents::MAIN;
-use crate::app::App;
 use crate::auth::KeyError;
-use crate::responses::ResponseStore;
 
-fn refuse(agents: &[String], what: impl std::fmt::Display) -> ApiError {
-    KeyError::OutOfScope(format!(
-        "this API key is scoped to the agents {}: {what}",
-        agents.join(", ")
-    ))
-    .into()
+/// The agents a caller may reach.
+#[derive(Debug, Clone)]
+pub enum AgentReach {
+    Every,
+    /// A key scoped to these agents (never empty).
+    Only(Arc<[String]>),
 }
 
-fn allow(agents: &[String], agent: &str) -> Result<(), ApiError> {
-    if agents.iter().any(|a| a == agent) {
-        Ok(())
-    } else {
-        Err(refuse(agents, format_args!("agent {agent:?} is not one of them")))
+impl AgentReach {
+    /// The agent, if the caller may reach it; a 403 naming the key's agents otherwise.
+    pub fn check(&self, agent: &str) -> Result<CheckedAgent, ApiError> {
+        match self {
+            Self::Only(agents) if !agents.iter().any(|a| a == agent) => {
+                Err(self.refuse(format_args!("agent {agent:?} is not one of them")))
+            }
+            _ => Ok(CheckedAgent(agent.to_string())),
+        }
+    }
+
+    pub fn is_scoped(&self) -> bool {
+        matches!(self, Self::Only(_))
+    }
+
+    /// The agent a request that names none acts as: `main`, or the first
+    /// agent of a scoped key.
+    pub fn default_agent(&self) -> CheckedAgent {
+        match self {
+            Self::Only(agents) => CheckedAgent(agents.first().cloned().unwrap_or_else(|| MAIN.into())),
+            Self::Every => CheckedAgent(MAIN.into()),
+        }
+    }
+
+    /// The 403 a scoped key gets, saying which agents it has and why not this.
+    pub fn refuse(&self, why: impl std::fmt::Display) -> ApiError {
+        let agents = match self {
+            Self::Only(agents) => agents.join(", "),
+            Self::Every => String::new(),
+        };
+        KeyError::OutOfScope(format!("this API key is scoped to the agents {agents}: {why}")).into()
+    }
+
+    /// The caller's reach, as the auth middleware put it on the request. A
+    /// route it did not run on reaches nothing (fail closed).
+    pub fn of(extensions: &Extensions) -> Result<Self, ApiError> {
+        extensions
+            .get::<Self>()
+            .cloned()
+            .ok_or(ApiError::Forbidden("this route does not know who is asking"))
     }
 }
 
-fn path_param(params: &RawPathParams, name: &str) -> Option<String> {
+impl<S: Send + Sync> FromRequestParts<S> for AgentReach {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Self::of(&parts.extensions)
+    }
+}
+
+/// An agent id the caller may reach; made only by [`AgentReach::check`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedAgent(String);
+
+impl CheckedAgent {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl std::fmt::Display for CheckedAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A path parameter by name (percent-decoded), for the extractors here and in `owned`.
+pub(super) async fn path_param<S: Send + Sync>(
+    parts: &mut Parts,
+    state: &S,
+    name: &str,
+) -> Result<String, ApiError> {
+    let params = RawPathParams::from_request_parts(parts, state)
+        .await
+        .map_err(|_| ApiError::bad_request("the path could not be read", None))?;
     params
         .iter()
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v.to_string())
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.to_string())
+        .ok_or(ApiError::Forbidden("this route names no agent to check"))
 }
 
-fn query_param(parts: &Parts, name: &str) -> Option<String> {
-    let query = parts.uri.query().unwrap_or_default();
-    url::form_urlencoded::parse(query.as_bytes())
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.into_owned())
-        .filter(|v| !v.trim().is_empty())
-}
+/// The agent named by the path's `{agent}` segment.
+pub struct AgentPath(pub CheckedAgent);
 
-/// Checks `req` against the scope; the request (its body read and put back) when allowed.
-pub async fn check(app: &App, req: Request, agents: &[String]) -> Result<Request, ApiError> {
-    let (mut parts, body) = req.into_parts();
-    let route = parts
-        .extensions
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_default();
-    let params = RawPathParams::from_request_parts(&mut parts, &())
-        .await
-        .ok()
-        .map(|p| path_param_map(&p))
-        .unwrap_or_default();
-    let mut body = Some(body);
-    match route.as_str() {
-        "/v1/models" => {}
-        "/v1/chat/completions" | "/v1/responses" | "/v1/messages" | "/v1/messages/count_tokens" => {
-            let (json, bytes) = read_json(app, body.take()).await?;
-            let model = json.get("model").and_then(Value::as_str).unwrap_or_default();
-            let Some(agent) = agent_of(&parts.headers, model) else {
-                return Err(refuse(agents, "use model \"onyx:<agent>\" with one of them"));
-            };
-            allow(agents, &agent)?;
-            let session = parts
-                .headers
-                .get(SESSION_HEADER)
-                .and_then(|v| v.to_str().ok())
-                .map(String::from)
-                .or_else(|| json.get(SESSION_HEADER).and_then(Value::as_str).map(String::from));
-            if let Some(session) = session.filter(|s| s.trim() != "new") {
-                session_agent(app, agents, session.trim()).await?;
-            }
-            if let Some(previous) = json.get("previous_response_id").and_then(Value::as_str) {
-                previous_response_agent(app, agents, previous).await?;
-            }
-            body = Some(Body::from(bytes));
-        }
-        // MCP tool calls run as their `agent` argument, else the key's first agent.
-        "/mcp" => {
-            let (json, bytes) = read_json(app, body.take()).await?;
-            let messages = match json {
-                Value::Array(messages) => messages,
-                message => vec![message],
-            };
-            for message in &messages {
-                if let Some(agent) = message["params"]["arguments"]["agent"].as_str() {
-                    allow(agents, agent)?;
-                }
-            }
-            body = Some(Body::from(bytes));
-        }
-        "/v1/agents/{id}" | "/v1/agents/{id}/files/{name}" => {
-            allow(agents, params.get("id").map_or("", String::as_str))?;
-        }
-        "/v1/memory/files/{agent}/{*path}" => {
-            allow(agents, params.get("agent").map_or("", String::as_str))?;
-        }
-        "/v1/memory/files" | "/v1/memory/search" | "/v1/memory/status" | "/v1/memory/sync" => {
-            allow(
-                agents,
-                &query_param(&parts, "agent").unwrap_or_else(|| MAIN.into()),
-            )?;
-        }
-        "/v1/memory" => {
-            let (json, bytes) = read_json(app, body.take()).await?;
-            allow(agents, json.get("agent").and_then(Value::as_str).unwrap_or(MAIN))?;
-            body = Some(Body::from(bytes));
-        }
-        "/v1/sessions" | "/v1/runs" => match query_param(&parts, "agent") {
-            Some(agent) => allow(agents, &agent)?,
-            None => return Err(refuse(agents, "name one with ?agent=")),
-        },
-        "/v1/sessions/{id}" | "/v1/sessions/{id}/export" | "/v1/sessions/{id}/compact" => {
-            session_agent(app, agents, params.get("id").map_or("", String::as_str)).await?;
-        }
-        "/v1/runs/{id}" | "/v1/runs/{id}/cancel" | "/v1/runs/{id}/events" => {
-            let id = params.get("id").map_or("", String::as_str);
-            if let Ok(Some(run)) = app.agents.runs.store().get(id).await {
-                allow(agents, &run.agent)?;
-            }
-        }
-        other => return Err(refuse(agents, format_args!("{other} is not open to it"))),
-    }
-    Ok(Request::from_parts(parts, body.unwrap_or_default()))
-}
+impl<S: Send + Sync> FromRequestParts<S> for AgentPath {
+    type Rejection = ApiError;
 
-fn path_param_map(params: &RawPathParams) -> HashMap<String, String> {
-    ["id", "agent"]
-        .into_iter()
-        .filter_map(|name| path_param(params, name).map(|v| (name.to_string(), v)))
-        .collect()
-}
-
-/// A session that exists must belong to one of the agents (one that does not
-/// is the handler's 404).
-async fn session_agent(app: &App, agents: &[String], id: &str) -> Result<(), ApiError> {
-    match app.sessions.get(id).await {
-        Ok(session) => allow(agents, &session.agent_id),
-        Err(_) => Ok(()),
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let agent = path_param(parts, state, "agent").await?;
+        AgentReach::of(&parts.extensions)?.check(&agent).map(Self)
     }
 }
 
-/// A stored response the request continues must be one of the agents' own
-/// (its `model` is `onyx:{agent}`); one that does not exist is the handler's 404.
-async fn previous_response_agent(app: &App, agents: &[String], id: &str) -> Result<(), ApiError> {
-    let Ok(Some(stored)) = ResponseStore::new(app.db.clone()).get(id).await else {
-        return Ok(());
-    };
-    let model = stored.response["model"].as_str().unwrap_or_default();
-    match model.strip_prefix("onyx:") {
-        Some(agent) => allow(agents, agent),
-        None => Err(refuse(
-            agents,
-            "previous_response_id names a response of no agent of it",
-        )),
+/// The `agent` query parameter, `main` when absent or empty.
+pub struct AgentQuery(pub CheckedAgent);
+
+fn agent_param(parts: &Parts) -> Result<Option<String>, ApiError> {
+    let mut params = super::query::parse(parts.uri.query())?;
+    Ok(params.remove("agent").filter(|agent| !agent.is_empty()))
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for AgentQuery {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let agent = agent_param(parts)?.unwrap_or_else(|| MAIN.into());
+        AgentReach::of(&parts.extensions)?.check(&agent).map(Self)
     }
 }
 
-/// The body, read (up to the body limit) and parsed; `Null` when it is not JSON.
-async fn read_json(app: &App, body: Option<Body>) -> Result<(Value, bytes::Bytes), ApiError> {
-    let bytes = axum::body::to_bytes(body.unwrap_or_default(), app.max_body_bytes)
-        .await
-        .map_err(|_| ApiError::PayloadTooLarge {
-            limit: app.max_body_bytes,
-        })?;
-    let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    Ok((json, bytes))
+/// The `agent` query parameter of a list: `None` lists every agent's, which
+/// a scoped key may not ask for (it must name one of its agents).
+pub struct AgentFilter(pub Option<CheckedAgent>);
+
+impl<S: Send + Sync> FromRequestParts<S> for AgentFilter {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let reach = AgentReach::of(&parts.extensions)?;
+        match agent_param(parts)? {
+            Some(agent) => reach.check(&agent).map(|agent| Self(Some(agent))),
+            None if reach.is_scoped() => Err(reach.refuse("name one with ?agent=")),
+            None => Ok(Self(None)),
+        }
+    }
+}
+
+/// A JSON object body with an `agent` field (`main` when absent), checked,
+/// then read as `T`. The field is rewritten to the checked agent before `T`
+/// is read, so a `T` that keeps its own copy of it agrees.
+pub struct AgentInBody<T> {
+    pub agent: CheckedAgent,
+    pub body: T,
+}
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for AgentInBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let reach = AgentReach::of(req.extensions())?;
+        let JsonObject(mut body) = JsonObject::from_request(req, state).await?;
+        let agent = match body.get("agent") {
+            None | Some(Value::Null) => MAIN,
+            Some(Value::String(agent)) if agent.is_empty() => MAIN,
+            Some(Value::String(agent)) => agent.as_str(),
+            Some(_) => {
+                return Err(ApiError::BadRequest {
+                    message: "agent: must be a string".into(),
+                    param: Some("agent".into()),
+                    code: Some("invalid_type"),
+                });
+            }
+        };
+        let agent = reach.check(agent)?;
+        body["agent"] = Value::String(agent.as_str().into());
+        Ok(Self {
+            body: typed(&body)?,
+            agent,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scoped_reach_checks_and_refuses_naming_its_agents() {
+        let every = AgentReach::Every;
+        assert_eq!(every.check("main").unwrap().as_str(), "main");
+        assert_eq!(every.default_agent().as_str(), MAIN);
+        let scoped = AgentReach::Only(vec!["ops".to_string(), "dev".to_string()].into());
+        assert_eq!(scoped.check("dev").unwrap().as_str(), "dev");
+        assert_eq!(scoped.default_agent().as_str(), "ops");
+        let refused = scoped.check("main").unwrap_err();
+        assert_eq!(refused.status(), 403);
+        let text = refused.to_string();
+        assert!(text.contains("ops, dev") && text.contains("\"main\""), "{text}");
+        assert!(
+            AgentReach::of(&Extensions::new()).is_err(),
+            "no reach: fail closed"
+        );
+    }
 }

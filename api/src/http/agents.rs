@@ -1,20 +1,28 @@
 //! `/v1/agents` (list, get, create from the templates, enable/disable, model,
 //! permission mode, workspace files), `/v1/inbox` and `/v1/approvals`.
+//!
+//! What an agent may do (its model, permission mode, whether it runs) is the
+//! owner's to decide: changing it needs an admin key or the UI's session, so
+//! a chat key cannot raise its own agent to `allow-all`. A chat key may
+//! rename an agent and read and write its workspace files.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use serde::Deserialize;
 
+use super::agent_scope::{AgentPath, AgentQuery};
 use super::body::{JsonObject, TextDocument, query_number, typed};
 use super::error::ApiError;
+use super::middleware::CallerScope;
+use super::query::Params;
 use super::views::{AgentDetail, AgentView, ApprovalDecision, List};
 use crate::agents::approvals::Approval;
 use crate::agents::registry::parse_mode;
 use crate::agents::{AgentDef, AgentPatch, workspace};
 use crate::app::App;
+use crate::auth::{KeyError, Scope};
 use crate::config::PermissionMode;
 use crate::inbox::InboxMessage;
 use crate::memory::{FileContent, WriteOutcome};
@@ -35,8 +43,11 @@ pub async fn list(State(app): State<Arc<App>>) -> Result<Json<List<AgentView>>, 
     Ok(Json(List::new(agents.iter().map(AgentView::from).collect())))
 }
 
-pub async fn get(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<AgentDetail>, ApiError> {
-    let agent = find(&app, &id).await?;
+pub async fn get(
+    State(app): State<Arc<App>>,
+    AgentPath(agent): AgentPath,
+) -> Result<Json<AgentDetail>, ApiError> {
+    let agent = find(&app, agent.as_str()).await?;
     let files = app.memory.list_files(&agent.id).await.unwrap_or_default();
     Ok(Json(AgentDetail {
         agent: AgentView::from(&agent),
@@ -66,11 +77,18 @@ fn workspace_name(name: &str) -> Result<&str, ApiError> {
     }
 }
 
+/// The `{name}` of a workspace file route (its `{agent}` is taken by `AgentPath`).
+#[derive(Deserialize)]
+pub(super) struct FileName {
+    name: String,
+}
+
 pub async fn read_file(
     State(app): State<Arc<App>>,
-    Path((id, name)): Path<(String, String)>,
+    AgentPath(agent): AgentPath,
+    Path(FileName { name }): Path<FileName>,
 ) -> Result<Json<FileContent>, ApiError> {
-    let agent = find(&app, &id).await?;
+    let agent = find(&app, agent.as_str()).await?;
     let name = workspace_name(&name)?;
     app.agents.prepare(&agent).await?;
     let file = app.memory.read_file(&agent.id, name).await?;
@@ -79,10 +97,11 @@ pub async fn read_file(
 
 pub async fn write_file(
     State(app): State<Arc<App>>,
-    Path((id, name)): Path<(String, String)>,
+    AgentPath(agent): AgentPath,
+    Path(FileName { name }): Path<FileName>,
     TextDocument(content): TextDocument,
 ) -> Result<Json<WriteOutcome>, ApiError> {
-    let agent = find(&app, &id).await?;
+    let agent = find(&app, agent.as_str()).await?;
     let name = workspace_name(&name)?;
     app.agents.prepare(&agent).await?;
     let outcome = app.memory.write_file(&agent.id, name, content, None).await?;
@@ -112,11 +131,36 @@ fn mode(text: Option<&str>) -> Result<Option<PermissionMode>, ApiError> {
     .transpose()
 }
 
+/// Refuses a change of what an agent may do (`fields` that are set) to a caller without the admin scope.
+fn owner_decides(scope: Scope, fields: &[(&str, bool)]) -> Result<(), ApiError> {
+    let asked: Vec<&str> = fields
+        .iter()
+        .filter(|(_, set)| *set)
+        .map(|(name, _)| *name)
+        .collect();
+    if scope == Scope::Admin || asked.is_empty() {
+        return Ok(());
+    }
+    Err(KeyError::OutOfScope(format!(
+        "{} of an agent decide what it may do: changing them needs an admin key or the UI",
+        asked.join(", ")
+    ))
+    .into())
+}
+
 pub async fn create(
     State(app): State<Arc<App>>,
+    CallerScope(scope): CallerScope,
     JsonObject(body): JsonObject,
 ) -> Result<Json<AgentView>, ApiError> {
     let request: CreateAgent = typed(&body)?;
+    owner_decides(
+        scope,
+        &[
+            ("model", request.model.is_some()),
+            ("permission_mode", request.permission_mode.is_some()),
+        ],
+    )?;
     crate::memory::paths::agent(&request.id)
         .ok()
         .filter(|id| *id != crate::memory::paths::SHARED)
@@ -160,26 +204,37 @@ pub(super) struct PatchAgent {
 
 pub async fn patch(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    AgentPath(agent): AgentPath,
+    CallerScope(scope): CallerScope,
     JsonObject(body): JsonObject,
 ) -> Result<Json<AgentView>, ApiError> {
-    find(&app, &id).await?;
+    let id = agent.as_str();
+    find(&app, id).await?;
     let request: PatchAgent = typed(&body)?;
+    owner_decides(
+        scope,
+        &[
+            ("enabled", request.enabled.is_some()),
+            ("model", request.model.is_some()),
+            ("permission_mode", request.permission_mode.is_some()),
+        ],
+    )?;
     let change = AgentPatch {
         enabled: request.enabled,
         model: request.model,
         permission_mode: mode(request.permission_mode.as_deref())?,
         name: request.name,
     };
-    app.agents.registry.patch(&id, &change).await?;
-    Ok(Json(AgentView::from(&find(&app, &id).await?)))
+    app.agents.registry.patch(id, &change).await?;
+    Ok(Json(AgentView::from(&find(&app, id).await?)))
 }
 
 pub async fn inbox(
     State(app): State<Arc<App>>,
-    Query(params): Query<HashMap<String, String>>,
+    AgentQuery(agent): AgentQuery,
+    Params(params): Params,
 ) -> Result<Json<List<InboxMessage>>, ApiError> {
-    let agent = params.get("agent").map_or(crate::agents::MAIN, String::as_str);
+    let agent = agent.as_str();
     let status = params.get("status").map(String::as_str);
     if let Some(status) = status
         && !matches!(status, "pending" | "claimed" | "read")

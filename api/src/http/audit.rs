@@ -1,13 +1,13 @@
 //! `GET /v1/audit` (admin scope): the audit log, newest first; `limit`
 //! (1 to 1000, default 100).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 
 use super::error::ApiError;
+use super::query::Params;
 use super::views::List;
 use crate::app::App;
 use crate::audit::{AuditEvent, MAX_LIMIT};
@@ -16,7 +16,7 @@ const DEFAULT_LIMIT: usize = 100;
 
 pub async fn list(
     State(app): State<Arc<App>>,
-    Query(params): Query<HashMap<String, String>>,
+    Params(params): Params,
 ) -> Result<Json<List<AuditEvent>>, ApiError> {
     let limit = match params.get("limit") {
         None => DEFAULT_LIMIT,

@@ -1,5 +1,10 @@
-//! Reading request bodies: a size limit answered with 413, JSON syntax errors
-//! and type errors answered with 400 naming the line or the field.
+//! Reading request bodies: a size limit answered with 413, a JSON body under
+//! another content type answered with 415, JSON syntax errors and type errors
+//! answered with 400 naming the line or the field.
+//!
+//! Why 415: a web page can send a cross-site `POST` without a CORS preflight
+//! only as a form, `text/plain`, or a body with no content type at all. None
+//! of those is JSON here, so no page can drive a JSON endpoint that way.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
@@ -40,14 +45,83 @@ impl<S: Send + Sync> FromRequest<S> for JsonObject {
 }
 
 /// A request body meant to be a JSON object, not yet parsed (the handler
-/// reads it its own way); it is not empty.
+/// reads it its own way); it is not empty and was sent as JSON.
 pub struct JsonBytes(pub Bytes);
+
+/// Whether a `Content-Type` names JSON: `application/json` or `application/*+json`.
+pub fn is_json(content_type: Option<&axum::http::HeaderValue>) -> bool {
+    let Some(text) = content_type.and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    // Compared without allocating: every chat request comes through here, twice.
+    let essence = text.split(';').next().unwrap_or_default().trim();
+    let Some((kind, subtype)) = essence.split_once('/') else {
+        return false;
+    };
+    let suffix = subtype
+        .len()
+        .checked_sub("+json".len())
+        .and_then(|at| subtype.get(at..));
+    kind.eq_ignore_ascii_case("application")
+        && (subtype.eq_ignore_ascii_case("json") || suffix.is_some_and(|s| s.eq_ignore_ascii_case("+json")))
+}
+
+/// The 415 for a body that is not sent as JSON.
+fn not_json(content_type: Option<&axum::http::HeaderValue>) -> ApiError {
+    let given = match content_type.and_then(|v| v.to_str().ok()) {
+        Some(text) => format!("Content-Type {text:?}"),
+        None => "no Content-Type".to_string(),
+    };
+    ApiError::UnsupportedMediaType(format!(
+        "this endpoint takes JSON: send the body with Content-Type: application/json (it came with {given})"
+    ))
+}
+
+/// Every `POST` with a body sends it as JSON, whatever the route reads: a
+/// `POST` is what a page sends across sites without a preflight, so no route
+/// takes one in another type. (JSON routes refuse other types on every
+/// method in their extractors; `TextDocument` takes raw text on `PUT`.)
+/// `require_api_key` checks it on every route it guards; an open route that
+/// reads no body takes [`SentAsJson`].
+pub fn post_is_json(method: &axum::http::Method, headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
+    if method != axum::http::Method::POST {
+        return Ok(());
+    }
+    let has_body = headers.contains_key(axum::http::header::TRANSFER_ENCODING)
+        || headers
+            .get(axum::http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|length| length.trim() != "0");
+    let content_type = headers.get(axum::http::header::CONTENT_TYPE);
+    if has_body && !is_json(content_type) {
+        return Err(not_json(content_type));
+    }
+    Ok(())
+}
+
+/// [`post_is_json`], for an open route that reads no body.
+pub struct SentAsJson;
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for SentAsJson {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        post_is_json(&parts.method, &parts.headers).map(|()| Self)
+    }
+}
 
 impl<S: Send + Sync> FromRequest<S> for JsonBytes {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let content_type = req.headers().get(axum::http::header::CONTENT_TYPE).cloned();
         let bytes = read_limited(req, state).await?;
+        if !bytes.is_empty() && !is_json(content_type.as_ref()) {
+            return Err(not_json(content_type.as_ref()));
+        }
         if bytes.is_empty() {
             return Err(ApiError::bad_request(
                 "the request body is empty; send a JSON object",
@@ -75,18 +149,20 @@ pub fn parse_object(bytes: &[u8]) -> Result<Value, ApiError> {
 }
 
 /// A text document sent as the body: raw UTF-8, or `{"content": "…"}` when
-/// the content type is JSON.
+/// the content type is JSON. Only `PUT` routes take one, and a page cannot
+/// send a `PUT` to another origin without a CORS preflight, which Onyx never
+/// answers; so raw text is taken under any content type (`curl --data-binary`
+/// sends a form's).
 pub struct TextDocument(pub String);
 
 impl<S: Send + Sync> FromRequest<S> for TextDocument {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let is_json = req
-            .headers()
-            .get(axum::http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/json"));
+        if req.method() != axum::http::Method::PUT {
+            return Err(ApiError::MethodNotAllowed);
+        }
+        let is_json = is_json(req.headers().get(axum::http::header::CONTENT_TYPE));
         let bytes = read_limited(req, state).await?;
         if is_json {
             let value = parse_object(&bytes)?;
@@ -182,6 +258,31 @@ mod tests {
             Err(ApiError::BadRequest { param, .. }) => param,
             other => panic!("expected a bad request, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn json_is_application_json_or_a_json_suffix() {
+        let value = |text: &'static str| axum::http::HeaderValue::from_static(text);
+        for json in [
+            "application/json",
+            "application/json; charset=utf-8",
+            "Application/JSON",
+            "application/vnd.api+json",
+        ] {
+            assert!(is_json(Some(&value(json))), "{json}");
+        }
+        for other in [
+            "text/plain",
+            "text/plain;charset=UTF-8",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x",
+            "text/json",
+            "application/jsonx",
+        ] {
+            assert!(!is_json(Some(&value(other))), "{other}");
+        }
+        assert!(!is_json(None));
+        assert_eq!(not_json(None).status(), 415);
     }
 
     #[test]

@@ -13,8 +13,10 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::Value;
 
+use super::agent_chat::chat_agent;
+use super::agent_scope::AgentReach;
 use super::body::{JsonBytes, into_map, parse_object, typed};
-use super::chat_core::{self, Answer, Answered, Chunks, Completion};
+use super::chat_core::{self, Answer, Answered, Asker, Chunks, Completion};
 use super::chat_session::{SESSION_HEADER, session_header};
 use super::error::ApiError;
 use super::middleware::Caller;
@@ -26,11 +28,16 @@ use crate::providers::{ChatBody, RawObject};
 pub async fn chat_completions(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
+    reach: AgentReach,
     Caller(who): Caller,
     JsonBytes(json): JsonBytes,
 ) -> Result<Response, ApiError> {
     let (body, request, session_ref) = read_chat(&headers, json)?;
-    let answered = chat_core::answer(&app, &headers, body, request, session_ref, who).await?;
+    let asker = Asker {
+        agent: chat_agent(&reach, &headers, &request.model)?,
+        reach: &reach,
+    };
+    let answered = chat_core::answer(&app, &headers, asker, body, request, session_ref, who).await?;
     Ok(into_response(answered))
 }
 

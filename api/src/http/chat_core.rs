@@ -16,6 +16,7 @@ use axum::http::HeaderMap;
 use futures::StreamExt;
 use serde_json::Value;
 
+use super::agent_scope::{AgentReach, CheckedAgent};
 use super::chat_session::{SESSION_HEADER, source, split_system};
 use super::error::ApiError;
 use crate::agents::MAIN as DEFAULT_AGENT;
@@ -27,11 +28,19 @@ use crate::sessions::{LogMessage, SessionMeta, Sessions};
 
 pub use super::answer::{Answer, Answered, Chunks, Completion};
 
+/// Who asks, and the agent the request runs (`None`: a plain model), as
+/// `agent_chat::chat_agent` decided it.
+pub struct Asker<'a> {
+    pub reach: &'a AgentReach,
+    pub agent: Option<CheckedAgent>,
+}
+
 /// Answers one chat request. `body` is the chat-completions JSON object (what
 /// OpenAI-compatible upstreams receive), `request` its typed view.
 pub async fn answer(
     app: &Arc<App>,
     headers: &HeaderMap,
+    asker: Asker<'_>,
     body: ChatBody,
     request: ChatRequest,
     session_ref: Option<String>,
@@ -46,12 +55,15 @@ pub async fn answer(
     // The agent and session paths are boxed: their futures are large, and
     // inline they would make every plain call's future (moved several times
     // on its way through the service stack) as large.
-    if let Some(agent) = super::agent_chat::agent_of(headers, &request.model) {
+    if let Some(session) = session_ref.as_deref() {
+        session_in_reach(app, asker.reach, session).await?;
+    }
+    if let Some(agent) = &asker.agent {
         return Box::pin(super::agent_chat::answer(
             app,
             headers,
             request,
-            &agent,
+            agent,
             session_ref,
             who,
         ))
@@ -108,6 +120,19 @@ pub async fn answer(
         }
     }
     Ok(answered)
+}
+
+/// A scoped key continues only sessions of its agents (one that does not
+/// exist is the chat path's own 404, or a new session).
+async fn session_in_reach(app: &App, reach: &AgentReach, session: &str) -> Result<(), ApiError> {
+    let session = session.trim();
+    if !reach.is_scoped() || session == "new" {
+        return Ok(());
+    }
+    match app.sessions.get(session).await {
+        Ok(meta) => reach.check(&meta.agent_id).map(drop),
+        Err(_) => Ok(()),
+    }
 }
 
 /// The call with the session's stored history put before the client's

@@ -2,17 +2,17 @@
 //! (version, uptime, counters) and `/v1/logs` (recent lines, or a live SSE tail
 //! with `?follow=true`).
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::error::ApiError;
+use super::query::Params;
 use super::views::{GatewayStatus, List};
 use crate::app::App;
 use crate::observability::tail::{LogLine, tail};
@@ -41,7 +41,7 @@ fn passes(line: &LogLine, level: usize, q: Option<&str>) -> bool {
         })
 }
 
-pub async fn logs(Query(params): Query<HashMap<String, String>>) -> Result<Response, ApiError> {
+pub async fn logs(Params(params): Params) -> Result<Response, ApiError> {
     let level = match params.get("level").map(String::as_str) {
         None | Some("") => 2,
         Some(name) => LEVELS.iter().position(|l| *l == name).ok_or_else(|| {

@@ -36,6 +36,13 @@ pub enum ApiError {
     Unauthorized(&'static str),
     #[error("{0}")]
     Forbidden(&'static str),
+    /// Refused for what the request is, not who sent it (a key-less
+    /// gateway's Host or Origin rule): 403 with its own code.
+    #[error("{message}")]
+    Refused { message: String, code: &'static str },
+    /// A body in a content type the endpoint does not take.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
     #[error("{message}")]
     NotFound { message: String, code: &'static str },
     #[error("the request body is larger than the limit of {limit} bytes")]
@@ -136,6 +143,13 @@ impl ApiError {
             }
             Self::Unauthorized(message) => entry(S::UNAUTHORIZED, Some("invalid_api_key"), None, *message),
             Self::Forbidden(message) => entry(S::FORBIDDEN, Some("insufficient_scope"), None, *message),
+            Self::Refused { message, code } => entry(S::FORBIDDEN, Some(code), None, message.clone()),
+            Self::UnsupportedMediaType(message) => entry(
+                S::UNSUPPORTED_MEDIA_TYPE,
+                Some("unsupported_media_type"),
+                Some("content-type"),
+                message.clone(),
+            ),
             Self::NotFound { message, code } => entry(S::NOT_FOUND, Some(code), None, message.clone()),
             Self::PayloadTooLarge { .. } => entry(
                 S::PAYLOAD_TOO_LARGE,

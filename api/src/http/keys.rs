@@ -1,15 +1,15 @@
 //! `/v1/keys` (admin scope): create (the key is shown once), list, revoke.
 //! Making and revoking a key are audit events.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{ConnectInfo, Path, State};
+use axum::Json;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::{Extension, Json};
 use serde::Deserialize;
 
 use super::body::{JsonObject, typed};
+use super::client::ClientIp;
 use super::error::ApiError;
 use super::middleware::Caller;
 use super::views::{CreatedKey, KeyRevoked, List};
@@ -47,14 +47,10 @@ pub(super) fn actor(caller: &Caller) -> String {
     caller.0.key.as_deref().unwrap_or("ui").to_string()
 }
 
-pub(super) fn peer_ip(peer: Option<Extension<ConnectInfo<SocketAddr>>>) -> Option<String> {
-    peer.map(|Extension(ConnectInfo(addr))| addr.ip().to_string())
-}
-
 pub async fn create(
     State(app): State<Arc<App>>,
     caller: Caller,
-    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    client: ClientIp,
     JsonObject(body): JsonObject,
 ) -> Result<(StatusCode, Json<CreatedKey>), ApiError> {
     let request: Create = typed(&body)?;
@@ -99,7 +95,7 @@ pub async fn create(
         action: Action::KeyCreated,
         actor: &actor(&caller),
         target: Some(&stored.id),
-        ip: peer_ip(peer),
+        ip: client.text(),
         detail: Some(detail),
     };
     crate::audit::record(&app.db, event).await;
@@ -113,7 +109,7 @@ pub async fn list(State(app): State<Arc<App>>) -> Result<Json<List<StoredKey>>, 
 pub async fn revoke(
     State(app): State<Arc<App>>,
     caller: Caller,
-    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    client: ClientIp,
     Path(id): Path<String>,
 ) -> Result<Json<KeyRevoked>, ApiError> {
     app.auth.revoke(&id).await?;
@@ -121,7 +117,7 @@ pub async fn revoke(
         action: Action::KeyRevoked,
         actor: &actor(&caller),
         target: Some(&id),
-        ip: peer_ip(peer),
+        ip: client.text(),
         detail: None,
     };
     crate::audit::record(&app.db, event).await;

@@ -2,22 +2,29 @@
 //! `gateway.auth.passwordHash` and starts a cookie session (tower-sessions,
 //! stored in SurrealDB: it survives restarts and works on every replica);
 //! `POST /auth/logout` ends it; `GET /auth/me` tells the UI where it stands.
-//! Every login, right or wrong, is an audit event.
+//! Every checked login, right or wrong, is an audit event.
+//!
+//! A login is counted against its address before its password is checked
+//! (`auth::LoginThrottle::reserve`), so a burst of guesses past the limit is
+//! refused without hashing any, and passwords are checked a few at a time
+//! (`auth::PasswordChecks`): argon2 allocates 19 MiB per check.
 
-use std::net::SocketAddr;
+use std::net::IpAddr;
 use std::sync::Arc;
 
-use axum::extract::{ConnectInfo, State};
+use axum::Json;
+use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::json;
 use tower_sessions::Session;
 
-use super::body::{JsonObject, typed};
+use super::body::{JsonObject, SentAsJson, typed};
+use super::client::ClientIp;
 use super::error::ApiError;
 use crate::app::App;
+use crate::auth::Attempt;
 
 /// The session key set once the password was right.
 const SIGNED_IN: &str = "signed_in";
@@ -35,7 +42,7 @@ pub async fn signed_in(session: &Session) -> bool {
 pub async fn login(
     State(app): State<Arc<App>>,
     session: Session,
-    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    client: ClientIp,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
     let request: Login = typed(&body)?;
@@ -45,25 +52,26 @@ pub async fn login(
                 .into(),
         ));
     };
-    let ip = peer.map_or([127, 0, 0, 1].into(), |Extension(ConnectInfo(addr))| addr.ip());
-    let throttled = app.login_throttle.blocked(ip).await?;
-    if let Some(wait) = throttled {
-        let body = json!({"error": {
-            "message": format!("too many failed logins; try again in {} seconds", wait.as_secs().max(1)),
-            "type": "rate_limit_error", "param": null, "code": "too_many_logins",
-        }});
-        return Ok((
-            StatusCode::TOO_MANY_REQUESTS,
-            [(header::RETRY_AFTER, wait.as_secs().max(1).to_string())],
-            Json(body),
-        )
-            .into_response());
+    // No socket (in-process tests): counted as loopback.
+    let ip = client.0.unwrap_or(IpAddr::from([127, 0, 0, 1]));
+    if let Attempt::Refused(wait) = app.login_throttle.reserve(ip).await? {
+        return Ok(too_many(
+            "too_many_logins",
+            format!(
+                "too many failed logins; try again in {} seconds",
+                wait.as_secs().max(1)
+            ),
+            wait.as_secs().max(1),
+        ));
     }
-    // argon2 is deliberately slow: keep it off the async workers.
-    let password = request.password;
-    let ok = tokio::task::spawn_blocking(move || crate::auth::verify_password(&password, &hash))
-        .await
-        .unwrap_or(false);
+    let Ok(ok) = app.password_checks.verify(request.password, hash).await else {
+        return Ok(too_many(
+            "logins_busy",
+            "too many logins are being checked right now; try again in a moment".into(),
+            1,
+        ));
+    };
+    app.metrics.record_password_check();
     let event = |action| crate::audit::NewEvent {
         action,
         actor: "ui",
@@ -73,7 +81,7 @@ pub async fn login(
     };
     if !ok {
         crate::audit::record(&app.db, event(crate::audit::Action::LoginFailed)).await;
-        app.login_throttle.failed(ip).await?;
+        app.login_throttle.failed().await?;
         tracing::warn!(%ip, "failed UI login");
         return Err(ApiError::Unauthorized("wrong password"));
     }
@@ -86,7 +94,20 @@ pub async fn login(
     Ok(Json(json!({"ok": true})).into_response())
 }
 
-pub async fn logout(session: Session) -> Result<Json<serde_json::Value>, ApiError> {
+/// A 429 in OpenAI's error shape, with `Retry-After`.
+fn too_many(code: &str, message: String, retry_after: u64) -> Response {
+    let body = json!({"error": {
+        "message": message, "type": "rate_limit_error", "param": null, "code": code,
+    }});
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [(header::RETRY_AFTER, retry_after.to_string())],
+        Json(body),
+    )
+        .into_response()
+}
+
+pub async fn logout(_: SentAsJson, session: Session) -> Result<Json<serde_json::Value>, ApiError> {
     session.flush().await?;
     Ok(Json(json!({"ok": true})))
 }

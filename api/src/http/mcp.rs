@@ -4,7 +4,8 @@
 //! `memory_write`, `sessions_list`, `sessions_history`, `send_to_agent`,
 //! `schedule_task`, `list_tasks`, each run as the agent named by its `agent`
 //! argument, else the key's first agent (a key scoped to agents), else
-//! `main`. Bearer auth and agent scopes apply as on every route.
+//! `main`. Bearer auth applies as on every route; every call's agent is
+//! checked against the caller's reach before any call of the message runs.
 
 use std::sync::Arc;
 
@@ -14,7 +15,9 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
-use crate::agents::MAIN;
+use super::agent_scope::{AgentReach, CheckedAgent};
+use super::body::JsonBytes;
+use super::error::ApiError;
 use crate::agents::tools::{self, ToolSpec};
 use crate::app::App;
 
@@ -32,10 +35,6 @@ pub const TOOLS: [&str; 8] = [
     "schedule_task",
     "list_tasks",
 ];
-
-/// The agents a key is scoped to (set by the auth middleware), if any.
-#[derive(Clone)]
-pub struct ScopedAgents(pub Arc<[String]>);
 
 fn offered(app: &App) -> Vec<ToolSpec> {
     tools::all(app.agents.tool_settings())
@@ -65,35 +64,48 @@ fn error(id: &Value, code: i64, message: impl Into<String>) -> Value {
 }
 
 /// `POST /mcp`: one JSON-RPC message (or a batch); notifications get 202.
+/// A batch naming any agent out of the caller's reach is refused whole (403).
 pub async fn post(
     State(app): State<Arc<App>>,
-    scoped: Option<axum::Extension<ScopedAgents>>,
-    body: axum::body::Bytes,
-) -> Response {
+    reach: AgentReach,
+    JsonBytes(body): JsonBytes,
+) -> Result<Response, ApiError> {
     let body: Value = match serde_json::from_slice(&body) {
         Ok(body) => body,
         Err(err) => {
             let answer = error(&Value::Null, -32700, format!("the body is not JSON: {err}"));
-            return (StatusCode::BAD_REQUEST, Json(answer)).into_response();
+            return Ok((StatusCode::BAD_REQUEST, Json(answer)).into_response());
         }
     };
-    let default_agent = scoped
-        .and_then(|axum::Extension(ScopedAgents(agents))| agents.first().cloned())
-        .unwrap_or_else(|| MAIN.to_string());
     let (messages, batch) = match body {
         Value::Array(messages) => (messages, true),
         message => (vec![message], false),
     };
+    let agents = messages
+        .iter()
+        .map(|message| call_agent(&reach, message))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut answers = Vec::new();
-    for message in messages {
-        if let Some(answer) = handle(&app, &default_agent, message).await {
+    for (message, agent) in messages.into_iter().zip(agents) {
+        if let Some(answer) = handle(&app, &agent, message).await {
             answers.push(answer);
         }
     }
-    match (answers.is_empty(), batch) {
+    Ok(match (answers.is_empty(), batch) {
         (true, _) => StatusCode::ACCEPTED.into_response(),
         (false, true) => Json(Value::Array(answers)).into_response(),
         (false, false) => Json(answers.remove(0)).into_response(),
+    })
+}
+
+/// The agent a message's tool call runs as: its `agent` argument, else the
+/// caller's default agent, checked against the caller's reach. A non-string
+/// `agent` is left for `call` to answer with a JSON-RPC error.
+fn call_agent(reach: &AgentReach, message: &Value) -> Result<Result<CheckedAgent, String>, ApiError> {
+    match &message["params"]["arguments"]["agent"] {
+        Value::Null => Ok(Ok(reach.default_agent())),
+        Value::String(agent) => reach.check(agent).map(Ok),
+        _ => Ok(Err("arguments.agent must be a string".into())),
     }
 }
 
@@ -108,7 +120,7 @@ pub async fn not_offered() -> Response {
 }
 
 /// Answers one message; `None` for a notification or a response.
-async fn handle(app: &App, default_agent: &str, message: Value) -> Option<Value> {
+async fn handle(app: &App, agent: &Result<CheckedAgent, String>, message: Value) -> Option<Value> {
     let Value::Object(message) = message else {
         return Some(error(&Value::Null, -32600, "a JSON-RPC message is an object"));
     };
@@ -145,12 +157,12 @@ async fn handle(app: &App, default_agent: &str, message: Value) -> Option<Value>
                 .collect();
             result(&id, json!({"tools": tools}))
         }
-        "tools/call" => call(app, default_agent, &id, &params).await,
+        "tools/call" => call(app, agent, &id, &params).await,
         other => error(&id, -32601, format!("method {other:?} is not offered")),
     })
 }
 
-async fn call(app: &App, default_agent: &str, id: &Value, params: &Value) -> Value {
+async fn call(app: &App, agent: &Result<CheckedAgent, String>, id: &Value, params: &Value) -> Value {
     let Some(name) = params["name"].as_str() else {
         return error(id, -32602, "params.name: the tool's name is required");
     };
@@ -166,12 +178,12 @@ async fn call(app: &App, default_agent: &str, id: &Value, params: &Value) -> Val
         None | Some(Value::Null) => Map::new(),
         Some(_) => return error(id, -32602, "params.arguments must be an object"),
     };
-    let agent = match arguments.remove("agent") {
-        Some(Value::String(agent)) => agent,
-        None => default_agent.to_string(),
-        Some(_) => return error(id, -32602, "arguments.agent must be a string"),
+    arguments.remove("agent");
+    let agent = match agent {
+        Ok(agent) => agent.as_str(),
+        Err(message) => return error(id, -32602, message.clone()),
     };
-    let context = match app.agents.tools_for(&agent).await {
+    let context = match app.agents.tools_for(agent).await {
         Ok(Some(context)) => context,
         Ok(None) => return tool_result(id, format!("there is no agent {agent:?}"), true),
         Err(err) => {

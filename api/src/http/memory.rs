@@ -1,47 +1,60 @@
 //! `/v1/memory`: the memory files (list, read, write, delete), notes appended
 //! to today's log or MEMORY.md, search, index status and an on-demand sync.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::body::{JsonObject, TextDocument, query_number, typed};
+use super::agent_scope::{AgentInBody, AgentPath, AgentQuery, CheckedAgent};
+use super::body::{TextDocument, query_number};
 use super::error::ApiError;
+use super::middleware::CallerScope;
+use super::query::Params;
 use super::views::{List, MemoryFileDeleted};
-use crate::agents::MAIN as DEFAULT_AGENT;
 use crate::app::App;
+use crate::auth::Scope;
+use crate::memory::paths::SHARED;
 use crate::memory::{FileInfo, Mode, NoteTarget, SearchResults, Status, SyncReport, WriteOutcome};
 
 const MAX_RESULTS: usize = 100;
 
-fn agent_param(params: &HashMap<String, String>) -> &str {
-    params
-        .get("agent")
-        .map(String::as_str)
-        .filter(|a| !a.is_empty())
-        .unwrap_or(DEFAULT_AGENT)
+/// The `{*path}` of a memory file route (its `{agent}` is taken by `AgentPath`).
+#[derive(Deserialize)]
+pub(super) struct FilePath {
+    path: String,
+}
+
+/// A shared project's `ACCESS.md` says which agents may read and write the
+/// project: only the owner's authority (an admin key, the UI) changes it.
+fn may_change(scope: Scope, agent: &CheckedAgent, path: &str) -> Result<(), ApiError> {
+    if agent.as_str() == SHARED && crate::memory::access::is_access_file(path) && scope != Scope::Admin {
+        return Err(ApiError::Forbidden(
+            "a project's ACCESS.md decides which agents reach the project: changing it needs an admin key or the UI",
+        ));
+    }
+    Ok(())
 }
 
 pub async fn list_files(
     State(app): State<Arc<App>>,
-    Query(params): Query<HashMap<String, String>>,
+    AgentQuery(agent): AgentQuery,
 ) -> Result<Json<List<FileInfo>>, ApiError> {
-    let files = app.memory.list_files(agent_param(&params)).await?;
+    let files = app.memory.list_files(agent.as_str()).await?;
     Ok(Json(List::new(files)))
 }
 
 /// JSON by default; the raw text when the client asks for `text/markdown` or `text/plain`.
 pub async fn read_file(
     State(app): State<Arc<App>>,
-    Path((agent, path)): Path<(String, String)>,
+    AgentPath(agent): AgentPath,
+    Path(FilePath { path }): Path<FilePath>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let file = app.memory.read_file(&agent, &path).await?;
+    let file = app.memory.read_file(agent.as_str(), &path).await?;
     let etag = HeaderValue::from_str(&format!("\"{}\"", file.etag)).ok();
     let wants_text = headers
         .get(header::ACCEPT)
@@ -65,25 +78,34 @@ pub async fn read_file(
 /// Replaces a file; with `If-Match: "<etag>"` only if nobody changed it since.
 pub async fn write_file(
     State(app): State<Arc<App>>,
-    Path((agent, path)): Path<(String, String)>,
+    AgentPath(agent): AgentPath,
+    Path(FilePath { path }): Path<FilePath>,
+    CallerScope(scope): CallerScope,
     headers: HeaderMap,
     TextDocument(content): TextDocument,
 ) -> Result<Json<WriteOutcome>, ApiError> {
+    may_change(scope, &agent, &path)?;
     let if_match = headers
         .get(header::IF_MATCH)
         .and_then(|v| v.to_str().ok())
         .map(|v| v.trim().trim_start_matches("W/").trim_matches('"').to_string());
-    let outcome = app.memory.write_file(&agent, &path, content, if_match).await?;
+    let outcome = app
+        .memory
+        .write_file(agent.as_str(), &path, content, if_match)
+        .await?;
     Ok(Json(outcome))
 }
 
 pub async fn delete_file(
     State(app): State<Arc<App>>,
-    Path((agent, path)): Path<(String, String)>,
+    AgentPath(agent): AgentPath,
+    Path(FilePath { path }): Path<FilePath>,
+    CallerScope(scope): CallerScope,
 ) -> Result<Json<MemoryFileDeleted>, ApiError> {
-    app.memory.delete_file(&agent, &path).await?;
+    may_change(scope, &agent, &path)?;
+    app.memory.delete_file(agent.as_str(), &path).await?;
     Ok(Json(MemoryFileDeleted {
-        agent,
+        agent: agent.into_string(),
         path,
         deleted: true,
     }))
@@ -94,6 +116,8 @@ pub async fn delete_file(
 #[cfg_attr(test, ts(optional_fields))]
 #[serde(deny_unknown_fields)]
 pub(super) struct NoteRequest {
+    // The agent (`main` when absent), read and checked by `AgentInBody`.
+    #[allow(dead_code)]
     agent: Option<String>,
     content: String,
     /// `daily` (default) or `memory`.
@@ -103,10 +127,9 @@ pub(super) struct NoteRequest {
 /// Appends a note to today's daily log (default) or to MEMORY.md.
 pub async fn append_note(
     State(app): State<Arc<App>>,
-    JsonObject(body): JsonObject,
+    AgentInBody { agent, body: request }: AgentInBody<NoteRequest>,
 ) -> Result<Json<WriteOutcome>, ApiError> {
-    let request: NoteRequest = typed(&body)?;
-    let agent = request.agent.as_deref().unwrap_or(DEFAULT_AGENT);
+    let agent = agent.as_str();
     let target = match request.target.as_deref() {
         None | Some("daily") => NoteTarget::Daily(app.agents.registry.timezone_of(agent).await),
         Some("memory") => NoteTarget::Curated,
@@ -123,7 +146,8 @@ pub async fn append_note(
 
 pub async fn search(
     State(app): State<Arc<App>>,
-    Query(params): Query<HashMap<String, String>>,
+    AgentQuery(agent): AgentQuery,
+    Params(params): Params,
 ) -> Result<Json<SearchResults>, ApiError> {
     let query = params
         .get("q")
@@ -139,10 +163,7 @@ pub async fn search(
         })?,
     };
     let limit = query_number(&params, "limit", 10, MAX_RESULTS)?.max(1);
-    let results = app
-        .memory
-        .search(agent_param(&params), query, limit, mode)
-        .await?;
+    let results = app.memory.search(agent.as_str(), query, limit, mode).await?;
     Ok(Json(results))
 }
 

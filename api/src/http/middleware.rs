@@ -1,7 +1,10 @@
 //! Auth. `require_api_key` checks the bearer key (or `x-api-key`, as
-//! Anthropic's clients send it), refuses an expired key, holds a key scoped to
-//! agents to them (`agent_scope`), and lets the control UI in by its cookie
-//! session. (Every request's id, span and metrics: `request_context`.)
+//! Anthropic's clients send it), refuses an expired key, marks each request
+//! with the caller's scope and the agents it reaches (`agent_scope`), lets
+//! the control UI in by its cookie session, and refuses a query string that
+//! names a parameter twice. `require_admin` and `require_unscoped` guard the
+//! route tiers of `http::router`. (Every request's id, span and metrics:
+//! `request_context`; the key-less gateway's Host and Origin rules: `edge`.)
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -17,6 +20,7 @@ use futures::future::{BoxFuture, Either};
 use tower::Service;
 use tower::layer::{LayerFn, layer_fn};
 
+use super::agent_scope::AgentReach;
 use super::error::ApiError;
 use crate::app::App;
 use crate::auth::{Caller as KeyCaller, Denied, KeyError, Scope};
@@ -53,8 +57,6 @@ enum Pending {
     CookieSession,
     /// A stored key not looked up lately.
     Lookup(String),
-    /// A valid key scoped to these agents (already admitted): the request must name one of them.
-    AgentScope(Arc<[String]>),
 }
 
 impl Service<Request> for RequireApiKey {
@@ -87,29 +89,37 @@ impl Service<Request> for RequireApiKey {
 }
 
 /// The key presented as `Authorization: Bearer` or, as Anthropic's clients send it, `x-api-key`.
-fn presented_key(req: &Request) -> Option<&str> {
-    req.headers()
+fn presented_key(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .or_else(|| req.headers().get("x-api-key").and_then(|v| v.to_str().ok()))
+        .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
         .map(str::trim)
 }
 
 fn check_now(app: &App, mut req: Request) -> KeyCheck {
+    // One reading of the query for everyone: no parameter twice.
+    if let Err(err) = super::query::check_unique(req.uri().query()) {
+        return KeyCheck::Refused(err.into_response());
+    }
+    if let Err(err) = super::body::post_is_json(req.method(), req.headers()) {
+        return KeyCheck::Refused(err.into_response());
+    }
     if !app.auth.required() {
-        // No key exists: only possible when bound to loopback (checked at startup).
+        // Key-less: only on loopback (checked at startup), from loopback pages (`edge`).
         req.extensions_mut().insert(Scope::Admin);
+        req.extensions_mut().insert(AgentReach::Every);
         return KeyCheck::Passed(req);
     }
-    let Some(presented) = presented_key(&req) else {
+    let Some(presented) = presented_key(req.headers()) else {
         return KeyCheck::Pending(req, Pending::CookieSession);
     };
     match app.auth.identify_now(presented) {
-        Some(Ok(caller)) => match admit(&mut req, caller) {
-            None => KeyCheck::Passed(req),
-            Some(agents) => KeyCheck::Pending(req, Pending::AgentScope(agents)),
-        },
+        Some(Ok(caller)) => {
+            admit(&mut req, caller);
+            KeyCheck::Passed(req)
+        }
         Some(Err(denied)) => KeyCheck::Refused(refusal(denied)),
         None => {
             let presented = presented.to_string();
@@ -118,15 +128,18 @@ fn check_now(app: &App, mut req: Request) -> KeyCheck {
     }
 }
 
-/// Marks the request as the caller's; the agents its key is scoped to, if any.
-fn admit(req: &mut Request, caller: KeyCaller) -> Option<Arc<[String]>> {
+/// Marks the request as the caller's: its scope, the agents it reaches, who to bill.
+fn admit(req: &mut Request, caller: KeyCaller) {
     req.extensions_mut().insert(caller.scope);
+    req.extensions_mut().insert(match caller.agents {
+        Some(agents) => AgentReach::Only(agents),
+        None => AgentReach::Every,
+    });
     req.extensions_mut().insert(Attribution {
         key: Some(caller.key_id),
         key_limits: caller.limits,
         ..Attribution::default()
     });
-    caller.agents
 }
 
 fn refusal(denied: Denied) -> Response {
@@ -136,25 +149,36 @@ fn refusal(denied: Denied) -> Response {
     }
 }
 
-/// The checks that wait (a database lookup, the cookie session, the agent
-/// the request names): the request, ready for the route, or the refusal.
+/// The checks that wait (a database lookup, the cookie session): the
+/// request, ready for the route, or the refusal.
 async fn check_later(app: &App, mut req: Request, pending: Pending) -> Result<Request, Response> {
-    let agents = match pending {
-        Pending::CookieSession => return cookie_session(req).await,
-        Pending::AgentScope(agents) => agents,
+    match pending {
+        Pending::CookieSession => cookie_session(req).await,
         Pending::Lookup(presented) => {
             let caller = app.auth.identify(&presented).await.map_err(refusal)?;
-            match admit(&mut req, caller) {
-                None => return Ok(req),
-                Some(agents) => agents,
-            }
+            admit(&mut req, caller);
+            Ok(req)
         }
-    };
-    req.extensions_mut()
-        .insert(super::mcp::ScopedAgents(agents.clone()));
-    super::agent_scope::check(app, req, &agents)
-        .await
-        .map_err(IntoResponse::into_response)
+    }
+}
+
+/// Whether a request on an open route comes from someone `require_api_key`
+/// would admit: a key-less gateway, a valid key, or the UI's signed-in session.
+pub async fn authenticated(
+    app: &App,
+    headers: &axum::http::HeaderMap,
+    session: Option<&tower_sessions::Session>,
+) -> bool {
+    if !app.auth.required() {
+        return true;
+    }
+    if let Some(presented) = presented_key(headers) {
+        return app.auth.identify(presented).await.is_ok();
+    }
+    match session {
+        Some(session) => super::login::signed_in(session).await,
+        None => false,
+    }
 }
 
 /// The control UI: a signed-in cookie session, from the UI's own origin.
@@ -172,6 +196,7 @@ async fn cookie_session(mut req: Request) -> Result<Request, Response> {
         .into_response());
     }
     req.extensions_mut().insert(Scope::Admin);
+    req.extensions_mut().insert(AgentReach::Every);
     Ok(req)
 }
 
@@ -180,11 +205,29 @@ fn missing_key() -> Response {
         .into_response()
 }
 
-/// Key and config management need the admin scope.
+/// The `admin` tier: key and config management, approvals, an agent's
+/// permissions. Admin keys, the owner's UI session, a key-less gateway.
 pub async fn require_admin(req: Request, next: Next) -> Response {
     match req.extensions().get::<Scope>() {
         Some(Scope::Admin) => next.run(req).await,
         _ => ApiError::Forbidden("this route needs an API key with the admin scope").into_response(),
+    }
+}
+
+/// The `owner` tier: what spans every agent. Any caller but a key scoped to agents.
+pub async fn require_unscoped(req: Request, next: Next) -> Response {
+    match AgentReach::of(req.extensions()) {
+        Ok(AgentReach::Every) => next.run(req).await,
+        Ok(reach) => {
+            let route = req
+                .extensions()
+                .get::<axum::extract::MatchedPath>()
+                .map_or("this route", |p| p.as_str());
+            reach
+                .refuse(format_args!("{} {route} is not open to it", req.method()))
+                .into_response()
+        }
+        Err(err) => err.into_response(),
     }
 }
 
@@ -202,6 +245,23 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller {
         Ok(Self(
             // Taken, not cloned: one handler reads it, once.
             parts.extensions.remove::<Attribution>().unwrap_or_default(),
+        ))
+    }
+}
+
+/// The caller's scope, as `require_api_key` found it. A route it did not run
+/// on gets the narrowest (`chat`): fail closed.
+pub struct CallerScope(pub Scope);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for CallerScope {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(Self(
+            parts.extensions.get::<Scope>().copied().unwrap_or(Scope::Chat),
         ))
     }
 }

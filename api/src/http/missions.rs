@@ -6,13 +6,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::body::{JsonObject, typed};
 use super::error::ApiError;
+use super::query::Params;
 use super::views::List;
 use crate::app::App;
 use crate::orchestration::{
@@ -91,7 +92,7 @@ pub async fn propose(
 
 pub async fn proposals(
     State(app): State<Arc<App>>,
-    Query(query): Query<HashMap<String, String>>,
+    Params(query): Params,
 ) -> Result<Json<List<Proposal>>, ApiError> {
     let orch = orchestrator(&app)?;
     let rows = orch
@@ -143,7 +144,7 @@ async fn decide(
 
 pub async fn missions(
     State(app): State<Arc<App>>,
-    Query(query): Query<HashMap<String, String>>,
+    Params(query): Params,
 ) -> Result<Json<List<Value>>, ApiError> {
     let orch = orchestrator(&app)?;
     let missions = orch
@@ -183,10 +184,7 @@ pub async fn cancel(State(app): State<Arc<App>>, Path(id): Path<String>) -> Resu
     Ok(Json(orch.cancel(&id).await?))
 }
 
-pub async fn steps(
-    State(app): State<Arc<App>>,
-    Query(query): Query<HashMap<String, String>>,
-) -> Result<Json<List<Step>>, ApiError> {
+pub async fn steps(State(app): State<Arc<App>>, Params(query): Params) -> Result<Json<List<Step>>, ApiError> {
     let orch = orchestrator(&app)?;
     let steps = orch
         .store

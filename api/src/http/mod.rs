@@ -1,6 +1,7 @@
-//! The axum application: routes, the auth and request-context middleware, and
-//! OpenAI-shaped errors for everything that goes wrong (unknown routes, wrong
-//! methods, oversized or malformed bodies). Handlers are thin.
+//! The axum application: routes in tiers by who they admit ([`Access`]), the
+//! auth and request-context middleware, and OpenAI-shaped errors for
+//! everything that goes wrong (unknown routes, wrong methods, oversized or
+//! malformed bodies). Handlers are thin.
 
 mod agent_chat;
 mod agent_scope;
@@ -11,10 +12,14 @@ mod body;
 mod chat;
 mod chat_core;
 mod chat_session;
+mod client;
 mod console;
+mod edge;
 mod embeddings;
 mod error;
+mod heartbeat;
 mod keys;
+mod knowledge;
 mod login;
 mod mcp;
 mod mcp_servers;
@@ -25,7 +30,9 @@ mod missions;
 mod models;
 mod operations;
 mod ops;
+mod owned;
 mod providers;
+mod query;
 mod request_context;
 mod responses;
 mod run_events;
@@ -47,7 +54,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, delete, get, post, put};
 use tower_sessions_surrealdb_store::SurrealSessionStore;
 
 pub use error::ApiError;
@@ -55,11 +62,84 @@ pub use error::ApiError;
 use crate::app::App;
 use crate::storage::Client;
 
-/// The whole HTTP surface. `/health` is the only route without auth.
-pub fn router(app: Arc<App>) -> Router {
-    let admin = Router::new()
+/// Who a route admits, beyond a valid key (or the UI's signed-in session,
+/// or anyone on a key-less gateway, which `edge` keeps to loopback pages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone: `/health` (status only without a key), the login routes.
+    Open,
+    /// Admin keys and the owner's UI session: keys, providers, policy,
+    /// approvals, an agent's trust and reviews.
+    Admin,
+    /// Any key not scoped to agents: what spans every agent.
+    Owner,
+    /// Any key, one scoped to agents too: each handler takes its agent
+    /// through an `agent_scope` or `owned` extractor, which checks it.
+    Agent,
+}
+
+/// Routes as they are added, with their paths kept for the tests that walk every route.
+struct Table {
+    access: Access,
+    router: Router<Arc<App>>,
+    paths: Vec<&'static str>,
+}
+
+impl Table {
+    fn new(access: Access) -> Self {
+        Self {
+            access,
+            router: Router::new(),
+            paths: Vec::new(),
+        }
+    }
+
+    fn route(mut self, path: &'static str, methods: MethodRouter<Arc<App>>) -> Self {
+        self.router = self.router.route(path, methods);
+        self.paths.push(path);
+        self
+    }
+}
+
+/// Every route's path and who it admits (for tests that walk them all).
+pub fn routes() -> Vec<(&'static str, Access)> {
+    let Tables {
+        open,
+        admin,
+        owner,
+        agent,
+        mcp,
+        messages,
+    } = tables();
+    [open, admin, owner, agent, mcp, messages]
+        .into_iter()
+        .flat_map(|table| {
+            let access = table.access;
+            table.paths.into_iter().map(move |path| (path, access))
+        })
+        .collect()
+}
+
+struct Tables {
+    open: Table,
+    admin: Table,
+    owner: Table,
+    agent: Table,
+    /// `/mcp` (`Access::Agent`), behind the old MCP page's redirect for browsers.
+    mcp: Table,
+    /// The Anthropic-shaped routes (`Access::Agent`), which answer errors in their own shape.
+    messages: Table,
+}
+
+fn tables() -> Tables {
+    let open = Table::new(Access::Open)
+        .route("/health", get(ops::health))
+        .route("/auth/login", post(login::login))
+        .route("/auth/logout", post(login::logout))
+        .route("/auth/me", get(login::me));
+    let admin = Table::new(Access::Admin)
         .route("/v1/keys", get(keys::list).post(keys::create))
-        .route("/v1/keys/{id}", axum::routing::delete(keys::revoke))
+        .route("/v1/keys/{id}", delete(keys::revoke))
         .route("/v1/audit", get(audit::list))
         // Provider addresses and the log tail are for whoever runs the gateway.
         .route("/v1/providers", get(providers::list).post(providers::create))
@@ -77,7 +157,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/aliases", get(providers::list_aliases))
         .route(
             "/v1/aliases/{name}",
-            axum::routing::put(providers::put_alias).delete(providers::delete_alias),
+            put(providers::put_alias).delete(providers::delete_alias),
         )
         .route("/v1/subscriptions", get(subscriptions::list))
         .route(
@@ -105,43 +185,21 @@ pub fn router(app: Arc<App>) -> Router {
         )
         .route(
             "/v1/triggers/{id}",
-            axum::routing::put(operations::update_trigger).delete(operations::delete_trigger),
+            put(operations::update_trigger).delete(operations::delete_trigger),
         )
-        .route("/v1/agents/{id}/trust", axum::routing::put(operations::set_trust))
+        .route("/v1/agents/{agent}/trust", put(operations::set_trust))
         .route(
-            "/v1/agents/{id}/reviews",
+            "/v1/agents/{agent}/reviews",
             get(operations::reviews).post(operations::review),
         )
         .route("/v1/proposals/{id}/approve", post(missions::approve))
         .route("/v1/proposals/{id}/reject", post(missions::reject))
-        .route_layer(axum::middleware::from_fn(middleware::require_admin));
-    let protected = Router::new()
-        .merge(admin)
-        .route("/v1/chat/completions", post(chat::chat_completions))
-        .route("/v1/responses", post(responses::create))
-        .route(
-            "/v1/responses/{id}",
-            get(responses::get).delete(responses::delete),
-        )
-        .route("/v1/responses/{id}/input_items", get(responses::input_items))
-        .route("/v1/models", get(models::list_models))
+        .route("/v1/orchestration/heartbeat", post(heartbeat::heartbeat))
+        .route("/v1/knowledge", get(knowledge::sources))
+        // A pending tool call runs once someone with the owner's authority says so.
+        .route("/v1/approvals/{id}", post(agents::decide));
+    let owner = Table::new(Access::Owner)
         .route("/v1/embeddings", post(embeddings::create_embeddings))
-        .route("/v1/sessions", get(sessions::list))
-        .route(
-            "/v1/sessions/{id}",
-            get(sessions::get).patch(sessions::patch).delete(sessions::delete),
-        )
-        .route("/v1/sessions/{id}/export", get(sessions::export))
-        .route("/v1/sessions/{id}/compact", post(sessions::compact))
-        .route("/v1/memory", post(memory::append_note))
-        .route("/v1/memory/files", get(memory::list_files))
-        .route(
-            "/v1/memory/files/{agent}/{*path}",
-            get(memory::read_file)
-                .put(memory::write_file)
-                .delete(memory::delete_file),
-        )
-        .route("/v1/memory/search", get(memory::search))
         .route("/v1/memory/status", get(memory::status))
         .route("/v1/memory/sync", post(memory::sync))
         .route("/v1/mcp/servers", get(mcp_servers::list))
@@ -164,14 +222,42 @@ pub fn router(app: Arc<App>) -> Router {
             get(skills::read_file).put(skills::write_file),
         )
         .route("/v1/agents", get(agents::list).post(agents::create))
-        .route("/v1/agents/{id}", get(agents::get).patch(agents::patch))
+        .route("/v1/approvals", get(agents::approvals))
+        .route("/v1/status", get(console::status))
+        .route("/v1/usage", get(usage::report))
+        .route("/v1/usage/limits", get(usage::limits))
+        .route("/metrics", get(ops::metrics));
+    let agent = Table::new(Access::Agent)
+        .route("/v1/models", get(models::list_models))
+        .route("/v1/chat/completions", post(chat::chat_completions))
+        .route("/v1/responses", post(responses::create))
         .route(
-            "/v1/agents/{id}/files/{name}",
+            "/v1/responses/{id}",
+            get(responses::get).delete(responses::delete),
+        )
+        .route("/v1/responses/{id}/input_items", get(responses::input_items))
+        .route("/v1/sessions", get(sessions::list))
+        .route(
+            "/v1/sessions/{id}",
+            get(sessions::get).patch(sessions::patch).delete(sessions::delete),
+        )
+        .route("/v1/sessions/{id}/export", get(sessions::export))
+        .route("/v1/sessions/{id}/compact", post(sessions::compact))
+        .route("/v1/memory", post(memory::append_note))
+        .route("/v1/memory/files", get(memory::list_files))
+        .route(
+            "/v1/memory/files/{agent}/{*path}",
+            get(memory::read_file)
+                .put(memory::write_file)
+                .delete(memory::delete_file),
+        )
+        .route("/v1/memory/search", get(memory::search))
+        .route("/v1/agents/{agent}", get(agents::get).patch(agents::patch))
+        .route(
+            "/v1/agents/{agent}/files/{name}",
             get(agents::read_file).put(agents::write_file),
         )
         .route("/v1/inbox", get(agents::inbox))
-        .route("/v1/approvals", get(agents::approvals))
-        .route("/v1/approvals/{id}", post(agents::decide))
         .route("/v1/tasks", get(tasks::list).post(tasks::create))
         .route(
             "/v1/tasks/{id}",
@@ -182,30 +268,57 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/runs", get(runs::list))
         .route("/v1/runs/{id}", get(runs::get))
         .route("/v1/runs/{id}/cancel", post(runs::cancel))
-        .route("/v1/runs/{id}/events", get(runs::events))
-        .route("/v1/status", get(console::status))
-        .route("/v1/usage", get(usage::report))
-        .route("/v1/usage/limits", get(usage::limits))
-        .route("/metrics", get(ops::metrics))
+        .route("/v1/runs/{id}/events", get(runs::events));
+    // Its own table: a browser's bookmark of the old MCP page (`ui::old_mcp_page`) needs no key.
+    let mcp = Table::new(Access::Agent).route(
+        "/mcp",
+        post(mcp::post).get(mcp::not_offered).delete(mcp::not_offered),
+    );
+    Tables {
+        open,
+        admin,
+        owner,
+        agent,
+        mcp,
+        messages: messages::table(),
+    }
+}
+
+/// The whole HTTP surface: the route tables, each behind its access check.
+pub fn router(app: Arc<App>) -> Router {
+    let Tables {
+        open,
+        admin,
+        owner,
+        agent,
+        mcp,
+        messages,
+    } = tables();
+    let protected = Router::new()
+        .merge(
+            admin
+                .router
+                .route_layer(axum::middleware::from_fn(middleware::require_admin)),
+        )
+        .merge(
+            owner
+                .router
+                .route_layer(axum::middleware::from_fn(middleware::require_unscoped)),
+        )
+        .merge(agent.router)
         .method_not_allowed_fallback(ops::method_not_allowed)
         .route_layer(middleware::require_api_key(app.clone()));
-    let mcp_endpoint = Router::new()
-        .route(
-            "/mcp",
-            post(mcp::post).get(mcp::not_offered).delete(mcp::not_offered),
-        )
+    let mcp_endpoint = mcp
+        .router
         .method_not_allowed_fallback(ops::method_not_allowed)
         .route_layer(middleware::require_api_key(app.clone()))
         // Outside the auth: a browser's bookmark of the old MCP page needs no key.
         .route_layer(axum::middleware::from_fn(ui::old_mcp_page));
-    let router = Router::new()
-        .route("/health", get(ops::health))
-        .route("/auth/login", post(login::login))
-        .route("/auth/logout", post(login::logout))
-        .route("/auth/me", get(login::me))
+    let router = open
+        .router
         .merge(protected)
         .merge(mcp_endpoint)
-        .merge(messages::routes(app.clone()))
+        .merge(messages::with_layers(messages.router, app.clone()))
         .fallback(ui::fallback);
     match app.db.client() {
         Client::Any(db) => with_request_layers(router, app, SurrealSessionStore::new(db, UI_SESSIONS.into())),
@@ -220,9 +333,9 @@ const UI_SESSIONS: &str = "ui_session";
 
 /// What every request goes through, stacked into one layer so each route is
 /// wrapped (and boxed) once, outermost first: its context (id, span,
-/// metrics), the panic catcher, the body limit, and the UI's login sessions,
+/// metrics), the panic catcher, the body limit, the UI's login sessions,
 /// kept in SurrealDB (whichever client it is), for the requests that can use
-/// one (`ui_sessions`).
+/// one (`ui_sessions`), and a key-less gateway's Host and Origin rules (`edge`).
 fn with_request_layers<S>(router: Router<Arc<App>>, app: Arc<App>, store: S) -> Router
 where
     S: tower_sessions::SessionStore + Clone,
@@ -242,6 +355,7 @@ where
             ops::panic_response,
         ))
         .layer(DefaultBodyLimit::max(app.max_body_bytes))
-        .layer(ui_sessions::UiSessionsLayer::new(sessions));
+        .layer(ui_sessions::UiSessionsLayer::new(sessions))
+        .layer(edge::KeylessEdgeLayer::new(app.clone()));
     router.layer(per_request).with_state(app)
 }

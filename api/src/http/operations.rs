@@ -2,21 +2,21 @@
 //! `/v1/policy` (configuration as data), `/v1/triggers`, agents' trust
 //! levels and performance reviews.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::body::{JsonObject, typed};
+use super::body::{JsonBytes, JsonObject, typed};
 use super::error::ApiError;
 use super::missions::orchestrator;
+use super::query::Params;
 use super::views::{Deleted, List};
 use crate::app::App;
 use crate::orchestration::trust::ReviewInput;
@@ -26,7 +26,7 @@ const FEED_POLL: Duration = Duration::from_secs(1);
 
 pub async fn events(
     State(app): State<Arc<App>>,
-    Query(query): Query<HashMap<String, String>>,
+    Params(query): Params,
 ) -> Result<Json<List<Event>>, ApiError> {
     let orch = orchestrator(&app)?;
     let limit = query
@@ -48,10 +48,7 @@ pub async fn events(
 
 /// `GET /v1/events/stream`: every new event (of any replica) as it is
 /// recorded, oldest first; `?type=` and `?agent=` filter.
-pub async fn stream(
-    State(app): State<Arc<App>>,
-    Query(query): Query<HashMap<String, String>>,
-) -> Result<Response, ApiError> {
+pub async fn stream(State(app): State<Arc<App>>, Params(query): Params) -> Result<Response, ApiError> {
     let orch = orchestrator(&app)?.clone();
     let kind = query.get("type").cloned();
     let agent = query.get("agent").cloned();
@@ -109,8 +106,13 @@ pub async fn policy(State(app): State<Arc<App>>, Path(key): Path<String>) -> Res
 pub async fn set_policy(
     State(app): State<Arc<App>>,
     Path(key): Path<String>,
-    Json(value): Json<Value>,
+    JsonBytes(body): JsonBytes,
 ) -> Result<Json<Value>, ApiError> {
+    let value: Value = serde_json::from_slice(&body).map_err(|err| ApiError::BadRequest {
+        message: format!("the request body is not valid JSON: {err}"),
+        param: None,
+        code: Some("invalid_json"),
+    })?;
     let orch = orchestrator(&app)?;
     crate::orchestration::check_policy(&key, &value)
         .map_err(|m| ApiError::bad_request(m, Some(key.clone())))?;

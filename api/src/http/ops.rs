@@ -1,20 +1,31 @@
-//! Operational routes: `/health` (open), `/metrics`, and the JSON answers for
-//! unknown routes and wrong methods.
+//! Operational routes: `/health` (open: its status to anyone, each
+//! dependency's detail to a caller with a key, the UI's session or on a
+//! key-less gateway), `/metrics`, and the JSON answers for unknown routes and
+//! wrong methods.
 
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::Json;
 use axum::extract::State;
-use axum::http::{StatusCode, Uri, header};
-use axum::response::IntoResponse;
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::error::ApiError;
-use super::views::Health;
+use super::views::{Health, HealthSummary};
 use crate::app::App;
 use crate::health::State as DepState;
 
-pub async fn health(State(app): State<Arc<App>>) -> impl IntoResponse {
+/// Without a key only `{"status"}`: the detail (addresses, paths, error
+/// text, MCP servers' commands and tools) is for whoever runs the gateway.
+pub async fn health(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    session: Option<Extension<tower_sessions::Session>>,
+) -> Response {
+    let session = session.map(|Extension(session)| session);
+    let detailed = super::middleware::authenticated(&app, &headers, session.as_ref()).await;
     let stores = crate::health::Stores {
         db: &app.db,
         objects: app.objects.as_ref(),
@@ -27,8 +38,12 @@ pub async fn health(State(app): State<Arc<App>>) -> impl IntoResponse {
         || mcp
             .iter()
             .any(|s| s.state == crate::mcp_client::ServerState::Failed);
+    let status = if degraded { "degraded" } else { "ok" };
+    if !detailed {
+        return Json(HealthSummary { status }).into_response();
+    }
     Json(Health {
-        status: if degraded { "degraded" } else { "ok" },
+        status,
         version: env!("CARGO_PKG_VERSION"),
         uptime_seconds: app.started.elapsed().as_secs(),
         dependencies,
@@ -36,6 +51,7 @@ pub async fn health(State(app): State<Arc<App>>) -> impl IntoResponse {
         exec: exec_health(app.agents.tool_settings()),
         mcp,
     })
+    .into_response()
 }
 
 fn exec_health(tools: &crate::config::ToolsConfig) -> super::views::ExecHealth {

@@ -5,18 +5,18 @@
 //! read-only. Keys and header values are write-only: answers show hints.
 //! Every change is an audit event naming what changed, never a value.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{ConnectInfo, Path, State};
+use axum::Json;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::body::{JsonObject, typed};
+use super::client::ClientIp;
 use super::error::ApiError;
-use super::keys::{actor, peer_ip};
+use super::keys::actor;
 use super::middleware::Caller;
 use super::views::{Deleted, List};
 use crate::app::App;
@@ -53,19 +53,12 @@ impl From<RegistryError> for ApiError {
 }
 
 /// Records a provider or alias change (what changed, never a value).
-async fn audit(
-    app: &App,
-    caller: &Caller,
-    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
-    action: Action,
-    target: &str,
-    detail: String,
-) {
+async fn audit(app: &App, caller: &Caller, client: ClientIp, action: Action, target: &str, detail: String) {
     let event = NewEvent {
         action,
         actor: &actor(caller),
         target: Some(target),
-        ip: peer_ip(peer),
+        ip: client.text(),
         detail: Some(detail),
     };
     crate::audit::record(&app.db, event).await;
@@ -99,7 +92,7 @@ pub async fn get(
 pub async fn create(
     State(app): State<Arc<App>>,
     caller: Caller,
-    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    client: ClientIp,
     JsonObject(mut body): JsonObject,
 ) -> Result<(StatusCode, Json<ProviderView>), ApiError> {
     let name = match body.as_object_mut().and_then(|map| map.remove("name")) {
@@ -121,7 +114,7 @@ pub async fn create(
     let spec = parse_spec(body).map_err(|err| ApiError::from(RegistryError::Store(err.into())))?;
     let view = app.providers.create(&name, spec).await?;
     let detail = format!("added ({} at {})", view.kind, view.base_url);
-    audit(&app, &caller, peer, Action::ProviderChanged, &name, detail).await;
+    audit(&app, &caller, client, Action::ProviderChanged, &name, detail).await;
     tracing::info!(provider = %name, fields = %fields, "provider added through the API");
     Ok((StatusCode::CREATED, Json(view)))
 }
@@ -130,7 +123,7 @@ pub async fn create(
 pub async fn patch(
     State(app): State<Arc<App>>,
     caller: Caller,
-    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    client: ClientIp,
     Path(name): Path<String>,
     JsonObject(body): JsonObject,
 ) -> Result<Json<ProviderView>, ApiError> {
@@ -143,14 +136,14 @@ pub async fn patch(
     let detail = format!("changed {}", field_names(&body));
     let view = app.providers.update(&name, body).await?;
     app.catalog.forget(&name).await;
-    audit(&app, &caller, peer, Action::ProviderChanged, &name, detail).await;
+    audit(&app, &caller, client, Action::ProviderChanged, &name, detail).await;
     Ok(Json(view))
 }
 
 pub async fn delete(
     State(app): State<Arc<App>>,
     caller: Caller,
-    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    client: ClientIp,
     Path(name): Path<String>,
 ) -> Result<Json<Deleted>, ApiError> {
     app.providers.delete(&name).await?;
@@ -158,7 +151,7 @@ pub async fn delete(
     audit(
         &app,
         &caller,
-        peer,
+        client,
         Action::ProviderChanged,
         &name,
         "removed".into(),
@@ -203,24 +196,32 @@ pub(super) struct PutAlias {
 pub async fn put_alias(
     State(app): State<Arc<App>>,
     caller: Caller,
-    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    client: ClientIp,
     Path(name): Path<String>,
     JsonObject(body): JsonObject,
 ) -> Result<Json<AliasView>, ApiError> {
     let request: PutAlias = typed(&body)?;
     let view = app.providers.put_alias(&name, request.targets).await?;
     let detail = format!("routes to {}", view.targets.join(", then "));
-    audit(&app, &caller, peer, Action::AliasChanged, &name, detail).await;
+    audit(&app, &caller, client, Action::AliasChanged, &name, detail).await;
     Ok(Json(view))
 }
 
 pub async fn delete_alias(
     State(app): State<Arc<App>>,
     caller: Caller,
-    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    client: ClientIp,
     Path(name): Path<String>,
 ) -> Result<Json<Deleted>, ApiError> {
     app.providers.delete_alias(&name).await?;
-    audit(&app, &caller, peer, Action::AliasChanged, &name, "removed".into()).await;
+    audit(
+        &app,
+        &caller,
+        client,
+        Action::AliasChanged,
+        &name,
+        "removed".into(),
+    )
+    .await;
     Ok(Json(Deleted::new(name, "alias.deleted")))
 }

@@ -2,15 +2,17 @@
 //! chat bot, a task, a wake-up). List and read them, cancel one, or follow
 //! one's events (`/events`: the answer so far, then the rest as it comes).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::response::Response;
 
+use super::agent_scope::AgentFilter;
 use super::body::query_number;
 use super::error::ApiError;
+use super::owned::RunId;
+use super::query::Params;
 use super::run_events;
 use super::views::List;
 use crate::agents::runs::{AgentRun, RunFilter, RunStatus};
@@ -32,7 +34,8 @@ fn not_found(id: &str) -> ApiError {
 
 pub async fn list(
     State(app): State<Arc<App>>,
-    Query(params): Query<HashMap<String, String>>,
+    AgentFilter(agent): AgentFilter,
+    Params(params): Params,
 ) -> Result<Json<List<AgentRun>>, ApiError> {
     let status = params
         .get("status")
@@ -46,7 +49,7 @@ pub async fn list(
         })
         .transpose()?;
     let filter = RunFilter {
-        agent: params.get("agent").cloned(),
+        agent: agent.map(|a| a.into_string()),
         status,
         session: params.get("session").cloned(),
         limit: query_number(&params, "limit", 50, 500)?.max(1),
@@ -54,7 +57,7 @@ pub async fn list(
     Ok(Json(List::new(app.agents.runs.store().list(&filter).await?)))
 }
 
-pub async fn get(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<AgentRun>, ApiError> {
+pub async fn get(State(app): State<Arc<App>>, RunId(id): RunId) -> Result<Json<AgentRun>, ApiError> {
     let id = run_id(&id)?;
     let run = app.agents.runs.store().get(&id).await?;
     Ok(Json(run.ok_or_else(|| not_found(&id))?))
@@ -62,7 +65,7 @@ pub async fn get(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<
 
 /// Stops a running run (within a second, on whichever replica runs it); the
 /// run as it is now. Cancelling a run that already ended changes nothing.
-pub async fn cancel(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<AgentRun>, ApiError> {
+pub async fn cancel(State(app): State<Arc<App>>, RunId(id): RunId) -> Result<Json<AgentRun>, ApiError> {
     let id = run_id(&id)?;
     let run = app.agents.runs.cancel(&id).await?;
     Ok(Json(run.ok_or_else(|| not_found(&id))?))
@@ -71,7 +74,7 @@ pub async fn cancel(State(app): State<Arc<App>>, Path(id): Path<String>) -> Resu
 /// The run's events as `chat.completion.chunk` server-sent events, from the
 /// first. Served by the replica running it, while it runs and a few minutes
 /// after.
-pub async fn events(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub async fn events(State(app): State<Arc<App>>, RunId(id): RunId) -> Result<Response, ApiError> {
     let id = run_id(&id)?;
     if let Some(run) = app.agents.runs.live(&id) {
         return Ok(super::chat::chunks_sse(run_events::chunks(&run, true)));

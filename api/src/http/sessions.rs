@@ -2,18 +2,20 @@
 //! first), get (metadata + messages with offset/limit), export (JSONL),
 //! rename/archive, delete (log and metadata; idempotent), compact now.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::agent_scope::AgentFilter;
 use super::body::{JsonObject, query_number, typed};
 use super::error::ApiError;
+use super::owned::SessionId;
+use super::query::Params;
 use super::views::{CompactionReport, Deleted, SessionDetail, SessionPage};
 use crate::app::App;
 use crate::sessions::{ListFilter, Status, decode_cursor};
@@ -33,7 +35,8 @@ fn status(text: &str) -> Result<Status, ApiError> {
 
 pub async fn list(
     State(app): State<Arc<App>>,
-    Query(params): Query<HashMap<String, String>>,
+    AgentFilter(agent): AgentFilter,
+    Params(params): Params,
 ) -> Result<Json<SessionPage>, ApiError> {
     let cursor = params.get("cursor").cloned();
     if let Some(cursor) = &cursor
@@ -54,7 +57,7 @@ pub async fn list(
         ));
     }
     let filter = ListFilter {
-        agent: params.get("agent").cloned(),
+        agent: agent.map(|a| a.into_string()),
         status: params.get("status").map(|s| status(s)).transpose()?,
         source: params.get("source").cloned(),
         updated_since,
@@ -73,8 +76,8 @@ pub async fn list(
 
 pub async fn get(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
-    Query(params): Query<HashMap<String, String>>,
+    SessionId(id): SessionId,
+    Params(params): Params,
 ) -> Result<Json<SessionDetail>, ApiError> {
     let offset = query_number(&params, "offset", 0, usize::MAX)?;
     let limit = query_number(&params, "limit", 100, 1000)?;
@@ -90,7 +93,7 @@ pub async fn get(
     }))
 }
 
-pub async fn export(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub async fn export(State(app): State<Arc<App>>, SessionId(id): SessionId) -> Result<Response, ApiError> {
     let session = app.sessions.get(&id).await?;
     let messages = app.sessions.messages(&session).await?;
     let mut jsonl = Vec::new();
@@ -124,7 +127,7 @@ pub(super) struct Patch {
 
 pub async fn patch(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    SessionId(id): SessionId,
     JsonObject(body): JsonObject,
 ) -> Result<Json<Value>, ApiError> {
     let patch: Patch = typed(&body)?;
@@ -143,7 +146,10 @@ pub async fn patch(
     Ok(Json(serde_json::to_value(session).unwrap_or_default()))
 }
 
-pub async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<Deleted>, ApiError> {
+pub async fn delete(
+    State(app): State<Arc<App>>,
+    SessionId(id): SessionId,
+) -> Result<Json<Deleted>, ApiError> {
     app.sessions.delete(&id).await?;
     Ok(Json(Deleted::new(id, "session.deleted")))
 }
@@ -152,7 +158,7 @@ pub async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Resu
 /// summary (the log keeps them). Short sessions are left as they are.
 pub async fn compact(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    SessionId(id): SessionId,
 ) -> Result<Json<CompactionReport>, ApiError> {
     let session = app.sessions.get(&id).await?;
     let compacted = app.agents.compact_session(&session).await?;

@@ -3,17 +3,17 @@
 //! of its files (raw text, or `{"content": …}`), delete it. `{scope}` is
 //! `_shared` or an agent's id.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
 use super::body::TextDocument;
 use super::error::ApiError;
+use super::query::Params;
 use super::views::{Deleted, List};
 use crate::app::App;
 use crate::memory::paths::SHARED;
@@ -46,7 +46,7 @@ async fn known_scope(app: &App, scope: &str) -> Result<(), ApiError> {
 
 pub async fn list(
     State(app): State<Arc<App>>,
-    Query(params): Query<HashMap<String, String>>,
+    Params(params): Params,
 ) -> Result<Json<List<SkillSummary>>, ApiError> {
     let skills = &app.agents.skills;
     if let Some(agent) = params.get("agent").filter(|a| !a.is_empty()) {

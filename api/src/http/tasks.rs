@@ -5,12 +5,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde_json::json;
 
+use super::agent_scope::{AgentFilter, AgentInBody};
 use super::body::{JsonObject, query_number, typed};
 use super::error::ApiError;
+use super::owned::TaskId;
+use super::query::Params;
 use super::views::{Deleted, List, RunView, TaskView};
 use crate::app::App;
 use crate::tasks::{NewTask, TaskPatch, TaskStatus};
@@ -31,23 +34,21 @@ fn status_filter(params: &HashMap<String, String>) -> Result<Option<TaskStatus>,
 
 pub async fn list(
     State(app): State<Arc<App>>,
-    Query(params): Query<HashMap<String, String>>,
+    AgentFilter(agent): AgentFilter,
+    Params(params): Params,
 ) -> Result<Json<List<TaskView>>, ApiError> {
     let tasks = app
         .tasks
-        .list(params.get("agent").map(String::as_str), status_filter(&params)?)
+        .list(agent.as_ref().map(|a| a.as_str()), status_filter(&params)?)
         .await?;
     Ok(Json(List::new(tasks.iter().map(TaskView::from).collect())))
 }
 
 pub async fn create(
     State(app): State<Arc<App>>,
-    JsonObject(body): JsonObject,
+    AgentInBody { agent, body: mut new }: AgentInBody<NewTask>,
 ) -> Result<(StatusCode, Json<TaskView>), ApiError> {
-    let mut new: NewTask = typed(&body)?;
-    if new.agent.is_empty() {
-        new.agent = crate::agents::MAIN.into();
-    }
+    new.agent = agent.into_string();
     let agent = app.agents.registry.get(&new.agent).await?;
     if agent.is_none() {
         return Err(ApiError::bad_request(
@@ -62,20 +63,20 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(TaskView::from(&task))))
 }
 
-pub async fn get(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<TaskView>, ApiError> {
+pub async fn get(State(app): State<Arc<App>>, TaskId(id): TaskId) -> Result<Json<TaskView>, ApiError> {
     Ok(Json(TaskView::from(&app.tasks.get(&id).await?)))
 }
 
 pub async fn patch(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    TaskId(id): TaskId,
     JsonObject(body): JsonObject,
 ) -> Result<Json<TaskView>, ApiError> {
     let patch: TaskPatch = typed(&body)?;
     Ok(Json(TaskView::from(&app.tasks.update(&id, patch).await?)))
 }
 
-pub async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<Deleted>, ApiError> {
+pub async fn delete(State(app): State<Arc<App>>, TaskId(id): TaskId) -> Result<Json<Deleted>, ApiError> {
     app.tasks.cancel(&id).await?;
     Ok(Json(Deleted::new(id, "task")))
 }
@@ -83,7 +84,7 @@ pub async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Resu
 /// Starts a run now; answers at once with the run (poll `/runs` for its end).
 pub async fn run_now(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    TaskId(id): TaskId,
 ) -> Result<(StatusCode, Json<RunView>), ApiError> {
     let run = app.scheduler.run_now(&id).await?;
     Ok((StatusCode::ACCEPTED, Json(RunView::from(&run))))
@@ -91,8 +92,8 @@ pub async fn run_now(
 
 pub async fn runs(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
-    Query(params): Query<HashMap<String, String>>,
+    TaskId(id): TaskId,
+    Params(params): Params,
 ) -> Result<Json<List<RunView>>, ApiError> {
     let limit = query_number(&params, "limit", 50, 500)?;
     let runs = app.tasks.runs(&id, limit).await?;

@@ -85,6 +85,8 @@ fn generate() -> BTreeMap<String, String> {
     export::<crate::orchestration::Event>(&cfg);
     export::<crate::orchestration::Trigger>(&cfg);
     export::<crate::orchestration::Review>(&cfg);
+    export::<crate::orchestration::HeartbeatReport>(&cfg);
+    export::<super::knowledge::Sources>(&cfg);
     export::<inbox::InboxMessage>(&cfg);
     export::<memory::FileContent>(&cfg);
     export::<memory::FileInfo>(&cfg);

@@ -3,16 +3,16 @@
 //! `x-onyx-cost` header of non-streamed answers. An admin key (or the UI)
 //! sees everyone's usage; a chat-scope key sees only its own.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::HeaderValue;
 use axum::response::Response;
 use axum::{Extension, Json};
 use chrono::{DateTime, NaiveDate, Utc};
 
 use super::error::ApiError;
+use super::query::Params;
 use super::views::List;
 use crate::app::App;
 use crate::auth::Scope;
@@ -36,7 +36,7 @@ pub async fn report(
     State(app): State<Arc<App>>,
     scope: Option<Extension<Scope>>,
     who: Option<Extension<Attribution>>,
-    Query(params): Query<HashMap<String, String>>,
+    Params(params): Params,
 ) -> Result<Json<Report>, ApiError> {
     let now = crate::clock::now();
     let from = match params.get("from") {

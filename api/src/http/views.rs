@@ -176,6 +176,14 @@ pub struct GatewayStatus {
     pub plugins: Vec<PluginStatus>,
 }
 
+/// `GET /health` without a key, the UI's session, or a key-less gateway: the
+/// status alone (the UI, signed in, reads [`Health`]).
+#[derive(Debug, Serialize)]
+pub struct HealthSummary {
+    /// `ok`, or `degraded` when a dependency is down.
+    pub status: &'static str,
+}
+
 /// `GET /health`.
 #[derive(Debug, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]

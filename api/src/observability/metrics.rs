@@ -103,6 +103,7 @@ pub struct Metrics {
     cost: Family<ModelLabels, CostCounter>,
     circuit_state: Family<ProviderLabels, Gauge>,
     circuit_openings: Family<ProviderLabels, Counter>,
+    login_password_checks: Counter,
     totals: Totals,
     /// By route, method and status.
     request_series: Handles<RequestSeries>,
@@ -203,10 +204,17 @@ impl Metrics {
             "Times a provider's circuit opened after consecutive failures, by provider",
             circuit_openings.clone(),
         );
+        let login_password_checks = Counter::default();
+        registry.register(
+            "login_password_checks",
+            "UI login passwords checked against the argon2id hash (throttled attempts are refused before)",
+            login_password_checks.clone(),
+        );
         Self {
             cost,
             circuit_state,
             circuit_openings,
+            login_password_checks,
             registry,
             requests,
             request_seconds,
@@ -230,6 +238,11 @@ impl Metrics {
             completion_tokens: self.totals.completion_tokens.load(Relaxed),
             cached_tokens: self.totals.cached_tokens.load(Relaxed),
         }
+    }
+
+    /// A login's password was checked (hashed).
+    pub fn record_password_check(&self) {
+        self.login_password_checks.inc();
     }
 
     pub fn record_request(&self, route: &str, method: &str, status: u16, seconds: f64) {

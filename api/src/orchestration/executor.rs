@@ -39,7 +39,7 @@ impl Orchestrator {
         }
     }
 
-    async fn tick(self: &Arc<Self>, running: &Arc<AtomicUsize>) -> Result<(), OrchestrationError> {
+    pub(super) async fn tick(self: &Arc<Self>, running: &Arc<AtomicUsize>) -> Result<(), OrchestrationError> {
         self.recover_stale().await?;
         let room = self
             .settings
@@ -253,7 +253,8 @@ impl Orchestrator {
     /// Fails (or queues again) the steps whose replica stopped renewing them:
     /// their lease ran out more than half a lease ago, a grace for clocks that
     /// differ between replicas and for a renewal delayed on a busy machine.
-    async fn recover_stale(self: &Arc<Self>) -> Result<(), OrchestrationError> {
+    pub(super) async fn recover_stale(self: &Arc<Self>) -> Result<Vec<String>, OrchestrationError> {
+        let mut recovered = Vec::new();
         let now = stamp(self.store.leases().now());
         let grace = self.settings.lease / 2;
         let cutoff = self.store.leases().cutoff(grace);
@@ -272,9 +273,10 @@ impl Orchestrator {
             {
                 tracing::warn!(step = %step.key, requeue, "recovered a stale step");
                 self.after_step(&step.key).await;
+                recovered.push(step.key);
             }
         }
-        Ok(())
+        Ok(recovered)
     }
 
     /// Ends a mission whose steps have all ended (steps that wait on a failed

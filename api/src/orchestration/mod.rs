@@ -6,6 +6,7 @@
 
 mod coordination;
 mod executor;
+mod heartbeat;
 mod model;
 mod policy;
 mod reactive;
@@ -19,6 +20,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, broadcast};
 
 pub use coordination::Coordinator;
+pub use heartbeat::HeartbeatReport;
 pub use model::{
     Event, Mission, Proposal, ProposalStatus, ProposedStep, Reaction, ReactionStatus, Review, Step, Trigger,
     WorkStatus,
@@ -75,6 +77,8 @@ pub struct Orchestrator {
     replica: String,
     /// Events as this replica writes them (the SSE feed also polls the table).
     events: broadcast::Sender<Event>,
+    /// Steps started by heartbeats on this replica and still running.
+    heartbeat_running: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Orchestrator {
@@ -99,6 +103,7 @@ impl Orchestrator {
             wake: Notify::new(),
             replica: crate::replica::id().to_string(),
             events: broadcast::channel(256).0,
+            heartbeat_running: Arc::default(),
         })
     }
 

@@ -8,8 +8,11 @@
 //! | `agent_budgets` | `{ agent: daily USD }`, else the trust level's |
 //! | `trust_budgets` | `{ "1".."4": daily USD }` |
 //! | `concurrency` | `{ max_active_missions }` |
-//! | `reaction_matrix` | `{ patterns: [{ source, tags, target, type, probability, cooldown }] }` (cooldown in seconds) |
+//! | `reaction_matrix` | `{ patterns: [{ source, tags, target, type, probability, cooldown_minutes }] }` (or `cooldown_seconds`; see [`ReactionPattern`]) |
 //! | `diagnosis_agent` | the agent the built-in "mission failed" trigger asks (default: the default agent) |
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -59,26 +62,8 @@ pub fn check(key: &str, value: &Value) -> Result<(), String> {
             _ => Ok(()),
         },
         "reaction_matrix" => {
-            let patterns = object()?
-                .get("patterns")
-                .and_then(Value::as_array)
-                .ok_or("reaction_matrix.patterns must be a list")?;
-            for (i, p) in patterns.iter().enumerate() {
-                for field in ["source", "target", "type"] {
-                    if !p[field].is_string() {
-                        return Err(format!("reaction_matrix.patterns[{i}].{field} must be a string"));
-                    }
-                }
-                if !p["probability"]
-                    .as_f64()
-                    .is_some_and(|x| (0.0..=1.0).contains(&x))
-                {
-                    return Err(format!(
-                        "reaction_matrix.patterns[{i}].probability must be between 0 and 1"
-                    ));
-                }
-            }
-            Ok(())
+            object()?;
+            reaction_patterns(value, Stored::Refuse).map(drop)
         }
         "diagnosis_agent" => value
             .as_str()
@@ -88,6 +73,130 @@ pub fn check(key: &str, value: &Value) -> Result<(), String> {
             "there is no policy {other:?} (policies: {})",
             KEYS.join(", ")
         )),
+    }
+}
+
+/// One pattern of the reaction matrix: when an event of `source` (`*`: any
+/// agent) carries all of `tags`, `target` reacts with a step of `kind`, with
+/// `probability`, at most once per `cooldown` for that target and kind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReactionPattern {
+    pub source: String,
+    pub tags: Vec<String>,
+    pub target: String,
+    pub kind: String,
+    pub probability: f64,
+    pub cooldown: Duration,
+}
+
+/// What to do with a pattern's bare `cooldown`: seed 004 means minutes
+/// (`"cooldown": 120` is two hours), while Onyx read it as seconds. New
+/// policies must name the unit; a policy stored before keeps meaning what
+/// it meant when it was stored (seconds), with a warning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stored {
+    /// Written through the API now: refused, naming the keys to use.
+    Refuse,
+    /// Read back from the database: seconds, as when it was written.
+    AsSeconds,
+}
+
+/// The longest cooldown a pattern may ask for (a year).
+const MAX_COOLDOWN_MINUTES: f64 = 365.0 * 24.0 * 60.0;
+
+/// The reaction matrix's patterns, typed; the first bad field, named.
+pub fn reaction_patterns(value: &Value, bare_cooldown: Stored) -> Result<Vec<ReactionPattern>, String> {
+    let patterns = value["patterns"]
+        .as_array()
+        .ok_or("reaction_matrix.patterns must be a list")?;
+    patterns
+        .iter()
+        .enumerate()
+        .map(|(i, p)| pattern(i, p, bare_cooldown))
+        .collect()
+}
+
+fn pattern(i: usize, p: &Value, bare_cooldown: Stored) -> Result<ReactionPattern, String> {
+    let at = |field: &str| format!("reaction_matrix.patterns[{i}].{field}");
+    let text = |field: &str| {
+        p[field]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| format!("{} must be a string", at(field)))
+    };
+    let probability = p["probability"]
+        .as_f64()
+        .filter(|x| (0.0..=1.0).contains(x))
+        .ok_or_else(|| format!("{} must be between 0 and 1", at("probability")))?;
+    let tags = match &p["tags"] {
+        Value::Null => Vec::new(),
+        Value::Array(tags) => tags
+            .iter()
+            .map(|t| t.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| format!("{} must be a list of strings", at("tags")))?,
+        _ => return Err(format!("{} must be a list of strings", at("tags"))),
+    };
+    let number = |field: &str, max: f64| -> Result<Option<f64>, String> {
+        match &p[field] {
+            Value::Null => Ok(None),
+            v => v
+                .as_f64()
+                .filter(|n| (0.0..=max).contains(n))
+                .map(Some)
+                .ok_or_else(|| format!("{} must be a number from 0 to {max}", at(field))),
+        }
+    };
+    let minutes = number("cooldown_minutes", MAX_COOLDOWN_MINUTES)?;
+    let seconds = number("cooldown_seconds", MAX_COOLDOWN_MINUTES * 60.0)?;
+    let bare = number("cooldown", MAX_COOLDOWN_MINUTES * 60.0)?;
+    if bare.is_some() && (minutes.is_some() || seconds.is_some()) {
+        return Err(format!(
+            "{}: remove it; cooldown_minutes or cooldown_seconds says the cooldown",
+            at("cooldown")
+        ));
+    }
+    let cooldown = match (minutes, seconds, bare) {
+        (Some(_), Some(_), _) => {
+            return Err(format!(
+                "{}: give cooldown_minutes or cooldown_seconds, not both",
+                at("cooldown_minutes")
+            ));
+        }
+        (Some(m), None, _) => Duration::from_secs_f64(m * 60.0),
+        (None, Some(s), _) => Duration::from_secs_f64(s),
+        (None, None, Some(s)) => match bare_cooldown {
+            Stored::Refuse => {
+                return Err(format!(
+                    "{} is ambiguous (seed 004 means minutes, Onyx read it as seconds): write cooldown_minutes (or cooldown_seconds) instead",
+                    at("cooldown")
+                ));
+            }
+            Stored::AsSeconds => {
+                warn_bare_cooldown();
+                Duration::from_secs_f64(s)
+            }
+        },
+        (None, None, None) => Duration::ZERO,
+    };
+    Ok(ReactionPattern {
+        source: text("source")?,
+        tags,
+        target: text("target")?,
+        kind: text("type")?,
+        probability,
+        cooldown,
+    })
+}
+
+/// Once per process: a stored matrix still says `cooldown`.
+fn warn_bare_cooldown() {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            "policy reaction_matrix has a pattern with \"cooldown\", read as seconds as when it was stored; \
+             it is deprecated: write cooldown_minutes (seed 004's unit) or cooldown_seconds with PUT /v1/policy/reaction_matrix"
+        );
     }
 }
 
@@ -156,5 +265,57 @@ mod tests {
             .is_err()
         );
         assert!(check("concurrency", &json!({"max_active_missions": 3})).is_ok());
+    }
+
+    fn matrix(pattern: Value) -> Value {
+        let mut p = json!({"source": "*", "tags": ["mission:failed"], "target": "brain", "type": "diagnose", "probability": 1.0});
+        p.as_object_mut()
+            .unwrap()
+            .extend(pattern.as_object().unwrap().clone());
+        json!({"patterns": [p]})
+    }
+
+    #[test]
+    fn reaction_cooldowns_say_their_unit() {
+        let minutes = reaction_patterns(&matrix(json!({"cooldown_minutes": 60})), Stored::Refuse).unwrap();
+        assert_eq!(minutes[0].cooldown, Duration::from_secs(3600));
+        assert_eq!(minutes[0].tags, ["mission:failed"]);
+        let seconds = reaction_patterns(&matrix(json!({"cooldown_seconds": 90})), Stored::Refuse).unwrap();
+        assert_eq!(seconds[0].cooldown, Duration::from_secs(90));
+        let none = reaction_patterns(&matrix(json!({})), Stored::Refuse).unwrap();
+        assert_eq!(none[0].cooldown, Duration::ZERO);
+        assert!(check("reaction_matrix", &matrix(json!({"cooldown_minutes": 120}))).is_ok());
+    }
+
+    #[test]
+    fn a_bare_cooldown_is_refused_when_written_and_keeps_its_stored_meaning_when_read() {
+        let bare = matrix(json!({"cooldown": 120}));
+        let refused = check("reaction_matrix", &bare).unwrap_err();
+        assert!(
+            refused.contains("patterns[0].cooldown is ambiguous") && refused.contains("cooldown_minutes"),
+            "{refused}"
+        );
+        let stored = reaction_patterns(&bare, Stored::AsSeconds).unwrap();
+        assert_eq!(
+            stored[0].cooldown,
+            Duration::from_secs(120),
+            "seconds, as it was stored"
+        );
+        for (both, field) in [
+            (
+                json!({"cooldown_minutes": 1, "cooldown_seconds": 60}),
+                "cooldown_minutes",
+            ),
+            (json!({"cooldown_minutes": 1, "cooldown": 60}), "cooldown"),
+        ] {
+            let err = reaction_patterns(&matrix(both), Stored::AsSeconds).unwrap_err();
+            assert!(err.contains(&format!("patterns[0].{field}")), "{err}");
+        }
+        for bad in [json!({"cooldown_minutes": -1}), json!({"cooldown_minutes": "2h"})] {
+            let err = check("reaction_matrix", &matrix(bad)).unwrap_err();
+            assert!(err.contains("cooldown_minutes must be a number"), "{err}");
+        }
+        let err = check("reaction_matrix", &matrix(json!({"tags": "x"}))).unwrap_err();
+        assert!(err.contains("tags must be a list"), "{err}");
     }
 }

@@ -1,15 +1,17 @@
 //! What events set off: trigger rules (a condition, a proposal template, a
 //! cooldown that holds across replicas) and the reaction matrix (policy
 //! `reaction_matrix`: another agent reacts, with a probability and a
-//! cooldown), whose queue the loop turns into proposals.
+//! cooldown in named units), whose queue the loop turns into proposals.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::model::{Event, ProposedStep, Reaction, ReactionStatus, Trigger, new_key};
+use super::policy::{Stored, reaction_patterns};
 use super::rules::{fill, matches, pattern_applies};
 use super::{OrchestrationError, Orchestrator, ProposalInput};
 use crate::clock::{parse_stamp, stamp};
@@ -166,49 +168,71 @@ async fn queue_reactions(orch: &Arc<Orchestrator>, event: &Event) -> Result<(), 
     let Some(matrix) = orch.store.policy("reaction_matrix").await? else {
         return Ok(());
     };
-    for pattern in matrix["patterns"].as_array().into_iter().flatten() {
-        if !pattern_applies(pattern, event) {
+    // As stored: a pattern written before the cooldown's unit was named keeps its meaning.
+    let patterns = match reaction_patterns(&matrix, Stored::AsSeconds) {
+        Ok(patterns) => patterns,
+        Err(reason) => {
+            tracing::warn!(%reason, "the stored reaction matrix is unusable; no reactions");
+            return Ok(());
+        }
+    };
+    for pattern in patterns {
+        if !pattern_applies(&pattern, event) || pattern.target == event.agent {
             continue;
         }
-        let (Some(target), Some(kind)) = (pattern["target"].as_str(), pattern["type"].as_str()) else {
-            continue;
-        };
-        if target == event.agent {
+        if orch.dice.roll() >= pattern.probability {
             continue;
         }
-        let probability = pattern["probability"].as_f64().unwrap_or(1.0);
-        if orch.dice.roll() >= probability {
-            continue;
-        }
-        let cooldown = pattern["cooldown"].as_i64().unwrap_or(0);
+        let cooldown = chrono::Duration::from_std(pattern.cooldown).unwrap_or(chrono::Duration::MAX);
         if let Some(last) = orch
             .store
-            .last_reaction(target, kind)
+            .last_reaction(&pattern.target, &pattern.kind)
             .await?
             .as_deref()
             .and_then(parse_stamp)
-            && Utc::now() - last < chrono::Duration::seconds(cooldown)
+            && Utc::now() - last < cooldown
         {
+            orch.emit(
+                &pattern.target,
+                "reaction.cooling",
+                &["reaction"],
+                json!({
+                    "type": pattern.kind, "from": event.agent, "event": event.key, "event_type": event.kind,
+                    "last": stamp(last), "cooldown_seconds": pattern.cooldown.as_secs(),
+                }),
+            )
+            .await;
             continue;
         }
         let reaction = Reaction {
             key: new_key(),
             event: event.key.clone(),
             source_agent: event.agent.clone(),
-            target: target.into(),
-            kind: kind.into(),
+            target: pattern.target.clone(),
+            kind: pattern.kind.clone(),
             status: ReactionStatus::Pending,
             proposal: None,
             note: None,
             created_at: stamp(Utc::now()),
         };
         orch.store.insert_reaction(&reaction).await?;
-        orch.emit(target, "reaction.queued", &["reaction"], json!({
-            "reaction": reaction.key, "type": kind, "from": event.agent, "event": event.key, "event_type": event.kind,
+        orch.emit(&pattern.target, "reaction.queued", &["reaction"], json!({
+            "reaction": reaction.key, "type": pattern.kind, "from": event.agent, "event": event.key, "event_type": event.kind,
         }))
         .await;
     }
     Ok(())
+}
+
+/// What became of one queued reaction.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ReactionOutcome {
+    pub reaction: String,
+    /// The proposal it made, if it made one.
+    pub proposal: Option<String>,
+    /// Why it was rejected, or how it was accepted.
+    pub note: Option<String>,
 }
 
 impl Orchestrator {
@@ -222,7 +246,11 @@ impl Orchestrator {
         }
     }
 
-    async fn process_reactions(self: &Arc<Self>) -> Result<(), OrchestrationError> {
+    /// Turns the pending reactions (20 at most) into proposals; what became of each.
+    pub(super) async fn process_reactions(
+        self: &Arc<Self>,
+    ) -> Result<Vec<ReactionOutcome>, OrchestrationError> {
+        let mut outcomes = Vec::new();
         for reaction in self.store.reactions(Some("pending"), 20).await? {
             // Claim it first, so two replicas never both propose.
             if !self.store.claim_reaction(&reaction.key).await? {
@@ -253,7 +281,12 @@ impl Orchestrator {
             self.store
                 .settle_reaction_result(&reaction.key, proposal.as_deref(), note.as_deref())
                 .await?;
+            outcomes.push(ReactionOutcome {
+                reaction: reaction.key,
+                proposal,
+                note,
+            });
         }
-        Ok(())
+        Ok(outcomes)
     }
 }

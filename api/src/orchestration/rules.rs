@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use serde_json::{Map, Value};
 
 use super::model::Event;
+use super::policy::ReactionPattern;
 
 /// Whether `event` meets a trigger's condition:
 /// `{ "type": "mission.failed", "tags": ["a"], "agent": "x", "payload": { "field": 3 | { "gt": 3 } } }`.
@@ -71,15 +72,9 @@ const OPS: &[&str] = &["eq", "ne", "gt", "gte", "lt", "lte", "contains"];
 
 /// Whether a reaction-matrix pattern applies: its `source` agent (`*` for
 /// any) and all its `tags` on the event.
-pub fn pattern_applies(pattern: &Value, event: &Event) -> bool {
-    let source = pattern["source"].as_str().unwrap_or("*");
-    (source == "*" || source == event.agent)
-        && pattern["tags"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .all(|t| event.tags.iter().any(|e| e == t))
+pub fn pattern_applies(pattern: &ReactionPattern, event: &Event) -> bool {
+    (pattern.source == "*" || pattern.source == event.agent)
+        && pattern.tags.iter().all(|t| event.tags.iter().any(|e| e == t))
 }
 
 /// A template with `{{agent}}`, `{{type}}` and `{{payload.path}}` filled in

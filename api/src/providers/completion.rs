@@ -1,20 +1,21 @@
-//! A `chat.completion` on its way back to the client: parsed, or, from an
-//! upstream that speaks chat completions, the upstream's own bytes passed on
-//! unchanged. Forwarding the bytes spares parsing the answer into a tree and
-//! writing it out again; only its `usage` is read, for metering.
+//! A provider's complete answer: typed ([`Completion`], from a translating
+//! provider), or from an upstream that speaks chat completions its own bytes,
+//! passed on unchanged. Forwarding the bytes spares parsing the answer into
+//! types and writing it out again; only its `usage` is read (borrowed, with
+//! serde), for metering, and the rest is checked to be JSON.
 
 use bytes::Bytes;
 use serde::Deserialize;
-use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::{ProviderError, Usage};
+use super::ProviderError;
+use crate::chat::{Completion, Usage};
 
-pub enum Completion {
-    Parsed(Value),
+pub enum CompletionReply {
+    Typed(Completion),
     /// A JSON object, checked, with the usage it reports.
-    Forwarded {
-        json: Bytes,
+    Verbatim {
+        bytes: Bytes,
         usage: Option<Usage>,
     },
 }
@@ -27,42 +28,36 @@ struct UsageField<'a> {
     usage: Option<&'a RawValue>,
 }
 
-impl Completion {
+impl CompletionReply {
     /// The upstream's answer, passed on if it is a JSON object.
-    pub fn forwarded(provider: &str, json: Bytes) -> Result<Self, ProviderError> {
-        if json.trim_ascii_start().first() != Some(&b'{') {
+    pub fn verbatim(provider: &str, bytes: Bytes) -> Result<Self, ProviderError> {
+        if bytes.trim_ascii_start().first() != Some(&b'{') {
             return Err(ProviderError::bad_response(
                 provider,
                 "the answer is not a JSON object",
             ));
         }
-        let usage = match super::json_scan::object_usage(&json) {
-            Some(usage) => usage.and_then(|range| serde_json::from_slice::<Usage>(&json[range]).ok()),
-            // Not plainly valid: serde_json decides, and names what is wrong.
-            None => {
-                let field: UsageField = serde_json::from_slice(&json)
-                    .map_err(|err| ProviderError::bad_response(provider, err))?;
-                field
-                    .usage
-                    .and_then(|raw| serde_json::from_str::<Usage>(raw.get()).ok())
-            }
-        };
-        Ok(Self::Forwarded { json, usage })
+        let field: UsageField =
+            serde_json::from_slice(&bytes).map_err(|err| ProviderError::bad_response(provider, err))?;
+        // A usage Onyx cannot read (`"usage": "n/a"`) meters as none; the answer still goes.
+        let usage = field
+            .usage
+            .and_then(|raw| serde_json::from_str::<Usage>(raw.get()).ok());
+        Ok(Self::Verbatim { bytes, usage })
     }
 
-    pub fn usage(&self) -> Option<Usage> {
+    pub fn usage(&self) -> Option<&Usage> {
         match self {
-            Self::Parsed(value) => Usage::from_response(value),
-            Self::Forwarded { usage, .. } => *usage,
+            Self::Typed(completion) => completion.usage.as_ref(),
+            Self::Verbatim { usage, .. } => usage.as_ref(),
         }
     }
 
-    /// The completion as a JSON tree, for callers that read or translate it.
-    pub fn into_value(self) -> Value {
+    /// The answer typed (a verbatim one is parsed now).
+    pub fn into_completion(self) -> Result<Completion, serde_json::Error> {
         match self {
-            Self::Parsed(value) => value,
-            // Checked when it arrived (`forwarded`), so it parses.
-            Self::Forwarded { json, .. } => serde_json::from_slice(&json).unwrap_or(Value::Null),
+            Self::Typed(completion) => Ok(completion),
+            Self::Verbatim { bytes, .. } => serde_json::from_slice(&bytes),
         }
     }
 }
@@ -72,34 +67,52 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_forwarded_answer_keeps_its_bytes_and_reads_its_usage() {
+    fn a_verbatim_answer_keeps_its_bytes_and_reads_its_usage() {
         let json = Bytes::from_static(
-            br#"{"id":"c1","object":"chat.completion","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}"#,
+            br#"{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop","logprobs":null}],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7,"cost":0.5}}"#,
         );
-        let completion = Completion::forwarded("p", json.clone()).unwrap();
-        assert_eq!(completion.usage().map(|u| u.total_tokens), Some(7));
-        let Completion::Forwarded { json: kept, .. } = &completion else {
-            panic!("expected the bytes forwarded")
+        let reply = CompletionReply::verbatim("p", json.clone()).unwrap();
+        assert_eq!(reply.usage().map(|u| u.total_tokens), Some(7));
+        assert_eq!(
+            reply.usage().map(|u| u.extra["cost"].clone()),
+            Some(serde_json::json!(0.5))
+        );
+        let CompletionReply::Verbatim { bytes, .. } = &reply else {
+            panic!("expected the bytes kept")
         };
-        assert_eq!(kept, &json);
-        assert_eq!(completion.into_value()["id"], "c1");
+        assert_eq!(bytes, &json);
+        let completion = reply.into_completion().unwrap();
+        assert_eq!(
+            (
+                completion.id.as_str(),
+                completion.message().map(|m| m.text_content())
+            ),
+            ("c1", Some("hi".into()))
+        );
     }
 
     #[test]
-    fn a_forwarded_answer_must_be_a_json_object() {
-        for bad in [&b"[1,2]"[..], b"not json", b"{\"usage\":", b"", b"{} trailing"] {
+    fn a_verbatim_answer_must_be_a_json_object() {
+        for bad in [
+            &b"[1,2]"[..],
+            b"not json",
+            b"{\"usage\":",
+            b"",
+            b"{} trailing",
+            b"{\"a\":1,}",
+        ] {
             assert!(
                 matches!(
-                    Completion::forwarded("p", Bytes::copy_from_slice(bad)),
+                    CompletionReply::verbatim("p", Bytes::copy_from_slice(bad)),
                     Err(ProviderError::BadResponse { .. })
                 ),
                 "{:?} was accepted",
                 String::from_utf8_lossy(bad)
             );
         }
-        let odd_usage = Completion::forwarded("p", Bytes::from_static(br#"{"usage":"n/a"}"#)).unwrap();
+        let odd_usage = CompletionReply::verbatim("p", Bytes::from_static(br#"{"usage":"n/a"}"#)).unwrap();
         assert_eq!(odd_usage.usage(), None);
-        let null_usage = Completion::forwarded("p", Bytes::from_static(br#" {"usage":null}"#)).unwrap();
+        let null_usage = CompletionReply::verbatim("p", Bytes::from_static(br#" {"usage":null}"#)).unwrap();
         assert_eq!(null_usage.usage(), None);
     }
 }

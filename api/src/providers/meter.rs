@@ -147,7 +147,7 @@ mod tests {
         };
         assert_eq!(estimate((&responses).into()).1, Some(3));
         let raw =
-            super::super::RawObject::scan(bytes::Bytes::from(serde_json::to_vec(&chat).unwrap())).unwrap();
+            super::super::RawObject::read(bytes::Bytes::from(serde_json::to_vec(&chat).unwrap())).unwrap();
         assert_eq!(
             estimate(BodyRef::Raw(&raw)),
             (prompt, Some(7)),

@@ -4,28 +4,34 @@
 //! the [`Router`] resolves it, retries transient failures with backoff and walks
 //! an alias's fallback list, skipping providers whose circuit breaker is
 //! open. Each wire protocol is one submodule:
-//! `openai_compat` (reqwest with prepared endpoints for JSON calls, async-openai for
-//! streams; with `azure`'s URLs for Azure OpenAI), `anthropic` (Messages API over reqwest) and
-//! `ollama` (ollama-rs), `gemini` (Gemini API and Vertex AI over reqwest), `bedrock` (AWS Bedrock's
-//! Converse API through the AWS SDK). All of them take and return OpenAI-shaped JSON;
+//! `openai_compat` (JSON calls with endpoints prepared once, async-openai for
+//! streams; with `azure`'s URLs for Azure OpenAI), `anthropic` (Messages API),
+//! `ollama` (ollama-rs), `gemini` (Gemini API and Vertex AI), `bedrock` (AWS
+//! Bedrock's Converse API through the AWS SDK). Every one but Bedrock speaks
+//! HTTP through [`transport`]. They take a [`ChatCall`] and answer in the
+//! [`crate::chat`] vocabulary: a [`CompletionReply`] (typed, or an
+//! OpenAI-compatible upstream's own bytes) or a stream of [`ChatChunk`]s.
 //! Anthropic providers also take Messages API requests as they are
-//! ([`Provider::messages`]), for Anthropic clients.
+//! ([`Provider::messages`]), for Anthropic clients, and OpenAI-compatible
+//! ones Responses API requests ([`Provider::responses`]); those pass-through
+//! protocols stay JSON.
 
+mod adapters;
 pub mod anthropic;
 mod azure;
 mod bedrock;
 pub mod breaker;
+mod call;
 pub mod catalog;
 mod completion;
 mod error;
 mod gemini;
-mod http1;
-mod json_scan;
 pub mod meter;
 mod ollama;
 mod openai_compat;
 mod openai_wire;
 mod passthrough_routes;
+mod raw_object;
 pub mod registry;
 mod request_body;
 mod router;
@@ -41,20 +47,28 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde_json::{Map, Value};
 
+pub use crate::chat::{ChatChunk, Usage};
 pub use crate::model_ref::{ModelRef, ModelRefError};
-pub use completion::Completion;
+pub use adapters::{ChunkStream, Completion};
+pub(crate) use call::push_turn;
+pub use call::{ChatCall, EmbeddingsCall};
+pub use completion::CompletionReply;
 pub use error::ProviderError;
 pub use meter::{Attribution, NoMeter, Refusal, Reservation, UsageMeter};
+pub use raw_object::RawObject;
 pub use registry::ProviderRegistry;
 pub(crate) use request_body::WithModel;
-pub use request_body::{BodyRef, ChatBody, RawObject};
+pub use request_body::{BodyRef, ChatBody};
 pub use router::{ModelTarget, ResponsesAnswer, RouteError, RoutedProvider, Router, Routes};
-pub use types::{ChatCall, EmbeddingsCall, Usage};
 
 use crate::config::{ProviderConfig, ProviderKind};
 
-/// Streamed `chat.completion.chunk` objects, ending where the upstream's stream ends.
-pub type ChunkStream = BoxStream<'static, Result<Value, ProviderError>>;
+/// A streamed answer's chunks, ending where the upstream's stream ends; an
+/// `Err` is a failure mid-stream and the last item.
+pub type ChatChunkStream = BoxStream<'static, Result<ChatChunk, ProviderError>>;
+
+/// A pass-through protocol's stream events (Messages API, Responses API), as JSON.
+pub type EventStream = BoxStream<'static, Result<Value, ProviderError>>;
 
 /// A Messages API request from an Anthropic client, for an upstream that
 /// speaks it: the body goes as it is, only `model` rewritten.
@@ -76,7 +90,7 @@ impl MessagesCall {
 /// stream events' data in order (each names its event in `type`).
 pub enum MessagesAnswer {
     Message(Value),
-    Events(BoxStream<'static, Result<Value, ProviderError>>),
+    Events(EventStream),
 }
 
 fn unsupported<T: Send + 'static>(provider: &str, api: &str) -> BoxFuture<'static, Result<T, ProviderError>> {
@@ -93,28 +107,26 @@ fn no_embeddings(provider: &str, kind: ProviderKind) -> BoxFuture<'static, Resul
     Box::pin(async move { Err(ProviderError::Unsupported(message)) })
 }
 
-/// One upstream that speaks some chat protocol; inputs and outputs are OpenAI-shaped.
+/// One upstream that speaks some chat protocol: it takes a [`ChatCall`] and
+/// answers in the [`crate::chat`] vocabulary.
 pub trait Provider: Send + Sync {
     fn name(&self) -> &str;
     fn kind(&self) -> ProviderKind;
-    /// A complete `chat.completion` object.
-    fn chat<'a>(&'a self, model: &'a str, call: &'a ChatCall) -> BoxFuture<'a, Result<Value, ProviderError>>;
-    /// The same completion for a caller that passes it on: an upstream that
-    /// speaks chat completions hands back its own bytes.
-    fn chat_completion<'a>(
+    /// A complete answer: typed, or an upstream's own `chat.completion` bytes.
+    fn complete<'a>(
         &'a self,
         model: &'a str,
         call: &'a ChatCall,
-    ) -> BoxFuture<'a, Result<Completion, ProviderError>> {
-        Box::pin(async move { self.chat(model, call).await.map(Completion::Parsed) })
-    }
-    /// Resolves once the upstream has accepted the request and started streaming.
-    fn chat_stream<'a>(
+    ) -> BoxFuture<'a, Result<CompletionReply, ProviderError>>;
+    /// The answer's chunks; resolves once the upstream has accepted the
+    /// request and started streaming. The upstream is always asked for its
+    /// usage, which comes as a last, usage-only chunk.
+    fn stream<'a>(
         &'a self,
         model: &'a str,
         call: &'a ChatCall,
-    ) -> BoxFuture<'a, Result<ChunkStream, ProviderError>>;
-    /// An OpenAI `list` of embeddings.
+    ) -> BoxFuture<'a, Result<ChatChunkStream, ProviderError>>;
+    /// An OpenAI `list` of embeddings, as the upstream answered it.
     fn embeddings<'a>(
         &'a self,
         model: &'a str,
@@ -166,19 +178,6 @@ pub fn build(config: &ProviderConfig) -> Result<Arc<dyn Provider>, ProviderError
         ProviderKind::Codex => Arc::new(subscription::codex::provider(config)),
         ProviderKind::Copilot => Arc::new(subscription::copilot::provider(config)),
     })
-}
-
-/// A shared HTTP client with the provider's connect timeout.
-pub(crate) fn http_client(config: &ProviderConfig) -> Result<reqwest::Client, ProviderError> {
-    reqwest::Client::builder()
-        .connect_timeout(config.connect_timeout)
-        .tcp_nodelay(true)
-        .pool_idle_timeout(std::time::Duration::from_secs(90))
-        .build()
-        .map_err(|err| ProviderError::Connect {
-            provider: config.name.clone(),
-            detail: crate::error_chain::root_cause(&err),
-        })
 }
 
 /// Runs an upstream call with the provider's time limit, mapping its error.

@@ -1,12 +1,13 @@
 //! Any server speaking OpenAI's API (OpenAI, OpenRouter, Groq, Together, vLLM,
 //! llama.cpp, LM Studio…). The request body reaches the upstream exactly as
-//! the client sent it (only `model` is rewritten) and the response comes back
-//! as raw JSON: JSON calls over [`super::openai_wire`] with endpoints prepared
-//! once, streams and the Responses API through async-openai's
-//! bring-your-own-types calls. A chat answer is passed on as the upstream's
-//! bytes ([`Completion`]). Azure
-//! OpenAI is the same wire format with its own URLs and key header
-//! ([`super::azure`]).
+//! the client sent it (only `model` is rewritten): JSON calls over
+//! [`super::openai_wire`] with endpoints prepared once, streams and the
+//! Responses API through async-openai's bring-your-own-types calls, all on
+//! the provider's [`Transport`]. A chat answer is passed on as the upstream's
+//! bytes ([`CompletionReply::Verbatim`]); streamed chunks are read as
+//! [`ChatChunk`]s (lossless), and an error the upstream sends inside its
+//! stream ends it as an error. Azure OpenAI is the same wire format with its
+//! own URLs and key header ([`super::azure`]).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -19,10 +20,11 @@ use futures::{FutureExt, StreamExt};
 use secrecy::ExposeSecret;
 use serde_json::{Map, Value};
 
-use super::openai_wire::{Endpoint, Wire};
-use super::transport::Transport;
+use super::openai_wire::{self, Wire};
+use super::transport::{Endpoint, Transport};
 use super::{
-    ChatCall, ChunkStream, Completion, EmbeddingsCall, Provider, ProviderError, ResponsesAnswer, WithModel,
+    ChatCall, ChatChunk, ChatChunkStream, CompletionReply, EmbeddingsCall, Provider, ProviderError,
+    ResponsesAnswer, WithModel,
 };
 use crate::config::{ProviderConfig, ProviderKind};
 
@@ -53,10 +55,7 @@ enum Upstream {
         embeddings: Box<Endpoint>,
     },
     /// Azure: each model's deployment (a client per call, sharing the transport).
-    Azure {
-        http: reqwest::Client,
-        deployments: super::azure::Deployments,
-    },
+    Azure { deployments: super::azure::Deployments },
 }
 
 pub struct OpenAiCompat {
@@ -73,32 +72,31 @@ pub struct OpenAiCompat {
 
 impl OpenAiCompat {
     pub fn new(config: &ProviderConfig) -> Result<Self, ProviderError> {
-        let http = super::http_client(config)?;
+        let transport = Transport::new(config)?;
         let upstream = match config.kind {
             ProviderKind::Azure => Upstream::Azure {
-                http: http.clone(),
                 deployments: super::azure::Deployments::new(config)?,
             },
             _ => {
                 let openai: Arc<dyn Config> = Arc::new(openai_config(config)?);
                 Upstream::Shared {
-                    chat: Box::new(Endpoint::new(
+                    chat: Box::new(openai_wire::endpoint(
                         openai.as_ref(),
                         JsonApi::Chat.path(),
                         &config.name,
                     )?),
-                    embeddings: Box::new(Endpoint::new(
+                    embeddings: Box::new(openai_wire::endpoint(
                         openai.as_ref(),
                         JsonApi::Embeddings.path(),
                         &config.name,
                     )?),
-                    client: client(&http, openai),
+                    client: client(transport.client(), openai),
                 }
             }
         };
         Ok(Self {
             name: config.name.clone(),
-            transport: Transport::new(config, &http),
+            transport,
             kind: config.kind,
             upstream,
             timeout: config.timeout,
@@ -115,7 +113,9 @@ impl OpenAiCompat {
     fn client(&self, model: &str) -> Result<Client, ProviderError> {
         match &self.upstream {
             Upstream::Shared { client, .. } => Ok(client.clone()),
-            Upstream::Azure { http, deployments } => Ok(client(http, deployments.config_for(model)?)),
+            Upstream::Azure { deployments } => {
+                Ok(client(self.transport.client(), deployments.config_for(model)?))
+            }
         }
     }
 
@@ -126,7 +126,7 @@ impl OpenAiCompat {
                 JsonApi::Chat => chat.as_ref(),
                 JsonApi::Embeddings => embeddings.as_ref(),
             })),
-            Upstream::Azure { deployments, .. } => Ok(Cow::Owned(Endpoint::new(
+            Upstream::Azure { deployments } => Ok(Cow::Owned(openai_wire::endpoint(
                 deployments.config_for(model)?.as_ref(),
                 api.path(),
                 &self.name,
@@ -201,46 +201,46 @@ impl Provider for OpenAiCompat {
         self.kind
     }
 
-    fn chat<'a>(&'a self, model: &'a str, call: &'a ChatCall) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        async move {
-            let endpoint = self.endpoint(model, JsonApi::Chat)?;
-            self.wire()
-                .post(&endpoint, self.chat_body(model, call, false).to_json())
-                .await
-        }
-        .boxed()
-    }
-
-    fn chat_completion<'a>(
+    fn complete<'a>(
         &'a self,
         model: &'a str,
         call: &'a ChatCall,
-    ) -> BoxFuture<'a, Result<Completion, ProviderError>> {
+    ) -> BoxFuture<'a, Result<CompletionReply, ProviderError>> {
         async move {
             let endpoint = self.endpoint(model, JsonApi::Chat)?;
-            let json = self
+            let bytes = self
                 .wire()
                 .post_for_bytes(&endpoint, self.chat_body(model, call, false).to_json())
                 .await?;
-            Completion::forwarded(&self.name, json)
+            CompletionReply::verbatim(&self.name, bytes)
         }
         .boxed()
     }
 
-    fn chat_stream<'a>(
+    fn stream<'a>(
         &'a self,
         model: &'a str,
         call: &'a ChatCall,
-    ) -> BoxFuture<'a, Result<ChunkStream, ProviderError>> {
+    ) -> BoxFuture<'a, Result<ChatChunkStream, ProviderError>> {
         async move {
             let body = self.chat_body(model, call, true);
             let stream = self
-                .within(self.client(model)?.chat().create_stream_byot::<_, Value>(body))
+                .within(
+                    self.client(model)?
+                        .chat()
+                        .create_stream_byot::<_, ChatChunk>(body),
+                )
                 .await?;
             let name = self.name.clone();
             let timeout = self.timeout;
             Ok(stream
-                .map(move |item| item.map_err(|err| map_openai_error(&name, timeout, err)))
+                .map(move |item| match item {
+                    Ok(chunk) => match chunk.error() {
+                        Some(error) => Err(openai_wire::stream_error(&name, error)),
+                        None => Ok(chunk),
+                    },
+                    Err(err) => Err(map_openai_error(&name, timeout, err)),
+                })
                 .boxed())
         }
         .boxed()
@@ -306,7 +306,9 @@ impl Provider for OpenAiCompat {
         async move {
             let client = match &self.upstream {
                 Upstream::Shared { client, .. } => client.clone(),
-                Upstream::Azure { http, deployments } => client(http, deployments.resource_config()),
+                Upstream::Azure { deployments } => {
+                    client(self.transport.client(), deployments.resource_config())
+                }
             };
             let list: Value = self.within(client.models().list_byot()).await?;
             let mut ids: Vec<String> = list["data"]

@@ -1,56 +1,46 @@
 //! OpenAI's JSON endpoints (`/chat/completions`, `/embeddings`) called
-//! straight over the provider's [`Transport`], with each endpoint's URL and
-//! headers prepared once per provider. This is the hot path of every proxied
-//! call: async-openai formats and parses the URL (with IDNA) and rebuilds its
-//! headers on every call, which profiling put at ~10% of the gateway's CPU at
-//! saturation. Streams and the Responses API still go through async-openai.
+//! over the provider's [`Transport`], with each endpoint's URL and headers
+//! prepared once per provider: async-openai formats and parses the URL and
+//! rebuilds its headers on every call, which profiling put at ~10% of the
+//! gateway's CPU at saturation. Streams and the Responses API go through
+//! async-openai (on the same client).
 
 use std::time::Duration;
 
 use async_openai::config::Config;
 use bytes::Bytes;
-use http::HeaderMap;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::ProviderError;
-use super::transport::{Answer, Target, Transport};
+use super::transport::{Answer, Endpoint, Transport};
 
-/// One endpoint, ready to call: parsed once, cloned per call.
-#[derive(Clone)]
-pub(super) struct Endpoint {
-    target: Target,
-    headers: HeaderMap,
-}
-
-impl Endpoint {
-    /// `path` (`/chat/completions`) under the config's base, with its query and headers.
-    pub(super) fn new(config: &dyn Config, path: &str, provider: &str) -> Result<Self, ProviderError> {
-        let url = config.url(path);
-        let query = config.query();
-        let parsed = if query.is_empty() {
-            reqwest::Url::parse(&url)
-        } else {
-            reqwest::Url::parse_with_params(&url, query)
-        };
-        let invalid =
-            |err: String| ProviderError::InvalidRequest(format!("providers.{provider}.baseUrl: {err}"));
-        let target = Target::new(parsed.map_err(|err| invalid(err.to_string()))?).map_err(invalid)?;
-        let mut headers = config.headers();
-        for secret in [
-            http::header::AUTHORIZATION,
-            http::HeaderName::from_static("api-key"),
-        ] {
-            if let Some(value) = headers.get_mut(&secret) {
-                value.set_sensitive(true);
-            }
+/// The endpoint `path` (`/chat/completions`) under `config`'s base, with its
+/// query and headers (secrets marked sensitive, so they are never logged).
+pub(super) fn endpoint(config: &dyn Config, path: &str, provider: &str) -> Result<Endpoint, ProviderError> {
+    let url = config.url(path);
+    let query = config.query();
+    let parsed = if query.is_empty() {
+        reqwest::Url::parse(&url)
+    } else {
+        reqwest::Url::parse_with_params(&url, query)
+    };
+    let url = parsed
+        .map_err(|err| ProviderError::InvalidRequest(format!("providers.{provider}.baseUrl: {err}")))?;
+    let mut headers = config.headers();
+    for secret in [
+        http::header::AUTHORIZATION,
+        http::HeaderName::from_static("api-key"),
+    ] {
+        if let Some(value) = headers.get_mut(&secret) {
+            value.set_sensitive(true);
         }
-        headers.insert(
-            http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static("application/json"),
-        );
-        Ok(Self { target, headers })
     }
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    Ok(Endpoint { url, headers })
 }
 
 /// The part of a provider that sends JSON and reads JSON back.
@@ -81,13 +71,7 @@ impl Wire<'_> {
         let body = body.map_err(|err| {
             ProviderError::InvalidRequest(format!("the request could not be encoded: {err}"))
         })?;
-        let exchange = self.transport.post(
-            &endpoint.target,
-            &endpoint.headers,
-            body,
-            self.provider,
-            self.timeout,
-        );
+        let exchange = self.transport.post_json(endpoint, body);
         let Answer { status, body: bytes } =
             super::within(self.provider, self.timeout, exchange, |err| err).await?;
         if !status.is_success() {
@@ -111,6 +95,31 @@ struct ApiError {
     param: Option<String>,
     /// A string at OpenAI; some compatible servers send a number.
     code: Option<Value>,
+}
+
+/// An error an upstream sent inside its stream, as a chunk of its own
+/// (`{"error": {"message", "code"…}}`, as OpenRouter and vLLM do): the
+/// stream ends with it. Its `code`, when it is an HTTP status, is the status.
+pub(super) fn stream_error(provider: &str, error: &Map<String, Value>) -> ProviderError {
+    let text = |key: &str| match error.get(key) {
+        Some(Value::String(text)) => Some(text.clone()),
+        Some(Value::Null) | None => None,
+        Some(other) => Some(other.to_string()),
+    };
+    let status = error
+        .get("code")
+        .and_then(|code| code.as_u64().or_else(|| code.as_str()?.parse().ok()))
+        .and_then(|code| u16::try_from(code).ok())
+        .filter(|code| (400..600).contains(code))
+        .unwrap_or(500);
+    ProviderError::Upstream {
+        provider: provider.into(),
+        status,
+        message: text("message").unwrap_or_else(|| "the upstream failed mid-stream".into()),
+        kind: text("type"),
+        code: text("code"),
+        param: text("param"),
+    }
 }
 
 /// An upstream's failure. A 5xx body may be an HTML page or carry upstream
@@ -187,16 +196,35 @@ mod tests {
     }
 
     #[test]
+    fn errors_inside_a_stream_keep_their_words_and_status() {
+        let error = serde_json::json!({"message": "Provider overloaded", "code": 502, "type": null});
+        let ProviderError::Upstream {
+            status,
+            message,
+            code,
+            kind,
+            ..
+        } = stream_error("p", error.as_object().unwrap())
+        else {
+            panic!("expected an upstream error")
+        };
+        assert_eq!((status, message.as_str()), (502, "Provider overloaded"));
+        assert_eq!((code.as_deref(), kind), (Some("502"), None));
+        let odd = serde_json::json!({"code": "context_length_exceeded"});
+        assert!(matches!(
+            stream_error("p", odd.as_object().unwrap()),
+            ProviderError::Upstream { status: 500, .. }
+        ));
+    }
+
+    #[test]
     fn endpoints_carry_the_query_and_a_json_content_type() {
         let config = async_openai::config::OpenAIConfig::new()
             .with_api_base("http://127.0.0.1:9/v1")
             .with_api_key("k");
-        let endpoint = Endpoint::new(&config, "/chat/completions", "p").unwrap();
-        assert_eq!(
-            endpoint.target.url.as_str(),
-            "http://127.0.0.1:9/v1/chat/completions"
-        );
-        assert_eq!(endpoint.target.uri, "http://127.0.0.1:9/v1/chat/completions");
+        let endpoint = endpoint(&config, "/chat/completions", "p").unwrap();
+        assert_eq!(endpoint.url.as_str(), "http://127.0.0.1:9/v1/chat/completions");
+        assert!(endpoint.headers["authorization"].is_sensitive());
         assert_eq!(endpoint.headers["authorization"], "Bearer k");
         assert_eq!(endpoint.headers["content-type"], "application/json");
     }

@@ -2,99 +2,24 @@
 //! it out with `model` replaced.
 //!
 //! A plain chat call is forwarded as the client sent it: its top-level
-//! fields are found once ([`RawObject`]) and written out byte for byte, never
-//! built into a `serde_json` tree and written again (a tree costs an
-//! allocation per key and string, a hash per key, and a free of each). A body
-//! something rewrote (a session's history put in, a translation from another
-//! protocol, an agent's call) is a tree.
+//! fields are found once ([`RawObject`], serde reading each value as a
+//! borrowed [`RawValue`]) and written out byte for byte, never built into a
+//! `serde_json` tree and written again (a tree costs an allocation per key and
+//! string, a hash per key, and a free of each). A body something rewrote (a
+//! session's history put in, a translation from another protocol, an agent's
+//! call) is a tree.
 
-use bytes::Bytes;
 use serde::ser::{Error as _, Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::json_scan::{self, Field};
+use super::RawObject;
 
 /// A chat-completions body: as it came, or as a tree.
 #[derive(Debug)]
 pub enum ChatBody {
     Raw(RawObject),
     Tree(Map<String, Value>),
-}
-
-/// A JSON object as the client sent it, with its top-level fields found.
-/// Its text is UTF-8 and every key plain ASCII (no escapes), so both are
-/// written out as they are.
-#[derive(Debug, Clone)]
-pub struct RawObject {
-    json: Bytes,
-    fields: Vec<Field>,
-}
-
-impl RawObject {
-    /// `json`'s fields, if it is plainly one JSON object (see `json_scan`);
-    /// `None` leaves it to serde_json.
-    pub fn scan(json: Bytes) -> Option<Self> {
-        Self::scan_with(json, |_| Some(())).map(|(raw, ())| raw)
-    }
-
-    /// As [`scan`](Self::scan), also handing the text (checked to be UTF-8
-    /// once, for both) to `read`, whose `None` is a `None` too.
-    pub fn scan_with<T>(json: Bytes, read: impl FnOnce(&str) -> Option<T>) -> Option<(Self, T)> {
-        let text = std::str::from_utf8(&json).ok()?;
-        let fields = json_scan::object_fields(text)?;
-        let read = read(text)?;
-        Some((Self { json, fields }, read))
-    }
-
-    fn text(&self, range: &std::ops::Range<usize>) -> &str {
-        // Checked to be UTF-8 by `object_fields`, and ranges fall on token
-        // boundaries; checked again only for the fields read as text.
-        std::str::from_utf8(&self.json[range.clone()]).unwrap_or_default()
-    }
-
-    /// Each field's key and value as bytes, in order (keys are plain ASCII).
-    fn raw_fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.fields
-            .iter()
-            .map(|field| (&self.json[field.key.clone()], &self.json[field.value.clone()]))
-    }
-
-    /// Each field's key and value text, in order.
-    pub fn fields(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.fields
-            .iter()
-            .map(|field| (self.text(&field.key), self.text(&field.value)))
-    }
-
-    fn position(&self, key: &str) -> Option<usize> {
-        self.fields
-            .iter()
-            .position(|field| &self.json[field.key.clone()] == key.as_bytes())
-    }
-
-    /// The value text of the field `key`.
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.position(key).map(|at| self.text(&self.fields[at].value))
-    }
-
-    /// Leaves the field `key` out from now on; its value text, if it was there.
-    pub fn remove(&mut self, key: &str) -> Option<String> {
-        let field = self.fields.remove(self.position(key)?);
-        Some(self.text(&field.value).to_owned())
-    }
-
-    /// The object as a tree (fields removed stay out).
-    pub fn into_tree(self) -> Result<Map<String, Value>, serde_json::Error> {
-        self.fields()
-            .map(|(key, value)| Ok((key.to_owned(), serde_json::from_str(value)?)))
-            .collect()
-    }
-
-    /// The length of its JSON text.
-    pub fn json_len(&self) -> usize {
-        self.json.len()
-    }
 }
 
 impl ChatBody {
@@ -192,12 +117,7 @@ impl WithModel<'_> {
         let mut out = Vec::with_capacity(raw.json_len() + self.model.len() + 16);
         out.extend_from_slice(b"{\"model\":");
         serde_json::to_writer(&mut out, self.model)?;
-        for (key, value) in raw.raw_fields().filter(|(key, _)| self.passes(key)) {
-            out.extend_from_slice(b",\"");
-            out.extend_from_slice(key);
-            out.extend_from_slice(b"\":");
-            out.extend_from_slice(value);
-        }
+        raw.write_fields(&mut out, |key| self.passes(key.as_bytes()))?;
         if self.stream_usage {
             out.extend_from_slice(b",\"stream_options\":");
             serde_json::to_writer(&mut out, &self.stream_options())?;
@@ -234,6 +154,8 @@ impl Serialize for WithModel<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
+    use proptest::prelude::*;
     use serde_json::json;
 
     fn tree(value: Value) -> Map<String, Value> {
@@ -244,7 +166,7 @@ mod tests {
     }
 
     fn raw(text: &str) -> RawObject {
-        RawObject::scan(Bytes::copy_from_slice(text.as_bytes())).expect("a plain object")
+        RawObject::read(Bytes::copy_from_slice(text.as_bytes())).expect("an object")
     }
 
     /// Both ways of writing, as JSON values.
@@ -312,11 +234,130 @@ mod tests {
         );
         let tree = ChatBody::Raw(body).into_tree().unwrap();
         assert_eq!(Value::Object(tree), json!({"model": "m", "max_tokens": 7}));
-        for unplain in [r#"{"a\u0062":1}"#, r#"{"a":1,"a":2}"#, "[1]", r#"{"a":1"#] {
+        for refused in ["[1]", r#"{"a":1"#, r#"{"a":1} x"#, r#"{"a":1,}"#, "", "\"s\""] {
             assert!(
-                RawObject::scan(Bytes::from_static(unplain.as_bytes())).is_none(),
-                "{unplain}"
+                RawObject::read(Bytes::from_static(refused.as_bytes())).is_err(),
+                "{refused}"
             );
+        }
+        assert!(
+            RawObject::read(Bytes::from_static(b"{\"a\":\"\xff\"}")).is_err(),
+            "not UTF-8"
+        );
+        for undecodable in [
+            r#"{"a":["\ud800"]}"#,
+            r#"{"a":{"b":"x\uDC00"}}"#,
+            r#"{"\ud83d":1}"#,
+            r#"{"a":[1e400]}"#,
+            r#"{"a":-2.5E+999}"#,
+        ] {
+            assert!(
+                RawObject::read(Bytes::from_static(undecodable.as_bytes())).is_err(),
+                "{undecodable}"
+            );
+        }
+        let long = format!(r#"{{"a":{}}}"#, "9".repeat(400));
+        assert!(
+            RawObject::read(Bytes::from(long)).is_err(),
+            "a number past f64's range"
+        );
+        assert!(raw(r#"{"a":1.5e3,"b":"h264e","c":"\u00e9"}"#).get("a") == Some("1.5e3"));
+        let paired = raw(r#"{"a":"\ud83d\ude00","b":"\\ud800"}"#);
+        assert_eq!(paired.get("a"), Some(r#""\ud83d\ude00""#));
+    }
+
+    #[test]
+    fn escaped_and_repeated_keys_read_as_serde_json_reads_them() {
+        // An escaped key is the key it spells: `mod\u0065l` is `model`, so
+        // it is replaced like any other spelling of it.
+        let body = raw(r#"{"mod\u0065l":"a/b","x\"y":1,"a":1,"b":2,"a":3}"#);
+        let fields: Vec<_> = body.fields().collect();
+        assert_eq!(
+            fields,
+            [("model", r#""a/b""#), ("x\"y", "1"), ("a", "3"), ("b", "2")]
+        );
+        let with = WithModel {
+            model: "m",
+            body: BodyRef::Raw(&body),
+            without: &[],
+            stream_usage: false,
+        };
+        assert_eq!(
+            String::from_utf8(with.to_json().unwrap()).unwrap(),
+            r#"{"model":"m","x\"y":1,"a":3,"b":2}"#
+        );
+        // Past a few fields, repeats are found through a map, the same way.
+        let many: String = (0..40).map(|i| format!(r#""k{}":{i},"#, i % 25)).collect();
+        let body = raw(&format!("{{{}\"last\":true}}", many));
+        let tree: Map<String, Value> = serde_json::from_str(&format!("{{{}\"last\":true}}", many)).unwrap();
+        assert_eq!(body.fields().count(), tree.len());
+        assert_eq!(body.get("k3"), Some("28"));
+        assert_eq!(body.clone().into_tree().unwrap(), tree);
+        let keys: Vec<_> = body.fields().map(|(key, _)| key.to_string()).collect();
+        assert_eq!(keys[..3], ["k0", "k1", "k2"], "first places kept");
+    }
+
+    /// JSON-like text: valid objects, and the same with bytes cut, doubled or changed.
+    fn objects() -> impl Strategy<Value = Vec<u8>> {
+        let leaf = prop_oneof![
+            Just("null".to_string()),
+            Just("true".to_string()),
+            "-?(0|[1-9][0-9]{0,3})(\\.[0-9]{1,3})?([eE][+-]?[0-9]{1,3})?",
+            "\"([a-z é\\\\\"/]|\\\\[\"\\\\/bfnrtu]|\\\\u[0-9a-fA-F]{4}|\\\\ud[89ab][0-9a-f]{2}(\\\\ud[c-f][0-9a-f]{2})?){0,8}\"",
+        ];
+        let value = leaf.prop_recursive(4, 32, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(|items| format!("[{}]", items.join(","))),
+                prop::collection::vec(("(model|[a-z]{1,3})", inner), 0..4).prop_map(|fields| {
+                    let fields: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\" : {v}")).collect();
+                    format!("{{ {} }}", fields.join(","))
+                }),
+            ]
+        });
+        let key = "(model|messages|[a-z]{1,2}|m\\\\u006fdel|\\\\u00e9|é)";
+        let object = prop::collection::vec((key, value), 0..6).prop_map(|fields| {
+            let fields: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+            format!(" {{{}}}", fields.join(","))
+        });
+        (object, any::<u16>(), any::<u8>(), 0..4u8).prop_map(|(text, at, byte, how)| {
+            let mut bytes = text.into_bytes();
+            let at = usize::from(at) % (bytes.len() + 1);
+            match how {
+                0 => {}
+                1 => bytes.truncate(at),
+                2 => bytes.insert(at, byte),
+                _ => {
+                    if at < bytes.len() {
+                        bytes[at] = byte;
+                    }
+                }
+            }
+            bytes
+        })
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzzing::config(2048))]
+
+        /// The fields are serde_json's, value for value: what one accepts the
+        /// other does, and the body written with `model` replaced reads back
+        /// as serde_json's tree with `model` replaced.
+        #[test]
+        fn fields_match_serde_json(json in objects()) {
+            let tree = serde_json::from_slice::<Map<String, Value>>(&json);
+            let read = RawObject::read(Bytes::copy_from_slice(&json));
+            prop_assert_eq!(read.is_ok(), tree.is_ok(), "{:?}", String::from_utf8_lossy(&json));
+            if let (Ok(read), Ok(mut tree)) = (read, tree) {
+                prop_assert_eq!(read.fields().count(), tree.len());
+                prop_assert_eq!(&read.clone().into_tree().map_err(|e| TestCaseError::fail(e.to_string()))?, &tree);
+                let written = WithModel { model: "m", body: BodyRef::Raw(&read), without: &[], stream_usage: false }
+                    .to_json()
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let written: Map<String, Value> = serde_json::from_slice(&written)
+                    .map_err(|e| TestCaseError::fail(format!("wrote invalid JSON: {e}")))?;
+                tree.insert("model".into(), Value::from("m"));
+                prop_assert_eq!(written, tree);
+            }
         }
     }
 }

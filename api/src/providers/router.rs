@@ -21,7 +21,8 @@ use serde_json::Value;
 use super::breaker::{Breaker, CircuitView, Tripped};
 use super::meter::{Attribution, NoMeter, Reservation, UsageMeter};
 use super::{
-    BodyRef, ChatCall, ChunkStream, Completion, EmbeddingsCall, ModelRef, Provider, ProviderError, Usage,
+    BodyRef, ChatCall, ChatChunkStream, CompletionReply, EmbeddingsCall, EventStream, ModelRef, Provider,
+    ProviderError, Usage,
 };
 use crate::observability::Metrics;
 
@@ -65,7 +66,7 @@ pub enum ResponsesAnswer {
     /// One `response` object.
     Response(Value),
     /// Its stream events (each with its `type`), in order.
-    Events(ChunkStream),
+    Events(EventStream),
 }
 
 /// A provider as the router uses it.
@@ -178,82 +179,50 @@ impl Router {
             .collect()
     }
 
-    /// A parsed completion, for callers that read it (agents, compaction).
-    pub async fn chat(
+    /// A complete answer (it may be the upstream's bytes, unparsed), with
+    /// the call's cost in USD when its price is known.
+    pub async fn complete(
         &self,
         targets: &[ModelTarget],
         call: &ChatCall,
-    ) -> Result<(Value, ModelRef), ProviderError> {
-        let (completion, served_by, _) = self
-            .chat_with(
-                targets,
-                call,
-                |t| t.provider.chat(&t.model, call),
-                Usage::from_response,
-            )
+    ) -> Result<(CompletionReply, ModelRef, Option<f64>), ProviderError> {
+        let (reply, served_by, mut settle) = self
+            .run_metered(targets, &call.who, (&call.body).into(), |t| {
+                t.provider.complete(&t.model, call)
+            })
             .await?;
-        Ok((completion, served_by))
-    }
-
-    /// The completion for a caller that passes it on (it may be the
-    /// upstream's bytes, unparsed), with the call's cost in USD when its price is known.
-    pub async fn chat_to_forward(
-        &self,
-        targets: &[ModelTarget],
-        call: &ChatCall,
-    ) -> Result<(Completion, ModelRef, Option<f64>), ProviderError> {
-        self.chat_with(
-            targets,
-            call,
-            |t| t.provider.chat_completion(&t.model, call),
-            Completion::usage,
-        )
-        .await
-    }
-
-    /// One metered chat call made by `op`, its usage read by `usage`.
-    async fn chat_with<'a, T>(
-        &self,
-        targets: &'a [ModelTarget],
-        call: &'a ChatCall,
-        op: impl Fn(&'a ModelTarget) -> BoxFuture<'a, Result<T, ProviderError>>,
-        usage: impl Fn(&T) -> Option<Usage>,
-    ) -> Result<(T, ModelRef, Option<f64>), ProviderError> {
-        let (answer, served_by, mut settle) = self
-            .run_metered(targets, &call.who, (&call.body).into(), op)
-            .await?;
-        settle.observe(&self.metrics, usage(&answer));
-        Ok((answer, served_by, settle.finish()))
+        settle.observe(&self.metrics, reply.usage().cloned());
+        Ok((reply, served_by, settle.finish()))
     }
 
     /// Streams the answer. The upstream is always asked for usage (the
     /// providers see to it); the usage-only chunk reaches the client only when
     /// it asked with `stream_options.include_usage`.
-    pub async fn chat_stream(
+    pub async fn stream(
         &self,
         targets: &[ModelTarget],
         call: &ChatCall,
-    ) -> Result<(ChunkStream, ModelRef), ProviderError> {
+    ) -> Result<(ChatChunkStream, ModelRef), ProviderError> {
         let (stream, served_by, mut settle) = self
             .run_metered(targets, &call.who, (&call.body).into(), |t| {
-                t.provider.chat_stream(&t.model, call)
+                t.provider.stream(&t.model, call)
             })
             .await?;
         let metrics = self.metrics.clone();
         let client_wants_usage = call.request.include_usage();
         let stream = stream.filter_map(move |mut chunk| {
             let mut keep = true;
-            if let Ok(value) = &mut chunk
-                && let Some(usage) = Usage::from_response(value)
+            if let Ok(chunk) = &mut chunk
+                && chunk.usage.is_some()
             {
                 // Through the whole guard: the closure must own it, so that it
                 // settles when the stream is dropped, not when this returns.
                 let guard = &mut settle;
-                guard.observe(&metrics, Some(usage));
-                keep = client_wants_usage || !is_usage_only(value);
-            }
-            if !client_wants_usage && let Ok(Value::Object(map)) = &mut chunk {
-                map.remove("usage");
+                guard.observe(&metrics, chunk.usage.clone());
+                keep = client_wants_usage || !chunk.choices.is_empty();
+                if !client_wants_usage {
+                    chunk.usage = None;
+                }
             }
             std::future::ready(keep.then_some(chunk))
         });
@@ -425,14 +394,6 @@ impl Drop for Settle {
     fn drop(&mut self) {
         self.settle();
     }
-}
-
-/// The trailing chunk of `include_usage`: usage and no choices.
-fn is_usage_only(chunk: &Value) -> bool {
-    chunk
-        .get("choices")
-        .and_then(Value::as_array)
-        .is_none_or(Vec::is_empty)
 }
 
 /// A bad request fails the same way on every fallback, so it ends the walk.

@@ -5,20 +5,20 @@
 
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
-use serde_json::Value;
 
-use super::{ChunkStream, ProviderError};
+use super::{ChatChunkStream, ProviderError};
+use crate::chat::{ChatChunk, ChunkFactory, Usage};
 
 /// A provider's translation of its stream, event by event.
 pub trait EventTranslator: Send + 'static {
     /// The chunks one event's `data` makes.
-    fn on_event(&mut self, data: &str) -> Result<Vec<Value>, ProviderError>;
+    fn on_event(&mut self, data: &str) -> Result<Vec<ChatChunk>, ProviderError>;
     /// Whether the upstream said its answer is complete: later events are not read.
     fn done(&self) -> bool {
         false
     }
     /// The chunks (or the error) once the events end.
-    fn finish(&mut self) -> Result<Vec<Value>, ProviderError>;
+    fn finish(&mut self) -> Result<Vec<ChatChunk>, ProviderError>;
 }
 
 /// The chunks `translator` makes of `response`'s events, from `provider`.
@@ -26,7 +26,7 @@ pub fn chunks(
     provider: &str,
     response: reqwest::Response,
     mut translator: impl EventTranslator,
-) -> ChunkStream {
+) -> ChatChunkStream {
     let provider = provider.to_string();
     let mut events = response.bytes_stream().eventsource();
     let chunks = async_stream::stream! {
@@ -52,4 +52,22 @@ pub fn chunks(
         }
     };
     chunks.boxed()
+}
+
+/// After a translated stream's last event: its usage chunk, or the error of
+/// a stream cut off before its finish (`marker` names what was missing).
+pub fn ending(
+    chunks: &ChunkFactory,
+    provider: &str,
+    finished: bool,
+    usage: Option<Usage>,
+    marker: &str,
+) -> Result<Vec<ChatChunk>, ProviderError> {
+    if !finished {
+        return Err(ProviderError::Connect {
+            provider: provider.to_string(),
+            detail: format!("the stream ended before {marker}"),
+        });
+    }
+    Ok(usage.map(|u| chunks.usage(u)).into_iter().collect())
 }

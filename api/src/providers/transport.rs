@@ -1,55 +1,59 @@
-//! The HTTP transport of the proxied hot path: for plain `http://`
-//! upstreams our own HTTP/1.1 client (`http1`), whose I/O runs in the
-//! calling task; for the rest hyper's pooled client over rustls, with nothing
-//! between the call and the connection. reqwest wraps
-//! every call in a retry layer, a redirect follower and a boxed service, and
-//! parses the URL again (with IDNA) on every response; profiling put that at
-//! ~5% of the gateway's CPU at saturation. When the environment names a
-//! proxy (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`), calls go through reqwest
-//! instead, which honours it and `NO_PROXY`.
+//! The one upstream HTTP stack: each provider's reqwest client (hyper
+//! underneath), built here with the provider's connect timeout, `TCP_NODELAY`,
+//! idle connections kept 90 s, no redirects followed (an upstream that
+//! redirects is misconfigured, and a redirect must not carry the API key
+//! elsewhere) and the proxies the environment names (`HTTPS_PROXY`,
+//! `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`, as reqwest reads them).
+//! async-openai, Anthropic and Gemini use the client; the JSON calls of the
+//! proxied hot path go through [`Transport::post_json`] with their URL and
+//! headers prepared once ([`Endpoint`]).
+//!
+//! Ollama's client is built here too, but it is its own: ollama-rs 0.3.6
+//! (the latest) is written against reqwest 0.12, so it cannot share the 0.13
+//! client. The AWS SDK (Bedrock) keeps its own stack.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
+use http::HeaderMap;
 
-use super::{ProviderError, http1};
+use super::ProviderError;
 use crate::config::ProviderConfig;
 use crate::error_chain::root_cause;
 
-type Direct = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+/// Idle upstream connections are closed after this long.
+const IDLE_FOR: Duration = Duration::from_secs(90);
 
-pub(crate) enum Transport {
-    /// Plain `http://` by our HTTP/1.1 client, a pool per host; the rest by
-    /// hyper's pooled client, TLS by rustls with the platform's trust store.
-    Direct(Box<Direct>, Plain),
-    /// reqwest: a proxy is configured, or the TLS setup failed.
-    Reqwest(reqwest::Client),
+/// The client settings above, on a reqwest `ClientBuilder` of either version
+/// (0.13's for [`Transport`], 0.12's for Ollama), built.
+macro_rules! client_for {
+    ($reqwest:ident, $config:expr) => {
+        $reqwest::Client::builder()
+            .connect_timeout($config.connect_timeout)
+            .tcp_nodelay(true)
+            .pool_idle_timeout(IDLE_FOR)
+            .redirect($reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|err| ProviderError::Connect {
+                provider: $config.name.clone(),
+                detail: root_cause(&err),
+            })
+    };
 }
 
-/// Where a call goes: the same URL in both transports' types, parsed once,
-/// and for a plain `http://` URL its `host:port`.
+/// A provider's HTTP client.
+pub(crate) struct Transport {
+    client: reqwest::Client,
+    provider: String,
+    timeout: Duration,
+}
+
+/// One endpoint, ready to call: its URL parsed and its headers built once,
+/// cloned per call.
 #[derive(Clone)]
-pub(crate) struct Target {
-    pub uri: http::Uri,
+pub(crate) struct Endpoint {
     pub url: reqwest::Url,
-    plain: Option<String>,
-}
-
-impl Target {
-    pub(crate) fn new(url: reqwest::Url) -> Result<Self, String> {
-        let uri = url.as_str().parse::<http::Uri>().map_err(|err| err.to_string())?;
-        let plain = match (uri.scheme_str(), url.host_str(), url.port_or_known_default()) {
-            (Some("http"), Some(host), Some(port)) => Some(format!("{host}:{port}")),
-            _ => None,
-        };
-        Ok(Self { uri, url, plain })
-    }
+    pub headers: HeaderMap,
 }
 
 /// The answer's status and whole body.
@@ -59,145 +63,75 @@ pub(crate) struct Answer {
 }
 
 impl Transport {
-    /// The direct transport, unless a proxy is configured; `fallback` is the
-    /// provider's reqwest client (same timeouts), used then.
-    pub(crate) fn new(config: &ProviderConfig, fallback: &reqwest::Client) -> Self {
-        if proxy_in_environment() {
-            return Self::Reqwest(fallback.clone());
-        }
-        match direct(config) {
-            Ok(client) => Self::Direct(Box::new(client), Plain::new(config.connect_timeout)),
-            Err(err) => {
-                tracing::warn!(provider = %config.name, error = %err, "TLS setup for the direct transport failed; using reqwest");
-                Self::Reqwest(fallback.clone())
-            }
-        }
+    pub(crate) fn new(config: &ProviderConfig) -> Result<Self, ProviderError> {
+        Ok(Self {
+            client: client_for!(reqwest, config)?,
+            provider: config.name.clone(),
+            timeout: config.timeout,
+        })
     }
 
-    /// POSTs `body` with `headers`; the caller bounds the time.
-    pub(crate) async fn post(
+    /// The client, for the SDKs and protocols that build their own requests.
+    pub(crate) fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    /// POSTs the JSON `body` to `endpoint` and reads the whole answer; the
+    /// caller bounds the time.
+    pub(crate) async fn post_json(
         &self,
-        target: &Target,
-        headers: &http::HeaderMap,
+        endpoint: &Endpoint,
         body: Vec<u8>,
-        provider: &str,
-        timeout: Duration,
     ) -> Result<Answer, ProviderError> {
-        match self {
-            Self::Direct(_, plain) if target.plain.is_some() => {
-                let pool = plain.pool(target.plain.as_deref().unwrap_or_default());
-                let path = target.uri.path_and_query().map_or("/", |p| p.as_str());
-                match pool.post(path, headers, &body).await {
-                    Ok(answer) => Ok(Answer {
-                        status: answer.status,
-                        body: answer.body,
-                    }),
-                    Err(http1::Failure::Connect(detail)) => Err(ProviderError::Connect {
-                        provider: provider.into(),
-                        detail,
-                    }),
-                    Err(http1::Failure::Body(detail)) => Err(ProviderError::bad_response(provider, detail)),
-                }
-            }
-            Self::Direct(client, _) => {
-                let mut request = http::Request::new(Full::new(Bytes::from(body)));
-                *request.method_mut() = http::Method::POST;
-                *request.uri_mut() = target.uri.clone();
-                *request.headers_mut() = headers.clone();
-                let response = client
-                    .request(request)
-                    .await
-                    .map_err(|err| ProviderError::Connect {
-                        provider: provider.into(),
-                        detail: root_cause(&err),
-                    })?;
-                let status = response.status();
-                let body = response
-                    .into_body()
-                    .collect()
-                    .await
-                    .map_err(|err| ProviderError::bad_response(provider, root_cause(&err)))?
-                    .to_bytes();
-                Ok(Answer { status, body })
-            }
-            Self::Reqwest(client) => {
-                let map = |err| ProviderError::from_reqwest(provider, err, timeout);
-                let response = client
-                    .post(target.url.clone())
-                    .headers(headers.clone())
-                    .body(body)
-                    .send()
-                    .await
-                    .map_err(map)?;
-                let status = response.status();
-                let body = response.bytes().await.map_err(map)?;
-                Ok(Answer { status, body })
-            }
-        }
+        let map = |err| ProviderError::from_reqwest(&self.provider, err, self.timeout);
+        let response = self
+            .client
+            .post(endpoint.url.clone())
+            .headers(endpoint.headers.clone())
+            .body(body)
+            .send()
+            .await
+            .map_err(map)?;
+        let status = response.status();
+        let body = response.bytes().await.map_err(map)?;
+        Ok(Answer { status, body })
     }
 }
 
-/// The pools of plain-http connections, one per `host:port` (a provider
-/// has one or two; found by a short scan).
-pub(crate) struct Plain {
-    connect_timeout: Duration,
-    pools: std::sync::Mutex<Vec<Arc<http1::Pool>>>,
-}
-
-impl Plain {
-    fn new(connect_timeout: Duration) -> Self {
-        Self {
-            connect_timeout,
-            pools: std::sync::Mutex::new(Vec::new()),
-        }
+/// Ollama's client for `config`: ollama-rs with a reqwest 0.12 client set
+/// up as [`Transport`] sets up its own.
+pub(crate) fn ollama(config: &ProviderConfig) -> Result<ollama_rs::Ollama, ProviderError> {
+    let invalid = |detail: String| {
+        ProviderError::InvalidRequest(format!("providers.{}.baseUrl: {detail}", config.name))
+    };
+    // ollama-rs panics on a URL without a host; the config may hold one.
+    if !config.base_url.has_host() {
+        return Err(invalid(format!("{} has no host", config.base_url)));
     }
+    Ok(ollama_rs::Ollama::builder()
+        .url(config.base_url.clone())
+        .reqwest_client(client_for!(reqwest_ollama, config)?)
+        .build())
+}
 
-    fn pool(&self, authority: &str) -> Arc<http1::Pool> {
-        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(pool) = pools.iter().find(|p| p.authority() == authority) {
-            return pool.clone();
-        }
-        let pool = Arc::new(http1::Pool::new(authority, self.connect_timeout));
-        pools.push(pool.clone());
-        pool
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ProviderKind, detected_provider};
+
+    #[test]
+    fn an_ollama_url_without_a_host_is_refused_not_a_panic() {
+        let url = url::Url::parse("unix:/run/ollama.sock").unwrap();
+        let config = detected_provider("local", ProviderKind::Ollama, url, None);
+        let Err(ProviderError::InvalidRequest(message)) = ollama(&config) else {
+            panic!("expected a configuration error")
+        };
+        assert!(message.starts_with("providers.local.baseUrl:"), "{message}");
+        let url = url::Url::parse("http://127.0.0.1:11434").unwrap();
+        let config = detected_provider("local", ProviderKind::Ollama, url, None);
+        assert_eq!(
+            ollama(&config).map(|o| o.url_str().to_string()).ok().as_deref(),
+            Some("http://127.0.0.1:11434/")
+        );
     }
-}
-
-fn direct(config: &ProviderConfig) -> Result<Direct, String> {
-    let crypto = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let verifier = rustls_platform_verifier::Verifier::new(crypto.clone()).map_err(|err| err.to_string())?;
-    let tls = rustls::ClientConfig::builder_with_provider(crypto)
-        .with_safe_default_protocol_versions()
-        .map_err(|err| err.to_string())?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(verifier))
-        .with_no_client_auth();
-    let mut http = HttpConnector::new();
-    http.enforce_http(false);
-    http.set_nodelay(true);
-    http.set_connect_timeout(Some(config.connect_timeout));
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_or_http()
-        .enable_http1()
-        .enable_http2()
-        .wrap_connector(http);
-    Ok(Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(90))
-        .pool_timer(TokioTimer::new())
-        .build(https))
-}
-
-/// Whether the environment names a proxy reqwest would use.
-fn proxy_in_environment() -> bool {
-    [
-        "HTTPS_PROXY",
-        "https_proxy",
-        "HTTP_PROXY",
-        "http_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-    ]
-    .iter()
-    .any(|name| std::env::var_os(name).is_some_and(|value| !value.is_empty()))
 }

@@ -70,7 +70,8 @@ pub struct ReportRow {
     pub cached_tokens: u64,
     pub cache_write_tokens: u64,
     pub reasoning_tokens: u64,
-    /// USD of the calls with a known price; `null` when no call had one.
+    /// USD of the calls with a known price: `0` with no calls, `null` when
+    /// there were calls and none had a price.
     pub cost_usd: Option<f64>,
     /// Calls whose model has no price (their cost is unknown, not 0).
     pub unpriced_requests: u64,
@@ -114,7 +115,8 @@ impl Sums {
             cached_tokens: self.cached_tokens.unwrap_or(0),
             cache_write_tokens: self.cache_write_tokens.unwrap_or(0),
             reasoning_tokens: self.reasoning_tokens.unwrap_or(0),
-            cost_usd: (self.priced > 0).then(|| self.priced_usd.unwrap_or(0.0)),
+            // Nothing asked, nothing spent: $0. Calls none of which had a price: unknown.
+            cost_usd: (self.priced > 0 || self.requests == 0).then(|| self.priced_usd.unwrap_or(0.0)),
             unpriced_requests: self.requests.saturating_sub(self.priced),
         }
     }
@@ -170,7 +172,7 @@ fn empty_row() -> ReportRow {
         cached_tokens: 0,
         cache_write_tokens: 0,
         reasoning_tokens: 0,
-        cost_usd: None,
+        cost_usd: Some(0.0),
         unpriced_requests: 0,
     }
 }
@@ -240,5 +242,24 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(own.total.requests, 2);
+    }
+
+    #[tokio::test]
+    async fn no_traffic_costs_nothing_rather_than_unknown() {
+        let db = Db::scratch().await;
+        let report = report(
+            &db,
+            &UsageQuery {
+                from: "2000-01-01T00:00:00.000000Z".into(),
+                to: "2999-01-01T00:00:00.000000Z".into(),
+                group_by: GroupBy::Day,
+                key_id: None,
+            },
+        )
+        .await
+        .unwrap();
+        assert!(report.data.is_empty());
+        assert_eq!(report.total.requests, 0);
+        assert_eq!(report.total.cost_usd, Some(0.0));
     }
 }

@@ -46,11 +46,20 @@ async fn malformed_json_is_a_400_that_says_where() {
         body["error"]["message"].as_str().unwrap().contains("line 1"),
         "{body}"
     );
-    for (payload, why) in [("", "empty"), ("[1,2]", "array"), ("\"text\"", "string")] {
-        let (status, body) = raw_chat(&onyx, payload, false).await;
+    for (payload, json, why) in [
+        ("", false, "empty"),
+        ("[1,2]", true, "array"),
+        ("\"text\"", true, "string"),
+    ] {
+        let (status, body) = raw_chat(&onyx, payload, json).await;
         assert_eq!(status, 400, "{why}");
         assert_openai_error(&body);
     }
+    // A body not sent as JSON (a form post, text/plain) is a 415.
+    let (status, body) = raw_chat(&onyx, r#"{"model": "openai/fake-echo", "messages": []}"#, false).await;
+    assert_eq!(status, 415);
+    assert_openai_error(&body);
+    assert_eq!(body["error"]["code"], "unsupported_media_type");
 }
 
 #[tokio::test]

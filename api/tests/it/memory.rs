@@ -422,7 +422,18 @@ async fn bad_requests_and_path_tricks_are_refused() {
         (onyx.get("/v1/memory/search?q=x&mode=fuzzy"), 400, "mode"),
         (onyx.get("/v1/memory/search?q=x&limit=lots"), 400, "limit"),
         (onyx.get("/v1/memory/search?q=x&agent=..%2F"), 400, "agent"),
-        (onyx.post("/v1/memory").body("{not json"), 400, ""),
+        (
+            onyx.post("/v1/memory")
+                .header("content-type", "application/json")
+                .body("{not json"),
+            400,
+            "",
+        ),
+        (
+            onyx.post("/v1/memory").body(r#"{"content": "x"}"#),
+            415,
+            "content-type",
+        ),
         (
             onyx.post("/v1/memory").json(&json!({"content": 5})),
             400,

@@ -27,19 +27,19 @@ fn config(fakes: &Fakes) -> TestConfig {
     }))
 }
 
-async fn put_policy(onyx: &Onyx, key: &str, value: Value) {
+pub(crate) async fn put_policy(onyx: &Onyx, key: &str, value: Value) {
     let (status, body) = reply(onyx.put(&format!("/v1/policy/{key}")).json(&value)).await;
     assert_eq!(status, 200, "{body}");
 }
 
-async fn propose(onyx: &Onyx, body: Value) -> Value {
+pub(crate) async fn propose(onyx: &Onyx, body: Value) -> Value {
     let (status, proposal) = reply(onyx.post("/v1/proposals").json(&body)).await;
     assert_eq!(status, 201, "{proposal}");
     proposal
 }
 
 /// Waits until the mission has ended; returns it with its steps.
-async fn ended(onyx: &Onyx, mission: &str) -> Value {
+pub(crate) async fn ended(onyx: &Onyx, mission: &str) -> Value {
     wait_until(secs(60), &format!("mission {mission} ends"), async || {
         let m = onyx.get_json(&format!("/v1/missions/{mission}")).await;
         (!matches!(m["status"].as_str(), Some("queued" | "running"))).then_some(m)

@@ -1,5 +1,6 @@
 //! An agent that speaks first: `send_message` reaches the chat where the owner
-//! last talked to it (or a named one), and a heartbeat's result reaches its
+//! last talked to it (or a named one, once approved in `ask` mode when the
+//! owner did not set it up), and a heartbeat's result reaches its
 //! `deliverTo`, unless it is `HEARTBEAT_OK` (recorded, not delivered).
 
 use onyx_test_fakes::telegram::FakeTelegram;
@@ -7,9 +8,10 @@ use serde_json::{Value, json};
 
 use crate::harness::*;
 
-const TG_TOKEN: &str = "123456:fake-telegram-token";
+pub(crate) const TG_TOKEN: &str = "123456:fake-telegram-token";
 
-async fn start(fakes: &Fakes, telegram: &FakeTelegram, agents: Value) -> Onyx {
+/// Onyx with the scripted model, `agents`, and Telegram (the owner, 111, on its allowlist), up.
+pub(crate) async fn start(fakes: &Fakes, telegram: &FakeTelegram, agents: Value) -> Onyx {
     let config = TestConfig::new(fakes)
         .merge(json!({
             "agents": { "defaults": { "model": "openai/fake-script" }, "list": agents },
@@ -31,6 +33,29 @@ async fn said_in(telegram: &FakeTelegram, chat: i64, text: &str) {
         telegram.messages_to(chat).iter().any(|m| m == text).then_some(())
     })
     .await
+}
+
+/// The agent's answer to `script`, approving the one call it asks approval for.
+async fn approved_answer(onyx: &Onyx, agent: &str, script: &str) -> String {
+    let url = format!("{}/v1/chat/completions", onyx.url);
+    let body = json!({"model": format!("onyx:{agent}"), "messages": [{"role": "user", "content": script}]});
+    let asking = tokio::spawn(onyx.client.post(url).bearer_auth(ONYX_KEY).json(&body).send());
+    let id = wait_until(secs(30), "an approval request", async || {
+        let approvals = onyx.get_json("/v1/approvals").await;
+        approvals["data"][0]["id"].as_str().map(String::from)
+    })
+    .await;
+    let (status, decided) = reply(
+        onyx.post(&format!("/v1/approvals/{id}"))
+            .json(&json!({"decision": "approve"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{decided}");
+    let answer: Value = asking.await.unwrap().unwrap().json().await.unwrap();
+    answer["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 #[tokio::test]
@@ -59,12 +84,13 @@ async fn send_message_reaches_where_the_owner_last_talked_or_a_named_chat() {
     assert_eq!(answer, "script done: sent to telegram:111");
     said_in(&telegram, 111, "ping from the agent").await;
 
-    let answer = onyx
-        .agent_answer(
-            "main",
-            r#"script: send_message {"to": "telegram:555", "text": "to another chat"} ; answer"#,
-        )
-        .await;
+    // A chat the owner did not set up asks first in `ask` mode (approved here).
+    let answer = approved_answer(
+        &onyx,
+        "main",
+        r#"script: send_message {"to": "telegram:555", "text": "to another chat"} ; answer"#,
+    )
+    .await;
     assert_eq!(answer, "script done: sent to telegram:555");
     said_in(&telegram, 555, "to another chat").await;
 
@@ -73,12 +99,12 @@ async fn send_message_reaches_where_the_owner_last_talked_or_a_named_chat() {
         .agent_answer("loner", r#"script: send_message {"text": "hello?"} ; answer"#)
         .await;
     assert!(answer.contains("nobody has talked to you"), "{answer}");
-    let answer = onyx
-        .agent_answer(
-            "main",
-            r#"script: send_message {"to": "pigeon:1", "text": "coo"} ; answer"#,
-        )
-        .await;
+    let answer = approved_answer(
+        &onyx,
+        "main",
+        r#"script: send_message {"to": "pigeon:1", "text": "coo"} ; answer"#,
+    )
+    .await;
     assert!(answer.contains("error") && answer.contains("pigeon"), "{answer}");
 }
 

@@ -192,10 +192,11 @@ async fn usage_groups_by_every_dimension_and_refuses_bad_parameters() {
     assert_eq!(row(&by_session, &session)["requests"], 1);
     let by_model = usage_report(&onyx, "group_by=model").await;
     assert!(row(&by_model, "openai/fake-echo")["cost_usd"].as_f64().unwrap() > 0.0);
-    // A range before any call is empty.
+    // A range before any call is empty, and nothing was spent in it ($0, not unknown).
     let past = usage_report(&onyx, "from=2020-01-01&to=2020-01-31T00:00:00Z").await;
     assert_eq!(past["total"]["requests"], 0);
-    assert!(past["total"]["cost_usd"].is_null());
+    assert_eq!(past["total"]["cost_usd"], 0.0, "{past}");
+    assert_eq!(past["total"]["unpriced_requests"], 0);
 
     // A chat-scope key sees its own usage only.
     let (status, own) = reply(onyx.with_key("GET", "/v1/usage?group_by=key", &secret)).await;

@@ -5,6 +5,9 @@
 //! 127.0.0.1. What the fake "model" does is decided by [`script`] from the model
 //! name and the conversation, so every protocol behaves the same way.
 //!
+//! Beside them, [`menos`]: a stand-in for the menos content vault that
+//! checks ed25519 request signatures (RFC 9421) as menos does.
+//!
 //! Every fake records the request bodies it received and counts streams that
 //! finished or were cut off by the client (`GET /_fake/requests`, `/_fake/stats`).
 
@@ -14,6 +17,7 @@ pub mod bedrock;
 pub mod discord;
 pub mod eventstream;
 pub mod gemini;
+pub mod menos;
 pub mod ollama;
 pub mod openai;
 pub mod openai_responses;

@@ -2,6 +2,8 @@
 //! SDK tests and benchmarks, prints their base URLs as one JSON line, and runs
 //! until killed. Ports: `--openai-port`, `--anthropic-port`, `--ollama-port`, `--gemini-port`,
 //! `--bedrock-port` (0 = any free port); the API key: `--key` (default the fakes' default key).
+//! `--menos-authorized-keys FILE` (and `--menos-port`) also starts the menos
+//! stand-in, trusting the ed25519 keys of that authorized_keys file.
 
 use std::process::ExitCode;
 
@@ -28,6 +30,23 @@ async fn main() -> ExitCode {
         let bedrock = onyx_test_fakes::bedrock::start(Some(key.clone()), port("--bedrock-port")).await?;
         Ok::<_, std::io::Error>((openai, anthropic, ollama, gemini, bedrock))
     };
+    // The menos stand-in, trusting the keys of an authorized_keys file.
+    let menos = match arg("--menos-authorized-keys") {
+        Some(path) => match std::fs::read_to_string(&path) {
+            Ok(keys) => match onyx_test_fakes::menos::start(&keys, port("--menos-port")).await {
+                Ok(server) => Some(server),
+                Err(err) => {
+                    eprintln!("onyx-fake-upstream: menos: {err}");
+                    return ExitCode::FAILURE;
+                }
+            },
+            Err(err) => {
+                eprintln!("onyx-fake-upstream: {path}: {err}");
+                return ExitCode::FAILURE;
+            }
+        },
+        None => None,
+    };
     let (openai, anthropic, ollama, gemini, bedrock) = match started.await {
         Ok(servers) => servers,
         Err(err) => {
@@ -50,6 +69,8 @@ async fn main() -> ExitCode {
             "awsAccessKeyId": onyx_test_fakes::bedrock::ACCESS_KEY_ID,
             "awsSecretAccessKey": onyx_test_fakes::bedrock::SECRET_ACCESS_KEY,
             "key": key,
+            // With --menos-authorized-keys: the menos stand-in.
+            "menos": menos.as_ref().map(|m| m.url()),
         })
     );
     let _ = tokio::signal::ctrl_c().await;

@@ -1,5 +1,9 @@
 //! `send_to_agent`: leave a message in another agent's inbox, and optionally
-//! start a run of it now.
+//! start a run of it now. A woken run works under the stricter of the two
+//! agents' permission modes: an `ask` agent cannot make an `allow-all` one
+//! do unasked what it would itself have to ask for. (Asking for approval of
+//! the wake itself would ask before anything risky was even proposed, and
+//! the woken agent's own approvals would still be skipped.)
 
 use std::borrow::Cow;
 
@@ -41,6 +45,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> 
             .send(Wake {
                 agent: to.to_string(),
                 from: ctx.agent.id.clone(),
+                mode: ctx.agent.permission_mode,
             })
             .is_ok();
     Ok(format!(

@@ -1,15 +1,17 @@
 //! The built-in tools an agent can call, one file per group, each an OpenAI
 //! function schema plus its implementation. A tool is `Read` (always
 //! allowed), `Write` (changes only the agent's own memory, tasks and
-//! messages: runs without a prompt in `ask` mode, wherever the run came from)
+//! messages: runs without a prompt in `ask` mode, wherever the run came from,
+//! except `send_message` to a chat the owner did not set up for the agent)
 //! or `Dangerous` (files, the shell, the web: waits for approval in `ask`
-//! mode). `safe` mode offers only `Read` tools. The tools of outside MCP
+//! mode). `safe` mode offers only `Read` tools ([`asks_first`] decides). The tools of outside MCP
 //! servers (`mcp__{server}__{tool}`) are offered beside them, of the kind
 //! their server's `trust` says.
 
 mod agents;
 mod exec;
 mod fs;
+mod knowledge;
 mod memory;
 mod messages;
 mod missions;
@@ -17,6 +19,8 @@ mod sessions;
 mod skill;
 mod tasks;
 pub mod web;
+
+pub use messages::OwnerChats;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -152,6 +156,9 @@ impl From<McpTool> for ToolSpec {
 pub struct Wake {
     pub agent: String,
     pub from: String,
+    /// The sender's permission mode: the woken run works under the stricter
+    /// of it and the woken agent's own.
+    pub mode: PermissionMode,
 }
 
 /// Everything a tool may touch, for one run of one agent.
@@ -166,10 +173,14 @@ pub struct ToolContext {
     pub wake: tokio::sync::mpsc::UnboundedSender<Wake>,
     pub channels: Arc<Channels>,
     pub reach: Reach,
+    /// The chats the config sets up for each agent (`send_message` asks before others).
+    pub owner_chats: Arc<OwnerChats>,
     pub skills: Arc<crate::skills::Skills>,
     pub mcp: Arc<McpClients>,
     /// The orchestration loop, for the mission tools (`None` when it is off).
     pub coordination: Option<Arc<dyn super::coordination::Coordination>>,
+    /// menos, for `menos_search` (`None` without `knowledge.menos`).
+    pub menos: Option<Arc<crate::knowledge::Menos>>,
 }
 
 /// A tool's answer: what the model sees, and whether it is an error.
@@ -200,11 +211,13 @@ impl ToolOutput {
     }
 }
 
-/// Every built-in tool (web_search only with a SearXNG URL).
+/// Every built-in tool (web_search only with a SearXNG URL, menos_search
+/// only with `knowledge.menos`).
 pub fn all(settings: &ToolsConfig) -> Vec<ToolSpec> {
     let mut out = memory::specs();
     out.extend(sessions::specs());
     out.extend(web::specs(settings.searxng_url.is_some()));
+    out.extend(knowledge::specs(settings.menos_search));
     out.extend(fs::specs());
     out.extend(exec::specs());
     out.extend(agents::specs());
@@ -239,12 +252,26 @@ pub fn offered(
         .collect()
 }
 
+/// Whether a call of `spec` waits for a person's approval first: in `ask`
+/// mode, a `Dangerous` tool, or a message to a chat the owner did not set up.
+pub async fn asks_first(ctx: &ToolContext, spec: &ToolSpec, mode: PermissionMode, arguments: &Value) -> bool {
+    if mode != PermissionMode::Ask {
+        return false;
+    }
+    match spec.kind {
+        ToolKind::Dangerous => true,
+        _ if spec.name == "send_message" => messages::asks_first(ctx, arguments).await,
+        _ => false,
+    }
+}
+
 /// Runs one tool call; unknown tools and bad arguments are errors the model sees.
 pub async fn call(ctx: &ToolContext, name: &str, arguments: &Value) -> ToolOutput {
     let result = match name {
         "memory_search" | "memory_get" | "memory_write" => memory::call(ctx, name, arguments).await,
         "sessions_list" | "sessions_history" => sessions::call(ctx, name, arguments).await,
         "web_fetch" | "web_search" => web::call(ctx, name, arguments).await,
+        "menos_search" => knowledge::call(ctx, arguments).await,
         "fs_read" | "fs_write" | "fs_edit" | "fs_list" => fs::call(ctx, name, arguments).await,
         "exec" => exec::call(ctx, arguments).await,
         "send_to_agent" => agents::call(ctx, arguments).await,
@@ -301,6 +328,7 @@ mod tests {
     fn the_names_config_accepts_are_exactly_the_built_in_tools() {
         let settings = ToolsConfig {
             searxng_url: url::Url::parse("http://127.0.0.1:8888").ok(),
+            menos_search: true,
             ..ToolsConfig::default()
         };
         let specs = all(&settings);

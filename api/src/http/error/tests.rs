@@ -38,6 +38,21 @@ fn rows() -> Vec<(ApiError, u16, Option<&'static str>, Option<&'static str>)> {
         (ApiError::Unauthorized("no"), 401, Some("invalid_api_key"), None),
         (ApiError::Forbidden("no"), 403, Some("insufficient_scope"), None),
         (
+            ApiError::Refused {
+                message: "no".into(),
+                code: "host_not_allowed",
+            },
+            403,
+            Some("host_not_allowed"),
+            None,
+        ),
+        (
+            ApiError::UnsupportedMediaType("json only".into()),
+            415,
+            Some("unsupported_media_type"),
+            Some("content-type"),
+        ),
+        (
             ApiError::NotFound {
                 message: "no agent".into(),
                 code: "agent_not_found",

@@ -25,8 +25,9 @@ use axum::{Json, Router};
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
+use super::agent_scope::{AgentReach, CheckedAgent};
 use super::body::{JsonObject, into_map, typed};
-use super::chat_core::{self, Answer};
+use super::chat_core::{self, Answer, Asker};
 use super::chat_session::session_header;
 use super::error::ApiError;
 use super::middleware::Caller;
@@ -37,11 +38,16 @@ use crate::config::ProviderKind;
 use crate::providers::types::ChatRequest;
 use crate::providers::{Attribution, MessagesAnswer, MessagesCall, ModelTarget};
 
-/// The routes, with their auth and the Anthropic error shape.
-pub fn routes(app: Arc<App>) -> Router<Arc<App>> {
-    Router::new()
+/// The routes (a key scoped to agents may use them with its agents).
+pub(in crate::http) fn table() -> super::Table {
+    super::Table::new(super::Access::Agent)
         .route("/v1/messages", post(create))
         .route("/v1/messages/count_tokens", post(count_tokens))
+}
+
+/// The routes with their auth and the Anthropic error shape.
+pub(in crate::http) fn with_layers(routes: Router<Arc<App>>, app: Arc<App>) -> Router<Arc<App>> {
+    routes
         .method_not_allowed_fallback(ops::method_not_allowed)
         .route_layer(middleware::require_api_key(app))
         .layer(axum::middleware::map_response(errors::to_anthropic))
@@ -53,16 +59,21 @@ enum Route {
     Translate,
 }
 
-fn route(app: &App, headers: &HeaderMap, body: &Map<String, Value>) -> Result<(String, Route), ApiError> {
+/// The model, the agent it runs (checked against the caller's reach), and where it goes.
+fn route(
+    app: &App,
+    headers: &HeaderMap,
+    reach: &AgentReach,
+    body: &Map<String, Value>,
+) -> Result<(String, Option<CheckedAgent>, Route), ApiError> {
     let model = match body.get("model") {
         Some(Value::String(model)) if !model.is_empty() => model.clone(),
         Some(_) => return Err(errors::invalid("model", "Input should be a valid string")),
         None => return Err(errors::invalid("model", "Field required")),
     };
-    if super::agent_chat::agent_of(headers, &model).is_some()
-        || super::chat_session::keeps_a_session(app.record_sessions, headers)
-    {
-        return Ok((model, Route::Translate));
+    let agent = super::agent_chat::chat_agent(reach, headers, &model)?;
+    if agent.is_some() || super::chat_session::keeps_a_session(app.record_sessions, headers) {
+        return Ok((model, agent, Route::Translate));
     }
     let targets = app.router.resolve(&model)?;
     let anthropic = targets
@@ -70,6 +81,7 @@ fn route(app: &App, headers: &HeaderMap, body: &Map<String, Value>) -> Result<(S
         .all(|t| t.provider.kind() == ProviderKind::Anthropic);
     Ok((
         model,
+        agent,
         if anthropic {
             Route::Passthrough(targets)
         } else {
@@ -94,14 +106,18 @@ fn messages_call(headers: &HeaderMap, body: Map<String, Value>, who: Attribution
 pub async fn create(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
+    reach: AgentReach,
     Caller(who): Caller,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
     let body = into_map(body);
-    let (model, route) = route(&app, &headers, &body)?;
+    let (model, agent, route) = route(&app, &headers, &reach, &body)?;
     match route {
         Route::Passthrough(targets) => passthrough(&app, &targets, messages_call(&headers, body, who)).await,
-        Route::Translate => translated(&app, &headers, &body, &model, who).await,
+        Route::Translate => {
+            let asker = Asker { reach: &reach, agent };
+            translated(&app, &headers, asker, &body, &model, who).await
+        }
     }
 }
 
@@ -125,6 +141,7 @@ async fn passthrough(app: &App, targets: &[ModelTarget], call: MessagesCall) -> 
 async fn translated(
     app: &Arc<App>,
     headers: &HeaderMap,
+    asker: Asker<'_>,
     body: &Map<String, Value>,
     model: &str,
     who: Attribution,
@@ -145,6 +162,7 @@ async fn translated(
     let answered = chat_core::answer(
         app,
         headers,
+        asker,
         into_map(chat).into(),
         chat_request,
         session_ref,
@@ -186,11 +204,12 @@ async fn translated(
 pub async fn count_tokens(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
+    reach: AgentReach,
     Caller(who): Caller,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
     let mut body = into_map(body);
-    let (_, route) = route(&app, &headers, &body)?;
+    let (_, _, route) = route(&app, &headers, &reach, &body)?;
     if let Route::Passthrough(targets) = route {
         let count = app
             .router

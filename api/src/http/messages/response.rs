@@ -43,7 +43,7 @@ pub fn reasoning_of(message: &Value) -> Option<&str> {
 /// Anthropic's `usage` for OpenAI usage: cache reads and writes apart.
 pub fn usage(usage: &Usage) -> Value {
     let read = usage.cached_tokens();
-    let written = usage.prompt_tokens_details.map_or(0, |d| d.cache_write_tokens);
+    let written = usage.cache_write_tokens();
     json!({
         "input_tokens": usage.prompt_tokens.saturating_sub(read + written),
         "output_tokens": usage.completion_tokens,

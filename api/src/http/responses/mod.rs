@@ -16,22 +16,24 @@ mod passthrough;
 mod request;
 mod stream;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
 use self::keep::Keeper;
-use super::agent_chat::agent_of;
+use super::agent_chat::chat_agent;
+use super::agent_scope::AgentReach;
 use super::body::{JsonObject, into_map, query_number, typed};
-use super::chat_core::{self, Answer};
+use super::chat_core::{self, Answer, Asker};
 use super::chat_session::{keeps_a_session, session_header};
 use super::error::ApiError;
 use super::middleware::Caller;
+use super::owned::ResponseId;
+use super::query::Params;
 use crate::app::App;
 use crate::providers::types::ChatRequest;
 use crate::responses::{ResponseError, ResponseStore};
@@ -67,6 +69,7 @@ fn text<'a>(body: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>,
 pub async fn create(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
+    reach: AgentReach,
     Caller(who): Caller,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
@@ -74,6 +77,7 @@ pub async fn create(
     let model = text(&body, "model")?
         .ok_or_else(|| ApiError::bad_request("model: is required", Some("model".into())))?
         .to_string();
+    let agent = chat_agent(&reach, &headers, &model)?;
     let stream = flag(&body, "stream", false)?;
     let keep = flag(&body, "store", true)?;
     let previous_id = text(&body, "previous_response_id")?.map(String::from);
@@ -83,7 +87,10 @@ pub async fn create(
         Some(id) => store.get(id).await?,
         None => None,
     };
-    if agent_of(&headers, &model).is_none()
+    if let Some(previous) = &previous {
+        previous_in_reach(&reach, previous)?;
+    }
+    if agent.is_none()
         && !keeps_a_session(app.record_sessions, &headers)
         && let Ok(targets) = app.router.resolve(&model)
         && !targets.is_empty()
@@ -109,9 +116,11 @@ pub async fn create(
     let chat = Value::Object(chat);
     let chat_request: ChatRequest = typed(&chat)?;
     let session_ref = session_header(&headers)?;
+    let asker = Asker { reach: &reach, agent };
     let answered = chat_core::answer(
         &app,
         &headers,
+        asker,
         into_map(chat).into(),
         chat_request,
         session_ref,
@@ -147,15 +156,33 @@ pub async fn create(
     Ok(response)
 }
 
+/// A scoped key continues only its agents' stored responses (their `model`
+/// is `onyx:{agent}`).
+fn previous_in_reach(reach: &AgentReach, previous: &crate::responses::Stored) -> Result<(), ApiError> {
+    if !reach.is_scoped() {
+        return Ok(());
+    }
+    match previous.response["model"]
+        .as_str()
+        .and_then(|m| m.strip_prefix("onyx:"))
+    {
+        Some(agent) => reach.check(agent).map(drop),
+        None => Err(reach.refuse("previous_response_id names a response of no agent of it")),
+    }
+}
+
 /// Names the built-in tools a translated request went without.
 const LEFT_OUT_TOOLS_HEADER: &str = "x-onyx-tools-left-out";
 
-pub async fn get(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn get(State(app): State<Arc<App>>, ResponseId(id): ResponseId) -> Result<Json<Value>, ApiError> {
     let stored = ResponseStore::new(app.db.clone()).require(&id).await?;
     Ok(Json(stored.response))
 }
 
-pub async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn delete(
+    State(app): State<Arc<App>>,
+    ResponseId(id): ResponseId,
+) -> Result<Json<Value>, ApiError> {
     if !ResponseStore::new(app.db.clone()).delete(&id).await? {
         return Err(ResponseError::NotFound(id).into());
     }
@@ -166,8 +193,8 @@ pub async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Resu
 /// default, `after` an item id).
 pub async fn input_items(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
-    Query(params): Query<HashMap<String, String>>,
+    ResponseId(id): ResponseId,
+    Params(params): Params,
 ) -> Result<Json<Value>, ApiError> {
     let limit = query_number(&params, "limit", 20, 100)?.max(1);
     let ascending = match params.get("order").map(String::as_str) {

@@ -1,4 +1,4 @@
-//! Anthropic's Messages API over reqwest, translated both ways to OpenAI's
+//! Anthropic's Messages API over the provider's [`Transport`], translated both ways to OpenAI's
 //! chat completions: requests (`request`), responses and errors (`response`),
 //! and streaming events (`stream`); `passthrough` sends Messages API
 //! requests from Anthropic clients upstream as they are.
@@ -18,14 +18,18 @@ use futures::future::BoxFuture;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
-use super::{ChatCall, ChunkStream, EmbeddingsCall, MessagesAnswer, MessagesCall, Provider, ProviderError};
+use super::transport::Transport;
+use super::{
+    ChatCall, ChatChunkStream, CompletionReply, EmbeddingsCall, MessagesAnswer, MessagesCall, Provider,
+    ProviderError,
+};
 use crate::config::{ProviderConfig, ProviderKind};
 
 const DEFAULT_VERSION: &str = "2023-06-01";
 
 pub struct Anthropic {
     name: String,
-    http: reqwest::Client,
+    transport: Transport,
     /// `…/v1`, whether or not the configured base URL ended in it.
     api_base: String,
     api_key: Option<SecretString>,
@@ -44,7 +48,7 @@ impl Anthropic {
         };
         Ok(Self {
             name: config.name.clone(),
-            http: super::http_client(config)?,
+            transport: Transport::new(config)?,
             api_base,
             api_key: config.api_key.clone(),
             version: config
@@ -57,7 +61,10 @@ impl Anthropic {
     }
 
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        let mut builder = self.http.request(method, format!("{}{path}", self.api_base));
+        let mut builder = self
+            .transport
+            .client()
+            .request(method, format!("{}{path}", self.api_base));
         builder = builder.header("anthropic-version", &self.version);
         if let Some(key) = &self.api_key {
             builder = builder.header("x-api-key", key.expose_secret());
@@ -141,7 +148,11 @@ impl Provider for Anthropic {
         ProviderKind::Anthropic
     }
 
-    fn chat<'a>(&'a self, model: &'a str, call: &'a ChatCall) -> BoxFuture<'a, Result<Value, ProviderError>> {
+    fn complete<'a>(
+        &'a self,
+        model: &'a str,
+        call: &'a ChatCall,
+    ) -> BoxFuture<'a, Result<CompletionReply, ProviderError>> {
         async move {
             let body = request::messages_request(&call.request, model, false)?;
             let response = self
@@ -153,16 +164,16 @@ impl Provider for Anthropic {
             .await?;
             let message: response::Message =
                 serde_json::from_slice(&bytes).map_err(|err| self.bad_response(err))?;
-            serde_json::to_value(response::to_completion(message)).map_err(|err| self.bad_response(err))
+            Ok(CompletionReply::Typed(response::to_completion(message)))
         }
         .boxed()
     }
 
-    fn chat_stream<'a>(
+    fn stream<'a>(
         &'a self,
         model: &'a str,
         call: &'a ChatCall,
-    ) -> BoxFuture<'a, Result<ChunkStream, ProviderError>> {
+    ) -> BoxFuture<'a, Result<ChatChunkStream, ProviderError>> {
         async move {
             let body = request::messages_request(&call.request, model, true)?;
             let response = self

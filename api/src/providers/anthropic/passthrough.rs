@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::Anthropic;
 use super::response::AnthropicUsage;
-use crate::providers::types::Usage;
+use crate::chat::Usage;
 use crate::providers::{MessagesAnswer, MessagesCall, ProviderError, WithModel};
 
 impl Anthropic {

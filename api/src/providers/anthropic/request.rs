@@ -15,8 +15,9 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::chat::{ChatRequest, Content, ContentPart, Message, Role, ToolChoice};
 use crate::providers::ProviderError;
-use crate::providers::types::{ChatRequest, Content, ContentPart, Message, Role, ToolChoice, push_turn};
+use crate::providers::push_turn;
 
 const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// The user turn put before a conversation that starts with the assistant.

@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::providers::types::{AssistantMessage, Choice, Completion, ToolCall, Usage, unix_now};
+use crate::chat::{self, Completion, FinishReason, ToolCall, Usage};
 
 #[derive(Debug, Deserialize)]
 pub struct Message {
@@ -94,24 +94,14 @@ pub fn to_completion(message: Message) -> Completion {
         }
     }
     let usage = message.usage.to_usage();
-    Completion {
-        id: message.id,
-        object: "chat.completion",
-        created: unix_now(),
-        model: message.model,
-        choices: vec![Choice {
-            index: 0,
-            message: AssistantMessage {
-                role: "assistant",
-                content: (!text.is_empty() || tool_calls.is_empty()).then_some(text),
-                tool_calls: (!tool_calls.is_empty()).then_some(tool_calls),
-                refusal: None,
-            },
-            finish_reason: finish_reason(message.stop_reason.as_deref()),
-            logprobs: None,
-        }],
+    let content = (!text.is_empty() || tool_calls.is_empty()).then_some(text);
+    Completion::single(
+        message.id,
+        message.model,
+        chat::Message::answer(content, tool_calls),
+        FinishReason::parse(finish_reason(message.stop_reason.as_deref())),
         usage,
-    }
+    )
 }
 
 /// `{"type":"error","error":{"type":…,"message":…}}`

@@ -8,11 +8,10 @@
 use std::collections::HashMap;
 
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::response::{AnthropicUsage, finish_reason};
+use crate::chat::{ChatChunk, ChunkFactory, Delta, FinishReason, ToolCallDelta, Usage};
 use crate::providers::ProviderError;
-use crate::providers::types::{ChunkFactory, Delta, FunctionDelta, ToolCallDelta, Usage};
 
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -108,73 +107,36 @@ impl StreamTranslator {
     }
 
     /// The chunks one server-sent event becomes (often none).
-    pub fn on_event(&mut self, data: &str) -> Result<Vec<Value>, ProviderError> {
+    pub fn on_event(&mut self, data: &str) -> Result<Vec<ChatChunk>, ProviderError> {
         let event: Event = serde_json::from_str(data).map_err(|err| ProviderError::BadResponse {
             provider: self.provider.clone(),
             detail: format!("unreadable stream event: {err}"),
         })?;
-        let text_delta = |text: String| Delta {
-            content: Some(text),
-            ..Delta::default()
-        };
         Ok(match event {
             Event::MessageStart { message } => {
                 self.factory.id = message.id;
                 self.factory.model = message.model;
                 self.usage = message.usage;
-                let delta = Delta {
-                    role: Some("assistant"),
-                    content: Some(String::new()),
-                    ..Delta::default()
-                };
-                vec![self.factory.delta(delta, None)]
+                vec![self.factory.delta(Delta::start(), None)]
             }
             Event::ContentBlockStart { index, content_block } => match content_block {
                 BlockStart::Text { text } if !text.is_empty() => {
-                    vec![self.factory.delta(text_delta(text), None)]
+                    vec![self.factory.delta(Delta::text(text), None)]
                 }
                 BlockStart::ToolUse { id, name } => {
                     let tool_index = self.tool_indexes.len() as u32;
                     self.tool_indexes.insert(index, tool_index);
-                    let call = ToolCallDelta {
-                        index: tool_index,
-                        id: Some(id),
-                        kind: Some("function"),
-                        function: FunctionDelta {
-                            name: Some(name),
-                            arguments: Some(String::new()),
-                        },
-                    };
-                    vec![self.factory.delta(
-                        Delta {
-                            tool_calls: Some(vec![call]),
-                            ..Delta::default()
-                        },
-                        None,
-                    )]
+                    let call = ToolCallDelta::start(tool_index, id, name, String::new());
+                    vec![self.factory.delta(Delta::tool_call(call), None)]
                 }
                 _ => Vec::new(),
             },
             Event::ContentBlockDelta { index, delta } => match delta {
-                BlockDelta::TextDelta { text } => vec![self.factory.delta(text_delta(text), None)],
+                BlockDelta::TextDelta { text } => vec![self.factory.delta(Delta::text(text), None)],
                 BlockDelta::InputJsonDelta { partial_json } => match self.tool_indexes.get(&index) {
                     Some(&tool_index) => {
-                        let call = ToolCallDelta {
-                            index: tool_index,
-                            id: None,
-                            kind: None,
-                            function: FunctionDelta {
-                                name: None,
-                                arguments: Some(partial_json),
-                            },
-                        };
-                        vec![self.factory.delta(
-                            Delta {
-                                tool_calls: Some(vec![call]),
-                                ..Delta::default()
-                            },
-                            None,
-                        )]
+                        let call = ToolCallDelta::arguments(tool_index, partial_json);
+                        vec![self.factory.delta(Delta::tool_call(call), None)]
                     }
                     None => Vec::new(),
                 },
@@ -184,7 +146,7 @@ impl StreamTranslator {
                 if let Some(usage) = usage {
                     self.usage.output_tokens = usage.output_tokens;
                 }
-                let reason = finish_reason(delta.stop_reason.as_deref());
+                let reason = FinishReason::parse(finish_reason(delta.stop_reason.as_deref()));
                 vec![self.factory.delta(Delta::default(), Some(reason))]
             }
             Event::MessageStop {} => {
@@ -215,7 +177,7 @@ impl StreamTranslator {
 }
 
 impl crate::providers::sse::EventTranslator for StreamTranslator {
-    fn on_event(&mut self, data: &str) -> Result<Vec<Value>, ProviderError> {
+    fn on_event(&mut self, data: &str) -> Result<Vec<ChatChunk>, ProviderError> {
         StreamTranslator::on_event(self, data)
     }
 
@@ -224,7 +186,7 @@ impl crate::providers::sse::EventTranslator for StreamTranslator {
     }
 
     /// `message_stop` never came: the answer is cut short, said as an error.
-    fn finish(&mut self) -> Result<Vec<Value>, ProviderError> {
+    fn finish(&mut self) -> Result<Vec<ChatChunk>, ProviderError> {
         if self.done {
             return Ok(Vec::new());
         }
@@ -238,10 +200,11 @@ impl crate::providers::sse::EventTranslator for StreamTranslator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn feed(t: &mut StreamTranslator, event: Value) -> Vec<Value> {
-        t.on_event(&event.to_string()).unwrap()
+        let chunks = t.on_event(&event.to_string()).unwrap();
+        chunks.iter().map(|c| serde_json::to_value(c).unwrap()).collect()
     }
 
     #[test]

@@ -21,7 +21,7 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 
-use super::{ChatCall, ChunkStream, EmbeddingsCall, Provider, ProviderError};
+use super::{ChatCall, ChatChunkStream, CompletionReply, EmbeddingsCall, Provider, ProviderError};
 use crate::config::{ProviderConfig, ProviderKind};
 
 /// The request parts on a `converse` or `converse_stream` builder (one
@@ -90,23 +90,26 @@ impl Provider for Bedrock {
         ProviderKind::Bedrock
     }
 
-    fn chat<'a>(&'a self, model: &'a str, call: &'a ChatCall) -> BoxFuture<'a, Result<Value, ProviderError>> {
+    fn complete<'a>(
+        &'a self,
+        model: &'a str,
+        call: &'a ChatCall,
+    ) -> BoxFuture<'a, Result<CompletionReply, ProviderError>> {
         async move {
             Self::check_model(model)?;
             let parts = request::converse_request(&call.request)?;
             let send = with_parts!(self.client().await?.converse(), model, parts).send();
             let output = super::within(&self.name, self.timeout, send, |e| self.sdk_error(e)).await?;
-            serde_json::to_value(response::to_completion(&output, model))
-                .map_err(|err| ProviderError::bad_response(&self.name, err))
+            Ok(CompletionReply::Typed(response::to_completion(&output, model)))
         }
         .boxed()
     }
 
-    fn chat_stream<'a>(
+    fn stream<'a>(
         &'a self,
         model: &'a str,
         call: &'a ChatCall,
-    ) -> BoxFuture<'a, Result<ChunkStream, ProviderError>> {
+    ) -> BoxFuture<'a, Result<ChatChunkStream, ProviderError>> {
         async move {
             Self::check_model(model)?;
             let parts = request::converse_request(&call.request)?;

@@ -23,8 +23,9 @@ use base64::Engine;
 use serde_json::{Value, json};
 
 use super::document;
+use crate::chat::{ChatRequest, Content, ContentPart, Message, Role, ToolChoice};
 use crate::providers::ProviderError;
-use crate::providers::types::{ChatRequest, Content, ContentPart, Message, Role, ToolChoice, push_turn};
+use crate::providers::push_turn;
 
 /// The user turn put before a conversation that starts with the assistant.
 const LEADING_USER_TEXT: &str = "(conversation start)";

@@ -11,16 +11,16 @@ use aws_sdk_bedrockruntime::operation::converse::ConverseOutput;
 use aws_sdk_bedrockruntime::types::{ContentBlock, ConverseOutput as Output, StopReason, TokenUsage};
 
 use super::document;
+use crate::chat::{Completion, FinishReason, Message, ToolCall, Usage};
 use crate::error_chain::root_cause;
 use crate::providers::ProviderError;
-use crate::providers::types::{AssistantMessage, Choice, Completion, ToolCall, Usage, unix_now};
 
-pub fn finish_reason(reason: &StopReason) -> &'static str {
+pub fn finish_reason(reason: &StopReason) -> FinishReason {
     match reason {
-        StopReason::MaxTokens | StopReason::ModelContextWindowExceeded => "length",
-        StopReason::ToolUse => "tool_calls",
-        StopReason::ContentFiltered | StopReason::GuardrailIntervened => "content_filter",
-        _ => "stop",
+        StopReason::MaxTokens | StopReason::ModelContextWindowExceeded => FinishReason::Length,
+        StopReason::ToolUse => FinishReason::ToolCalls,
+        StopReason::ContentFiltered | StopReason::GuardrailIntervened => FinishReason::ContentFilter,
+        _ => FinishReason::Stop,
     }
 }
 
@@ -61,24 +61,14 @@ pub fn to_completion(output: &ConverseOutput, model: &str) -> Completion {
             }
         }
     }
-    Completion {
-        id: crate::providers::completion_id(),
-        object: "chat.completion",
-        created: unix_now(),
-        model: model.to_string(),
-        choices: vec![Choice {
-            index: 0,
-            message: AssistantMessage {
-                role: "assistant",
-                content: (!text.is_empty() || tool_calls.is_empty()).then_some(text),
-                tool_calls: (!tool_calls.is_empty()).then_some(tool_calls),
-                refusal: None,
-            },
-            finish_reason: finish_reason(output.stop_reason()),
-            logprobs: None,
-        }],
-        usage: output.usage().map(usage).unwrap_or_default(),
-    }
+    let content = (!text.is_empty() || tool_calls.is_empty()).then_some(text);
+    Completion::single(
+        crate::providers::completion_id(),
+        model.to_string(),
+        Message::answer(content, tool_calls),
+        finish_reason(output.stop_reason()),
+        output.usage().map(usage).unwrap_or_default(),
+    )
 }
 
 /// The status an AWS exception means for an OpenAI client.
@@ -225,11 +215,17 @@ mod tests {
 
     #[test]
     fn stop_reasons_and_exceptions() {
-        assert_eq!(finish_reason(&StopReason::EndTurn), "stop");
-        assert_eq!(finish_reason(&StopReason::StopSequence), "stop");
-        assert_eq!(finish_reason(&StopReason::MaxTokens), "length");
-        assert_eq!(finish_reason(&StopReason::GuardrailIntervened), "content_filter");
-        assert_eq!(finish_reason(&StopReason::ContentFiltered), "content_filter");
+        assert_eq!(finish_reason(&StopReason::EndTurn), FinishReason::Stop);
+        assert_eq!(finish_reason(&StopReason::StopSequence), FinishReason::Stop);
+        assert_eq!(finish_reason(&StopReason::MaxTokens), FinishReason::Length);
+        assert_eq!(
+            finish_reason(&StopReason::GuardrailIntervened),
+            FinishReason::ContentFilter
+        );
+        assert_eq!(
+            finish_reason(&StopReason::ContentFiltered),
+            FinishReason::ContentFilter
+        );
         for (code, status) in [
             ("ThrottlingException", 429),
             ("ValidationException", 400),

@@ -12,11 +12,10 @@ use std::collections::HashMap;
 use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::types::error::ConverseStreamOutputError as StreamError;
 use aws_sdk_bedrockruntime::types::{ContentBlockDelta, ContentBlockStart, ConverseStreamOutput as Event};
-use serde_json::Value;
 
 use super::response::{exception, finish_reason, sdk_error, usage};
+use crate::chat::{ChatChunk, ChunkFactory, Delta, ToolCallDelta, Usage};
 use crate::providers::ProviderError;
-use crate::providers::types::{ChunkFactory, Delta, FunctionDelta, ToolCallDelta, Usage};
 
 /// A failure the event stream reported (an exception event) or met.
 pub fn stream_error(
@@ -61,32 +60,19 @@ impl StreamTranslator {
         }
     }
 
-    fn start(&mut self, out: &mut Vec<Value>) {
+    fn start(&mut self, out: &mut Vec<ChatChunk>) {
         if !self.started {
             self.started = true;
-            out.push(self.chunks.delta(
-                Delta {
-                    role: Some("assistant"),
-                    content: Some(String::new()),
-                    tool_calls: None,
-                },
-                None,
-            ));
+            out.push(self.chunks.delta(Delta::start(), None));
         }
     }
 
-    fn tool_delta(&self, delta: ToolCallDelta) -> Value {
-        self.chunks.delta(
-            Delta {
-                tool_calls: Some(vec![delta]),
-                ..Delta::default()
-            },
-            None,
-        )
+    fn tool_delta(&self, delta: ToolCallDelta) -> ChatChunk {
+        self.chunks.delta(Delta::tool_call(delta), None)
     }
 
     /// The chunks one event makes.
-    pub fn on_event(&mut self, event: &Event) -> Vec<Value> {
+    pub fn on_event(&mut self, event: &Event) -> Vec<ChatChunk> {
         let mut out = Vec::new();
         self.start(&mut out);
         match event {
@@ -94,36 +80,21 @@ impl StreamTranslator {
                 if let Some(ContentBlockStart::ToolUse(call)) = start.start() {
                     let index = u32::try_from(self.tool_indexes.len()).unwrap_or(u32::MAX);
                     self.tool_indexes.insert(start.content_block_index(), index);
-                    out.push(self.tool_delta(ToolCallDelta {
+                    out.push(self.tool_delta(ToolCallDelta::start(
                         index,
-                        id: Some(call.tool_use_id().to_string()),
-                        kind: Some("function"),
-                        function: FunctionDelta {
-                            name: Some(call.name().to_string()),
-                            arguments: Some(String::new()),
-                        },
-                    }));
+                        call.tool_use_id().to_string(),
+                        call.name().to_string(),
+                        String::new(),
+                    )));
                 }
             }
             Event::ContentBlockDelta(delta) => match delta.delta() {
-                Some(ContentBlockDelta::Text(text)) if !text.is_empty() => out.push(self.chunks.delta(
-                    Delta {
-                        content: Some(text.clone()),
-                        ..Delta::default()
-                    },
-                    None,
-                )),
+                Some(ContentBlockDelta::Text(text)) if !text.is_empty() => {
+                    out.push(self.chunks.delta(Delta::text(text.clone()), None))
+                }
                 Some(ContentBlockDelta::ToolUse(piece)) => {
                     if let Some(&index) = self.tool_indexes.get(&delta.content_block_index()) {
-                        out.push(self.tool_delta(ToolCallDelta {
-                            index,
-                            id: None,
-                            kind: None,
-                            function: FunctionDelta {
-                                name: None,
-                                arguments: Some(piece.input().to_string()),
-                            },
-                        }));
+                        out.push(self.tool_delta(ToolCallDelta::arguments(index, piece.input().to_string())));
                     }
                 }
                 _ => {}
@@ -146,9 +117,14 @@ impl StreamTranslator {
     }
 
     /// After the last event: the usage chunk, or the error of a cut-off stream.
-    pub fn finish(&mut self) -> Result<Vec<Value>, ProviderError> {
-        self.chunks
-            .ending(&self.provider, self.finished, self.usage.take(), "messageStop")
+    pub fn finish(&mut self) -> Result<Vec<ChatChunk>, ProviderError> {
+        crate::providers::sse::ending(
+            &self.chunks,
+            &self.provider,
+            self.finished,
+            self.usage.take(),
+            "messageStop",
+        )
     }
 }
 
@@ -159,7 +135,7 @@ mod tests {
         ContentBlockDeltaEvent, ContentBlockStartEvent, ConversationRole, ConverseStreamMetadataEvent,
         MessageStartEvent, MessageStopEvent, StopReason, TokenUsage, ToolUseBlockDelta, ToolUseBlockStart,
     };
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn text(index: i32, text: &str) -> Event {
         Event::ContentBlockDelta(
@@ -234,8 +210,9 @@ mod tests {
                     .build(),
             ),
         ];
-        let mut chunks: Vec<Value> = events.iter().flat_map(|e| translator.on_event(e)).collect();
+        let mut chunks: Vec<ChatChunk> = events.iter().flat_map(|e| translator.on_event(e)).collect();
         chunks.extend(translator.finish().unwrap());
+        let chunks: Vec<Value> = chunks.iter().map(|c| serde_json::to_value(c).unwrap()).collect();
         assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
         assert_eq!(chunks[1]["choices"][0]["delta"]["content"], "Checking");
         let calls: Vec<&Value> = chunks

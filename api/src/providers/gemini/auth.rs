@@ -144,7 +144,7 @@ impl TokenSource {
     }
 
     async fn exchange(&self) -> Result<TokenAnswer, ProviderError> {
-        let now = crate::providers::types::unix_now();
+        let now = crate::chat::unix_now();
         let body = format!(
             "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion={}",
             self.assertion(now)?

@@ -1,4 +1,4 @@
-//! Google's Gemini models over reqwest, two ways in: Google AI Studio's
+//! Google's Gemini models over the provider's [`Transport`], two ways in: Google AI Studio's
 //! Gemini API (`type: "gemini"`, the key in `x-goog-api-key`, never in the
 //! URL) and Vertex AI (`type: "vertex"`, a project and location in the URL,
 //! an OAuth2 bearer from [`auth`]). Both speak `generateContent` and
@@ -18,7 +18,8 @@ use futures::future::BoxFuture;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
-use super::{ChatCall, ChunkStream, EmbeddingsCall, Provider, ProviderError};
+use super::transport::Transport;
+use super::{ChatCall, ChatChunkStream, CompletionReply, EmbeddingsCall, Provider, ProviderError};
 use crate::config::{ProviderConfig, ProviderKind};
 
 /// How a request is authorized.
@@ -31,7 +32,7 @@ enum Access {
 pub struct Gemini {
     name: String,
     kind: ProviderKind,
-    http: reqwest::Client,
+    transport: Transport,
     /// Everything before `/{model}:generateContent`.
     models_url: String,
     access: Access,
@@ -43,7 +44,7 @@ pub struct Gemini {
 
 impl Gemini {
     pub fn new(config: &ProviderConfig) -> Result<Self, ProviderError> {
-        let http = super::http_client(config)?;
+        let transport = Transport::new(config)?;
         let base = config.base_url.as_str().trim_end_matches('/');
         let (models_url, access) = match &config.vertex {
             Some(vertex) => {
@@ -59,7 +60,7 @@ impl Gemini {
                                 &config.name,
                                 &shown,
                                 &text,
-                                http.clone(),
+                                transport.client().clone(),
                                 config.timeout,
                             )?,
                             // Not there yet (a mounted secret, the example config):
@@ -87,7 +88,7 @@ impl Gemini {
         Ok(Self {
             name: config.name.clone(),
             kind: config.kind,
-            http,
+            transport,
             models_url,
             access,
             headers: config.headers.clone(),
@@ -101,7 +102,7 @@ impl Gemini {
         method: reqwest::Method,
         url: String,
     ) -> Result<reqwest::RequestBuilder, ProviderError> {
-        let mut builder = self.http.request(method, url);
+        let mut builder = self.transport.client().request(method, url);
         match &self.access {
             Access::ApiKey(Some(key)) => builder = builder.header("x-goog-api-key", key.expose_secret()),
             Access::ApiKey(None) => {}
@@ -190,23 +191,27 @@ impl Provider for Gemini {
         self.kind
     }
 
-    fn chat<'a>(&'a self, model: &'a str, call: &'a ChatCall) -> BoxFuture<'a, Result<Value, ProviderError>> {
+    fn complete<'a>(
+        &'a self,
+        model: &'a str,
+        call: &'a ChatCall,
+    ) -> BoxFuture<'a, Result<CompletionReply, ProviderError>> {
         async move {
             let response = self.generate(model, call, false).await?;
             let map = |err| ProviderError::from_reqwest(&self.name, err, self.timeout);
             let bytes = super::within(&self.name, self.timeout, response.bytes(), map).await?;
             let parsed: response::Response =
                 serde_json::from_slice(&bytes).map_err(|err| self.bad_response(err))?;
-            serde_json::to_value(response::to_completion(parsed, model)).map_err(|err| self.bad_response(err))
+            Ok(CompletionReply::Typed(response::to_completion(parsed, model)))
         }
         .boxed()
     }
 
-    fn chat_stream<'a>(
+    fn stream<'a>(
         &'a self,
         model: &'a str,
         call: &'a ChatCall,
-    ) -> BoxFuture<'a, Result<ChunkStream, ProviderError>> {
+    ) -> BoxFuture<'a, Result<ChatChunkStream, ProviderError>> {
         async move {
             let response = self.generate(model, call, true).await?;
             let translator = stream::StreamTranslator::new(&self.name, model);

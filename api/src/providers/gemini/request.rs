@@ -14,8 +14,8 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
+use crate::chat::{ChatRequest, Content, ContentPart, Message, Role, ToolChoice};
 use crate::providers::ProviderError;
-use crate::providers::types::{ChatRequest, Content, ContentPart, Message, Role, ToolChoice};
 
 fn invalid(message: String) -> ProviderError {
     ProviderError::InvalidRequest(message)

@@ -8,9 +8,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::providers::types::{
-    AssistantMessage, Choice, Completion, CompletionTokensDetails, ToolCall, Usage, unix_now,
-};
+use crate::chat::{Choice, Completion, FinishReason, Message, ToolCall, Usage};
 
 /// Between a tool call's own id and the thought signature it carries.
 const SIGNATURE_MARK: &str = "~sig~";
@@ -82,9 +80,7 @@ impl UsageMetadata {
             usage = usage.with_cache(self.cached_content_token_count, 0);
         }
         if self.thoughts_token_count > 0 {
-            usage.completion_tokens_details = Some(CompletionTokensDetails {
-                reasoning_tokens: self.thoughts_token_count,
-            });
+            usage = usage.with_reasoning(self.thoughts_token_count);
         }
         usage
     }
@@ -104,15 +100,15 @@ pub fn signature_of(call_id: &str) -> Option<&str> {
     call_id.split_once(SIGNATURE_MARK).map(|(_, signature)| signature)
 }
 
-pub fn finish_reason(reason: Option<&str>, called_tools: bool) -> &'static str {
+pub fn finish_reason(reason: Option<&str>, called_tools: bool) -> FinishReason {
     match reason {
-        Some("MAX_TOKENS") => "length",
+        Some("MAX_TOKENS") => FinishReason::Length,
         Some(
             "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" | "IMAGE_SAFETY"
             | "LANGUAGE",
-        ) => "content_filter",
-        _ if called_tools => "tool_calls",
-        _ => "stop",
+        ) => FinishReason::ContentFilter,
+        _ if called_tools => FinishReason::ToolCalls,
+        _ => FinishReason::Stop,
     }
 }
 
@@ -148,47 +144,33 @@ pub fn to_completion(response: Response, model: &str) -> Completion {
                 }
             }
             let finish = finish_reason(candidate.finish_reason.as_deref(), !tool_calls.is_empty());
-            Choice {
-                index: candidate.index,
-                message: AssistantMessage {
-                    role: "assistant",
-                    content: (!text.is_empty() || tool_calls.is_empty()).then_some(text),
-                    tool_calls: (!tool_calls.is_empty()).then_some(tool_calls),
-                    refusal: None,
-                },
-                finish_reason: finish,
-                logprobs: None,
-            }
+            let content = (!text.is_empty() || tool_calls.is_empty()).then_some(text);
+            Choice::new(candidate.index, Message::answer(content, tool_calls), finish)
         })
         .collect();
     if choices.is_empty() {
         // The prompt itself was blocked (`promptFeedback.blockReason`).
-        choices.push(Choice {
-            index: 0,
-            message: AssistantMessage {
-                role: "assistant",
-                content: None,
-                tool_calls: None,
-                refusal: response
-                    .prompt_feedback
-                    .as_ref()
-                    .and_then(|f| f["blockReason"].as_str())
-                    .map(|reason| format!("the prompt was blocked ({reason})")),
-            },
-            finish_reason: "content_filter",
-            logprobs: None,
-        });
+        let mut message = Message::answer(None, Vec::new());
+        if let Some(reason) = response
+            .prompt_feedback
+            .as_ref()
+            .and_then(|f| f["blockReason"].as_str())
+        {
+            message.extra.insert(
+                "refusal".into(),
+                format!("the prompt was blocked ({reason})").into(),
+            );
+        }
+        choices.push(Choice::new(0, message, FinishReason::ContentFilter));
     }
-    Completion {
-        id: response
+    Completion::new(
+        response
             .response_id
             .map_or_else(crate::providers::completion_id, |id| format!("chatcmpl-{id}")),
-        object: "chat.completion",
-        created: unix_now(),
-        model: response.model_version.unwrap_or_else(|| model.to_string()),
+        response.model_version.unwrap_or_else(|| model.to_string()),
         choices,
-        usage: response.usage_metadata.unwrap_or_default().to_usage(),
-    }
+        response.usage_metadata.unwrap_or_default().to_usage(),
+    )
 }
 
 /// Google's error body: `{"error": {"code", "message", "status"}}`.
@@ -240,9 +222,9 @@ mod tests {
 
     #[test]
     fn finish_reasons_and_blocked_prompts() {
-        assert_eq!(finish_reason(Some("STOP"), false), "stop");
-        assert_eq!(finish_reason(Some("MAX_TOKENS"), true), "length");
-        assert_eq!(finish_reason(Some("SAFETY"), false), "content_filter");
+        assert_eq!(finish_reason(Some("STOP"), false), FinishReason::Stop);
+        assert_eq!(finish_reason(Some("MAX_TOKENS"), true), FinishReason::Length);
+        assert_eq!(finish_reason(Some("SAFETY"), false), FinishReason::ContentFilter);
         let blocked: Response =
             serde_json::from_value(json!({"promptFeedback": {"blockReason": "SAFETY"}})).unwrap();
         let out = serde_json::to_value(to_completion(blocked, "g")).unwrap();

@@ -10,8 +10,8 @@
 use serde_json::Value;
 
 use super::response::{Response, finish_reason, tool_call};
+use crate::chat::{ChatChunk, ChunkFactory, Delta, FinishReason, ToolCallDelta, Usage};
 use crate::providers::ProviderError;
-use crate::providers::types::{ChunkFactory, Delta, FunctionDelta, ToolCallDelta, Usage};
 
 pub struct StreamTranslator {
     provider: String,
@@ -42,7 +42,7 @@ impl StreamTranslator {
     }
 
     /// The chunks one event's data makes.
-    pub fn on_event(&mut self, data: &str) -> Result<Vec<Value>, ProviderError> {
+    pub fn on_event(&mut self, data: &str) -> Result<Vec<ChatChunk>, ProviderError> {
         let value: Value = serde_json::from_str(data).map_err(|err| self.bad(err))?;
         if let Some(error) = value.get("error") {
             return Err(ProviderError::Upstream {
@@ -64,14 +64,7 @@ impl StreamTranslator {
         let mut out = Vec::new();
         if !self.started {
             self.started = true;
-            out.push(self.chunks.delta(
-                Delta {
-                    role: Some("assistant"),
-                    content: Some(String::new()),
-                    tool_calls: None,
-                },
-                None,
-            ));
+            out.push(self.chunks.delta(Delta::start(), None));
         }
         if let Some(usage) = response.usage_metadata {
             self.usage = Some(usage.to_usage());
@@ -79,7 +72,10 @@ impl StreamTranslator {
         let Some(candidate) = response.candidates.into_iter().next() else {
             if response.prompt_feedback.is_some() {
                 self.finished = true;
-                out.push(self.chunks.delta(Delta::default(), Some("content_filter")));
+                out.push(
+                    self.chunks
+                        .delta(Delta::default(), Some(FinishReason::ContentFilter)),
+                );
             }
             return Ok(out);
         };
@@ -87,33 +83,13 @@ impl StreamTranslator {
             if let Some(call) = tool_call(part) {
                 let index = self.next_tool_index;
                 self.next_tool_index += 1;
-                let delta = ToolCallDelta {
-                    index,
-                    id: Some(call.id),
-                    kind: Some("function"),
-                    function: FunctionDelta {
-                        name: Some(call.function.name),
-                        arguments: Some(call.function.arguments),
-                    },
-                };
-                out.push(self.chunks.delta(
-                    Delta {
-                        tool_calls: Some(vec![delta]),
-                        ..Delta::default()
-                    },
-                    None,
-                ));
+                let delta = ToolCallDelta::start(index, call.id, call.function.name, call.function.arguments);
+                out.push(self.chunks.delta(Delta::tool_call(delta), None));
             } else if let Some(text) = &part.text
                 && !part.thought
                 && !text.is_empty()
             {
-                out.push(self.chunks.delta(
-                    Delta {
-                        content: Some(text.clone()),
-                        ..Delta::default()
-                    },
-                    None,
-                ));
+                out.push(self.chunks.delta(Delta::text(text.clone()), None));
             }
         }
         if let Some(reason) = candidate.finish_reason.as_deref()
@@ -127,18 +103,23 @@ impl StreamTranslator {
     }
 
     /// After the body ended: the usage chunk, or the error of a cut-off stream.
-    pub fn finish(&mut self) -> Result<Vec<Value>, ProviderError> {
-        self.chunks
-            .ending(&self.provider, self.finished, self.usage.take(), "a finishReason")
+    pub fn finish(&mut self) -> Result<Vec<ChatChunk>, ProviderError> {
+        crate::providers::sse::ending(
+            &self.chunks,
+            &self.provider,
+            self.finished,
+            self.usage.take(),
+            "a finishReason",
+        )
     }
 }
 
 impl crate::providers::sse::EventTranslator for StreamTranslator {
-    fn on_event(&mut self, data: &str) -> Result<Vec<Value>, ProviderError> {
+    fn on_event(&mut self, data: &str) -> Result<Vec<ChatChunk>, ProviderError> {
         StreamTranslator::on_event(self, data)
     }
 
-    fn finish(&mut self) -> Result<Vec<Value>, ProviderError> {
+    fn finish(&mut self) -> Result<Vec<ChatChunk>, ProviderError> {
         StreamTranslator::finish(self)
     }
 }
@@ -162,6 +143,7 @@ mod tests {
             chunks.extend(t.on_event(&event.to_string()).unwrap());
         }
         chunks.extend(t.finish().unwrap());
+        let chunks: Vec<Value> = chunks.iter().map(|c| serde_json::to_value(c).unwrap()).collect();
         assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
         let text: String = chunks
             .iter()

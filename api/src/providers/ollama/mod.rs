@@ -12,8 +12,8 @@ use ollama_rs::error::OllamaError;
 use ollama_rs::generation::embeddings::request::{EmbeddingsInput, GenerateEmbeddingsRequest};
 use serde_json::{Value, json};
 
-use super::types::{ChunkFactory, EmbeddingInput};
-use super::{ChatCall, ChunkStream, EmbeddingsCall, Provider, ProviderError};
+use super::{ChatCall, ChatChunkStream, CompletionReply, EmbeddingsCall, Provider, ProviderError};
+use crate::chat::{ChunkFactory, EmbeddingInput, FinishReason};
 use crate::config::{ProviderConfig, ProviderKind};
 
 pub struct Ollama {
@@ -26,7 +26,7 @@ impl Ollama {
     pub fn new(config: &ProviderConfig) -> Result<Self, ProviderError> {
         Ok(Self {
             name: config.name.clone(),
-            client: ollama_rs::Ollama::from_url(config.base_url.clone()),
+            client: super::transport::ollama(config)?,
             timeout: config.timeout,
         })
     }
@@ -90,21 +90,27 @@ impl Provider for Ollama {
         ProviderKind::Ollama
     }
 
-    fn chat<'a>(&'a self, model: &'a str, call: &'a ChatCall) -> BoxFuture<'a, Result<Value, ProviderError>> {
+    fn complete<'a>(
+        &'a self,
+        model: &'a str,
+        call: &'a ChatCall,
+    ) -> BoxFuture<'a, Result<CompletionReply, ProviderError>> {
         async move {
             let request = translate::chat_request(&call.request, model)?;
             let response = self.within(self.client.send_chat_messages(request)).await?;
-            let completion = translate::completion(response, super::completion_id());
-            serde_json::to_value(completion).map_err(|err| ProviderError::bad_response(&self.name, err))
+            Ok(CompletionReply::Typed(translate::completion(
+                response,
+                super::completion_id(),
+            )))
         }
         .boxed()
     }
 
-    fn chat_stream<'a>(
+    fn stream<'a>(
         &'a self,
         model: &'a str,
         call: &'a ChatCall,
-    ) -> BoxFuture<'a, Result<ChunkStream, ProviderError>> {
+    ) -> BoxFuture<'a, Result<ChatChunkStream, ProviderError>> {
         async move {
             let request = translate::chat_request(&call.request, model)?;
             let mut upstream = self.within(self.client.send_chat_messages_stream(request)).await?;
@@ -124,7 +130,7 @@ impl Provider for Ollama {
                         yield Ok(factory.delta(delta, None));
                     }
                     if response.done {
-                        let reason = if tools > 0 { "tool_calls" } else { "stop" };
+                        let reason = if tools > 0 { FinishReason::ToolCalls } else { FinishReason::Stop };
                         yield Ok(factory.delta(Default::default(), Some(reason)));
                         // Always: the router records it and drops it for a client that did not ask.
                         yield Ok(factory.usage(translate::usage(&response)));

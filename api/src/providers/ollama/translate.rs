@@ -11,11 +11,11 @@ use ollama_rs::generation::tools::{
 use ollama_rs::models::ModelOptions;
 use serde_json::Value;
 
-use crate::providers::ProviderError;
-use crate::providers::types::{
-    AssistantMessage, ChatRequest, Choice, Completion, Content, ContentPart, Delta, FunctionDelta, Message,
-    Role, ToolCall, ToolCallDelta, Usage, unix_now,
+use crate::chat::{
+    ChatRequest, Completion, Content, ContentPart, Delta, FinishReason, Message, Role, ToolCall,
+    ToolCallDelta, ToolDef, Usage,
 };
+use crate::providers::ProviderError;
 
 pub fn chat_request(request: &ChatRequest, model: &str) -> Result<ChatMessageRequest, ProviderError> {
     if request.n.is_some_and(|n| n > 1) {
@@ -84,7 +84,7 @@ pub fn chat_request(request: &ChatRequest, model: &str) -> Result<ChatMessageReq
     Ok(out)
 }
 
-fn tool_info(tool: &crate::providers::types::ToolDef, index: usize) -> Result<ToolInfo, ProviderError> {
+fn tool_info(tool: &ToolDef, index: usize) -> Result<ToolInfo, ProviderError> {
     let parameters = tool
         .function
         .parameters
@@ -182,25 +182,18 @@ pub fn usage(response: &ChatMessageResponse) -> Usage {
 pub fn completion(response: ChatMessageResponse, id: String) -> Completion {
     let calls = tool_calls(&response.message);
     let usage = usage(&response);
-    let finish_reason = if calls.is_empty() { "stop" } else { "tool_calls" };
-    Completion {
+    let finish = if calls.is_empty() {
+        FinishReason::Stop
+    } else {
+        FinishReason::ToolCalls
+    };
+    Completion::single(
         id,
-        object: "chat.completion",
-        created: unix_now(),
-        model: response.model,
-        choices: vec![Choice {
-            index: 0,
-            message: AssistantMessage {
-                role: "assistant",
-                content: Some(response.message.content),
-                tool_calls: (!calls.is_empty()).then_some(calls),
-                refusal: None,
-            },
-            finish_reason,
-            logprobs: None,
-        }],
+        response.model,
+        Message::answer(Some(response.message.content), calls),
+        finish,
         usage,
-    }
+    )
 }
 
 /// The delta of one streamed Ollama message; tool calls arrive whole, so each
@@ -211,21 +204,14 @@ pub fn delta(response: &ChatMessageResponse, first: bool, tools_so_far: &mut u32
         .map(|call| {
             let index = *tools_so_far;
             *tools_so_far += 1;
-            ToolCallDelta {
-                index,
-                id: Some(call.id),
-                kind: Some("function"),
-                function: FunctionDelta {
-                    name: Some(call.function.name),
-                    arguments: Some(call.function.arguments),
-                },
-            }
+            ToolCallDelta::start(index, call.id, call.function.name, call.function.arguments)
         })
         .collect();
     Delta {
-        role: first.then_some("assistant"),
+        role: first.then_some(Role::Assistant),
         content: (!response.message.content.is_empty() || first).then(|| response.message.content.clone()),
         tool_calls: (!calls.is_empty()).then_some(calls),
+        ..Delta::default()
     }
 }
 

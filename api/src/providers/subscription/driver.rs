@@ -2,7 +2,7 @@
 //! from the pool, the request written to stdin, the CLI's JSON lines turned
 //! into [`Step`]s by the CLI's [`Dialect`]; and how any subscription
 //! provider's steps become a `chat.completion` or its chunks
-//! ([`answer_json`], [`answer_stream`]).
+//! ([`answer_completion`], [`answer_stream`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,10 +16,11 @@ use tokio::sync::OwnedSemaphorePermit;
 use super::process::{Run, Spawn};
 use super::sealed::{self, Lease};
 use super::{Supervisor, prompt};
+use crate::chat::{ChunkFactory, Completion, Delta, FinishReason, Message, Usage};
 use crate::config::{ProviderConfig, ProviderKind};
-use crate::providers::types::{AssistantMessage, Choice, ChunkFactory, Completion, Delta, Usage, unix_now};
 use crate::providers::{
-    ChatCall, ChunkStream, EmbeddingsCall, Provider, ProviderError, completion_id, unsupported,
+    ChatCall, ChatChunkStream, CompletionReply, EmbeddingsCall, Provider, ProviderError, completion_id,
+    unsupported,
 };
 
 /// What one line of a CLI's output means for the answer.
@@ -176,12 +177,12 @@ impl<D: Dialect> CliProvider<D> {
 pub type Steps = BoxStream<'static, Step>;
 
 /// The whole answer as a `chat.completion`, within `timeout`.
-pub async fn answer_json(
+pub async fn answer_completion(
     name: &str,
     model: &str,
     timeout: Duration,
     mut steps: Steps,
-) -> Result<Value, ProviderError> {
+) -> Result<Completion, ProviderError> {
     let answer = async {
         let mut text = String::new();
         loop {
@@ -196,28 +197,13 @@ pub async fn answer_json(
     };
     let (text, usage, finish) = crate::providers::within(name, timeout, answer, |e| e).await?;
     while steps.next().await.is_some() {}
-    let completion = Completion {
-        id: completion_id(),
-        object: "chat.completion",
-        created: unix_now(),
-        model: model.to_string(),
-        choices: vec![Choice {
-            index: 0,
-            message: AssistantMessage {
-                role: "assistant",
-                content: Some(text),
-                tool_calls: None,
-                refusal: None,
-            },
-            finish_reason: finish,
-            logprobs: None,
-        }],
+    Ok(Completion::single(
+        completion_id(),
+        model.to_string(),
+        Message::answer(Some(text), Vec::new()),
+        FinishReason::parse(finish),
         usage,
-    };
-    serde_json::to_value(completion).map_err(|err| ProviderError::BadResponse {
-        provider: name.to_string(),
-        detail: err.to_string(),
-    })
+    ))
 }
 
 /// The answer as `chat.completion.chunk`s; an error before the first word
@@ -227,7 +213,7 @@ pub async fn answer_stream(
     model: &str,
     timeout: Duration,
     mut steps: Steps,
-) -> Result<ChunkStream, ProviderError> {
+) -> Result<ChatChunkStream, ProviderError> {
     let first = async {
         loop {
             match steps.next().await {
@@ -244,8 +230,7 @@ pub async fn answer_stream(
     let factory = ChunkFactory::new(completion_id(), model.to_string());
     let name = name.to_string();
     let chunks = async_stream::stream! {
-        let role = Delta { role: Some("assistant"), content: Some(String::new()), tool_calls: None };
-        yield Ok(factory.delta(role, None));
+        yield Ok(factory.delta(Delta::start(), None));
         let mut pending = Some(first);
         loop {
             let next = match pending.take() {
@@ -254,11 +239,10 @@ pub async fn answer_stream(
             };
             match next {
                 Some(Step::Text(text)) => {
-                    let delta = Delta { content: Some(text), ..Delta::default() };
-                    yield Ok(factory.delta(delta, None));
+                    yield Ok(factory.delta(Delta::text(text), None));
                 }
                 Some(Step::Done { usage, finish }) => {
-                    yield Ok(factory.delta(Delta::default(), Some(finish)));
+                    yield Ok(factory.delta(Delta::default(), Some(FinishReason::parse(finish))));
                     // Always: the router records it and drops it for a client that did not ask.
                     yield Ok(factory.usage(usage));
                     while steps.next().await.is_some() {}
@@ -276,7 +260,7 @@ pub async fn answer_stream(
             }
         }
     };
-    Ok(Box::pin(chunks) as ChunkStream)
+    Ok(Box::pin(chunks) as ChatChunkStream)
 }
 
 /// A source that ended without saying the answer was done or failed.
@@ -324,18 +308,24 @@ impl<A: Answers> Provider for A {
         A::KIND
     }
 
-    fn chat<'a>(&'a self, model: &'a str, call: &'a ChatCall) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        Box::pin(async move {
-            let steps = self.steps(model, call).await?;
-            answer_json(&self.settings().name, model, self.settings().timeout, steps).await
-        })
-    }
-
-    fn chat_stream<'a>(
+    fn complete<'a>(
         &'a self,
         model: &'a str,
         call: &'a ChatCall,
-    ) -> BoxFuture<'a, Result<ChunkStream, ProviderError>> {
+    ) -> BoxFuture<'a, Result<CompletionReply, ProviderError>> {
+        Box::pin(async move {
+            let steps = self.steps(model, call).await?;
+            answer_completion(&self.settings().name, model, self.settings().timeout, steps)
+                .await
+                .map(CompletionReply::Typed)
+        })
+    }
+
+    fn stream<'a>(
+        &'a self,
+        model: &'a str,
+        call: &'a ChatCall,
+    ) -> BoxFuture<'a, Result<ChatChunkStream, ProviderError>> {
         Box::pin(async move {
             let steps = self.steps(model, call).await?;
             answer_stream(&self.settings().name, model, self.settings().timeout, steps).await

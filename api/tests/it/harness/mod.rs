@@ -320,9 +320,9 @@ impl Onyx {
         self.get(path).send().await.unwrap().json().await.unwrap()
     }
 
-    /// `GET /health` (open: no key) as JSON.
+    /// `GET /health` with the test key (its detail: each dependency) as JSON.
     pub async fn health(&self) -> Value {
-        reply(self.anonymous("GET", "/health")).await.1
+        reply(self.get("/health")).await.1
     }
 
     pub async fn chat(&self, body: Value) -> (u16, Value) {

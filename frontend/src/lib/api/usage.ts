@@ -12,9 +12,9 @@ export const usageReport = (groupBy: UsageGroupBy, from?: string, to?: string) =
 
 export const usageLimits = () => get<List<UsageLimitStatus>>('/v1/usage/limits');
 
-/** USD for people: `$0.0123`, or `unknown` when no call had a price. */
+/** USD for people: `$0.00` (nothing spent), `$0.0123`, or `unknown` when calls had no price. */
 export function usd(value: number | null | undefined): string {
 	if (value === null || value === undefined) return 'unknown';
-	if (value === 0) return '$0';
+	if (value === 0) return '$0.00';
 	return value < 0.01 ? `$${value.toPrecision(3)}` : `$${value.toFixed(2)}`;
 }

@@ -3,6 +3,10 @@ import type { ChunkChoice } from "./ChunkChoice";
 import type { Usage } from "./Usage";
 
 /**
- * `chat.completion.chunk`, as translating providers build it.
+ * One streamed chunk.
  */
-export type Chunk = { id: string, object: string, created: number, model: string, choices: Array<ChunkChoice>, usage?: Usage, };
+export type Chunk = { id: string, object: string, created: number, model: string, choices: Array<ChunkChoice>, 
+/**
+ * On the usage-only chunk at the end (`stream_options.include_usage`).
+ */
+usage?: Usage, };

@@ -2,4 +2,12 @@
 import type { Delta } from "./Delta";
 import type { JsonValue } from "./serde_json/JsonValue";
 
-export type ChunkChoice = { index: number, delta: Delta, finish_reason: string | null, logprobs: JsonValue | null, };
+export type ChunkChoice = { index: number, delta: Delta, 
+/**
+ * Written as `null` when there is none.
+ */
+finish_reason: string | null, 
+/**
+ * Passed on as it came; written as `null` when there is none.
+ */
+logprobs: JsonValue | null, };

@@ -10,7 +10,8 @@ export type UsageRow = {
  */
 group: string | null, requests: number, prompt_tokens: number, completion_tokens: number, cached_tokens: number, cache_write_tokens: number, reasoning_tokens: number, 
 /**
- * USD of the calls with a known price; `null` when no call had one.
+ * USD of the calls with a known price: `0` with no calls, `null` when
+ * there were calls and none had a price.
  */
 cost_usd: number | null, 
 /**
