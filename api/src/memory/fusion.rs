@@ -182,7 +182,11 @@ fn standout(hits: &[Candidate]) -> f64 {
     let n = scores.len() as f64;
     let mean = scores.iter().sum::<f64>() / n;
     let deviation = (scores.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / n).sqrt();
-    if deviation > 0.0 { ((best - mean) / deviation).max(0.0) } else { 0.0 }
+    if deviation > 0.0 {
+        ((best - mean) / deviation).max(0.0)
+    } else {
+        0.0
+    }
 }
 
 /// Reciprocal rank fusion with these weights, scaled so that rank 1 in both
