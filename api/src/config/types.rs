@@ -476,7 +476,8 @@ impl Default for EmbeddedStore {
 pub enum Fusion {
     Linear,
     Rrf,
-    /// RRF weighted per query by each leg's best calibrated score (the default).
+    /// A weighted sum of the legs' calibrated scores, each leg weighted per
+    /// query by how far its best candidate stands out of the rest (the default).
     Adaptive,
 }
 
