@@ -36,6 +36,8 @@ pub mod agents;
 pub mod app;
 #[cfg(test)]
 mod architecture_tests;
+#[cfg(test)]
+mod docs_tests;
 pub mod audit;
 pub mod auth;
 pub mod background;

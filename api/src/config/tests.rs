@@ -293,7 +293,7 @@ fn key_paths(value: &serde_json::Value, path: &str, out: &mut Vec<String>) {
 fn the_readme_configuration_reference_lists_every_example_key() {
     let example: serde_json::Value =
         json5::from_str(include_str!("../../../config/onyx.example.json5")).unwrap();
-    let readme = include_str!("../../../README.md");
+    let readme = include_str!("../../../docs/configuration.md");
     let reference = &readme[readme.find("## Configuration reference").unwrap()..];
     let reference = &reference[..reference[3..].find("\n## ").map_or(reference.len(), |i| i + 3)];
     let mut paths = Vec::new();
@@ -305,14 +305,14 @@ fn the_readme_configuration_reference_lists_every_example_key() {
         .collect();
     assert!(
         missing.is_empty(),
-        "README's configuration reference lacks {missing:?}"
+        "docs/configuration.md's reference lacks {missing:?}"
     );
     // And it documents nothing the example lacks.
     for line in reference.lines().filter(|l| l.starts_with("| `")) {
         let key = line.split('`').nth(1).unwrap();
         assert!(
             paths.iter().any(|p| p == key),
-            "README documents {key}, which the example lacks"
+            "docs/configuration.md documents {key}, which the example lacks"
         );
     }
 }
