@@ -109,20 +109,31 @@ fn the_readme_serves_a_newcomer_and_links_the_reference() {
     assert!(lines <= 150, "the README is a newcomer's page: {lines} lines");
     let commands: Vec<&str> = readme.lines().skip(2).take(4).collect();
     assert!(
-        commands.iter().any(|l| l.starts_with("cargo run --release -p onyx -- serve"))
+        commands
+            .iter()
+            .any(|l| l.starts_with("cargo run --release -p onyx -- serve"))
             && commands.iter().any(|l| l.starts_with("./tests/run")),
         "the two commands at the top: {commands:?}"
     );
     for page in pages().iter().skip(2) {
         let name = page.file_name().unwrap().to_str().unwrap();
-        assert!(readme.contains(&format!("(docs/{name})")), "the README links docs/{name}");
+        assert!(
+            readme.contains(&format!("(docs/{name})")),
+            "the README links docs/{name}"
+        );
     }
 }
 
 #[test]
 fn links_and_anchors_are_read_as_github_renders_them() {
-    assert_eq!(anchor(" Backups, upgrades, scaling out"), "backups-upgrades-scaling-out");
-    assert_eq!(anchor("MCP servers: tools from outside"), "mcp-servers-tools-from-outside");
+    assert_eq!(
+        anchor(" Backups, upgrades, scaling out"),
+        "backups-upgrades-scaling-out"
+    );
+    assert_eq!(
+        anchor("MCP servers: tools from outside"),
+        "mcp-servers-tools-from-outside"
+    );
     let text = "see [a](docs/a.md#b) and `[not](x)`\n```\n[no](y)\n```\n[c](#d)";
     assert_eq!(links(text), vec!["docs/a.md#b", "#d"]);
 }

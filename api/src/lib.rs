@@ -36,8 +36,6 @@ pub mod agents;
 pub mod app;
 #[cfg(test)]
 mod architecture_tests;
-#[cfg(test)]
-mod docs_tests;
 pub mod audit;
 pub mod auth;
 pub mod background;
@@ -47,14 +45,16 @@ pub mod chat;
 pub mod cli;
 pub mod clock;
 pub mod config;
+#[cfg(test)]
+mod docs_tests;
 pub mod error_chain;
 #[cfg(test)]
 mod fuzzing;
 pub mod health;
 pub mod http;
 pub mod inbox;
-pub mod lease;
 pub mod knowledge;
+pub mod lease;
 pub mod limits;
 pub mod mcp_client;
 pub mod memory;

@@ -23,8 +23,8 @@ mod workspace;
 use std::path::{Path, PathBuf};
 
 pub use embedder::built_in as built_in_embedder;
-pub use proxy::{IpNet, TrustedProxy};
 pub use knowledge::{KnowledgeConfig, MenosConfig};
+pub use proxy::{IpNet, TrustedProxy};
 pub use raw::RawProvider as ProviderSpec;
 pub use types::*;
 pub use validate::{detected_provider, is_deployment_name, ollama_url, provider_from_spec};

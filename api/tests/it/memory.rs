@@ -746,9 +746,8 @@ async fn two_replicas_share_memory_files_and_index() {
         Onyx::start(Some(&config), &[]).await,
         Onyx::start(Some(&config), &[]).await,
     );
-    // Alternating replicas: each reads what the other wrote before appending.
-    // (Truly simultaneous appends are covered in memory::service's unit tests:
-    // s3s-fs checks If-Match before writing, not atomically, unlike S3 or MinIO.)
+    // Alternating replicas: each reads what the other wrote before appending
+    // (simultaneous appends: busy_day and memory::service's unit tests).
     let mut path = String::new();
     for i in 0..8 {
         let replica = if i % 2 == 0 { &a } else { &b };

@@ -492,14 +492,15 @@ async fn a_bookmark_of_the_old_mcp_page_opens_the_page_and_mcp_clients_still_get
         .header("accept", "text/html")
         .header("sec-fetch-mode", "cors");
     assert_eq!(reply(script).await.0, 401);
-    // A form posted to /mcp navigates too, but reaches the endpoint and its key check.
+    // A form posted to /mcp navigates too, but is no redirect: the endpoint
+    // refuses a body that is not JSON (415) before any key check.
     let form = browser
         .post(format!("{}/mcp", onyx.url))
         .header("accept", BROWSER_ACCEPT)
         .header("sec-fetch-mode", "navigate")
         .header("content-type", "application/x-www-form-urlencoded")
         .body("a=b");
-    assert_eq!(reply(form).await.0, 401);
+    assert_eq!(reply(form).await.0, 415);
 
     // The endpoint itself answers as before.
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

@@ -241,7 +241,7 @@ mod tests {
     fn integer_dot_products_are_exact_on_any_length() {
         for len in [1, 7, 16, 23, 32, 45, 384] {
             let a: Vec<i8> = (0..len)
-                .map(|i| ((i * 37) % 255) as i32 - 127)
+                .map(|i: i32| (i * 37) % 255 - 127)
                 .map(|v| v as i8)
                 .collect();
             let b: Vec<i16> = (0..len).map(|i| ((i * 11) % 255) as i16 - 127).collect();

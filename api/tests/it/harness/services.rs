@@ -1,7 +1,8 @@
-//! Real services for storage tests: an S3 server (s3s-fs, which checks SigV4
-//! signatures and enforces conditional writes) and a SurrealDB server, each
-//! started on a free port from binaries that `tests/run` installs or builds.
-//! Their paths come from `S3S_FS_BIN` and `SURREAL_TEST_SERVER_BIN`.
+//! Real services for storage tests: an S3 server (`tests/s3-server`: s3s-fs,
+//! which checks SigV4 signatures and conditional writes, with its writes
+//! taking turns so conditions are atomic as on S3) and a SurrealDB server,
+//! each started on a free port from binaries the workspace builds. Their
+//! paths come from `S3_TEST_SERVER_BIN` and `SURREAL_TEST_SERVER_BIN`.
 
 use std::process::Stdio;
 
@@ -77,12 +78,12 @@ impl Service {
     }
 
     pub async fn s3_at(dir: tempfile::TempDir, addr: std::net::SocketAddr) -> Self {
-        let mut command = Command::new(binary("S3S_FS_BIN"));
+        let mut command = Command::new(binary("S3_TEST_SERVER_BIN"));
         command
             .args(["--host", "127.0.0.1", "--port", &addr.port().to_string()])
             .args(["--access-key", S3_ACCESS_KEY, "--secret-key", S3_SECRET_KEY])
             .arg(dir.path());
-        Self::spawn(command, "s3s-fs", addr, dir).await
+        Self::spawn(command, "s3", addr, dir).await
     }
 
     pub async fn surreal() -> Self {
