@@ -53,6 +53,24 @@ fn archiving_at_shutdown(event: &tracing::Event<'_>) -> bool {
     spurious
 }
 
+/// The SDK's WebSocket engine says at `error` that it could not hand a
+/// query's answer over when the query's caller had stopped waiting: a task
+/// cancelled (shutdown ends every background loop mid-query) or a request
+/// that timed out. Nothing is lost; only that line is dropped.
+const SURREALDB_WS: &str = "surrealdb::engine::remote::ws";
+
+fn answer_for_a_cancelled_query(event: &tracing::Event<'_>) -> bool {
+    let mut spurious = false;
+    event.record(
+        &mut |field: &tracing::field::Field, value: &dyn std::fmt::Debug| {
+            if field.name() == "message" {
+                spurious |= format!("{value:?}").starts_with("Failed to send query results to channel");
+            }
+        },
+    );
+    spurious
+}
+
 struct SpuriousWarnings;
 
 impl<S: tracing::Subscriber> Layer<S> for SpuriousWarnings {
@@ -66,6 +84,9 @@ impl<S: tracing::Subscriber> Layer<S> for SpuriousWarnings {
         let target = event.metadata().target();
         if target == SURREALDB_DATASTORE {
             return !archiving_at_shutdown(event);
+        }
+        if target == SURREALDB_WS {
+            return !answer_for_a_cancelled_query(event);
         }
         if target != "log" && !target.starts_with("surrealkv") {
             return true;
@@ -289,7 +310,7 @@ mod tests {
     }
 
     #[test]
-    fn only_surrealkvs_spurious_close_warning_is_dropped() {
+    fn only_the_stores_known_spurious_lines_are_dropped() {
         #[derive(Clone, Default)]
         struct Seen(Arc<Mutex<Vec<String>>>);
         impl<S: tracing::Subscriber> Layer<S> for Seen {
@@ -314,12 +335,20 @@ mod tests {
             tracing::warn!(target: "surrealkv::lsm", "No runtime available for closing the store correctly");
             tracing::warn!(target: "surrealkv::lsm", "Failed to clean up old WAL segments: disk full");
             tracing::warn!(target: "onyx::storage", "No runtime available for closing the store correctly");
+            // SurrealDB's shutdown and cancelled-query lines, and their neighbours that stay.
+            tracing::error!(target: "surrealdb::core::kvs::ds", error = "The datastore is shutting down");
+            tracing::warn!(target: "surrealdb::core::kvs::ds", error = "x", "Failed to archive node during shutdown; continuing shutdown");
+            tracing::error!(target: "surrealdb::core::kvs::ds", error = "disk full", "a commit failed");
+            tracing::error!(target: "surrealdb::engine::remote::ws", "Failed to send query results to channel: SendError(..)");
+            tracing::error!(target: "surrealdb::engine::remote::ws", "Connection lost");
         });
         assert_eq!(
             *seen.0.lock().unwrap(),
             [
                 "Failed to clean up old WAL segments: disk full",
                 "No runtime available for closing the store correctly",
+                "a commit failed",
+                "Connection lost",
             ]
         );
     }

@@ -54,5 +54,8 @@ def test_mcp_sdk_lists_tools_writes_and_searches_memory(stack):
 def test_mcp_needs_a_key(stack):
     response = httpx.post(f"{stack}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
     assert response.status_code == 401
-    bad = httpx.post(f"{stack}/mcp", content=b"{not json", headers=AUTH)
+    # A body not sent as JSON never reaches the endpoint (no form post without preflight).
+    untyped = httpx.post(f"{stack}/mcp", content=b"{not json", headers=AUTH)
+    assert untyped.status_code == 415
+    bad = httpx.post(f"{stack}/mcp", content=b"{not json", headers={**AUTH, "content-type": "application/json"})
     assert bad.status_code == 400 and bad.json()["error"]["code"] == -32700
