@@ -295,7 +295,7 @@ impl Authenticator {
             tokio::spawn(async move {
                 let sql = "UPDATE type::record('api_key', $id) SET last_used_at = $now";
                 let now = crate::clock::now_stamp();
-                if let Err(err) = db.execute(sql, json!({"id": id, "now": now})).await {
+                if let Err(err) = db.execute_retrying(sql, json!({"id": id, "now": now})).await {
                     tracing::warn!(error = %err, "could not record last_used_at");
                 }
             });
@@ -364,8 +364,9 @@ impl Authenticator {
 
     pub async fn revoke(&self, id: &str) -> Result<(), KeyError> {
         let key = self.get(id).await?;
+        // Retried: the key's own last use may be recording itself on the same row.
         self.db
-            .execute(
+            .execute_retrying(
                 "UPDATE type::record('api_key', $id) SET revoked_at = $now",
                 json!({"id": key.id, "now": crate::clock::now_stamp()}),
             )
