@@ -4,6 +4,8 @@
 //! taken while Onyx runs on a SurrealDB server is consistent: objects are
 //! copied after it, so every object the dump names is in the archive (a file
 //! written later is picked up by memory sync and `onyx reindex` after a restore).
+//! An embedded database held by a running `onyx serve` is dumped by that
+//! process, asked through the data dir's control socket ([`super::control`]).
 //! The master key is left out unless asked for; the manifest names its id.
 
 use std::path::{Path, PathBuf};
@@ -13,6 +15,7 @@ use std::time::Instant;
 use indicatif::ProgressBar;
 
 use super::archive::{self, ArchiveWriter, Counts, Manifest};
+use super::control::{self, Exported};
 use super::data_files;
 use super::error::{CliError, connect_error, exit_code};
 use crate::config::{self, Config, ObjectStoreConfig};
@@ -78,16 +81,18 @@ async fn backup(args: BackupArgs) -> Result<(), CliError> {
     let started = Instant::now();
     let path = config::locate(args.config.as_deref());
     let config = config::load(path.as_deref())?;
-    let db = Db::connect(&config.storage.surrealdb)
+    // None: the embedded database is held by a running `onyx serve`, which
+    // dumps it for us.
+    let db = match Db::connect(&config.storage.surrealdb)
         .await
-        .map_err(connect_error)?;
-    let schema_version = db.schema_version().await?;
-    if schema_version > storage::SCHEMA_VERSION {
-        return Err(storage::DbError::SchemaTooNew {
-            found: schema_version,
-            known: storage::SCHEMA_VERSION,
-        }
-        .into());
+        .map_err(connect_error)
+    {
+        Ok(db) => Some(db),
+        Err(CliError::DatabaseInUse(_)) => None,
+        Err(err) => return Err(err),
+    };
+    if let Some(db) = &db {
+        check_schema(db.schema_version().await?)?;
     }
     let objects = storage::open_object_store(&config.storage).await?;
     let key = configured_master_key(&config.storage.data_dir)?;
@@ -97,7 +102,7 @@ async fn backup(args: BackupArgs) -> Result<(), CliError> {
         ));
     }
     let mut writer = ArchiveWriter::create(&args.path)?;
-    let result = write(&mut writer, &config, &db, objects.as_ref(), &args, &key).await;
+    let result = write(&mut writer, &config, db.as_ref(), objects.as_ref(), &args, &key).await;
     let (counts, manifest) = match result {
         Ok(done) => done,
         Err(err) => {
@@ -107,7 +112,9 @@ async fn backup(args: BackupArgs) -> Result<(), CliError> {
     };
     let entries = writer.entries().len();
     let size = writer.finish(manifest)?;
-    db.close().await?;
+    if let Some(db) = db {
+        db.close().await?;
+    }
     eprintln!(
         "backed up {} session(s), {} memory file(s) ({} chunks), {} task(s), {} provider(s), {} object(s) and {} data-dir file(s): {} entries, {} bytes, in {} ms -> {}",
         counts.sessions,
@@ -136,10 +143,39 @@ async fn backup(args: BackupArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Refuses a database a later Onyx has migrated: this build cannot restore it.
+fn check_schema(found: u32) -> Result<(), CliError> {
+    if found > storage::SCHEMA_VERSION {
+        return Err(storage::DbError::SchemaTooNew {
+            found,
+            known: storage::SCHEMA_VERSION,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Dumps the database to `dump`: itself when it is open here, else through
+/// the running `onyx serve` that holds it.
+async fn export(db: Option<&Db>, data_dir: &Path, dump: &Path) -> Result<Exported, CliError> {
+    match db {
+        Some(db) => Ok(Exported::export(db, dump).await?),
+        None => {
+            let dump = std::path::absolute(dump)
+                .map_err(|err| CliError::Io(format!("{}: {err}", dump.display())))?;
+            let exported = control::export_through(data_dir, &dump)
+                .await
+                .map_err(CliError::Io)?;
+            check_schema(exported.schema_version)?;
+            Ok(exported)
+        }
+    }
+}
+
 async fn write(
     writer: &mut ArchiveWriter,
     config: &Config,
-    db: &Db,
+    db: Option<&Db>,
     objects: &dyn ObjectStore,
     args: &BackupArgs,
     key: &Option<KeyWithFiles>,
@@ -148,20 +184,21 @@ async fn write(
     let spinner = ProgressBar::new_spinner().with_message("exporting the database");
     spinner.enable_steady_tick(std::time::Duration::from_millis(120));
     let dump = archive::partial_path(&args.path).with_extension("surql.partial");
-    let exported = db.export_to(&dump).await;
+    let exported = export(db, &config.storage.data_dir, &dump).await;
     spinner.finish_and_clear();
-    let added = exported
-        .map_err(CliError::from)
-        .and_then(|()| Ok(writer.add_file(archive::DATABASE, &dump)?));
+    let added = exported.and_then(|exported| {
+        writer.add_file(archive::DATABASE, &dump)?;
+        Ok(exported)
+    });
     let _ = std::fs::remove_file(&dump);
-    added?;
-    let schema_version = db.schema_version().await?;
+    let exported = added?;
+    let schema_version = exported.schema_version;
     let mut counts = Counts {
-        sessions: db.count("session").await?,
-        memory_files: db.count("memory_file").await?,
-        memory_chunks: db.count("memory_chunk").await?,
-        tasks: db.count("task").await?,
-        providers: db.count("provider").await?,
+        sessions: exported.sessions,
+        memory_files: exported.memory_files,
+        memory_chunks: exported.memory_chunks,
+        tasks: exported.tasks,
+        providers: exported.providers,
         ..Counts::default()
     };
 
@@ -208,7 +245,12 @@ async fn write(
         onyx_version: env!("CARGO_PKG_VERSION").to_string(),
         schema_version,
         created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        database: if db.is_shared() { "server" } else { "embedded" }.into(),
+        database: if db.is_some_and(Db::is_shared) {
+            "server"
+        } else {
+            "embedded"
+        }
+        .into(),
         objects: match config.storage.objects {
             ObjectStoreConfig::Local => "local",
             ObjectStoreConfig::S3 { .. } => "s3",

@@ -4,6 +4,7 @@
 
 mod archive;
 mod backup;
+mod control;
 mod data_files;
 mod doctor;
 mod error;

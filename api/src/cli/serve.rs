@@ -67,6 +67,14 @@ async fn serve(
         tracing::info!(exec = %sandbox.describe(), "exec sandbox");
     }
     let app = Arc::new(App::new(&config).await?);
+    // `onyx backup` of an embedded database asks this process for the dump.
+    let control = match super::control::listen(&app.db, &config.storage.data_dir) {
+        Ok(control) => control,
+        Err(err) => {
+            tracing::warn!(error = %err, "no control socket: `onyx backup` needs this server stopped");
+            None
+        }
+    };
     let addr = config.gateway.listen;
     if !app.auth.required() {
         if !addr.ip().is_loopback() {
@@ -139,6 +147,7 @@ async fn serve(
     app.mcp.shutdown().await;
     crate::providers::subscription::stop_all();
     crate::providers::subscription::seal_at_rest();
+    drop(control);
     close_database(app).await;
     Ok(())
 }

@@ -2,7 +2,8 @@
 //! memory, skills, a provider sealed under the master key and a scheduled
 //! task are written, backed up, wiped and restored, and the restored Onyx
 //! serves the same sessions and search hits, the provider answers and the
-//! task fires; on the embedded default and on a SurrealDB server with S3
+//! task fires; on the embedded default (backed up while it serves, through
+//! its control socket, and stopped) and on a SurrealDB server with S3
 //! (backed up while Onyx runs and writes). Restore refuses non-empty
 //! targets, damaged archives and the wrong master key, and a restore that
 //! fails half-way leaves its targets empty.
@@ -180,6 +181,54 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// Agent chats landing one after another until stopped (a live backup's load).
+struct Chatting {
+    writing: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    task: tokio::task::JoinHandle<u32>,
+}
+
+impl Chatting {
+    fn start(onyx: &Onyx) -> Self {
+        let writing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let (url, flag) = (onyx.url.clone(), writing.clone());
+        let task = tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            let mut turns = 0u32;
+            while flag.load(std::sync::atomic::Ordering::Relaxed) {
+                let response = client
+                    .post(format!("{url}/v1/chat/completions"))
+                    .bearer_auth(ONYX_KEY)
+                    .json(&json!({"model": "onyx:main", "messages": [{"role": "user", "content": format!("live {turns}")}]}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(response.status(), 200);
+                turns += 1;
+            }
+            turns
+        });
+        Self { writing, task }
+    }
+
+    /// Stops the chats; how many landed.
+    async fn stop(self) -> u32 {
+        self.writing.store(false, std::sync::atomic::Ordering::Relaxed);
+        self.task.await.unwrap()
+    }
+}
+
+/// Consistent: every session the database names has its whole log (each
+/// question with its answer).
+fn assert_whole(after: &Seen) {
+    for (id, messages) in &after.sessions {
+        let messages = messages.as_array().unwrap_or_else(|| panic!("{id}: {messages}"));
+        assert!(
+            messages.len() >= 2 && messages.len() % 2 == 0,
+            "{id}: {messages:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn an_embedded_onyx_backed_up_and_restored_serves_the_same_data() {
     let fakes = Fakes::start().await;
@@ -187,16 +236,42 @@ async fn an_embedded_onyx_backed_up_and_restored_serves_the_same_data() {
     let onyx = Onyx::start(Some(&config), &[]).await;
     let task = seed(&onyx, &fakes).await;
     let before = seen(&onyx).await;
-    // The embedded database is held by `onyx serve`: the backup says so.
+    // The embedded database is held by `onyx serve`: the backup asks it for
+    // the dump through the data dir's control socket, while chats land.
     let archive_dir = tempfile::tempdir().unwrap();
+    let live = archive_dir.path().join("live.tar.zst");
+    let chatting = Chatting::start(&onyx);
+    let (code, stderr) = onyx_cli(onyx.dir.path(), &[], &["backup", live.to_str().unwrap()]).await;
+    assert!(chatting.stop().await > 0, "chats landed during the backup");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("backed up"), "{stderr}");
+    let socket = onyx.dir.path().join("data/control.sock");
+    assert!(socket.exists(), "the running server's control socket");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     let archive = archive_dir.path().join("onyx.tar.zst");
     let archive_arg = archive.to_str().unwrap();
-    let (code, stderr) = onyx_cli(onyx.dir.path(), &[], &["backup", archive_arg]).await;
-    assert_eq!(code, 1, "{stderr}");
-    assert!(stderr.contains("in use"), "{stderr}");
-    assert!(!archive.exists());
 
     let (home, _) = onyx.stop().await;
+    assert!(!socket.exists(), "the socket goes with the server");
+    // The live backup restores consistently: every session has its whole log.
+    let from_live = fresh_home(&config);
+    let (code, stderr) = onyx_cli(from_live.path(), &[], &["restore", live.to_str().unwrap()]).await;
+    assert_eq!(code, 0, "{stderr}");
+    std::fs::copy(
+        home.path().join("data/master.key"),
+        from_live.path().join("data/master.key"),
+    )
+    .unwrap();
+    let restored = Onyx::start_in(from_live, Some(&config), &[]).await;
+    let after = seen(&restored).await;
+    assert_kept(&before, &after);
+    assert_whole(&after);
+    drop(restored);
+
     let (code, stderr) = onyx_cli(home.path(), &[], &["backup", archive_arg]).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(
@@ -274,33 +349,12 @@ async fn a_server_and_s3_onyx_backed_up_while_it_writes_restores_consistently() 
     let before = seen(&onyx).await;
 
     // A live backup while chats keep landing.
-    let writing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let writer = {
-        let (url, writing) = (onyx.url.clone(), writing.clone());
-        tokio::spawn(async move {
-            let client = reqwest::Client::new();
-            let mut turns = 0u32;
-            while writing.load(std::sync::atomic::Ordering::Relaxed) {
-                let response = client
-                    .post(format!("{url}/v1/chat/completions"))
-                    .bearer_auth(ONYX_KEY)
-                    .json(&json!({"model": "onyx:main", "messages": [{"role": "user", "content": format!("live {turns}")}]}))
-                    .send()
-                    .await
-                    .unwrap();
-                assert_eq!(response.status(), 200);
-                turns += 1;
-            }
-            turns
-        })
-    };
+    let chatting = Chatting::start(&onyx);
     let archive_dir = tempfile::tempdir().unwrap();
     let archive = archive_dir.path().join("live.tar.zst");
     let (code, stderr) = onyx_cli(onyx.dir.path(), &env, &["backup", archive.to_str().unwrap()]).await;
-    writing.store(false, std::sync::atomic::Ordering::Relaxed);
-    let turns = writer.await.unwrap();
+    assert!(chatting.stop().await > 0, "chats landed during the backup");
     assert_eq!(code, 0, "{stderr}");
-    assert!(turns > 0, "chats landed during the backup");
     drop(onyx);
 
     // Restored into a new database server and a new bucket store.
@@ -318,14 +372,7 @@ async fn a_server_and_s3_onyx_backed_up_while_it_writes_restores_consistently() 
     let restored = Onyx::start_in(fresh, Some(&config2), &env).await;
     let after = seen(&restored).await;
     assert_kept(&before, &after);
-    // Consistent: every session the database names has its whole log.
-    for (id, messages) in &after.sessions {
-        let messages = messages.as_array().unwrap_or_else(|| panic!("{id}: {messages}"));
-        assert!(
-            messages.len() >= 2 && messages.len() % 2 == 0,
-            "{id}: {messages:?}"
-        );
-    }
+    assert_whole(&after);
     assert_working(&restored, &task).await;
 
     // Another master key than the one that sealed the provider: refused.
