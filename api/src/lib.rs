@@ -48,6 +48,7 @@ pub mod config;
 #[cfg(test)]
 mod docs_tests;
 pub mod error_chain;
+pub mod features;
 #[cfg(test)]
 mod fuzzing;
 pub mod health;

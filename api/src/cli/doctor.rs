@@ -37,6 +37,15 @@ pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
         ok: true,
         detail: source.unwrap_or_else(|| "embedded default (no file)".into()),
     });
+    rows.push(Row {
+        check: "build".into(),
+        ok: true,
+        detail: format!(
+            "onyx {}, {}",
+            env!("CARGO_PKG_VERSION"),
+            crate::features::describe()
+        ),
+    });
     detect_local_ollama(&mut config).await;
     rows.push(data_dir_row(&config.storage.data_dir));
     match App::new(&config).await {

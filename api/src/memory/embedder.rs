@@ -12,7 +12,6 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::local_embedder::{LocalEmbedder, LocalError};
 use crate::config::{Config, EmbedderConfig, ProviderEmbedderConfig, ProviderKind};
 use crate::providers::types::{EmbeddingInput, EmbeddingsRequest};
 use crate::providers::{self, EmbeddingsCall, Provider, ProviderError};
@@ -33,8 +32,9 @@ pub enum EmbedError {
     NotConfigured,
     #[error("the embedder did not answer within {0:?}")]
     Timeout(std::time::Duration),
-    #[error(transparent)]
-    Local(#[from] LocalError),
+    /// The built-in model (`local_embedder`) could not run; its own message.
+    #[error("{0}")]
+    Local(String),
 }
 
 impl EmbedError {
@@ -178,45 +178,6 @@ impl Embedder for ProviderEmbedder {
     }
 }
 
-impl Embedder for LocalEmbedder {
-    fn kind(&self) -> &'static str {
-        "local"
-    }
-
-    fn model(&self) -> &str {
-        LocalEmbedder::model(self)
-    }
-
-    fn automatic(&self) -> bool {
-        LocalEmbedder::automatic(self)
-    }
-
-    fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
-        async move { Ok(LocalEmbedder::embed(self, texts).await?) }.boxed()
-    }
-
-    fn input_tokens(&self) -> BoxFuture<'_, Option<usize>> {
-        LocalEmbedder::input_tokens(self).boxed()
-    }
-
-    fn prepare<'a>(
-        &'a self,
-        on_progress: &'a (dyn Fn(usize, usize) + Send + Sync),
-    ) -> BoxFuture<'a, Result<(), EmbedError>> {
-        async move {
-            let bytes = |done: u64, total: Option<u64>| {
-                let total = total.unwrap_or(done);
-                on_progress(
-                    usize::try_from(done).unwrap_or(usize::MAX),
-                    usize::try_from(total).unwrap_or(usize::MAX),
-                );
-            };
-            Ok(LocalEmbedder::prepare(self, &bytes).await?)
-        }
-        .boxed()
-    }
-}
-
 /// OpenAI's embedding models (`text-embedding-3-*`, `-ada-002`) read 8,191 tokens.
 const OPENAI_INPUT_TOKENS: usize = 8191;
 
@@ -257,22 +218,52 @@ fn parse_vectors(response: &Value) -> Result<Vec<Vec<f32>>, EmbedError> {
 /// The embedder this config asks for, if any (see the module doc for the order).
 pub fn from_config(config: &Config) -> Result<Option<Arc<dyn Embedder>>, ProviderError> {
     Ok(match &config.memory.embedder {
-        Some(EmbedderConfig::Local(local)) => {
-            Some(Arc::new(LocalEmbedder::new(local, &config.storage.data_dir)))
-        }
+        Some(EmbedderConfig::Local(local)) => Some(built_in(local, config, false)?),
         Some(EmbedderConfig::Provider(embedder)) => Some(Arc::new(configured(config, embedder)?)),
         Some(EmbedderConfig::Off) => None,
         None => Some(match automatic(config)? {
             Some(provider) => Arc::new(provider) as Arc<dyn Embedder>,
+            None if !crate::features::LOCAL_EMBEDDER.built => {
+                tracing::info!(
+                    "no embedder configured and the built-in model is not in this build: memory search is full-text only"
+                );
+                return Ok(None);
+            }
             None => {
                 let mirror = std::env::var("ONYX_LOCAL_MODEL_URL").ok();
-                let built_in = crate::config::built_in_embedder(mirror.as_deref())
+                let model = crate::config::built_in_embedder(mirror.as_deref())
                     .map_err(|e| ProviderError::InvalidRequest(e.to_string()))?;
-                Arc::new(LocalEmbedder::new(&built_in, &config.storage.data_dir).chosen_automatically())
-                    as Arc<dyn Embedder>
+                built_in(&model, config, true)?
             }
         }),
     })
+}
+
+/// The built-in model (`local_embedder`), configured or chosen automatically.
+#[cfg(feature = "local-embedder")]
+fn built_in(
+    local: &crate::config::LocalEmbedderConfig,
+    config: &Config,
+    automatic: bool,
+) -> Result<Arc<dyn Embedder>, ProviderError> {
+    let embedder = super::local_embedder::LocalEmbedder::new(local, &config.storage.data_dir);
+    Ok(Arc::new(if automatic {
+        embedder.chosen_automatically()
+    } else {
+        embedder
+    }))
+}
+
+#[cfg(not(feature = "local-embedder"))]
+fn built_in(
+    _local: &crate::config::LocalEmbedderConfig,
+    _config: &Config,
+    _automatic: bool,
+) -> Result<Arc<dyn Embedder>, ProviderError> {
+    let what = "memory.embedder.type: \"local\"";
+    Err(ProviderError::Unsupported(
+        crate::features::LOCAL_EMBEDDER.missing(what),
+    ))
 }
 
 fn configured(config: &Config, wanted: &ProviderEmbedderConfig) -> Result<ProviderEmbedder, ProviderError> {

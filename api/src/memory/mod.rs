@@ -30,6 +30,7 @@ pub mod embedder;
 mod excerpt;
 mod fusion;
 mod index;
+#[cfg(feature = "local-embedder")]
 pub mod local_embedder;
 pub mod paths;
 #[cfg(test)]

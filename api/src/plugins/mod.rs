@@ -53,19 +53,43 @@ pub fn build(config: &PluginsConfig, env: &dyn Fn(&str) -> Option<String>) -> Re
             .get(name)
             .cloned()
             .unwrap_or(Value::Object(Default::default()));
-        let plugin: Arc<dyn Plugin> = match name.as_str() {
-            "telegram" => Arc::new(onyx_plugin_telegram::Telegram::from_settings(&settings, env)?),
-            "discord" => Arc::new(onyx_plugin_discord::Discord::from_settings(&settings, env)?),
-            other => {
-                return Err(PluginError::Config(format!(
-                    "plugins.enabled: there is no plugin {other:?} (available: telegram, discord)"
-                )));
-            }
-        };
+        let plugin = construct(name, &settings, env)?;
         allow.insert(name.clone(), allow_list(&settings, name)?);
         plugins.push(plugin);
     }
     Ok(Enabled { plugins, allow })
+}
+
+/// The plugin named `name`, from its settings.
+fn construct(
+    name: &str,
+    settings: &Value,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn Plugin>, PluginError> {
+    // A build without a bot has nothing to give these to.
+    #[cfg(not(all(feature = "telegram", feature = "discord")))]
+    let _ = (settings, env);
+    match name {
+        #[cfg(feature = "telegram")]
+        "telegram" => Ok(Arc::new(onyx_plugin_telegram::Telegram::from_settings(
+            settings, env,
+        )?)),
+        #[cfg(not(feature = "telegram"))]
+        "telegram" => Err(PluginError::Config(
+            crate::features::TELEGRAM.missing("plugins.enabled: \"telegram\""),
+        )),
+        #[cfg(feature = "discord")]
+        "discord" => Ok(Arc::new(onyx_plugin_discord::Discord::from_settings(
+            settings, env,
+        )?)),
+        #[cfg(not(feature = "discord"))]
+        "discord" => Err(PluginError::Config(
+            crate::features::DISCORD.missing("plugins.enabled: \"discord\""),
+        )),
+        other => Err(PluginError::Config(format!(
+            "plugins.enabled: there is no plugin {other:?} (available: telegram, discord)"
+        ))),
+    }
 }
 
 /// `allowFrom`: user ids as strings or numbers; `"*"` lets anyone in.

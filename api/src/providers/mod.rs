@@ -19,6 +19,7 @@
 mod adapters;
 pub mod anthropic;
 mod azure;
+#[cfg(feature = "bedrock")]
 mod bedrock;
 pub mod breaker;
 mod call;
@@ -173,7 +174,15 @@ pub fn build(config: &ProviderConfig) -> Result<Arc<dyn Provider>, ProviderError
         ProviderKind::Anthropic => Arc::new(anthropic::Anthropic::new(config)?),
         ProviderKind::Ollama => Arc::new(ollama::Ollama::new(config)?),
         ProviderKind::Gemini | ProviderKind::Vertex => Arc::new(gemini::Gemini::new(config)?),
+        #[cfg(feature = "bedrock")]
         ProviderKind::Bedrock => Arc::new(bedrock::Bedrock::new(config)?),
+        #[cfg(not(feature = "bedrock"))]
+        ProviderKind::Bedrock => {
+            let what = format!("providers.{}.type: \"bedrock\"", config.name);
+            return Err(ProviderError::Unsupported(
+                crate::features::BEDROCK.missing(&what),
+            ));
+        }
         ProviderKind::ClaudeSubscription => Arc::new(subscription::claude::provider(config)),
         ProviderKind::Codex => Arc::new(subscription::codex::provider(config)),
         ProviderKind::Copilot => Arc::new(subscription::copilot::provider(config)),
