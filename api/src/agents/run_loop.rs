@@ -7,10 +7,12 @@
 //! record it.
 
 use futures::StreamExt;
+use secrecy::SecretString;
 use serde_json::{Value, json};
 
 use super::Agents;
 use super::approvals::Decision;
+use super::cli_runs::CliRunGuard;
 use super::compaction::{self, clip_tool_result};
 use super::context;
 use super::error::AgentError;
@@ -47,6 +49,21 @@ pub struct Answer {
     pub client_tool_calls: Option<Vec<ToolCall>>,
     /// The user's last message, for the daily log.
     pub asked: String,
+}
+
+/// Where a run asks for approvals: its session, and the chat it came from.
+pub(super) struct Asking {
+    pub session: Option<String>,
+    pub ask_in: Option<String>,
+}
+
+impl Asking {
+    pub fn of(request: &RunRequest) -> Self {
+        Self {
+            session: request.session.as_ref().map(|s| s.id.clone()),
+            ask_in: request.ask_in.clone(),
+        }
+    }
 }
 
 /// One model answer, assembled.
@@ -120,6 +137,11 @@ impl Agents {
                 .any(|t| t.function.name == call.function.name)
         };
         let context = self.tool_context(agent).await;
+        // A subscription's CLI calls these tools through `/mcp` (`cli_runs`).
+        let cli = self
+            .open_cli_run(targets, &run.id, agent, mode, &offered, Asking::of(request))
+            .await;
+        let asking = Asking::of(request);
         let mut past = history.to_messages();
         while progress.iterations < self.max_iterations {
             progress.iterations += 1;
@@ -158,10 +180,14 @@ impl Agents {
                     request,
                     &messages,
                     &tool_defs,
+                    cli.as_ref().map(CliRunGuard::token),
                     run,
                     &mut progress.partial,
                 )
                 .await?;
+            if let Some(cli) = &cli {
+                cli.record(progress);
+            }
             if let Some(u) = &step.usage {
                 progress.usage += u;
             }
@@ -196,7 +222,7 @@ impl Agents {
             let results = futures::future::join_all(
                 step.tool_calls
                     .iter()
-                    .map(|call| self.run_tool(&context, &offered, mode, request, call, run)),
+                    .map(|call| self.run_tool(&context, &offered, mode, &asking, call, run)),
             )
             .await;
             for (call, output) in step.tool_calls.iter().zip(results) {
@@ -258,10 +284,12 @@ impl Agents {
         request: &RunRequest,
         messages: &[Message],
         tool_defs: &[ToolDef],
+        tool_token: Option<&SecretString>,
         run: &LiveRun,
         partial: &mut String,
     ) -> Result<Step, ProviderError> {
-        let call = request.model_call(messages, tool_defs, request.stream)?;
+        let mut call = request.model_call(messages, tool_defs, request.stream)?;
+        call.tool_token = tool_token.cloned();
         if !request.stream {
             let (completion, _) = self.router.chat(targets, &call).await?;
             let (content, tool_calls) = reply_of(&completion);
@@ -299,12 +327,12 @@ impl Agents {
         })
     }
 
-    async fn run_tool(
+    pub(super) async fn run_tool(
         &self,
         context: &ToolContext,
         offered: &[ToolSpec],
         mode: PermissionMode,
-        request: &RunRequest,
+        asking: &Asking,
         call: &ToolCall,
         run: &LiveRun,
     ) -> ToolOutput {
@@ -325,7 +353,7 @@ impl Agents {
                 ToolOutput::error(format!("the arguments for {name} are not a JSON object"))
             }
             Some(spec) if tools::asks_first(context, spec, mode, &arguments).await => {
-                self.with_approval(context, request, &name, &arguments, run).await
+                self.with_approval(context, asking, &name, &arguments, run).await
             }
             Some(_) => tools::call(context, &name, &arguments).await,
         };
@@ -346,12 +374,12 @@ impl Agents {
     async fn with_approval(
         &self,
         context: &ToolContext,
-        request: &RunRequest,
+        asking: &Asking,
         name: &str,
         arguments: &Value,
         run: &LiveRun,
     ) -> ToolOutput {
-        let session = request.session.as_ref().map(|s| s.id.as_str());
+        let session = asking.session.as_deref();
         let approval = match self
             .approvals
             .request(&run.id, &context.agent.id, session, name, arguments)
@@ -368,7 +396,7 @@ impl Agents {
             },
             false,
         );
-        if let Some(target) = &request.ask_in {
+        if let Some(target) = &asking.ask_in {
             let (text, buttons) = approval.announcement(self.tools.approval_timeout);
             if let Err(err) = self.channels.send_with_buttons(target, &text, buttons).await {
                 tracing::warn!(approval = %approval.id, target, error = %crate::error_chain::chain(&err), "could not post an approval request to the chat");

@@ -9,7 +9,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
 use super::driver::{CliProvider, Dialect, Step};
-use super::home;
+use super::{OnyxTools, home};
 use super::process::{PromptFile, Spawn};
 use crate::config::{ProviderConfig, ProviderKind};
 use crate::providers::ProviderError;
@@ -46,7 +46,7 @@ impl Dialect for Codex {
     const DEFAULT_COMMAND: &'static str = "codex";
     const MODELS: &'static [&'static str] = &["gpt-5.1-codex", "gpt-5.1"];
 
-    fn spawn(&self, command: &str, model: &str, system: &str) -> Spawn {
+    fn spawn(&self, command: &str, model: &str, system: &str, tools: Option<&OnyxTools>) -> Spawn {
         let dir = home("codex");
         let mut env = vec![("CODEX_HOME".to_string(), dir.display().to_string())];
         let mut args: Vec<String> = [
@@ -93,7 +93,7 @@ impl Dialect for Codex {
             env,
             home: dir.clone(),
             cwd: dir.join("work"),
-            prompt_file,
+            files: prompt_file.into_iter().collect(),
         }
     }
 
@@ -180,8 +180,8 @@ mod tests {
             api_key: Some(SecretString::from("sk-x")),
         };
         let system = "Be \"brief\".\nReally.";
-        let spawn = codex.spawn("codex", "m", system);
-        let file = spawn.prompt_file.as_ref().unwrap();
+        let spawn = codex.spawn("codex", "m", system, None);
+        let file = spawn.files.first().unwrap();
         let arg = format!(
             "model_instructions_file={}",
             toml_string(&file.path.display().to_string())

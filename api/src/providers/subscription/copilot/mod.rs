@@ -87,7 +87,7 @@ impl Copilot {
             home: dir.clone(),
             cwd: dir.join("work"),
             // The system prompt goes in the session's JSON-RPC request, on stdin.
-            prompt_file: None,
+            files: Vec::new(),
         };
         let started = Connection::start(spawn).map_err(|err| {
             self.supervisor.died();
