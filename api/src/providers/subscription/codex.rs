@@ -2,8 +2,11 @@
 //! CLI's non-interactive JSON mode (`codex exec --json`): the request on
 //! stdin, the answer as `agent_message` items and the usage on
 //! `turn.completed`; the system prompt from a 0600 file
-//! (`model_instructions_file`). Read-only sandbox, no approvals, no saved session. It
-//! reports whole messages, so a stream carries each message as one delta.
+//! (`model_instructions_file`). Its own tools are off ([`TOOLS_OFF`]), under a
+//! read-only sandbox, no approvals, no saved session. In an agent run its one
+//! MCP server is Onyx's `/mcp`, the run token in an environment variable the
+//! config names (`bearer_token_env_var`). It reports whole messages, so a
+//! stream carries each message as one delta.
 
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
@@ -18,6 +21,22 @@ use crate::providers::types::Usage;
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// The environment variable the custom upstream's key is passed in.
 const KEY_VAR: &str = "ONYX_CODEX_UPSTREAM_KEY";
+/// The environment variable the run token for Onyx's `/mcp` is passed in.
+const TOOLS_TOKEN_VAR: &str = "ONYX_RUN_TOKEN";
+
+/// Config overrides that turn every one of Codex's own tools off (as Codex
+/// 0.169 names them: its shell, patches, web search, images, sub-agents,
+/// goals and questions to the user); none is offered to the model.
+const TOOLS_OFF: [&str; 8] = [
+    "features.shell_tool=false",
+    "features.unified_exec=false",
+    "features.apply_patch_freeform=false",
+    "features.view_image=false",
+    "features.multi_agent=false",
+    "features.goals=false",
+    "web_search=\"disabled\"",
+    "tools.experimental_request_user_input={enabled=false}",
+];
 
 pub struct Codex {
     /// A Responses API upstream instead of the signed-in ChatGPT account.
@@ -84,6 +103,20 @@ impl Dialect for Codex {
             ));
             let key = self.api_key.as_ref().map(|k| k.expose_secret().to_string());
             env.push((KEY_VAR.into(), key.unwrap_or_default()));
+        }
+        for setting in TOOLS_OFF {
+            args.push("-c".into());
+            args.push(setting.into());
+        }
+        if let Some(tools) = tools {
+            use secrecy::ExposeSecret;
+            let server = format!(
+                "mcp_servers.onyx={{url={}, bearer_token_env_var=\"{TOOLS_TOKEN_VAR}\", default_tools_approval_mode=\"approve\"}}",
+                toml_string(&tools.url)
+            );
+            args.push("-c".into());
+            args.push(server);
+            env.push((TOOLS_TOKEN_VAR.into(), tools.token.expose_secret().to_string()));
         }
         // The prompt is read from stdin.
         args.push("-".into());

@@ -20,7 +20,7 @@ use super::driver::{Answers, Settings, Step, Steps};
 use super::process::Spawn;
 use super::rpc::{Connection, RpcError};
 use super::sealed::{self, Lease};
-use super::{Supervisor, home, prompt};
+use super::{OnyxTools, Supervisor, home, prompt};
 use crate::config::{ProviderConfig, ProviderKind};
 use crate::providers::{ChatCall, ProviderError};
 use session::{Byok, PROTOCOLS, Turn};
@@ -146,7 +146,15 @@ impl Copilot {
         let id = uuid::Uuid::new_v4().to_string();
         let mut events = cli.subscribe(&id);
         let cwd = home("copilot").join("work").display().to_string();
-        let params = session::create(&id, model, &prompt.system, &cwd, self.byok.as_ref());
+        let tools = OnyxTools::of(call);
+        let params = session::create(
+            &id,
+            model,
+            &prompt.system,
+            &cwd,
+            self.byok.as_ref(),
+            tools.as_ref(),
+        );
         let guard = SessionGuard {
             cli: cli.clone(),
             id: id.clone(),

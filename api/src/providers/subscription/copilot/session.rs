@@ -4,12 +4,15 @@
 //! session-events.d.ts`) become [`Step`]s. Every built-in tool is off
 //! (`availableTools: []`), and so are skills, config and instruction
 //! discovery, memory, the session store and infinite sessions: the CLI only
-//! answers, Onyx's agent loop runs the tools.
+//! answers, Onyx's agent loop runs the tools. In an agent run the session's
+//! one MCP server is Onyx's `/mcp` with the run token (sent over stdin), and
+//! its tools (`mcp:*`) are the only ones available.
 
 use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
+use super::super::OnyxTools;
 use super::super::driver::Step;
 use crate::providers::ProviderError;
 use crate::providers::types::Usage;
@@ -25,7 +28,14 @@ pub struct Byok {
 }
 
 /// The `session.create` parameters for a session `id` answering with `model`.
-pub fn create(id: &str, model: &str, system: &str, cwd: &str, byok: Option<&Byok>) -> Value {
+pub fn create(
+    id: &str,
+    model: &str,
+    system: &str,
+    cwd: &str,
+    byok: Option<&Byok>,
+    tools: Option<&OnyxTools>,
+) -> Value {
     let system = if system.is_empty() {
         "You are a helpful assistant."
     } else {
@@ -56,6 +66,12 @@ pub fn create(id: &str, model: &str, system: &str, cwd: &str, byok: Option<&Byok
         "memory": {"enabled": false},
         "infiniteSessions": {"enabled": false},
     });
+    if let Some(tools) = tools {
+        params["availableTools"] = json!(["mcp:*"]);
+        params["mcpServers"] = json!({"onyx": {
+            "type": "http", "url": tools.url, "headers": {"Authorization": tools.bearer()}, "tools": ["*"],
+        }});
+    }
     if let Some(byok) = byok {
         let mut provider = json!({"type": "openai", "wireApi": "completions", "baseUrl": byok.base_url});
         if let Some(key) = &byok.api_key {
@@ -177,7 +193,7 @@ mod tests {
 
     #[test]
     fn sessions_have_no_tools_and_a_byok_upstream_only_when_configured() {
-        let signed_in = create("s1", "gpt-5", "Be brief.", "/w", None);
+        let signed_in = create("s1", "gpt-5", "Be brief.", "/w", None, None);
         assert_eq!(signed_in["availableTools"], json!([]));
         assert_eq!(
             signed_in["systemMessage"],
@@ -189,7 +205,7 @@ mod tests {
             base_url: "http://127.0.0.1:9/v1".into(),
             api_key: Some("sk-x".into()),
         };
-        let custom = create("s2", "m", "", "/w", Some(&byok));
+        let custom = create("s2", "m", "", "/w", Some(&byok), None);
         assert_eq!(
             custom["provider"],
             json!({"type": "openai", "wireApi": "completions", "baseUrl": "http://127.0.0.1:9/v1", "apiKey": "sk-x"})
