@@ -233,5 +233,25 @@ mod tests {
         );
         assert_eq!(spawn.args.last().map(String::as_str), Some("-"));
         assert!(spawn.env.contains(&(KEY_VAR.to_string(), "sk-x".to_string())));
+        for setting in TOOLS_OFF {
+            assert!(spawn.args.iter().any(|a| a == setting), "{setting}");
+        }
+        assert!(!spawn.args.iter().any(|a| a.starts_with("mcp_servers")));
+    }
+
+    #[test]
+    fn an_agent_run_gets_onyx_as_an_mcp_server_with_the_token_out_of_the_command_line() {
+        let codex = Codex {
+            base_url: None,
+            api_key: None,
+        };
+        let tools = OnyxTools {
+            url: "http://127.0.0.1:9/mcp".into(),
+            token: SecretString::from("onyx_rt_secret"),
+        };
+        let spawn = codex.spawn("codex", "m", "", Some(&tools));
+        assert!(spawn.args.iter().any(|a| a.starts_with("mcp_servers.onyx={url=\"http://127.0.0.1:9/mcp\", bearer_token_env_var=\"ONYX_RUN_TOKEN\"")), "{:?}", spawn.args);
+        assert!(!spawn.args.iter().any(|a| a.contains("onyx_rt_secret")));
+        assert!(spawn.env.contains(&(TOOLS_TOKEN_VAR.to_string(), "onyx_rt_secret".to_string())));
     }
 }

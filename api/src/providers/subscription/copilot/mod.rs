@@ -159,6 +159,7 @@ impl Copilot {
             cli: cli.clone(),
             id: id.clone(),
         };
+        let asks = cli.clone();
         cli.request("session.create", params)
             .await
             .map_err(|e| self.failed(e))?;
@@ -178,6 +179,12 @@ impl Copilot {
                     yield Step::Failed(exited);
                     return;
                 };
+                if let Some(answer) = session::permission(&id, &event) {
+                    if let Err(err) = asks.request("session.permissions.handlePendingPermissionRequest", answer).await {
+                        tracing::warn!(%err, session = %id, "could not answer the Copilot CLI's permission request");
+                    }
+                    continue;
+                }
                 match turn.step(&name, &event) {
                     Step::Skip => {}
                     done @ Step::Done { .. } => {

@@ -68,6 +68,8 @@ pub fn create(
     });
     if let Some(tools) = tools {
         params["availableTools"] = json!(["mcp:*"]);
+        // Each call is approved by `permission` (Onyx decides at `/mcp`).
+        params["requestPermission"] = json!(true);
         params["mcpServers"] = json!({"onyx": {
             "type": "http", "url": tools.url, "headers": {"Authorization": tools.bearer()}, "tools": ["*"],
         }});
@@ -80,6 +82,24 @@ pub fn create(
         params["provider"] = provider;
     }
     params
+}
+
+/// The answer to a `permission.requested` event of session `id` (the
+/// parameters of `session.permissions.handlePendingPermissionRequest`): a
+/// call of Onyx's own MCP server goes ahead (Onyx checks it at `/mcp`, with
+/// the run's permission mode and approvals); anything else is refused.
+pub fn permission(id: &str, event: &Value) -> Option<Value> {
+    let data = &event["data"];
+    if event["type"] != "permission.requested" || data["resolvedByHook"] == true {
+        return None;
+    }
+    let request = &data["permissionRequest"];
+    let result = if request["kind"] == "mcp" && request["serverName"] == "onyx" {
+        json!({"kind": "approve-once"})
+    } else {
+        json!({"kind": "reject", "feedback": "only Onyx's tools are available here"})
+    };
+    Some(json!({"sessionId": id, "requestId": data["requestId"], "result": result}))
 }
 
 /// What one turn has seen so far.
@@ -189,6 +209,36 @@ mod tests {
         assert!(
             matches!(turn.step("c", &error), Step::Failed(ProviderError::Upstream { message, status: 502, .. }) if message == "not signed in")
         );
+    }
+
+    #[test]
+    fn an_agent_run_gets_onyx_as_its_one_mcp_server_and_only_its_calls_are_approved() {
+        let tools = OnyxTools {
+            url: "http://127.0.0.1:9/mcp".into(),
+            token: secrecy::SecretString::from("onyx_rt_x"),
+        };
+        let params = create("s1", "gpt-5", "", "/w", None, Some(&tools));
+        assert_eq!(params["availableTools"], json!(["mcp:*"]));
+        assert_eq!(
+            params["mcpServers"],
+            json!({"onyx": {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer onyx_rt_x"}, "tools": ["*"]}})
+        );
+        let asked = |kind: &str, server: &str| {
+            event(
+                "permission.requested",
+                json!({"requestId": "p1", "permissionRequest": {"kind": kind, "serverName": server, "toolName": "memory_write"}}),
+            )
+        };
+        let ours = permission("s1", &asked("mcp", "onyx")).unwrap();
+        assert_eq!(
+            ours,
+            json!({"sessionId": "s1", "requestId": "p1", "result": {"kind": "approve-once"}})
+        );
+        for (kind, server) in [("mcp", "other"), ("shell", "onyx")] {
+            let refused = permission("s1", &asked(kind, server)).unwrap();
+            assert_eq!(refused["result"]["kind"], "reject", "{kind} {server}");
+        }
+        assert!(permission("s1", &event("session.idle", json!({}))).is_none());
     }
 
     #[test]
