@@ -53,7 +53,12 @@ impl CliRunGuard {
     /// message calling them and their results, the way the run loop records
     /// its own.
     pub fn record(&self, progress: &mut Progress) {
-        let calls = self.run.calls.lock().map(|mut c| std::mem::take(&mut *c)).unwrap_or_default();
+        let calls = self
+            .run
+            .calls
+            .lock()
+            .map(|mut c| std::mem::take(&mut *c))
+            .unwrap_or_default();
         if calls.is_empty() {
             return;
         }
@@ -92,9 +97,9 @@ impl Agents {
         offered: &[ToolSpec],
         asking: Asking,
     ) -> Option<CliRunGuard> {
-        let on_cli = targets.iter().any(|t| {
-            crate::providers::subscription::cli_for(t.provider.kind().as_str()).is_some()
-        });
+        let on_cli = targets
+            .iter()
+            .any(|t| crate::providers::subscription::cli_for(t.provider.kind().as_str()).is_some());
         if !on_cli {
             return None;
         }
@@ -130,7 +135,9 @@ impl Agents {
 
     /// The tools a run's CLI is offered (none once the run is over).
     pub fn run_tools(&self, grant: &RunGrant) -> Vec<ToolSpec> {
-        self.cli_run(grant).map(|run| run.offered.clone()).unwrap_or_default()
+        self.cli_run(grant)
+            .map(|run| run.offered.clone())
+            .unwrap_or_default()
     }
 
     /// A call of a run's CLI, made as the run loop makes its own: only the

@@ -7,12 +7,10 @@
 //! record it.
 
 use futures::StreamExt;
-use secrecy::SecretString;
 use serde_json::{Value, json};
 
 use super::Agents;
 use super::approvals::Decision;
-use super::cli_runs::CliRunGuard;
 use super::compaction::{self, clip_tool_result};
 use super::context;
 use super::error::AgentError;
@@ -23,7 +21,7 @@ use super::tools::{self, ToolContext, ToolOutput, ToolSpec};
 use crate::clock;
 use crate::config::PermissionMode;
 use crate::providers::types::{Message, Role, ToolCall, ToolDef};
-use crate::providers::{ModelTarget, ProviderError, Usage};
+use crate::providers::{ChatCall, ModelTarget, ProviderError, Usage};
 use crate::sessions::LogMessage;
 
 /// What a run has done so far.
@@ -174,16 +172,10 @@ impl Agents {
                 .chain(past.iter().cloned())
                 .chain(rest.iter().cloned())
                 .collect();
+            let mut call = request.model_call(&messages, &tool_defs, request.stream)?;
+            call.tool_token = cli.as_ref().map(|cli| cli.token().clone());
             let step = self
-                .step(
-                    targets,
-                    request,
-                    &messages,
-                    &tool_defs,
-                    cli.as_ref().map(CliRunGuard::token),
-                    run,
-                    &mut progress.partial,
-                )
+                .step(targets, call, request.stream, run, &mut progress.partial)
                 .await?;
             if let Some(cli) = &cli {
                 cli.record(progress);
@@ -281,16 +273,12 @@ impl Agents {
     async fn step(
         &self,
         targets: &[ModelTarget],
-        request: &RunRequest,
-        messages: &[Message],
-        tool_defs: &[ToolDef],
-        tool_token: Option<&SecretString>,
+        call: ChatCall,
+        stream: bool,
         run: &LiveRun,
         partial: &mut String,
     ) -> Result<Step, ProviderError> {
-        let mut call = request.model_call(messages, tool_defs, request.stream)?;
-        call.tool_token = tool_token.cloned();
-        if !request.stream {
+        if !stream {
             let (completion, _) = self.router.chat(targets, &call).await?;
             let (content, tool_calls) = reply_of(&completion);
             return Ok(Step {

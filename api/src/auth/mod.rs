@@ -16,8 +16,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 pub use keys::{Authenticator, Caller, Denied, KEY_PREFIX, KeyBounds, KeyError, Scope, StoredKey};
-pub use run_tokens::{RUN_TOKEN_PREFIX, RUN_TOKEN_TTL, RunGrant, RunToken, RunTokens};
 pub use password::{Busy, PasswordChecks, PasswordError, hash_password, verify_password};
+pub use run_tokens::{RUN_TOKEN_PREFIX, RUN_TOKEN_TTL, RunGrant, RunToken, RunTokens};
 pub use throttle::{Attempt, LoginThrottle};
 
 /// The accepted API keys, as digests.

@@ -14,9 +14,9 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::{Extension, Json};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use serde_json::{Map, Value, json};
 
 use super::agent_scope::{AgentReach, CheckedAgent};

@@ -117,7 +117,7 @@ fn check_now(app: &App, mut req: Request) -> KeyCheck {
                 admit_run(&mut req, grant);
                 KeyCheck::Passed(req)
             }
-            Err(refused) => KeyCheck::Refused(refused),
+            Err(refused) => KeyCheck::Refused(refused.into_response()),
         };
     }
     if !app.auth.required() {
@@ -158,14 +158,14 @@ fn admit(req: &mut Request, caller: KeyCaller) {
 
 /// The grant of a run token shown on `path`: only `/mcp` takes one (403
 /// elsewhere); a revoked or expired one is unknown (401).
-fn run_token(app: &App, presented: &str, path: &str) -> Result<RunGrant, Response> {
+fn run_token(app: &App, presented: &str, path: &str) -> Result<RunGrant, ApiError> {
     let grant = app
         .auth
         .run_tokens()
         .identify(presented)
-        .ok_or_else(|| ApiError::Unauthorized("invalid run token: its run has ended").into_response())?;
+        .ok_or(ApiError::Unauthorized("invalid run token: its run has ended"))?;
     if path != "/mcp" {
-        return Err(ApiError::Forbidden("a run token opens /mcp only").into_response());
+        return Err(ApiError::Forbidden("a run token opens /mcp only"));
     }
     Ok(grant)
 }

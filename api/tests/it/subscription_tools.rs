@@ -31,9 +31,7 @@ async fn each_cli_writes_the_agents_memory_through_onyx_mcp_and_the_answer_strea
     let fakes = Fakes::start().await;
     let openai = format!("{}/v1", fakes.openai.url());
     let anthropic = fakes.anthropic.url();
-    let provider = |kind: &str, program: &str, url: &str| {
-        json!({"type": kind, "command": cli(program), "baseUrl": url, "apiKey": "${FAKE_KEY}", "maxRetries": 0})
-    };
+    let provider = |kind: &str, program: &str, url: &str| json!({"type": kind, "command": cli(program), "baseUrl": url, "apiKey": "${FAKE_KEY}", "maxRetries": 0});
     let config = TestConfig::new(&fakes)
         .merge(json!({ "providers": {
             "claude-subscription": provider("claude-subscription", "claude", &anthropic),
@@ -198,23 +196,48 @@ async fn tools_list(onyx: &Onyx, token: &str) -> (u16, Value) {
 async fn a_run_token_opens_only_its_agents_mcp_in_its_mode_and_dies_with_its_run() {
     let StandIn { onyx, _install } = with_stand_in().await;
     let seen = report(&onyx, "reader", "PROBE").await;
-    let token = seen["token"].as_str().expect("the CLI got Onyx's /mcp").to_string();
+    let token = seen["token"]
+        .as_str()
+        .expect("the CLI got Onyx's /mcp")
+        .to_string();
     assert!(token.starts_with("onyx_rt_"), "{seen}");
     assert_eq!(seen["configMode"], 0o600, "{seen}");
     // Claude Code's own tools off, only Onyx's server, only its tools.
-    let args: Vec<&str> = seen["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    let args: Vec<&str> = seen["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
     for flag in ["--strict-mcp-config", "--allowedTools", "mcp__onyx", "--tools"] {
         assert!(args.contains(&flag), "{flag}: {args:?}");
     }
     // A `safe` run's token lists read-only tools and cannot write.
-    let tools: Vec<&str> = seen["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
-    assert!(tools.contains(&"memory_search") && tools.contains(&"fs_read"), "{tools:?}");
-    for write in ["memory_write", "fs_write", "exec", "schedule_task", "send_message"] {
+    let tools: Vec<&str> = seen["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(
+        tools.contains(&"memory_search") && tools.contains(&"fs_read"),
+        "{tools:?}"
+    );
+    for write in [
+        "memory_write",
+        "fs_write",
+        "exec",
+        "schedule_task",
+        "send_message",
+    ] {
         assert!(!tools.contains(&write), "{write} offered in safe mode: {tools:?}");
     }
     assert_eq!(seen["write"]["isError"], true, "{seen}");
     assert!(
-        seen["write"]["content"][0]["text"].as_str().unwrap().contains("not available"),
+        seen["write"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("not available"),
         "{seen}"
     );
     // Another agent: 403; every other route: 403.
@@ -269,10 +292,19 @@ async fn an_ask_mode_run_waits_for_the_owners_approval_of_a_cli_call() {
     .await;
     assert_eq!(status, 200, "{body}");
     let answer = asking.await.unwrap();
-    let seen: Value = serde_json::from_str(answer["choices"][0]["message"]["content"].as_str().unwrap()).unwrap();
+    let seen: Value =
+        serde_json::from_str(answer["choices"][0]["message"]["content"].as_str().unwrap()).unwrap();
     assert_eq!(seen["write"]["isError"], false, "{seen}");
-    let tools: Vec<&str> = seen["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
-    assert!(tools.contains(&"fs_write") && tools.contains(&"memory_write"), "{tools:?}");
+    let tools: Vec<&str> = seen["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(
+        tools.contains(&"fs_write") && tools.contains(&"memory_write"),
+        "{tools:?}"
+    );
     let events = answer["x_onyx"]["events"].to_string();
     assert!(events.contains("approval_required"), "{events}");
 }

@@ -12,8 +12,8 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
 use super::driver::{CliProvider, Dialect, Step};
-use super::{OnyxTools, home};
 use super::process::{PromptFile, Spawn};
+use super::{OnyxTools, home};
 use crate::config::{ProviderConfig, ProviderKind};
 use crate::providers::ProviderError;
 use crate::providers::types::Usage;

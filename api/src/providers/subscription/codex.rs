@@ -12,8 +12,8 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
 use super::driver::{CliProvider, Dialect, Step};
-use super::{OnyxTools, home};
 use super::process::{PromptFile, Spawn};
+use super::{OnyxTools, home};
 use crate::config::{ProviderConfig, ProviderKind};
 use crate::providers::ProviderError;
 use crate::providers::types::Usage;
@@ -250,8 +250,18 @@ mod tests {
             token: SecretString::from("onyx_rt_secret"),
         };
         let spawn = codex.spawn("codex", "m", "", Some(&tools));
-        assert!(spawn.args.iter().any(|a| a.starts_with("mcp_servers.onyx={url=\"http://127.0.0.1:9/mcp\", bearer_token_env_var=\"ONYX_RUN_TOKEN\"")), "{:?}", spawn.args);
+        assert!(
+            spawn.args.iter().any(|a| a.starts_with(
+                "mcp_servers.onyx={url=\"http://127.0.0.1:9/mcp\", bearer_token_env_var=\"ONYX_RUN_TOKEN\""
+            )),
+            "{:?}",
+            spawn.args
+        );
         assert!(!spawn.args.iter().any(|a| a.contains("onyx_rt_secret")));
-        assert!(spawn.env.contains(&(TOOLS_TOKEN_VAR.to_string(), "onyx_rt_secret".to_string())));
+        assert!(
+            spawn
+                .env
+                .contains(&(TOOLS_TOKEN_VAR.to_string(), "onyx_rt_secret".to_string()))
+        );
     }
 }
