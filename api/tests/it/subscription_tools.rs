@@ -187,6 +187,23 @@ async fn report(onyx: &Onyx, agent: &str, text: &str) -> Value {
     serde_json::from_str(&answer).unwrap_or_else(|_| panic!("not a report: {answer}"))
 }
 
+/// The strings of a JSON array.
+fn strings(list: &Value) -> Vec<&str> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("not a list: {list}"))
+        .iter()
+        .map(|item| item.as_str().unwrap())
+        .collect()
+}
+
+/// `main`'s answer to `text`, asked in a task of its own (the test goes on meanwhile).
+fn in_background(onyx: &Onyx, text: &str) -> tokio::task::JoinHandle<reqwest::Result<Value>> {
+    let request = onyx
+        .post("/v1/chat/completions")
+        .json(&json!({"model": "onyx:main", "messages": [{"role": "user", "content": text}]}));
+    tokio::spawn(async move { request.send().await?.json::<Value>().await })
+}
+
 async fn tools_list(onyx: &Onyx, token: &str) -> (u16, Value) {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
     reply(onyx.with_key("POST", "/mcp", token).json(&body)).await
@@ -203,22 +220,12 @@ async fn a_run_token_opens_only_its_agents_mcp_in_its_mode_and_dies_with_its_run
     assert!(token.starts_with("onyx_rt_"), "{seen}");
     assert_eq!(seen["configMode"], 0o600, "{seen}");
     // Claude Code's own tools off, only Onyx's server, only its tools.
-    let args: Vec<&str> = seen["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap())
-        .collect();
+    let args = strings(&seen["args"]);
     for flag in ["--strict-mcp-config", "--allowedTools", "mcp__onyx", "--tools"] {
         assert!(args.contains(&flag), "{flag}: {args:?}");
     }
     // A `safe` run's token lists read-only tools and cannot write.
-    let tools: Vec<&str> = seen["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_str().unwrap())
-        .collect();
+    let tools = strings(&seen["tools"]);
     assert!(
         tools.contains(&"memory_search") && tools.contains(&"fs_read"),
         "{tools:?}"
@@ -263,20 +270,7 @@ async fn a_run_token_opens_only_its_agents_mcp_in_its_mode_and_dies_with_its_run
 #[tokio::test]
 async fn an_ask_mode_run_waits_for_the_owners_approval_of_a_cli_call() {
     let StandIn { onyx, _install } = with_stand_in().await;
-    let asking = {
-        let onyx_url = onyx.url.clone();
-        tokio::spawn(async move {
-            let client = reqwest::Client::new();
-            let response = client
-                .post(format!("{onyx_url}/v1/chat/completions"))
-                .bearer_auth(ONYX_KEY)
-                .json(&json!({"model": "onyx:main", "messages": [{"role": "user", "content": "ASK"}]}))
-                .send()
-                .await
-                .unwrap();
-            response.json::<Value>().await.unwrap()
-        })
-    };
+    let asking = in_background(&onyx, "ASK");
     let approval = wait_until(secs(30), "the CLI's fs_write waits for approval", async || {
         let pending = onyx.get_json("/v1/approvals").await;
         pending["data"].as_array()?.first().cloned()
@@ -291,16 +285,11 @@ async fn an_ask_mode_run_waits_for_the_owners_approval_of_a_cli_call() {
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    let answer = asking.await.unwrap();
+    let answer = asking.await.unwrap().unwrap();
     let seen: Value =
         serde_json::from_str(answer["choices"][0]["message"]["content"].as_str().unwrap()).unwrap();
     assert_eq!(seen["write"]["isError"], false, "{seen}");
-    let tools: Vec<&str> = seen["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_str().unwrap())
-        .collect();
+    let tools = strings(&seen["tools"]);
     assert!(
         tools.contains(&"fs_write") && tools.contains(&"memory_write"),
         "{tools:?}"
@@ -312,18 +301,7 @@ async fn an_ask_mode_run_waits_for_the_owners_approval_of_a_cli_call() {
 #[tokio::test]
 async fn a_cancelled_runs_token_stops_working() {
     let StandIn { onyx, _install } = with_stand_in().await;
-    let hanging = {
-        let onyx_url = onyx.url.clone();
-        tokio::spawn(async move {
-            reqwest::Client::new()
-                .post(format!("{onyx_url}/v1/chat/completions"))
-                .bearer_auth(ONYX_KEY)
-                .json(&json!({"model": "onyx:main", "messages": [{"role": "user", "content": "HANG"}]}))
-                .send()
-                .await
-                .map(|r| r.status().as_u16())
-        })
-    };
+    let hanging = in_background(&onyx, "HANG");
     let leaked = onyx.dir.path().join("data/subscriptions/claude/leaked-token");
     let token = wait_until(secs(30), "the CLI has its token", async || {
         std::fs::read_to_string(&leaked).ok()
