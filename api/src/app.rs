@@ -179,6 +179,7 @@ impl App {
                 channels: channels.clone(),
                 mcp: mcp.clone(),
                 menos: menos.clone(),
+                run_tokens: auth.run_tokens().clone(),
             },
             &background,
         );

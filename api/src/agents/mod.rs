@@ -14,6 +14,7 @@
 //! - `reach`: where the owner last talked to each agent
 
 pub mod approvals;
+mod cli_runs;
 mod compaction;
 pub mod context;
 pub mod coordination;
@@ -74,6 +75,10 @@ pub struct Agents {
     menos: Option<Arc<crate::knowledge::Menos>>,
     /// The orchestration loop, plugged in once it exists (it runs agents).
     coordination: std::sync::OnceLock<Arc<dyn coordination::Coordination>>,
+    /// Mints the tokens a subscription model's CLI calls `/mcp` with.
+    run_tokens: Arc<crate::auth::RunTokens>,
+    /// The runs whose CLI holds one.
+    cli_runs: cli_runs::CliRuns,
 }
 
 pub struct Parts {
@@ -88,6 +93,7 @@ pub struct Parts {
     pub channels: Arc<Channels>,
     pub mcp: Arc<crate::mcp_client::McpClients>,
     pub menos: Option<Arc<crate::knowledge::Menos>>,
+    pub run_tokens: Arc<crate::auth::RunTokens>,
 }
 
 impl Agents {
@@ -137,6 +143,8 @@ impl Agents {
             owner_chats: Arc::new(tools::OwnerChats::from_config(config)),
             menos: parts.menos,
             coordination: std::sync::OnceLock::new(),
+            run_tokens: parts.run_tokens,
+            cli_runs: cli_runs::CliRuns::default(),
         });
         let weak = Arc::downgrade(&agents);
         background.spawn("agents: woken runs", async move {

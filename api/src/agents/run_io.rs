@@ -81,6 +81,7 @@ impl RunRequest {
             body: body.into(),
             request: parsed,
             who,
+            tool_token: None,
         })
     }
 

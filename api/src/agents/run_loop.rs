@@ -21,7 +21,7 @@ use super::tools::{self, ToolContext, ToolOutput, ToolSpec};
 use crate::clock;
 use crate::config::PermissionMode;
 use crate::providers::types::{Message, Role, ToolCall, ToolDef};
-use crate::providers::{ModelTarget, ProviderError, Usage};
+use crate::providers::{ChatCall, ModelTarget, ProviderError, Usage};
 use crate::sessions::LogMessage;
 
 /// What a run has done so far.
@@ -47,6 +47,21 @@ pub struct Answer {
     pub client_tool_calls: Option<Vec<ToolCall>>,
     /// The user's last message, for the daily log.
     pub asked: String,
+}
+
+/// Where a run asks for approvals: its session, and the chat it came from.
+pub(super) struct Asking {
+    pub session: Option<String>,
+    pub ask_in: Option<String>,
+}
+
+impl Asking {
+    pub fn of(request: &RunRequest) -> Self {
+        Self {
+            session: request.session.as_ref().map(|s| s.id.clone()),
+            ask_in: request.ask_in.clone(),
+        }
+    }
 }
 
 /// One model answer, assembled.
@@ -120,6 +135,11 @@ impl Agents {
                 .any(|t| t.function.name == call.function.name)
         };
         let context = self.tool_context(agent).await;
+        // A subscription's CLI calls these tools through `/mcp` (`cli_runs`).
+        let cli = self
+            .open_cli_run(targets, &run.id, agent, mode, &offered, Asking::of(request))
+            .await;
+        let asking = Asking::of(request);
         let mut past = history.to_messages();
         while progress.iterations < self.max_iterations {
             progress.iterations += 1;
@@ -152,16 +172,14 @@ impl Agents {
                 .chain(past.iter().cloned())
                 .chain(rest.iter().cloned())
                 .collect();
+            let mut call = request.model_call(&messages, &tool_defs, request.stream)?;
+            call.tool_token = cli.as_ref().map(|cli| cli.token().clone());
             let step = self
-                .step(
-                    targets,
-                    request,
-                    &messages,
-                    &tool_defs,
-                    run,
-                    &mut progress.partial,
-                )
+                .step(targets, call, request.stream, run, &mut progress.partial)
                 .await?;
+            if let Some(cli) = &cli {
+                cli.record(progress);
+            }
             if let Some(u) = &step.usage {
                 progress.usage += u;
             }
@@ -196,7 +214,7 @@ impl Agents {
             let results = futures::future::join_all(
                 step.tool_calls
                     .iter()
-                    .map(|call| self.run_tool(&context, &offered, mode, request, call, run)),
+                    .map(|call| self.run_tool(&context, &offered, mode, &asking, call, run)),
             )
             .await;
             for (call, output) in step.tool_calls.iter().zip(results) {
@@ -255,14 +273,12 @@ impl Agents {
     async fn step(
         &self,
         targets: &[ModelTarget],
-        request: &RunRequest,
-        messages: &[Message],
-        tool_defs: &[ToolDef],
+        call: ChatCall,
+        stream: bool,
         run: &LiveRun,
         partial: &mut String,
     ) -> Result<Step, ProviderError> {
-        let call = request.model_call(messages, tool_defs, request.stream)?;
-        if !request.stream {
+        if !stream {
             let (completion, _) = self.router.chat(targets, &call).await?;
             let (content, tool_calls) = reply_of(&completion);
             return Ok(Step {
@@ -299,12 +315,12 @@ impl Agents {
         })
     }
 
-    async fn run_tool(
+    pub(super) async fn run_tool(
         &self,
         context: &ToolContext,
         offered: &[ToolSpec],
         mode: PermissionMode,
-        request: &RunRequest,
+        asking: &Asking,
         call: &ToolCall,
         run: &LiveRun,
     ) -> ToolOutput {
@@ -325,7 +341,7 @@ impl Agents {
                 ToolOutput::error(format!("the arguments for {name} are not a JSON object"))
             }
             Some(spec) if tools::asks_first(context, spec, mode, &arguments).await => {
-                self.with_approval(context, request, &name, &arguments, run).await
+                self.with_approval(context, asking, &name, &arguments, run).await
             }
             Some(_) => tools::call(context, &name, &arguments).await,
         };
@@ -346,12 +362,12 @@ impl Agents {
     async fn with_approval(
         &self,
         context: &ToolContext,
-        request: &RunRequest,
+        asking: &Asking,
         name: &str,
         arguments: &Value,
         run: &LiveRun,
     ) -> ToolOutput {
-        let session = request.session.as_ref().map(|s| s.id.as_str());
+        let session = asking.session.as_deref();
         let approval = match self
             .approvals
             .request(&run.id, &context.agent.id, session, name, arguments)
@@ -368,7 +384,7 @@ impl Agents {
             },
             false,
         );
-        if let Some(target) = &request.ask_in {
+        if let Some(target) = &asking.ask_in {
             let (text, buttons) = approval.announcement(self.tools.approval_timeout);
             if let Err(err) = self.channels.send_with_buttons(target, &text, buttons).await {
                 tracing::warn!(approval = %approval.id, target, error = %crate::error_chain::chain(&err), "could not post an approval request to the chat");

@@ -166,6 +166,8 @@ pub struct Authenticator {
     /// By the key's SHA-256.
     cache: Mutex<HashMap<[u8; 32], CachedLookup>>,
     touched: Mutex<HashMap<String, Instant>>,
+    /// The tokens of runs on subscription models (`/mcp` only).
+    run_tokens: std::sync::Arc<super::RunTokens>,
 }
 
 impl Authenticator {
@@ -178,6 +180,7 @@ impl Authenticator {
             keyed: AtomicBool::new(keyed),
             cache: Mutex::new(HashMap::new()),
             touched: Mutex::new(HashMap::new()),
+            run_tokens: std::sync::Arc::default(),
         };
         if keyed {
             auth.remember_keyed().await?;
@@ -201,6 +204,11 @@ impl Authenticator {
     /// serves only loopback, and only loopback pages (`http::edge`).
     pub fn required(&self) -> bool {
         self.keyed.load(Ordering::SeqCst)
+    }
+
+    /// The run tokens of this replica (minted by agent runs, checked here).
+    pub fn run_tokens(&self) -> &std::sync::Arc<super::RunTokens> {
+        &self.run_tokens
     }
 
     pub fn config_key_count(&self) -> usize {

@@ -1,10 +1,12 @@
 //! Who may call Onyx: API keys (from config and `ONYX_API_KEY`, kept only as
 //! SHA-256 digests and compared in constant time; and keys created with
-//! `onyx keys`, stored as digests in SurrealDB, see `keys`) and the UI password
-//! (argon2id hashes made by `onyx hash-password`).
+//! `onyx keys`, stored as digests in SurrealDB, see `keys`), the UI password
+//! (argon2id hashes made by `onyx hash-password`), and the run tokens a
+//! subscription model's CLI calls `/mcp` with for one agent run (`run_tokens`).
 
 mod keys;
 mod password;
+mod run_tokens;
 mod throttle;
 
 use std::sync::Arc;
@@ -15,6 +17,7 @@ use subtle::ConstantTimeEq;
 
 pub use keys::{Authenticator, Caller, Denied, KEY_PREFIX, KeyBounds, KeyError, Scope, StoredKey};
 pub use password::{Busy, PasswordChecks, PasswordError, hash_password, verify_password};
+pub use run_tokens::{RUN_TOKEN_PREFIX, RUN_TOKEN_TTL, RunGrant, RunToken, RunTokens};
 pub use throttle::{Attempt, LoginThrottle};
 
 /// The accepted API keys, as digests.

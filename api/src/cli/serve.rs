@@ -110,6 +110,7 @@ async fn serve(
     // log shows both streams, and the address once).
     tracing::info!(address = %format!("http://{bound}"), "ready");
     println!("listening on http://{bound}");
+    crate::providers::subscription::set_gateway_address(bound);
 
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let service = http::router(app.clone()).into_make_service_with_connect_info::<std::net::SocketAddr>();

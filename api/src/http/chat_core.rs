@@ -78,7 +78,15 @@ pub async fn answer(
     who.session = session.as_ref().map(|s| s.id.clone());
     let mut history_missing = false;
     let (call, turn) = match &session {
-        None => (ChatCall { body, request, who }, Vec::new()),
+        None => (
+            ChatCall {
+                body,
+                request,
+                who,
+                tool_token: None,
+            },
+            Vec::new(),
+        ),
         Some(session) => {
             let (call, turn, missing) =
                 Box::pin(with_session_history(app, session, body, request, who)).await?;
@@ -171,7 +179,16 @@ async fn with_session_history(
         super::body::typed(&body)?
     };
     let body = super::body::into_map(body).into();
-    Ok((ChatCall { body, request, who }, turn, history_missing))
+    Ok((
+        ChatCall {
+            body,
+            request,
+            who,
+            tool_token: None,
+        },
+        turn,
+        history_missing,
+    ))
 }
 
 async fn open_session(

@@ -6,13 +6,17 @@
 //! argument, else the key's first agent (a key scoped to agents), else
 //! `main`. Bearer auth applies as on every route; every call's agent is
 //! checked against the caller's reach before any call of the message runs.
+//!
+//! A run token (a subscription model's CLI during one agent run) gets that
+//! run's whole toolset instead, for its permission mode, each call made by
+//! the run (`Agents::call_for_run`: approvals, events, the session's record).
 
 use std::sync::Arc;
 
-use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use serde_json::{Map, Value, json};
 
 use super::agent_scope::{AgentReach, CheckedAgent};
@@ -20,6 +24,7 @@ use super::body::JsonBytes;
 use super::error::ApiError;
 use crate::agents::tools::{self, ToolSpec};
 use crate::app::App;
+use crate::auth::RunGrant;
 
 /// The protocol versions this server speaks, newest first.
 const VERSIONS: [&str; 3] = ["2025-06-18", "2025-03-26", "2024-11-05"];
@@ -68,8 +73,10 @@ fn error(id: &Value, code: i64, message: impl Into<String>) -> Value {
 pub async fn post(
     State(app): State<Arc<App>>,
     reach: AgentReach,
+    grant: Option<Extension<RunGrant>>,
     JsonBytes(body): JsonBytes,
 ) -> Result<Response, ApiError> {
+    let grant = grant.map(|Extension(grant)| grant);
     let body: Value = match serde_json::from_slice(&body) {
         Ok(body) => body,
         Err(err) => {
@@ -87,7 +94,7 @@ pub async fn post(
         .collect::<Result<Vec<_>, _>>()?;
     let mut answers = Vec::new();
     for (message, agent) in messages.into_iter().zip(agents) {
-        if let Some(answer) = handle(&app, &agent, message).await {
+        if let Some(answer) = handle(&app, grant.as_ref(), &agent, message).await {
             answers.push(answer);
         }
     }
@@ -120,7 +127,12 @@ pub async fn not_offered() -> Response {
 }
 
 /// Answers one message; `None` for a notification or a response.
-async fn handle(app: &App, agent: &Result<CheckedAgent, String>, message: Value) -> Option<Value> {
+async fn handle(
+    app: &App,
+    grant: Option<&RunGrant>,
+    agent: &Result<CheckedAgent, String>,
+    message: Value,
+) -> Option<Value> {
     let Value::Object(message) = message else {
         return Some(error(&Value::Null, -32600, "a JSON-RPC message is an object"));
     };
@@ -149,15 +161,26 @@ async fn handle(app: &App, agent: &Result<CheckedAgent, String>, message: Value)
         }
         "ping" => result(&id, json!({})),
         "tools/list" => {
-            let tools: Vec<Value> = offered(app)
+            let tools: Vec<Value> = match grant {
+                Some(grant) => app
+                    .agents
+                    .run_tools(grant)
+                    .iter()
+                    .map(|t| json!({"name": t.name, "description": t.description, "inputSchema": t.parameters}))
+                    .collect(),
+                None => offered(app)
                 .iter()
                 .map(
                     |t| json!({"name": t.name, "description": t.description, "inputSchema": input_schema(t)}),
                 )
-                .collect();
+                .collect(),
+            };
             result(&id, json!({"tools": tools}))
         }
-        "tools/call" => call(app, agent, &id, &params).await,
+        "tools/call" => match grant {
+            Some(grant) => call_for_run(app, grant, &id, &params).await,
+            None => call(app, agent, &id, &params).await,
+        },
         other => error(&id, -32601, format!("method {other:?} is not offered")),
     })
 }
@@ -196,6 +219,25 @@ async fn call(app: &App, agent: &Result<CheckedAgent, String>, id: &Value, param
         }
     };
     let output = tools::call(&context, name, &Value::Object(arguments)).await;
+    tool_result(id, output.content, output.is_error)
+}
+
+/// A call of a run's CLI, made by the run. (Its `agent`, if any, was checked
+/// against the run's agent with the whole message.)
+async fn call_for_run(app: &App, grant: &RunGrant, id: &Value, params: &Value) -> Value {
+    let Some(name) = params["name"].as_str() else {
+        return error(id, -32602, "params.name: the tool's name is required");
+    };
+    let mut arguments = match params.get("arguments") {
+        Some(Value::Object(map)) => map.clone(),
+        None | Some(Value::Null) => Map::new(),
+        Some(_) => return error(id, -32602, "params.arguments must be an object"),
+    };
+    arguments.remove("agent");
+    let output = app
+        .agents
+        .call_for_run(grant, name, &Value::Object(arguments))
+        .await;
     tool_result(id, output.content, output.is_error)
 }
 

@@ -3,7 +3,9 @@
 //! with the caller's scope and the agents it reaches (`agent_scope`), lets
 //! the control UI in by its cookie session, and refuses a query string that
 //! names a parameter twice. `require_admin` and `require_unscoped` guard the
-//! route tiers of `http::router`. (Every request's id, span and metrics:
+//! route tiers of `http::router`. A run token (a subscription model's CLI,
+//! for one agent run) opens `/mcp` alone, as its run's agent, even on a
+//! key-less gateway. (Every request's id, span and metrics:
 //! `request_context`; the key-less gateway's Host and Origin rules: `edge`.)
 
 use std::convert::Infallible;
@@ -23,7 +25,7 @@ use tower::layer::{LayerFn, layer_fn};
 use super::agent_scope::AgentReach;
 use super::error::ApiError;
 use crate::app::App;
-use crate::auth::{Caller as KeyCaller, Denied, KeyError, Scope};
+use crate::auth::{Caller as KeyCaller, Denied, KeyError, RUN_TOKEN_PREFIX, RunGrant, Scope};
 use crate::providers::Attribution;
 
 /// Checks the caller's key (see the module docs) on every route it wraps. A
@@ -106,6 +108,18 @@ fn check_now(app: &App, mut req: Request) -> KeyCheck {
     if let Err(err) = super::body::post_is_json(req.method(), req.headers()) {
         return KeyCheck::Refused(err.into_response());
     }
+    // Before the key-less case: a run token is checked wherever it is shown.
+    if let Some(presented) = presented_key(req.headers())
+        && presented.starts_with(RUN_TOKEN_PREFIX)
+    {
+        return match run_token(app, presented, req.uri().path()) {
+            Ok(grant) => {
+                admit_run(&mut req, grant);
+                KeyCheck::Passed(req)
+            }
+            Err(refused) => KeyCheck::Refused(refused.into_response()),
+        };
+    }
     if !app.auth.required() {
         // Key-less: only on loopback (checked at startup), from loopback pages (`edge`).
         req.extensions_mut().insert(Scope::Admin);
@@ -140,6 +154,35 @@ fn admit(req: &mut Request, caller: KeyCaller) {
         key_limits: caller.limits,
         ..Attribution::default()
     });
+}
+
+/// The grant of a run token shown on `path`: only `/mcp` takes one (403
+/// elsewhere); a revoked or expired one is unknown (401).
+fn run_token(app: &App, presented: &str, path: &str) -> Result<RunGrant, ApiError> {
+    let grant = app
+        .auth
+        .run_tokens()
+        .identify(presented)
+        .ok_or(ApiError::Unauthorized("invalid run token: its run has ended"))?;
+    if path != "/mcp" {
+        return Err(ApiError::Forbidden("a run token opens /mcp only"));
+    }
+    Ok(grant)
+}
+
+/// Marks the request as a run's CLI: the run's agent only, billed to the run,
+/// with its grant for `/mcp`.
+fn admit_run(req: &mut Request, grant: RunGrant) {
+    req.extensions_mut().insert(Scope::Chat);
+    req.extensions_mut()
+        .insert(AgentReach::Only(vec![grant.agent.clone()].into()));
+    req.extensions_mut().insert(Attribution {
+        key: Some(format!("run:{}", grant.run).into()),
+        agent: Some(grant.agent.clone()),
+        run: Some(grant.run.clone()),
+        ..Attribution::default()
+    });
+    req.extensions_mut().insert(grant);
 }
 
 fn refusal(denied: Denied) -> Response {

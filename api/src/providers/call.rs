@@ -16,6 +16,9 @@ pub struct ChatCall {
     pub body: ChatBody,
     pub request: ChatRequest,
     pub who: Attribution,
+    /// For a subscription model's CLI in an agent run: the run token its
+    /// MCP client calls Onyx's `/mcp` with (the run's tools).
+    pub tool_token: Option<secrecy::SecretString>,
 }
 
 /// An embeddings request: the body as sent, and its typed view.

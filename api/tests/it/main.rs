@@ -56,6 +56,7 @@ mod speaks_first;
 mod startup;
 mod storage;
 mod storage_backends;
+mod subscription_tools;
 mod ui;
 mod upstream_wire;
 mod usage;

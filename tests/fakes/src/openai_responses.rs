@@ -2,7 +2,9 @@
 //! `event:` lines and `sequence_number`s, no `[DONE]`), function calls and
 //! their outputs, usage, `instructions`, and `previous_response_id` answered
 //! like OpenAI: it keeps every response it made (unless `store: false`) and
-//! answers 404 `previous_response_not_found` for one it does not know.
+//! answers 404 `previous_response_not_found` for one it does not know. Tools
+//! in a `namespace` (how the Codex CLI offers an MCP server's tools) are seen
+//! as `{namespace}__{name}` and called with the `namespace` field.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,15 +56,42 @@ fn turn(body: &Value, conversation: &[Value]) -> Turn {
             .as_array()
             .into_iter()
             .flatten()
-            .filter_map(|t| t["name"].as_str())
-            .map(String::from)
+            .flat_map(tool_names)
             .collect(),
         prompt_words: history.iter().map(|(_, text)| script::words(text)).sum(),
         history,
     }
 }
 
-fn output_items(state: &FakeState, plan: &Plan) -> Vec<Value> {
+/// A tool's name, or each of a namespace's tools as `{namespace}__{name}`.
+fn tool_names(tool: &Value) -> Vec<String> {
+    let name = tool["name"].as_str().unwrap_or_default();
+    if tool["type"] != "namespace" {
+        return vec![name.to_string()];
+    }
+    tool["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .map(|inner| format!("{name}__{inner}"))
+        .collect()
+}
+
+/// The `namespace` and `name` a call of `qualified` goes out with.
+fn split_namespace(tools: &Value, qualified: &str) -> (Option<String>, String) {
+    for tool in tools.as_array().into_iter().flatten() {
+        let namespace = tool["name"].as_str().unwrap_or_default();
+        if tool["type"] == "namespace"
+            && let Some(inner) = qualified.strip_prefix(&format!("{namespace}__"))
+        {
+            return (Some(namespace.to_string()), inner.to_string());
+        }
+    }
+    (None, qualified.to_string())
+}
+
+fn output_items(state: &FakeState, plan: &Plan, tools: &Value) -> Vec<Value> {
     let n = state.attempt("response-item-ids");
     match plan {
         Plan::Reply(text) => vec![
@@ -73,8 +102,13 @@ fn output_items(state: &FakeState, plan: &Plan) -> Vec<Value> {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                json!({"id": format!("fc_fake_{n}_{i}"), "type": "function_call", "status": "completed",
-                "call_id": c.id, "name": c.name, "arguments": c.arguments.to_string()})
+                let (namespace, name) = split_namespace(tools, &c.name);
+                let mut item = json!({"id": format!("fc_fake_{n}_{i}"), "type": "function_call", "status": "completed",
+                "call_id": c.id, "name": name, "arguments": c.arguments.to_string()});
+                if let Some(namespace) = namespace {
+                    item["namespace"] = json!(namespace);
+                }
+                item
             })
             .collect(),
         Plan::Fail { .. } | Plan::NotFound => Vec::new(),
@@ -105,7 +139,7 @@ pub async fn create(State(state): State<Arc<FakeState>>, headers: HeaderMap, bod
     if let Some(refused) = refusal(&plan, &turn.model) {
         return refused;
     }
-    let output = output_items(&state, &plan);
+    let output = output_items(&state, &plan, &body["tools"]);
     let id = format!("resp_fake_{}", state.attempt("response-ids"));
     if body["store"].as_bool() != Some(false)
         && let Ok(mut responses) = state.responses.lock()

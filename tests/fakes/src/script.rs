@@ -9,6 +9,7 @@
 //! | `fake-flaky` | fails with 503 twice, then answers like `fake-echo` (counted per fake) |
 //! | `fake-slow` | streams 100 words, one every 30 ms; without streaming (OpenAI fake) answers after 3 s |
 //! | `fake-script` | follows a script in the last user message (see [`script_plan`]) |
+//! | `fake-memory-write` | calls the offered tool named `memory_write` or ending in it (`mcp__onyx__memory_write`, as a vendor CLI names Onyx's MCP tools) with `{"content": <last user text>}`; after its result, answers `saved: <result>`; answers `no memory_write tool offered` (naming the tools it got) when there is none |
 //! | `fake-garbled` (OpenAI fake, chat) | answers 200 with JSON cut off mid-object (not listed as a model) |
 //! | anything else | 404 model not found |
 //!
@@ -28,6 +29,7 @@ pub const MODELS: &[&str] = &[
     "fake-flaky",
     "fake-slow",
     "fake-script",
+    "fake-memory-write",
 ];
 
 /// The model whose chat answers arrive garbled (see the table above).
@@ -140,10 +142,31 @@ pub fn plan(state: &FakeState, turn: &Turn) -> Plan {
             arguments: json!({"query": turn.last_text}),
         }]);
     }
+    if model == "fake-memory-write" {
+        return memory_write_plan(state, turn);
+    }
     if model == "fake-script" {
         return script_plan(state, turn);
     }
     Plan::Reply(format!("echo: {}", turn.last_text))
+}
+
+/// `fake-memory-write` (see the table above).
+fn memory_write_plan(state: &FakeState, turn: &Turn) -> Plan {
+    if turn.last_role == "tool" {
+        return Plan::Reply(format!("saved: {}", turn.last_text));
+    }
+    let Some(name) = turn.tool_names.iter().find(|t| t.ends_with("memory_write")) else {
+        return Plan::Reply(format!(
+            "no memory_write tool offered (tools: {})",
+            turn.tool_names.join(", ")
+        ));
+    };
+    Plan::CallTools(vec![ToolCall {
+        id: format!("call_{}", state.attempt("tool-call-ids")),
+        name: name.clone(),
+        arguments: json!({"content": turn.last_text}),
+    }])
 }
 
 /// Onyx's compaction requests, answered as a model would: a transcript to

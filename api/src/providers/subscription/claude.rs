@@ -3,15 +3,17 @@
 //! request goes in as one `user` line, the answer comes back as
 //! `stream_event` text deltas and a closing `result` with usage. The system
 //! prompt is read from a 0600 file (`--system-prompt-file`). Its tools,
-//! settings files, MCP servers and slash commands are off; sessions are not
-//! saved.
+//! settings files, other MCP servers and slash commands are off; sessions
+//! are not saved. In an agent run its one MCP server is Onyx's `/mcp`
+//! (`--mcp-config`, a 0600 file holding the run token), whose tools
+//! (`mcp__onyx__*`) are the only ones it may call.
 
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
 use super::driver::{CliProvider, Dialect, Step};
-use super::home;
 use super::process::{PromptFile, Spawn};
+use super::{OnyxTools, home};
 use crate::config::{ProviderConfig, ProviderKind};
 use crate::providers::ProviderError;
 use crate::providers::types::Usage;
@@ -41,7 +43,7 @@ impl Dialect for Claude {
     const DEFAULT_COMMAND: &'static str = "claude";
     const MODELS: &'static [&'static str] = &["sonnet", "opus", "haiku"];
 
-    fn spawn(&self, command: &str, model: &str, system: &str) -> Spawn {
+    fn spawn(&self, command: &str, model: &str, system: &str, tools: Option<&OnyxTools>) -> Spawn {
         let dir = home("claude");
         let mut env = vec![
             ("CLAUDE_CONFIG_DIR".to_string(), dir.display().to_string()),
@@ -56,7 +58,7 @@ impl Dialect for Claude {
         }
         let prompt_file = PromptFile::new(&dir, system);
         let prompt_path = prompt_file.path.display().to_string();
-        let args = [
+        let mut args = vec![
             "-p",
             "--input-format",
             "stream-json",
@@ -79,13 +81,24 @@ impl Dialect for Claude {
             "--strict-mcp-config",
             "--disable-slash-commands",
         ];
+        let mut files = vec![prompt_file];
+        let mcp_path;
+        if let Some(tools) = tools {
+            let config = json!({"mcpServers": {"onyx": {
+                "type": "http", "url": tools.url, "headers": {"Authorization": tools.bearer()},
+            }}});
+            let file = PromptFile::named(&dir, "mcp", "json", &config.to_string());
+            mcp_path = file.path.display().to_string();
+            files.push(file);
+            args.extend(["--mcp-config", &mcp_path, "--allowedTools", "mcp__onyx"]);
+        }
         Spawn {
             program: command.to_string(),
             args: args.iter().map(|a| a.to_string()).collect(),
             env,
             home: dir.clone(),
             cwd: dir.join("work"),
-            prompt_file: Some(prompt_file),
+            files,
         }
     }
 

@@ -2,15 +2,18 @@
 //! CLI's non-interactive JSON mode (`codex exec --json`): the request on
 //! stdin, the answer as `agent_message` items and the usage on
 //! `turn.completed`; the system prompt from a 0600 file
-//! (`model_instructions_file`). Read-only sandbox, no approvals, no saved session. It
-//! reports whole messages, so a stream carries each message as one delta.
+//! (`model_instructions_file`). Its own tools are off ([`TOOLS_OFF`]), under a
+//! read-only sandbox, no approvals, no saved session. In an agent run its one
+//! MCP server is Onyx's `/mcp`, the run token in an environment variable the
+//! config names (`bearer_token_env_var`). It reports whole messages, so a
+//! stream carries each message as one delta.
 
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
 use super::driver::{CliProvider, Dialect, Step};
-use super::home;
 use super::process::{PromptFile, Spawn};
+use super::{OnyxTools, home};
 use crate::config::{ProviderConfig, ProviderKind};
 use crate::providers::ProviderError;
 use crate::providers::types::Usage;
@@ -18,6 +21,22 @@ use crate::providers::types::Usage;
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// The environment variable the custom upstream's key is passed in.
 const KEY_VAR: &str = "ONYX_CODEX_UPSTREAM_KEY";
+/// The environment variable the run token for Onyx's `/mcp` is passed in.
+const TOOLS_TOKEN_VAR: &str = "ONYX_RUN_TOKEN";
+
+/// Config overrides that turn every one of Codex's own tools off (as Codex
+/// 0.169 names them: its shell, patches, web search, images, sub-agents,
+/// goals and questions to the user); none is offered to the model.
+const TOOLS_OFF: [&str; 8] = [
+    "features.shell_tool=false",
+    "features.unified_exec=false",
+    "features.apply_patch_freeform=false",
+    "features.view_image=false",
+    "features.multi_agent=false",
+    "features.goals=false",
+    "web_search=\"disabled\"",
+    "tools.experimental_request_user_input={enabled=false}",
+];
 
 pub struct Codex {
     /// A Responses API upstream instead of the signed-in ChatGPT account.
@@ -46,7 +65,7 @@ impl Dialect for Codex {
     const DEFAULT_COMMAND: &'static str = "codex";
     const MODELS: &'static [&'static str] = &["gpt-5.1-codex", "gpt-5.1"];
 
-    fn spawn(&self, command: &str, model: &str, system: &str) -> Spawn {
+    fn spawn(&self, command: &str, model: &str, system: &str, tools: Option<&OnyxTools>) -> Spawn {
         let dir = home("codex");
         let mut env = vec![("CODEX_HOME".to_string(), dir.display().to_string())];
         let mut args: Vec<String> = [
@@ -85,6 +104,20 @@ impl Dialect for Codex {
             let key = self.api_key.as_ref().map(|k| k.expose_secret().to_string());
             env.push((KEY_VAR.into(), key.unwrap_or_default()));
         }
+        for setting in TOOLS_OFF {
+            args.push("-c".into());
+            args.push(setting.into());
+        }
+        if let Some(tools) = tools {
+            use secrecy::ExposeSecret;
+            let server = format!(
+                "mcp_servers.onyx={{url={}, bearer_token_env_var=\"{TOOLS_TOKEN_VAR}\", default_tools_approval_mode=\"approve\"}}",
+                toml_string(&tools.url)
+            );
+            args.push("-c".into());
+            args.push(server);
+            env.push((TOOLS_TOKEN_VAR.into(), tools.token.expose_secret().to_string()));
+        }
         // The prompt is read from stdin.
         args.push("-".into());
         Spawn {
@@ -93,7 +126,7 @@ impl Dialect for Codex {
             env,
             home: dir.clone(),
             cwd: dir.join("work"),
-            prompt_file,
+            files: prompt_file.into_iter().collect(),
         }
     }
 
@@ -180,8 +213,8 @@ mod tests {
             api_key: Some(SecretString::from("sk-x")),
         };
         let system = "Be \"brief\".\nReally.";
-        let spawn = codex.spawn("codex", "m", system);
-        let file = spawn.prompt_file.as_ref().unwrap();
+        let spawn = codex.spawn("codex", "m", system, None);
+        let file = spawn.files.first().unwrap();
         let arg = format!(
             "model_instructions_file={}",
             toml_string(&file.path.display().to_string())
@@ -200,5 +233,35 @@ mod tests {
         );
         assert_eq!(spawn.args.last().map(String::as_str), Some("-"));
         assert!(spawn.env.contains(&(KEY_VAR.to_string(), "sk-x".to_string())));
+        for setting in TOOLS_OFF {
+            assert!(spawn.args.iter().any(|a| a == setting), "{setting}");
+        }
+        assert!(!spawn.args.iter().any(|a| a.starts_with("mcp_servers")));
+    }
+
+    #[test]
+    fn an_agent_run_gets_onyx_as_an_mcp_server_with_the_token_out_of_the_command_line() {
+        let codex = Codex {
+            base_url: None,
+            api_key: None,
+        };
+        let tools = OnyxTools {
+            url: "http://127.0.0.1:9/mcp".into(),
+            token: SecretString::from("onyx_rt_secret"),
+        };
+        let spawn = codex.spawn("codex", "m", "", Some(&tools));
+        assert!(
+            spawn.args.iter().any(|a| a.starts_with(
+                "mcp_servers.onyx={url=\"http://127.0.0.1:9/mcp\", bearer_token_env_var=\"ONYX_RUN_TOKEN\""
+            )),
+            "{:?}",
+            spawn.args
+        );
+        assert!(!spawn.args.iter().any(|a| a.contains("onyx_rt_secret")));
+        assert!(
+            spawn
+                .env
+                .contains(&(TOOLS_TOKEN_VAR.to_string(), "onyx_rt_secret".to_string()))
+        );
     }
 }

@@ -15,7 +15,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::process::{Run, Spawn};
 use super::sealed::{self, Lease};
-use super::{Supervisor, prompt};
+use super::{OnyxTools, Supervisor, prompt};
 use crate::chat::{ChunkFactory, Completion, Delta, FinishReason, Message, Usage};
 use crate::config::{ProviderConfig, ProviderKind};
 use crate::providers::{
@@ -43,8 +43,9 @@ pub trait Dialect: Send + Sync + 'static {
     const DEFAULT_COMMAND: &'static str;
     /// The models listed when the config names none.
     const MODELS: &'static [&'static str];
-    /// The run for `model` with `system` as its system prompt.
-    fn spawn(&self, command: &str, model: &str, system: &str) -> Spawn;
+    /// The run for `model` with `system` as its system prompt, and Onyx's
+    /// `/mcp` as its one MCP server when it is an agent run.
+    fn spawn(&self, command: &str, model: &str, system: &str, tools: Option<&OnyxTools>) -> Spawn;
     /// What is written to stdin for the user's turn.
     fn request(&self, user: &str) -> String;
     fn step(&self, provider: &str, line: &Value) -> Step;
@@ -83,7 +84,10 @@ impl<D: Dialect> CliProvider<D> {
             .slot()
             .await
             .ok_or_else(|| self.unreachable("the pool is closed".into()))?;
-        let spawn = self.dialect.spawn(&self.command, model, &prompt.system);
+        let tools = OnyxTools::of(call);
+        let spawn = self
+            .dialect
+            .spawn(&self.command, model, &prompt.system, tools.as_ref());
         let lease = sealed::lease(D::CLI);
         let mut run = Run::start(spawn).map_err(|err| {
             self.supervisor.died();

@@ -15,6 +15,10 @@
 //! config dir under the data dir, `{dataDir}/subscriptions/{cli}/`, the one
 //! folder of it the CLI can reach: every CLI runs inside Onyx's sandbox
 //! ([`confine`]).
+//!
+//! In an agent run, the CLI gets the run's tools as an MCP server: Onyx's
+//! own `/mcp` at the address it listens on ([`set_gateway_address`]), with
+//! the run's token ([`OnyxTools`]); its own tools stay off.
 
 pub mod claude;
 pub mod codex;
@@ -43,6 +47,43 @@ pub use process::stop_all;
 pub const POOL_SIZE: usize = 4;
 
 static DATA_DIR: OnceLock<PathBuf> = OnceLock::new();
+static GATEWAY: OnceLock<std::net::SocketAddr> = OnceLock::new();
+
+/// Where this gateway listens (set once it is bound), for its CLIs' MCP client.
+pub fn set_gateway_address(bound: std::net::SocketAddr) {
+    let _ = GATEWAY.set(bound);
+}
+
+/// Onyx's `/mcp` for one run's CLI: its URL on this replica, and the run's token.
+pub struct OnyxTools {
+    pub url: String,
+    pub token: secrecy::SecretString,
+}
+
+impl OnyxTools {
+    /// For a call that carries a run token, once the gateway is listening.
+    pub fn of(call: &crate::providers::ChatCall) -> Option<Self> {
+        let token = call.tool_token.clone()?;
+        let Some(bound) = GATEWAY.get() else {
+            tracing::warn!("a run token but no listening address: the CLI runs without Onyx's tools");
+            return None;
+        };
+        // A gateway listening on every address is reached on loopback.
+        let ip = match bound.ip() {
+            std::net::IpAddr::V4(ip) if ip.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
+            std::net::IpAddr::V6(ip) if ip.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+            ip => ip,
+        };
+        let url = format!("http://{}/mcp", std::net::SocketAddr::new(ip, bound.port()));
+        Some(Self { url, token })
+    }
+
+    /// The `Authorization` header's value.
+    pub fn bearer(&self) -> String {
+        use secrecy::ExposeSecret;
+        format!("Bearer {}", self.token.expose_secret())
+    }
+}
 
 /// Where the CLIs keep their credentials: set once at startup.
 pub fn set_data_dir(dir: &Path) {

@@ -31,13 +31,14 @@ pub struct Spawn {
     /// The CLI's config dir: the only place it may write (and, of the data dir, read).
     pub home: PathBuf,
     pub cwd: PathBuf,
-    /// The system prompt, for a CLI that reads it from a file (never the
-    /// command line, which `ps` shows every local user).
-    pub prompt_file: Option<PromptFile>,
+    /// What the CLI reads from files, never from its command line, which
+    /// `ps` shows every local user: the system prompt, a run's MCP config
+    /// with its run token.
+    pub files: Vec<PromptFile>,
 }
 
-/// A system prompt in a 0600 file under the CLI's config dir, written when
-/// the CLI starts and removed when its run ends.
+/// A system prompt (or a run's MCP config) in a 0600 file under the CLI's
+/// config dir, written when the CLI starts and removed when its run ends.
 pub struct PromptFile {
     pub path: PathBuf,
     text: String,
@@ -46,7 +47,12 @@ pub struct PromptFile {
 impl PromptFile {
     /// A new file name under `home` for `text` (nothing is written yet).
     pub fn new(home: &std::path::Path, text: &str) -> Self {
-        let name = format!("system-{}.md", uuid::Uuid::new_v4().simple());
+        Self::named(home, "system", "md", text)
+    }
+
+    /// A new file `{stem}-{uuid}.{extension}` under `home` (nothing is written yet).
+    pub fn named(home: &std::path::Path, stem: &str, extension: &str, text: &str) -> Self {
+        let name = format!("{stem}-{}.{extension}", uuid::Uuid::new_v4().simple());
         Self {
             path: home.join("prompts").join(name),
             text: text.to_string(),
@@ -86,7 +92,7 @@ pub struct Group {
     pub pid: u32,
     pub stderr: Arc<Mutex<VecDeque<String>>>,
     /// Removed when the group is dropped.
-    _prompt_file: Option<PromptFile>,
+    _files: Vec<PromptFile>,
 }
 
 impl Group {
@@ -94,7 +100,7 @@ impl Group {
         std::fs::create_dir_all(&spawn.cwd)?;
         let tmp = spawn.home.join("tmp");
         std::fs::create_dir_all(&tmp)?;
-        if let Some(file) = &spawn.prompt_file {
+        for file in &spawn.files {
             file.write()?;
         }
         let mut cmd = super::confine::command(&spawn.program, &spawn.args, &spawn.home)?;
@@ -133,7 +139,7 @@ impl Group {
             child,
             pid,
             stderr,
-            _prompt_file: spawn.prompt_file,
+            _files: spawn.files,
         })
     }
 

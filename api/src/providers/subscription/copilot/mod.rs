@@ -20,7 +20,7 @@ use super::driver::{Answers, Settings, Step, Steps};
 use super::process::Spawn;
 use super::rpc::{Connection, RpcError};
 use super::sealed::{self, Lease};
-use super::{Supervisor, home, prompt};
+use super::{OnyxTools, Supervisor, home, prompt};
 use crate::config::{ProviderConfig, ProviderKind};
 use crate::providers::{ChatCall, ProviderError};
 use session::{Byok, PROTOCOLS, Turn};
@@ -87,7 +87,7 @@ impl Copilot {
             home: dir.clone(),
             cwd: dir.join("work"),
             // The system prompt goes in the session's JSON-RPC request, on stdin.
-            prompt_file: None,
+            files: Vec::new(),
         };
         let started = Connection::start(spawn).map_err(|err| {
             self.supervisor.died();
@@ -146,11 +146,20 @@ impl Copilot {
         let id = uuid::Uuid::new_v4().to_string();
         let mut events = cli.subscribe(&id);
         let cwd = home("copilot").join("work").display().to_string();
-        let params = session::create(&id, model, &prompt.system, &cwd, self.byok.as_ref());
+        let tools = OnyxTools::of(call);
+        let params = session::create(
+            &id,
+            model,
+            &prompt.system,
+            &cwd,
+            self.byok.as_ref(),
+            tools.as_ref(),
+        );
         let guard = SessionGuard {
             cli: cli.clone(),
             id: id.clone(),
         };
+        let asks = cli.clone();
         cli.request("session.create", params)
             .await
             .map_err(|e| self.failed(e))?;
@@ -170,6 +179,12 @@ impl Copilot {
                     yield Step::Failed(exited);
                     return;
                 };
+                if let Some(answer) = session::permission(&id, &event) {
+                    if let Err(err) = asks.request("session.permissions.handlePendingPermissionRequest", answer).await {
+                        tracing::warn!(%err, session = %id, "could not answer the Copilot CLI's permission request");
+                    }
+                    continue;
+                }
                 match turn.step(&name, &event) {
                     Step::Skip => {}
                     done @ Step::Done { .. } => {

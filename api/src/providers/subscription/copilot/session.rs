@@ -4,12 +4,15 @@
 //! session-events.d.ts`) become [`Step`]s. Every built-in tool is off
 //! (`availableTools: []`), and so are skills, config and instruction
 //! discovery, memory, the session store and infinite sessions: the CLI only
-//! answers, Onyx's agent loop runs the tools.
+//! answers, Onyx's agent loop runs the tools. In an agent run the session's
+//! one MCP server is Onyx's `/mcp` with the run token (sent over stdin), and
+//! its tools (`mcp:*`) are the only ones available.
 
 use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
+use super::super::OnyxTools;
 use super::super::driver::Step;
 use crate::providers::ProviderError;
 use crate::providers::types::Usage;
@@ -25,7 +28,14 @@ pub struct Byok {
 }
 
 /// The `session.create` parameters for a session `id` answering with `model`.
-pub fn create(id: &str, model: &str, system: &str, cwd: &str, byok: Option<&Byok>) -> Value {
+pub fn create(
+    id: &str,
+    model: &str,
+    system: &str,
+    cwd: &str,
+    byok: Option<&Byok>,
+    tools: Option<&OnyxTools>,
+) -> Value {
     let system = if system.is_empty() {
         "You are a helpful assistant."
     } else {
@@ -56,6 +66,14 @@ pub fn create(id: &str, model: &str, system: &str, cwd: &str, byok: Option<&Byok
         "memory": {"enabled": false},
         "infiniteSessions": {"enabled": false},
     });
+    if let Some(tools) = tools {
+        params["availableTools"] = json!(["mcp:*"]);
+        // Each call is approved by `permission` (Onyx decides at `/mcp`).
+        params["requestPermission"] = json!(true);
+        params["mcpServers"] = json!({"onyx": {
+            "type": "http", "url": tools.url, "headers": {"Authorization": tools.bearer()}, "tools": ["*"],
+        }});
+    }
     if let Some(byok) = byok {
         let mut provider = json!({"type": "openai", "wireApi": "completions", "baseUrl": byok.base_url});
         if let Some(key) = &byok.api_key {
@@ -64,6 +82,24 @@ pub fn create(id: &str, model: &str, system: &str, cwd: &str, byok: Option<&Byok
         params["provider"] = provider;
     }
     params
+}
+
+/// The answer to a `permission.requested` event of session `id` (the
+/// parameters of `session.permissions.handlePendingPermissionRequest`): a
+/// call of Onyx's own MCP server goes ahead (Onyx checks it at `/mcp`, with
+/// the run's permission mode and approvals); anything else is refused.
+pub fn permission(id: &str, event: &Value) -> Option<Value> {
+    let data = &event["data"];
+    if event["type"] != "permission.requested" || data["resolvedByHook"] == true {
+        return None;
+    }
+    let request = &data["permissionRequest"];
+    let result = if request["kind"] == "mcp" && request["serverName"] == "onyx" {
+        json!({"kind": "approve-once"})
+    } else {
+        json!({"kind": "reject", "feedback": "only Onyx's tools are available here"})
+    };
+    Some(json!({"sessionId": id, "requestId": data["requestId"], "result": result}))
 }
 
 /// What one turn has seen so far.
@@ -176,8 +212,38 @@ mod tests {
     }
 
     #[test]
+    fn an_agent_run_gets_onyx_as_its_one_mcp_server_and_only_its_calls_are_approved() {
+        let tools = OnyxTools {
+            url: "http://127.0.0.1:9/mcp".into(),
+            token: secrecy::SecretString::from("onyx_rt_x"),
+        };
+        let params = create("s1", "gpt-5", "", "/w", None, Some(&tools));
+        assert_eq!(params["availableTools"], json!(["mcp:*"]));
+        assert_eq!(
+            params["mcpServers"],
+            json!({"onyx": {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer onyx_rt_x"}, "tools": ["*"]}})
+        );
+        let asked = |kind: &str, server: &str| {
+            event(
+                "permission.requested",
+                json!({"requestId": "p1", "permissionRequest": {"kind": kind, "serverName": server, "toolName": "memory_write"}}),
+            )
+        };
+        let ours = permission("s1", &asked("mcp", "onyx")).unwrap();
+        assert_eq!(
+            ours,
+            json!({"sessionId": "s1", "requestId": "p1", "result": {"kind": "approve-once"}})
+        );
+        for (kind, server) in [("mcp", "other"), ("shell", "onyx")] {
+            let refused = permission("s1", &asked(kind, server)).unwrap();
+            assert_eq!(refused["result"]["kind"], "reject", "{kind} {server}");
+        }
+        assert!(permission("s1", &event("session.idle", json!({}))).is_none());
+    }
+
+    #[test]
     fn sessions_have_no_tools_and_a_byok_upstream_only_when_configured() {
-        let signed_in = create("s1", "gpt-5", "Be brief.", "/w", None);
+        let signed_in = create("s1", "gpt-5", "Be brief.", "/w", None, None);
         assert_eq!(signed_in["availableTools"], json!([]));
         assert_eq!(
             signed_in["systemMessage"],
@@ -189,7 +255,7 @@ mod tests {
             base_url: "http://127.0.0.1:9/v1".into(),
             api_key: Some("sk-x".into()),
         };
-        let custom = create("s2", "m", "", "/w", Some(&byok));
+        let custom = create("s2", "m", "", "/w", Some(&byok), None);
         assert_eq!(
             custom["provider"],
             json!({"type": "openai", "wireApi": "completions", "baseUrl": "http://127.0.0.1:9/v1", "apiKey": "sk-x"})
