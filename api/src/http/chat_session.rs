@@ -167,3 +167,55 @@ fn body_flag(value: Option<Value>) -> Result<Option<bool>, ApiError> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+    use serde_json::json;
+
+    fn take(headers: &[(&'static str, &'static str)], body: Value) -> (Result<OnyxFields, ApiError>, Value) {
+        let mut map = HeaderMap::new();
+        for (name, value) in headers {
+            map.insert(*name, HeaderValue::from_static(value));
+        }
+        let mut body = match body {
+            Value::Object(body) => body,
+            _ => Map::new(),
+        };
+        let fields = OnyxFields::take(&map, &mut body);
+        (fields, Value::Object(body))
+    }
+
+    #[test]
+    fn fields_come_from_headers_or_body_and_leave_the_body() {
+        let (fields, rest) = take(
+            &[("x-onyx-session-id", "s1")],
+            json!({"model": "m", "x-onyx-agent-id": " ops ", "x-onyx-include-memory": true, "x-onyx-session-id": "s1"}),
+        );
+        let fields = fields.unwrap();
+        assert_eq!(fields.agent.as_deref(), Some("ops"));
+        assert_eq!(fields.session.as_deref(), Some("s1"));
+        assert!(fields.include_memory);
+        assert_eq!(rest, json!({"model": "m"}));
+        let (fields, _) = take(&[("x-onyx-include-memory", "On")], json!({"x-onyx-agent-id": ""}));
+        let fields = fields.unwrap();
+        assert!(fields.include_memory && fields.agent.is_none() && fields.session.is_none());
+    }
+
+    #[test]
+    fn different_values_both_ways_or_wrong_types_are_400s_naming_the_field() {
+        for (headers, body, field) in [
+            (vec![("x-onyx-agent-id", "main")], json!({"x-onyx-agent-id": "ops"}), AGENT_FIELD),
+            (vec![("x-onyx-session-id", "a")], json!({"x-onyx-session-id": "b"}), SESSION_HEADER),
+            (vec![("x-onyx-include-memory", "no")], json!({"x-onyx-include-memory": true}), MEMORY_FIELD),
+            (vec![("x-onyx-include-memory", "perhaps")], json!({}), MEMORY_FIELD),
+            (vec![], json!({"x-onyx-include-memory": 1}), MEMORY_FIELD),
+            (vec![], json!({"x-onyx-agent-id": ["ops"]}), AGENT_FIELD),
+        ] {
+            let err = take(&headers, body.clone()).0.unwrap_err();
+            assert_eq!(err.status(), 400, "{body}");
+            assert!(err.to_string().contains(field), "{body}: {err}");
+        }
+    }
+}
