@@ -94,12 +94,26 @@ mod tests {
     #[test]
     fn origins_are_kept_as_browsers_send_them() {
         assert_eq!(
-            origins(&["https://App.Example:443", "http://127.0.0.1:5173", "http://app.example:80"])
-                .unwrap()
-                .unwrap(),
-            ["https://app.example", "http://127.0.0.1:5173", "http://app.example"]
+            origins(&[
+                "https://App.Example:443",
+                "http://127.0.0.1:5173",
+                "http://app.example:80"
+            ])
+            .unwrap()
+            .unwrap(),
+            [
+                "https://app.example",
+                "http://127.0.0.1:5173",
+                "http://app.example"
+            ]
         );
-        assert_eq!(origins(&["https://a.example", "https://A.example"]).unwrap().unwrap().len(), 1);
+        assert_eq!(
+            origins(&["https://a.example", "https://A.example"])
+                .unwrap()
+                .unwrap()
+                .len(),
+            1
+        );
         assert!(origins(&[]).unwrap().is_none(), "no origins: no CORS");
         assert!(cors(None).unwrap().is_none(), "off by default");
     }

@@ -17,8 +17,8 @@ use serde_json::Value;
 
 use super::agent_chat::chat_agent;
 use super::agent_scope::AgentReach;
-use super::body::{JsonBytes, into_map, parse_object, typed};
 use super::answer::{first_with_session, with_session};
+use super::body::{JsonBytes, into_map, parse_object, typed};
 use super::chat_core::{self, Answer, Answered, Asker, Chunks, Completion};
 use super::chat_session::OnyxFields;
 use super::error::ApiError;

@@ -126,9 +126,9 @@ fn header_text(headers: &HeaderMap, name: &str) -> Result<Option<String>, ApiErr
     let Some(value) = headers.get(name) else {
         return Ok(None);
     };
-    let text = value.to_str().map_err(|_| {
-        ApiError::bad_request(format!("{name}: not a valid header value"), Some(name.into()))
-    })?;
+    let text = value
+        .to_str()
+        .map_err(|_| ApiError::bad_request(format!("{name}: not a valid header value"), Some(name.into())))?;
     Ok(Some(text.trim().to_string()).filter(|t| !t.is_empty()))
 }
 
@@ -206,10 +206,26 @@ mod tests {
     #[test]
     fn different_values_both_ways_or_wrong_types_are_400s_naming_the_field() {
         for (headers, body, field) in [
-            (vec![("x-onyx-agent-id", "main")], json!({"x-onyx-agent-id": "ops"}), AGENT_FIELD),
-            (vec![("x-onyx-session-id", "a")], json!({"x-onyx-session-id": "b"}), SESSION_HEADER),
-            (vec![("x-onyx-include-memory", "no")], json!({"x-onyx-include-memory": true}), MEMORY_FIELD),
-            (vec![("x-onyx-include-memory", "perhaps")], json!({}), MEMORY_FIELD),
+            (
+                vec![("x-onyx-agent-id", "main")],
+                json!({"x-onyx-agent-id": "ops"}),
+                AGENT_FIELD,
+            ),
+            (
+                vec![("x-onyx-session-id", "a")],
+                json!({"x-onyx-session-id": "b"}),
+                SESSION_HEADER,
+            ),
+            (
+                vec![("x-onyx-include-memory", "no")],
+                json!({"x-onyx-include-memory": true}),
+                MEMORY_FIELD,
+            ),
+            (
+                vec![("x-onyx-include-memory", "perhaps")],
+                json!({}),
+                MEMORY_FIELD,
+            ),
             (vec![], json!({"x-onyx-include-memory": 1}), MEMORY_FIELD),
             (vec![], json!({"x-onyx-agent-id": ["ops"]}), AGENT_FIELD),
         ] {

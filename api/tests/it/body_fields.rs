@@ -60,9 +60,15 @@ async fn body_fields_pick_the_agent_and_session_and_never_reach_the_upstream() {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["model"], "onyx:ops", "{body}");
     assert_eq!(body["x_onyx"]["session_id"], session.as_str(), "{body}");
-    assert!(body["x_onyx"]["iterations"].is_number(), "the agent's own x_onyx is kept: {body}");
+    assert!(
+        body["x_onyx"]["iterations"].is_number(),
+        "the agent's own x_onyx is kept: {body}"
+    );
     assert_eq!(session_agent(&onyx, &session).await, "ops");
-    assert_eq!(onyx_fields_in(&fakes.openai.state.last_request().unwrap()), Vec::<String>::new());
+    assert_eq!(
+        onyx_fields_in(&fakes.openai.state.last_request().unwrap()),
+        Vec::<String>::new()
+    );
 
     // A plain model's request continues the session named in the body: the
     // upstream gets its history, and none of the fields.
@@ -82,8 +88,16 @@ async fn body_fields_pick_the_agent_and_session_and_never_reach_the_upstream() {
     let sent = fakes.openai.state.last_request().unwrap();
     assert_eq!(onyx_fields_in(&sent), Vec::<String>::new(), "{sent}");
     let contents = pluck(&sent["messages"], "/content");
-    assert_eq!(contents.first().map(String::as_str), Some("remember the word teal"), "{sent}");
-    assert_eq!(contents.len(), 3, "history, its answer, then the new message: {sent}");
+    assert_eq!(
+        contents.first().map(String::as_str),
+        Some("remember the word teal"),
+        "{sent}"
+    );
+    assert_eq!(
+        contents.len(),
+        3,
+        "history, its answer, then the new message: {sent}"
+    );
 
     // Without a session there is no x_onyx: the upstream's answer is passed on as it came.
     let (status, plain) = reply(
@@ -93,27 +107,48 @@ async fn body_fields_pick_the_agent_and_session_and_never_reach_the_upstream() {
     .await;
     assert_eq!(status, 200, "{plain}");
     assert!(plain.get("x_onyx").is_none(), "{plain}");
-    assert_eq!(onyx_fields_in(&fakes.openai.state.last_request().unwrap()), Vec::<String>::new());
+    assert_eq!(
+        onyx_fields_in(&fakes.openai.state.last_request().unwrap()),
+        Vec::<String>::new()
+    );
 }
 
 #[tokio::test]
 async fn a_stream_carries_the_session_id_on_its_first_chunk() {
     let (fakes, onyx) = setup().await;
     for (body, what) in [
-        (json!({"model": "openai/fake-echo", "x-onyx-session-id": "new"}), "a plain model"),
-        (json!({"model": "openai/fake-echo", "x-onyx-agent-id": "main"}), "an agent"),
+        (
+            json!({"model": "openai/fake-echo", "x-onyx-session-id": "new"}),
+            "a plain model",
+        ),
+        (
+            json!({"model": "openai/fake-echo", "x-onyx-agent-id": "main"}),
+            "an agent",
+        ),
     ] {
         let mut body = body;
         body["stream"] = json!(true);
         body["messages"] = hello();
-        let response = onyx.post("/v1/chat/completions").json(&body).send().await.unwrap();
+        let response = onyx
+            .post("/v1/chat/completions")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(response.status(), 200, "{what}");
         let session = session_id(&response);
         let chunks = chunks(&sse_events(response).await);
         assert!(chunks.len() > 1, "{what}: {chunks:?}");
-        assert_eq!(chunks[0]["x_onyx"]["session_id"], session.as_str(), "{what}: {}", chunks[0]);
+        assert_eq!(
+            chunks[0]["x_onyx"]["session_id"],
+            session.as_str(),
+            "{what}: {}",
+            chunks[0]
+        );
         assert!(
-            chunks[1..].iter().all(|c| c["x_onyx"].get("session_id").is_none()),
+            chunks[1..]
+                .iter()
+                .all(|c| c["x_onyx"].get("session_id").is_none()),
             "{what}: only the first chunk: {chunks:?}"
         );
         assert!(!streamed_text(&chunks).is_empty(), "{what}");
@@ -163,11 +198,9 @@ async fn a_field_given_as_header_and_body_must_agree() {
         let (status, answer) = reply(onyx.post("/v1/chat/completions").header(name, same).json(&body)).await;
         assert_eq!(status, 200, "{name}: {answer}");
     }
-    let messages_refused = reply(
-        onyx.post("/v1/messages")
-            .header("x-onyx-agent-id", "main")
-            .json(&json!({"model": "onyx:main", "max_tokens": 20, "x-onyx-agent-id": "ops", "messages": hello()})),
-    )
+    let messages_refused = reply(onyx.post("/v1/messages").header("x-onyx-agent-id", "main").json(
+        &json!({"model": "onyx:main", "max_tokens": 20, "x-onyx-agent-id": "ops", "messages": hello()}),
+    ))
     .await;
     assert_eq!(messages_refused.0, 400, "{}", messages_refused.1);
     assert!(messages_refused.1.to_string().contains("x-onyx-agent-id"));
@@ -195,7 +228,11 @@ async fn a_field_given_as_header_and_body_must_agree() {
 
 /// A chat key scoped to the agent `ops`.
 async fn ops_key(onyx: &Onyx) -> String {
-    let (status, created) = reply(onyx.post("/v1/keys").json(&json!({"name": "ops bot", "agents": ["ops"]}))).await;
+    let (status, created) = reply(
+        onyx.post("/v1/keys")
+            .json(&json!({"name": "ops bot", "agents": ["ops"]})),
+    )
+    .await;
     assert_eq!(status, 201, "{created}");
     created["key"].as_str().unwrap().to_string()
 }
@@ -224,21 +261,33 @@ async fn a_scoped_key_is_refused_another_agent_in_the_body_as_in_the_header() {
         // Escaped, the key is still the field: no way past the check.
         format!(r#"{{"model":"openai/fake-echo","x-onyx-agent\u002did":"main","messages":{messages}}}"#),
         // Given twice, the last value counts, as for every JSON field.
-        format!(r#"{{"model":"onyx:ops","x-onyx-agent-id":"ops","x-onyx-agent-id":"main","messages":{messages}}}"#),
+        format!(
+            r#"{{"model":"onyx:ops","x-onyx-agent-id":"ops","x-onyx-agent-id":"main","messages":{messages}}}"#
+        ),
     ] {
         let (status, refused) = reply(chat(body.clone())).await;
         assert_eq!((status, &refused), (by_header.0, &by_header.1), "{body}");
     }
-    assert_eq!(fakes.openai.state.requests().len(), asked_before, "nothing reached the upstream");
+    assert_eq!(
+        fakes.openai.state.requests().len(),
+        asked_before,
+        "nothing reached the upstream"
+    );
 
-    let twice = format!(r#"{{"model":"openai/fake-echo","x-onyx-agent-id":"main","x-onyx-agent-id":"ops","messages":{messages}}}"#);
+    let twice = format!(
+        r#"{{"model":"openai/fake-echo","x-onyx-agent-id":"main","x-onyx-agent-id":"ops","messages":{messages}}}"#
+    );
     let response = chat(twice).send().await.unwrap();
     assert_eq!(response.status(), 200);
     let session = session_id(&response);
     assert_eq!(session_agent(&onyx, &session).await, "ops");
 
     // Nor may the key continue another agent's session named in the body.
-    let (status, theirs) = reply(onyx.post("/v1/chat/completions").json(&json!({"model": "onyx:main", "messages": hello()}))).await;
+    let (status, theirs) = reply(
+        onyx.post("/v1/chat/completions")
+            .json(&json!({"model": "onyx:main", "messages": hello()})),
+    )
+    .await;
     assert_eq!(status, 200, "{theirs}");
     let theirs = theirs["x_onyx"]["session_id"].as_str().unwrap();
     let (status, refused) = reply(
@@ -260,7 +309,14 @@ async fn include_memory_in_the_body_puts_relevant_memory_in_the_context() {
     assert_eq!(status, 200, "{body}");
     let last_user = |fakes: &Fakes| {
         let sent = fakes.openai.state.last_request().unwrap();
-        let user = sent["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "user").cloned().unwrap();
+        let user = sent["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "user")
+            .cloned()
+            .unwrap();
         user["content"].as_str().unwrap().to_string()
     };
     for (include, expected) in [(false, false), (true, true)] {
@@ -292,7 +348,9 @@ async fn responses_and_messages_take_the_fields_and_carry_the_session_id() {
 
     let streamed = onyx
         .post("/v1/responses")
-        .json(&json!({"model": "openai/fake-echo", "x-onyx-session-id": "new", "input": "hi", "stream": true}))
+        .json(
+            &json!({"model": "openai/fake-echo", "x-onyx-session-id": "new", "input": "hi", "stream": true}),
+        )
         .send()
         .await
         .unwrap();
@@ -301,7 +359,11 @@ async fn responses_and_messages_take_the_fields_and_carry_the_session_id() {
     let events = sse_events(streamed).await;
     let created: Value = serde_json::from_str(&events[0]).unwrap();
     assert_eq!(created["type"], "response.created", "{created}");
-    assert_eq!(created["response"]["x_onyx"]["session_id"], session.as_str(), "{created}");
+    assert_eq!(
+        created["response"]["x_onyx"]["session_id"],
+        session.as_str(),
+        "{created}"
+    );
 
     let anthropic = |body: Value| {
         onyx.anonymous("POST", "/v1/messages")
@@ -315,7 +377,12 @@ async fn responses_and_messages_take_the_fields_and_carry_the_session_id() {
     .await;
     assert_eq!(status, 200, "{message}");
     assert_eq!(message["type"], "message", "{message}");
-    assert!(message["x_onyx"]["session_id"].as_str().is_some_and(|s| !s.is_empty()), "{message}");
+    assert!(
+        message["x_onyx"]["session_id"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty()),
+        "{message}"
+    );
 
     let streamed = anthropic(json!({
         "model": "onyx:main", "max_tokens": 20, "stream": true, "messages": hello(),
@@ -327,7 +394,11 @@ async fn responses_and_messages_take_the_fields_and_carry_the_session_id() {
     let session = session_id(&streamed);
     let start: Value = serde_json::from_str(&sse_events(streamed).await[0]).unwrap();
     assert_eq!(start["type"], "message_start", "{start}");
-    assert_eq!(start["message"]["x_onyx"]["session_id"], session.as_str(), "{start}");
+    assert_eq!(
+        start["message"]["x_onyx"]["session_id"],
+        session.as_str(),
+        "{start}"
+    );
 
     // Passed through to an Anthropic upstream, the request has no Onyx field left.
     let (status, passed) = reply(anthropic(json!({
@@ -338,5 +409,12 @@ async fn responses_and_messages_take_the_fields_and_carry_the_session_id() {
     assert!(passed.get("x_onyx").is_none(), "no session, no x_onyx: {passed}");
     let sent = fakes.anthropic.state.last_request().unwrap();
     assert_eq!(onyx_fields_in(&sent), Vec::<String>::new(), "{sent}");
-    assert!(fakes.openai.state.requests().iter().all(|r| onyx_fields_in(r).is_empty()));
+    assert!(
+        fakes
+            .openai
+            .state
+            .requests()
+            .iter()
+            .all(|r| onyx_fields_in(r).is_empty())
+    );
 }

@@ -12,7 +12,10 @@ use crate::harness::*;
 const APP: &str = "https://app.example";
 
 fn with_cors(fakes: &Fakes) -> TestConfig {
-    TestConfig::new(fakes).set("gateway.cors", json!({"origins": ["https://App.example:443", "http://127.0.0.1:5173"]}))
+    TestConfig::new(fakes).set(
+        "gateway.cors",
+        json!({"origins": ["https://App.example:443", "http://127.0.0.1:5173"]}),
+    )
 }
 
 async fn preflight(onyx: &Onyx, origin: &str, path: &str) -> (u16, HeaderMap) {
@@ -20,7 +23,10 @@ async fn preflight(onyx: &Onyx, origin: &str, path: &str) -> (u16, HeaderMap) {
         .anonymous("OPTIONS", path)
         .header("origin", origin)
         .header("access-control-request-method", "POST")
-        .header("access-control-request-headers", "authorization, content-type, x-stainless-lang")
+        .header(
+            "access-control-request-headers",
+            "authorization, content-type, x-stainless-lang",
+        )
         .send()
         .await
         .unwrap();
@@ -39,16 +45,40 @@ async fn a_configured_origin_gets_the_headers_and_no_other_does() {
     for path in ["/v1/chat/completions", "/v1/messages", "/v1/sessions"] {
         let (status, headers) = preflight(&onyx, APP, path).await;
         assert!((200..300).contains(&status), "{path}: {status}");
-        assert_eq!(header(&headers, "access-control-allow-origin"), Some(APP), "{path}: {headers:?}");
-        let methods = header(&headers, "access-control-allow-methods").unwrap().to_ascii_uppercase();
-        assert!(methods.contains("POST") && methods.contains("DELETE"), "{methods}");
-        let allowed = header(&headers, "access-control-allow-headers").unwrap().to_ascii_lowercase();
-        assert!(allowed.contains("authorization") && allowed.contains("x-stainless-lang"), "{allowed}");
-        assert_eq!(header(&headers, "access-control-allow-credentials"), None, "never credentials");
-        assert!(header(&headers, "vary").is_some_and(|v| v.to_ascii_lowercase().contains("origin")), "{headers:?}");
+        assert_eq!(
+            header(&headers, "access-control-allow-origin"),
+            Some(APP),
+            "{path}: {headers:?}"
+        );
+        let methods = header(&headers, "access-control-allow-methods")
+            .unwrap()
+            .to_ascii_uppercase();
+        assert!(
+            methods.contains("POST") && methods.contains("DELETE"),
+            "{methods}"
+        );
+        let allowed = header(&headers, "access-control-allow-headers")
+            .unwrap()
+            .to_ascii_lowercase();
+        assert!(
+            allowed.contains("authorization") && allowed.contains("x-stainless-lang"),
+            "{allowed}"
+        );
+        assert_eq!(
+            header(&headers, "access-control-allow-credentials"),
+            None,
+            "never credentials"
+        );
+        assert!(
+            header(&headers, "vary").is_some_and(|v| v.to_ascii_lowercase().contains("origin")),
+            "{headers:?}"
+        );
     }
     let (_, local) = preflight(&onyx, "http://127.0.0.1:5173", "/v1/models").await;
-    assert_eq!(header(&local, "access-control-allow-origin"), Some("http://127.0.0.1:5173"));
+    assert_eq!(
+        header(&local, "access-control-allow-origin"),
+        Some("http://127.0.0.1:5173")
+    );
 
     // Any other origin, however close to a configured one, gets no CORS header.
     for origin in [
@@ -59,7 +89,11 @@ async fn a_configured_origin_gets_the_headers_and_no_other_does() {
         "null",
     ] {
         let (_, headers) = preflight(&onyx, origin, "/v1/chat/completions").await;
-        assert_eq!(header(&headers, "access-control-allow-origin"), None, "{origin}: {headers:?}");
+        assert_eq!(
+            header(&headers, "access-control-allow-origin"),
+            None,
+            "{origin}: {headers:?}"
+        );
         let response = onyx
             .post("/v1/chat/completions")
             .header("origin", origin)
@@ -67,7 +101,11 @@ async fn a_configured_origin_gets_the_headers_and_no_other_does() {
             .send()
             .await
             .unwrap();
-        assert_eq!(header(response.headers(), "access-control-allow-origin"), None, "{origin}");
+        assert_eq!(
+            header(response.headers(), "access-control-allow-origin"),
+            None,
+            "{origin}"
+        );
     }
 
     // The request itself still needs a key; its answer, and its error, are readable by the page.
@@ -80,8 +118,13 @@ async fn a_configured_origin_gets_the_headers_and_no_other_does() {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    assert_eq!(header(response.headers(), "access-control-allow-origin"), Some(APP));
-    let exposed = header(response.headers(), "access-control-expose-headers").unwrap().to_ascii_lowercase();
+    assert_eq!(
+        header(response.headers(), "access-control-allow-origin"),
+        Some(APP)
+    );
+    let exposed = header(response.headers(), "access-control-expose-headers")
+        .unwrap()
+        .to_ascii_lowercase();
     assert!(exposed.contains("x-onyx-session-id"), "{exposed}");
     let response = onyx
         .anonymous("POST", "/v1/chat/completions")
@@ -91,7 +134,10 @@ async fn a_configured_origin_gets_the_headers_and_no_other_does() {
         .await
         .unwrap();
     assert_eq!(response.status(), 401);
-    assert_eq!(header(response.headers(), "access-control-allow-origin"), Some(APP));
+    assert_eq!(
+        header(response.headers(), "access-control-allow-origin"),
+        Some(APP)
+    );
 }
 
 #[tokio::test]
@@ -140,7 +186,9 @@ async fn a_keyless_gateway_refuses_even_a_configured_origin() {
 async fn a_wildcard_origin_stops_the_start_naming_the_entry() {
     let fakes = Fakes::start().await;
     for origins in [json!(["*"]), json!(["https://app.example/path"])] {
-        let config = TestConfig::new(&fakes).set("gateway.cors", json!({"origins": origins})).build();
+        let config = TestConfig::new(&fakes)
+            .set("gateway.cors", json!({"origins": origins}))
+            .build();
         let Err((code, text)) = Onyx::try_start(Some(&config), &[]).await else {
             panic!("{origins}: started");
         };

@@ -26,9 +26,9 @@ use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
 use super::agent_scope::{AgentReach, CheckedAgent};
+use super::answer::with_session;
 use super::body::{JsonObject, into_map, typed};
 use super::chat_core::{self, Answer, Asker};
-use super::answer::with_session;
 use super::chat_session::OnyxFields;
 use super::error::ApiError;
 use super::middleware::Caller;
