@@ -17,7 +17,7 @@ before(async () => {
 after(() => stack?.stop());
 
 async function upstreamOnyxFields() {
-  const sent = await (await fetch(`${stack.urls.openai}/_fake/requests`)).json();
+  const sent = await (await fetch(new URL('/_fake/requests', stack.urls.openai))).json();
   return sent.flatMap((request) => Object.keys(request).filter((key) => key.toLowerCase().includes('onyx')));
 }
 

@@ -16,7 +16,8 @@ def client(stack):
 
 
 def upstream_onyx_fields():
-    sent = httpx.get(f"{FAKE_URLS['openai']}/_fake/requests").json()
+    # The fake's own routes sit at its root, beside the `/v1` its base URL names.
+    sent = httpx.get(httpx.URL(FAKE_URLS["openai"]).copy_with(path="/_fake/requests")).json()
     return [key for request in sent for key in request if "onyx" in key.lower()]
 
 
