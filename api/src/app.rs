@@ -50,6 +50,8 @@ pub struct App {
     pub password_checks: crate::auth::PasswordChecks,
     /// `gateway.trustedProxy`: whose header names a client's address.
     pub trusted_proxy: Option<crate::config::TrustedProxy>,
+    /// `gateway.cors`: the web origins answered with CORS headers (`None`: off).
+    pub cors: Option<crate::config::Cors>,
     /// The providers routed to: the config file's and those added through the API.
     pub providers: Arc<ProviderRegistry>,
     /// Store plain proxy requests (without `x-onyx-session-id`) as sessions.
@@ -233,6 +235,7 @@ impl App {
             login_throttle: crate::auth::LoginThrottle::new(db.clone()),
             password_checks: crate::auth::PasswordChecks::default(),
             trusted_proxy: config.gateway.trusted_proxy.clone(),
+            cors: config.gateway.cors.clone(),
             providers,
             tasks,
             scheduler,

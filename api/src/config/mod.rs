@@ -6,6 +6,7 @@
 //! `~/.config/onyx/onyx.json5`; with none of them present the embedded default
 //! (no file at all) is used.
 
+mod cors;
 mod embedder;
 mod env;
 mod fields;
@@ -22,6 +23,7 @@ mod workspace;
 
 use std::path::{Path, PathBuf};
 
+pub use cors::Cors;
 pub use embedder::built_in as built_in_embedder;
 pub use knowledge::{KnowledgeConfig, MenosConfig};
 pub use proxy::{IpNet, TrustedProxy};

@@ -194,6 +194,7 @@ pub struct RawGateway {
     pub shutdown_grace_seconds: Option<u64>,
     pub models_cache_seconds: Option<u64>,
     pub trusted_proxy: Option<RawTrustedProxy>,
+    pub cors: Option<super::cors::RawCors>,
 }
 
 /// `gateway.trustedProxy`: `{ header: "X-Forwarded-For", from: ["127.0.0.1"] }`.

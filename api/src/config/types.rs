@@ -297,6 +297,8 @@ pub struct GatewayConfig {
     pub models_cache_ttl: Duration,
     /// Where a client's address comes from behind a reverse proxy (`None`: the TCP peer).
     pub trusted_proxy: Option<super::proxy::TrustedProxy>,
+    /// `gateway.cors`: the origins answered with CORS headers (`None`: off).
+    pub cors: Option<super::cors::Cors>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

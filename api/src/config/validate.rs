@@ -304,6 +304,7 @@ fn gateway(raw: raw::RawGateway, env: Env) -> Result<GatewayConfig, ConfigError>
         shutdown_grace: Duration::from_secs(raw.shutdown_grace_seconds.unwrap_or(30)),
         models_cache_ttl: Duration::from_secs(raw.models_cache_seconds.unwrap_or(300)),
         trusted_proxy: super::proxy::trusted_proxy(raw.trusted_proxy)?,
+        cors: super::cors::cors(raw.cors)?,
     })
 }
 

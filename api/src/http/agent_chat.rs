@@ -1,5 +1,5 @@
 //! Chat completions answered by an agent (`"model": "onyx:{id}"` or the
-//! `x-onyx-agent-id` header). The request starts a durable run
+//! `x-onyx-agent-id` header or body field). The request starts a durable run
 //! (`x-onyx-run-id` names it) and the response follows it (`run_events`):
 //! a client that hangs up leaves the run working. Every agent turn is kept in
 //! a session (a new one unless `x-onyx-session-id` names one).
@@ -10,7 +10,7 @@ use axum::http::HeaderMap;
 
 use super::agent_scope::{AgentReach, CheckedAgent};
 use super::answer::{Answer, Answered, Completion};
-use super::chat_session::{SESSION_HEADER, source};
+use super::chat_session::{OnyxFields, source};
 use super::error::ApiError;
 use super::run_events::{self, RUN_HEADER};
 use crate::agents::RunRequest;
@@ -19,16 +19,11 @@ use crate::providers::Attribution;
 use crate::providers::types::{ChatRequest, Message, Role};
 use crate::sessions::LogMessage;
 
-pub const AGENT_HEADER: &str = "x-onyx-agent-id";
-const MEMORY_HEADER: &str = "x-onyx-include-memory";
-
 /// The agent a request names (`x-onyx-agent-id`, else `onyx:{agent}` in `model`), if any.
-fn agent_of(headers: &HeaderMap, model: &str) -> Option<String> {
-    headers
-        .get(AGENT_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
+fn agent_of(fields: &OnyxFields, model: &str) -> Option<String> {
+    fields
+        .agent
+        .clone()
         .or_else(|| model.strip_prefix("onyx:").map(String::from))
 }
 
@@ -37,10 +32,10 @@ fn agent_of(headers: &HeaderMap, model: &str) -> Option<String> {
 /// use. Every chat route decides its agent here, once.
 pub fn chat_agent(
     reach: &AgentReach,
-    headers: &HeaderMap,
+    fields: &OnyxFields,
     model: &str,
 ) -> Result<Option<CheckedAgent>, ApiError> {
-    match agent_of(headers, model) {
+    match agent_of(fields, model) {
         Some(agent) => reach.check(&agent).map(Some),
         None if reach.is_scoped() => Err(reach.refuse("use model \"onyx:<agent>\" with one of them")),
         None => Ok(None),
@@ -54,6 +49,7 @@ pub async fn answer(
     chat: ChatRequest,
     agent_id: &CheckedAgent,
     session_ref: Option<String>,
+    include_memory: bool,
     who: Attribution,
 ) -> Result<Answered, ApiError> {
     // An agent answers a user (or a client tool's result): checked before the
@@ -99,10 +95,6 @@ pub async fn answer(
         .iter()
         .map(|m| LogMessage::from_message(m, None))
         .collect();
-    let include_memory = headers
-        .get(MEMORY_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes" | "on"));
     let request = RunRequest {
         agent,
         history,
@@ -125,7 +117,7 @@ pub async fn answer(
     } else {
         Answer::Complete(Completion::Parsed(run_events::collect(&run).await?))
     });
-    answered.header(SESSION_HEADER, &session.id);
+    answered.set_session(&session.id);
     answered.header(RUN_HEADER, &run.id);
     Ok(answered)
 }

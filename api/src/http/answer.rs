@@ -1,5 +1,6 @@
 //! What the shared chat path (`chat_core`) answers, before any wire
-//! encoding: a completion or its chunks, and Onyx's own response headers.
+//! encoding: a completion or its chunks, Onyx's own response headers, and
+//! the session id each wire protocol also puts in its body (`x_onyx`).
 //! Each inbound protocol and the agent path speak these types.
 
 use axum::http::{HeaderMap, HeaderValue};
@@ -8,7 +9,42 @@ use serde_json::Value;
 
 pub use crate::providers::Completion;
 
+use super::chat_session::SESSION_HEADER;
 use super::error::ApiError;
+
+/// The body field Onyx's own answers carry beside the wire protocol's
+/// (`{"x_onyx": {"session_id": …}}`); clients that do not know it ignore it.
+pub const BODY_FIELD: &str = "x_onyx";
+
+/// `object` with `x_onyx.session_id` set, when there is a session and `object` is a JSON object.
+pub fn with_session(mut object: Value, session: Option<&str>) -> Value {
+    let Some((id, fields)) = session.zip(object.as_object_mut()) else {
+        return object;
+    };
+    // An agent's answer has its own `x_onyx` (`iterations`): added to, not replaced.
+    let onyx = fields
+        .entry(BODY_FIELD)
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if let Some(onyx) = onyx.as_object_mut() {
+        onyx.insert("session_id".into(), Value::String(id.into()));
+    }
+    object
+}
+
+/// The chunks with `x_onyx.session_id` on the first one (when there is a session).
+pub fn first_with_session(chunks: Chunks, session: Option<String>) -> Chunks {
+    use futures::StreamExt;
+    let Some(session) = session else {
+        return chunks;
+    };
+    let mut session = Some(session);
+    chunks
+        .map(move |item| match (item, session.take()) {
+            (Ok(chunk), Some(id)) => Ok(with_session(chunk, Some(&id))),
+            (item, _) => item,
+        })
+        .boxed()
+}
 
 /// `chat.completion.chunk` objects in order (no `[DONE]`); an `Err` item is a
 /// mid-stream failure and the last item.
@@ -26,6 +62,9 @@ pub struct Answered {
     /// Onyx's own response headers, sent whatever the wire protocol
     /// (`x-onyx-session-id`, `x-onyx-run-id`, `x-onyx-session-history`).
     pub headers: HeaderMap,
+    /// The session the turn was kept in, also put in the body by each wire
+    /// protocol ([`with_session`]).
+    pub session: Option<String>,
 }
 
 impl Answered {
@@ -33,7 +72,14 @@ impl Answered {
         Self {
             answer,
             headers: HeaderMap::new(),
+            session: None,
         }
+    }
+
+    /// The session the turn is kept in: its header, and the body's `x_onyx.session_id`.
+    pub fn set_session(&mut self, id: &str) {
+        self.header(SESSION_HEADER, id);
+        self.session = Some(id.to_string());
     }
 
     /// Sets an Onyx header; a value that is not a valid header is left out.

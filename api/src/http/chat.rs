@@ -1,7 +1,9 @@
 //! `POST /v1/chat/completions`: JSON or server-sent events, in OpenAI's wire
-//! format, over the shared chat path (`chat_core`). The session may be named
-//! by the `x-onyx-session-id` header or body field; the id comes back in the
-//! `x-onyx-session-id` response header.
+//! format, over the shared chat path (`chat_core`). Onyx's request fields
+//! (`x-onyx-agent-id`, `x-onyx-session-id`, `x-onyx-include-memory`) come as
+//! headers or body fields (`OnyxFields`); a session's id comes back in the
+//! `x-onyx-session-id` response header and in the body's `x_onyx.session_id`
+//! (a stream's first chunk).
 
 use std::sync::Arc;
 
@@ -15,9 +17,10 @@ use serde_json::Value;
 
 use super::agent_chat::chat_agent;
 use super::agent_scope::AgentReach;
+use super::answer::{first_with_session, with_session};
 use super::body::{JsonBytes, into_map, parse_object, typed};
 use super::chat_core::{self, Answer, Answered, Asker, Chunks, Completion};
-use super::chat_session::{SESSION_HEADER, session_header};
+use super::chat_session::OnyxFields;
 use super::error::ApiError;
 use super::middleware::Caller;
 use super::sse;
@@ -32,50 +35,60 @@ pub async fn chat_completions(
     Caller(who): Caller,
     JsonBytes(json): JsonBytes,
 ) -> Result<Response, ApiError> {
-    let (body, request, session_ref) = read_chat(&headers, json)?;
+    let (body, request, fields) = read_chat(&headers, json)?;
     let asker = Asker {
-        agent: chat_agent(&reach, &headers, &request.model)?,
+        agent: chat_agent(&reach, &fields, &request.model)?,
         reach: &reach,
     };
-    let answered = chat_core::answer(&app, &headers, asker, body, request, session_ref, who).await?;
+    let answered = chat_core::answer(&app, &headers, asker, body, request, fields, who).await?;
     Ok(into_response(answered))
 }
 
-/// The body, its typed view and the session it names. A plainly valid
-/// object is kept as it came (forwarded without being built into a tree);
-/// anything else is read into a tree, whose errors name the problem.
+/// The body, its typed view and the Onyx fields it carries (taken out of
+/// it). A plainly valid object is kept as it came (forwarded without being
+/// built into a tree); anything else is read into a tree, whose errors name
+/// the problem.
 fn read_chat(
     headers: &HeaderMap,
     json: axum::body::Bytes,
-) -> Result<(ChatBody, ChatRequest, Option<String>), ApiError> {
+) -> Result<(ChatBody, ChatRequest, OnyxFields), ApiError> {
     // From text, serde_json does not check each string's UTF-8 again.
     if let Some((mut raw, request)) = RawObject::scan_with(json.clone(), |text| {
         serde_json::from_str::<ChatRequest>(text).ok()
     }) {
-        let from_body = raw
-            .remove(SESSION_HEADER)
-            .and_then(|text| serde_json::from_str(&text).ok());
-        let session_ref = session_ref(headers, from_body)?;
-        return Ok((ChatBody::Raw(raw), request, session_ref));
+        let fields = OnyxFields::take_with(headers, |name| {
+            raw.remove(name)
+                .map(|text| serde_json::from_str(&text))
+                .transpose()
+                .map_err(|err| ApiError::bad_request(format!("{name}: {err}"), Some(name.into())))
+        })?;
+        return Ok((ChatBody::Raw(raw), request, fields));
     }
-    let mut body = parse_object(&json)?;
-    let from_body = body.as_object_mut().and_then(|b| b.remove(SESSION_HEADER));
-    let session_ref = session_ref(headers, from_body)?;
+    let mut body = into_map(parse_object(&json)?);
+    let fields = OnyxFields::take(headers, &mut body)?;
+    let body = Value::Object(body);
     let request: ChatRequest = typed(&body)?;
-    Ok((ChatBody::Tree(into_map(body)), request, session_ref))
+    Ok((ChatBody::Tree(into_map(body)), request, fields))
 }
 
-/// The answer in chat-completions wire format, with Onyx's headers.
+/// The answer in chat-completions wire format, with Onyx's headers and,
+/// when the turn is kept in a session, `x_onyx.session_id` in the body.
 pub fn into_response(answered: Answered) -> Response {
-    let Answered { answer, headers } = answered;
-    let mut response = match answer {
-        Answer::Complete(Completion::Parsed(completion)) => Json(completion).into_response(),
-        Answer::Complete(Completion::Forwarded { json, .. }) => (
+    let Answered {
+        answer,
+        headers,
+        session,
+    } = answered;
+    let mut response = match (answer, session) {
+        (Answer::Complete(Completion::Forwarded { json, .. }), None) => (
             [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
             json,
         )
             .into_response(),
-        Answer::Chunks(chunks) => chunks_sse(chunks),
+        (Answer::Complete(completion), session) => {
+            Json(with_session(completion.into_value(), session.as_deref())).into_response()
+        }
+        (Answer::Chunks(chunks), session) => chunks_sse(first_with_session(chunks, session)),
     };
     response.headers_mut().extend(headers);
     response
@@ -96,20 +109,4 @@ pub fn chunks_sse(chunks: Chunks) -> Response {
             Ok::<_, std::convert::Infallible>(sse::done())
         }));
     sse::response(Body::from_stream(events))
-}
-
-/// The session the request names, from the header or the body field (taken
-/// out of the body by the caller: upstreams would reject an unknown parameter).
-fn session_ref(headers: &HeaderMap, from_body: Option<Value>) -> Result<Option<String>, ApiError> {
-    if let Some(reference) = session_header(headers)? {
-        return Ok(Some(reference));
-    }
-    match from_body {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(text)),
-        Some(_) => Err(ApiError::bad_request(
-            "x-onyx-session-id: must be a string",
-            Some(SESSION_HEADER.into()),
-        )),
-    }
 }

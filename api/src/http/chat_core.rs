@@ -5,8 +5,9 @@
 //!
 //! `answer` routes `model` to a provider (with the router's retries and
 //! fallbacks) or, for `onyx:{agent}` / `x-onyx-agent-id`, runs that agent; it
-//! keeps the session when one is asked for (`x-onyx-session-id`; `new` starts
-//! one, and `gateway.recordSessions` starts one for every plain request).
+//! keeps the session when one is asked for (`x-onyx-session-id`, as a header
+//! or body field; `new` starts one, and `gateway.recordSessions` starts one
+//! for every plain request).
 //! Streamed chunks are passed on as they arrive: when the client goes away the
 //! stream is dropped, which closes the upstream request.
 
@@ -17,7 +18,7 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use super::agent_scope::{AgentReach, CheckedAgent};
-use super::chat_session::{SESSION_HEADER, source, split_system};
+use super::chat_session::{OnyxFields, source, split_system};
 use super::error::ApiError;
 use crate::agents::MAIN as DEFAULT_AGENT;
 use crate::app::App;
@@ -43,9 +44,10 @@ pub async fn answer(
     asker: Asker<'_>,
     body: ChatBody,
     request: ChatRequest,
-    session_ref: Option<String>,
+    fields: OnyxFields,
     mut who: Attribution,
 ) -> Result<Answered, ApiError> {
+    let session_ref = fields.session;
     if request.messages.is_empty() {
         return Err(ApiError::bad_request(
             "messages: at least one message is required",
@@ -65,6 +67,7 @@ pub async fn answer(
             request,
             agent,
             session_ref,
+            fields.include_memory,
             who,
         ))
         .await;
@@ -122,7 +125,7 @@ pub async fn answer(
         answered.header(super::usage::COST_HEADER, &format!("{cost:.6}"));
     }
     if let Some(session) = &session {
-        answered.header(SESSION_HEADER, &session.id);
+        answered.set_session(&session.id);
         if history_missing {
             answered.header("x-onyx-session-history", "unavailable");
         }

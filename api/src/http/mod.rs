@@ -335,7 +335,8 @@ const UI_SESSIONS: &str = "ui_session";
 /// wrapped (and boxed) once, outermost first: its context (id, span,
 /// metrics), the panic catcher, the body limit, the UI's login sessions,
 /// kept in SurrealDB (whichever client it is), for the requests that can use
-/// one (`ui_sessions`), and a key-less gateway's Host and Origin rules (`edge`).
+/// one (`ui_sessions`), a key-less gateway's Host and Origin rules (`edge`),
+/// and CORS for the configured origins (`gateway.cors`).
 fn with_request_layers<S>(router: Router<Arc<App>>, app: Arc<App>, store: S) -> Router
 where
     S: tower_sessions::SessionStore + Clone,
@@ -356,6 +357,40 @@ where
         ))
         .layer(DefaultBodyLimit::max(app.max_body_bytes))
         .layer(ui_sessions::UiSessionsLayer::new(sessions))
-        .layer(edge::KeylessEdgeLayer::new(app.clone()));
+        .layer(edge::KeylessEdgeLayer::new(app.clone()))
+        // Inside the edge: a key-less gateway refuses other origins, preflights too.
+        .option_layer(app.cors.as_ref().map(cors_layer));
     router.layer(per_request).with_state(app)
+}
+
+/// `gateway.cors`: preflights from the configured origins answered, and
+/// their requests' answers marked readable, before any auth (a preflight
+/// carries no key; the request that follows must). Never with credentials:
+/// a page sends its key in `Authorization`, and the UI's cookie stays its own.
+fn cors_layer(cors: &crate::config::Cors) -> tower_http::cors::CorsLayer {
+    use axum::http::{HeaderName, Method};
+    use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::list(cors.origins.iter().cloned()))
+        .allow_methods([
+            Method::GET,
+            Method::POST,
+            Method::PUT,
+            Method::PATCH,
+            Method::DELETE,
+        ])
+        // The SDKs send headers of their own (`x-stainless-*`, `anthropic-version`).
+        .allow_headers(AllowHeaders::mirror_request())
+        .expose_headers(
+            [
+                "x-onyx-session-id",
+                "x-onyx-run-id",
+                "x-onyx-session-history",
+                "x-onyx-tools-left-out",
+                "x-onyx-cost",
+                "x-request-id",
+            ]
+            .map(HeaderName::from_static),
+        )
+        .max_age(std::time::Duration::from_secs(600))
 }

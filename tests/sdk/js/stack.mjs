@@ -63,5 +63,5 @@ export async function startStack(key, extra = {}) {
     }
   }
   const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 });
-  return { base, client, onyx, dir, stop: () => procs.forEach((p) => p.kill('SIGTERM')) };
+  return { base, client, onyx, dir, urls, stop: () => procs.forEach((p) => p.kill('SIGTERM')) };
 }

@@ -13,11 +13,16 @@ import pytest
 
 ONYX_KEY = "onyx_sk_python_sdk_test_key"
 
+# The fake upstreams' URLs once `stack` has started them (for tests that read
+# what an upstream received at its `/_fake/requests`).
+FAKE_URLS = {}
+
 
 @pytest.fixture(scope="session")
 def stack():
     fake = subprocess.Popen([os.environ["FAKE_UPSTREAM_BIN"]], stdout=subprocess.PIPE, text=True)
     urls = json.loads(fake.stdout.readline())
+    FAKE_URLS.update(urls)
     tmp = tempfile.mkdtemp()
     config = os.path.join(tmp, "onyx.json5")
     with open(config, "w") as f:

@@ -26,9 +26,10 @@ use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
 use super::agent_scope::{AgentReach, CheckedAgent};
+use super::answer::with_session;
 use super::body::{JsonObject, into_map, typed};
 use super::chat_core::{self, Answer, Asker};
-use super::chat_session::session_header;
+use super::chat_session::OnyxFields;
 use super::error::ApiError;
 use super::middleware::Caller;
 use super::{middleware, ops, sse};
@@ -62,7 +63,7 @@ enum Route {
 /// The model, the agent it runs (checked against the caller's reach), and where it goes.
 fn route(
     app: &App,
-    headers: &HeaderMap,
+    fields: &OnyxFields,
     reach: &AgentReach,
     body: &Map<String, Value>,
 ) -> Result<(String, Option<CheckedAgent>, Route), ApiError> {
@@ -71,8 +72,8 @@ fn route(
         Some(_) => return Err(errors::invalid("model", "Input should be a valid string")),
         None => return Err(errors::invalid("model", "Field required")),
     };
-    let agent = super::agent_chat::chat_agent(reach, headers, &model)?;
-    if agent.is_some() || super::chat_session::keeps_a_session(app.record_sessions, headers) {
+    let agent = super::agent_chat::chat_agent(reach, fields, &model)?;
+    if agent.is_some() || super::chat_session::keeps_a_session(app.record_sessions, fields) {
         return Ok((model, agent, Route::Translate));
     }
     let targets = app.router.resolve(&model)?;
@@ -110,13 +111,14 @@ pub async fn create(
     Caller(who): Caller,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let body = into_map(body);
-    let (model, agent, route) = route(&app, &headers, &reach, &body)?;
+    let mut body = into_map(body);
+    let fields = OnyxFields::take(&headers, &mut body)?;
+    let (model, agent, route) = route(&app, &fields, &reach, &body)?;
     match route {
         Route::Passthrough(targets) => passthrough(&app, &targets, messages_call(&headers, body, who)).await,
         Route::Translate => {
             let asker = Asker { reach: &reach, agent };
-            translated(&app, &headers, asker, &body, &model, who).await
+            translated(&app, &headers, asker, (&body, fields), &model, who).await
         }
     }
 }
@@ -142,7 +144,7 @@ async fn translated(
     app: &Arc<App>,
     headers: &HeaderMap,
     asker: Asker<'_>,
-    body: &Map<String, Value>,
+    (body, fields): (&Map<String, Value>, OnyxFields),
     model: &str,
     who: Attribution,
 ) -> Result<Response, ApiError> {
@@ -158,21 +160,23 @@ async fn translated(
     } else {
         0
     };
-    let session_ref = session_header(headers)?;
     let answered = chat_core::answer(
         app,
         headers,
         asker,
         into_map(chat).into(),
         chat_request,
-        session_ref,
+        fields,
         who,
     )
     .await?;
+    let session = answered.session;
     let mut response = match answered.answer {
-        Answer::Complete(completion) => {
-            Json(response::to_message(&completion.into_value(), model)).into_response()
-        }
+        Answer::Complete(completion) => Json(with_session(
+            response::to_message(&completion.into_value(), model),
+            session.as_deref(),
+        ))
+        .into_response(),
         Answer::Chunks(chunks) => {
             let mut translator = stream::Translator::new(model, estimated_input as u64);
             let events = async_stream::stream! {
@@ -180,6 +184,7 @@ async fn translated(
                 while let Some(chunk) = chunks.next().await {
                     match chunk {
                         Ok(chunk) => for event in translator.on_chunk(&chunk) {
+                            let event = started_in(event, session.as_deref());
                             yield Ok::<_, std::convert::Infallible>(stream::named(&event));
                         },
                         Err(err) => {
@@ -189,6 +194,7 @@ async fn translated(
                     }
                 }
                 for event in translator.finish() {
+                    let event = started_in(event, session.as_deref());
                     yield Ok(stream::named(&event));
                 }
             };
@@ -197,6 +203,15 @@ async fn translated(
     };
     response.headers_mut().extend(answered.headers);
     Ok(response)
+}
+
+/// A stream's `message_start` with the session's id on its message, as a
+/// whole answer carries it (`x_onyx.session_id`); other events as they are.
+fn started_in(mut event: Value, session: Option<&str>) -> Value {
+    if session.is_some() && event["type"] == "message_start" {
+        event["message"] = with_session(event["message"].take(), session);
+    }
+    event
 }
 
 /// `{"input_tokens": N}`: the Anthropic upstream's count, or Onyx's own
@@ -209,7 +224,8 @@ pub async fn count_tokens(
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
     let mut body = into_map(body);
-    let (_, _, route) = route(&app, &headers, &reach, &body)?;
+    let fields = OnyxFields::take(&headers, &mut body)?;
+    let (_, _, route) = route(&app, &fields, &reach, &body)?;
     if let Route::Passthrough(targets) = route {
         let count = app
             .router

@@ -27,9 +27,10 @@ use serde_json::{Map, Value, json};
 use self::keep::Keeper;
 use super::agent_chat::chat_agent;
 use super::agent_scope::AgentReach;
+use super::answer::with_session;
 use super::body::{JsonObject, into_map, query_number, typed};
 use super::chat_core::{self, Answer, Asker};
-use super::chat_session::{keeps_a_session, session_header};
+use super::chat_session::{OnyxFields, keeps_a_session};
 use super::error::ApiError;
 use super::middleware::Caller;
 use super::owned::ResponseId;
@@ -73,11 +74,12 @@ pub async fn create(
     Caller(who): Caller,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let body = into_map(body);
+    let mut body = into_map(body);
+    let fields = OnyxFields::take(&headers, &mut body)?;
     let model = text(&body, "model")?
         .ok_or_else(|| ApiError::bad_request("model: is required", Some("model".into())))?
         .to_string();
-    let agent = chat_agent(&reach, &headers, &model)?;
+    let agent = chat_agent(&reach, &fields, &model)?;
     let stream = flag(&body, "stream", false)?;
     let keep = flag(&body, "store", true)?;
     let previous_id = text(&body, "previous_response_id")?.map(String::from);
@@ -91,7 +93,7 @@ pub async fn create(
         previous_in_reach(&reach, previous)?;
     }
     if agent.is_none()
-        && !keeps_a_session(app.record_sessions, &headers)
+        && !keeps_a_session(app.record_sessions, &fields)
         && let Ok(targets) = app.router.resolve(&model)
         && !targets.is_empty()
         && targets.iter().all(|t| t.provider.speaks_responses())
@@ -115,7 +117,6 @@ pub async fn create(
     let (chat, left_out) = request::chat_body(&body, &conversation, stream)?;
     let chat = Value::Object(chat);
     let chat_request: ChatRequest = typed(&chat)?;
-    let session_ref = session_header(&headers)?;
     let asker = Asker { reach: &reach, agent };
     let answered = chat_core::answer(
         &app,
@@ -123,11 +124,14 @@ pub async fn create(
         asker,
         into_map(chat).into(),
         chat_request,
-        session_ref,
+        fields,
         who,
     )
     .await?;
-    let skeleton = output::skeleton(&ids::response(), &body, &model);
+    let skeleton = with_session(
+        output::skeleton(&ids::response(), &body, &model),
+        answered.session.as_deref(),
+    );
     let keeper = Keeper {
         store,
         input: conversation,
