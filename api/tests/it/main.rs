@@ -38,6 +38,7 @@ mod memory;
 mod memory_rerank;
 mod messages;
 mod missions;
+mod notifications;
 mod observability;
 mod plugins;
 mod projects;
