@@ -50,7 +50,10 @@ pub struct MarkedRead {
     pub unread: usize,
 }
 
-pub async fn list(State(app): State<Arc<App>>, Params(params): Params) -> Result<Json<NotificationList>, ApiError> {
+pub async fn list(
+    State(app): State<Arc<App>>,
+    Params(params): Params,
+) -> Result<Json<NotificationList>, ApiError> {
     let unread_only = match params.get("unread").map(String::as_str) {
         None | Some("false") => false,
         Some("true") => true,
@@ -69,7 +72,10 @@ pub async fn list(State(app): State<Arc<App>>, Params(params): Params) -> Result
     }))
 }
 
-pub async fn mark_read(State(app): State<Arc<App>>, JsonObject(body): JsonObject) -> Result<Json<MarkedRead>, ApiError> {
+pub async fn mark_read(
+    State(app): State<Arc<App>>,
+    JsonObject(body): JsonObject,
+) -> Result<Json<MarkedRead>, ApiError> {
     let MarkRead { ids } = typed(&body)?;
     if let Some(ids) = &ids
         && ids.len() > MAX_LIMIT
@@ -88,9 +94,15 @@ pub async fn mark_read(State(app): State<Arc<App>>, JsonObject(body): JsonObject
 
 /// Where a stream starts: after `Last-Event-ID` (a reconnecting browser) or
 /// `?after=`, else from now on; either must be an id this API sent.
-fn resume_point(headers: &HeaderMap, params: &std::collections::HashMap<String, String>) -> Result<Option<String>, ApiError> {
+fn resume_point(
+    headers: &HeaderMap,
+    params: &std::collections::HashMap<String, String>,
+) -> Result<Option<String>, ApiError> {
     let (given, param) = match headers.get("last-event-id") {
-        Some(value) => (Some(value.to_str().unwrap_or_default().trim().to_string()), "Last-Event-ID"),
+        Some(value) => (
+            Some(value.to_str().unwrap_or_default().trim().to_string()),
+            "Last-Event-ID",
+        ),
         None => (params.get("after").cloned(), "after"),
     };
     match given {

@@ -91,8 +91,14 @@ impl Notifier {
     /// `agent` waits for approval to run `tool` with `arguments`.
     pub async fn approval(&self, agent: &str, tool: &str, arguments: &str) {
         let title = format!("{agent} wants to run {tool}");
-        self.publish(NotificationKind::Approval, agent, title, arguments, "/approvals".into())
-            .await;
+        self.publish(
+            NotificationKind::Approval,
+            agent,
+            title,
+            arguments,
+            "/approvals".into(),
+        )
+        .await;
     }
 
     async fn publish(&self, kind: NotificationKind, agent: &str, title: String, body: &str, link: String) {
@@ -183,7 +189,11 @@ impl Notifier {
 
     /// Every notification published after `after` (or from now on), oldest
     /// first, as it is stored by any replica; ends when `stop` turns true.
-    pub fn follow(&self, after: Option<String>, mut stop: watch::Receiver<bool>) -> impl Stream<Item = Notification> + Send + 'static {
+    pub fn follow(
+        &self,
+        after: Option<String>,
+        mut stop: watch::Receiver<bool>,
+    ) -> impl Stream<Item = Notification> + Send + 'static {
         let db = self.db.clone();
         let notifier = self.clone();
         async_stream::stream! {

@@ -510,7 +510,9 @@ impl Runner {
             return;
         }
         let Some(target) = task.deliver_to.as_deref() else {
-            return crate::notifications::Notifier::new(self.sessions.db().clone()).task_result(&task.agent, &task.name, text).await;
+            return crate::notifications::Notifier::new(self.sessions.db().clone())
+                .task_result(&task.agent, &task.name, text)
+                .await;
         };
         let result: Result<(), RunError> = if let Some(id) = target.strip_prefix("session:") {
             match self.sessions.get(id).await {

@@ -98,7 +98,9 @@ async fn agent_messages_task_results_and_approvals_are_streamed_and_resumed() {
     let mut stream = Stream::open(&onyx, None).await;
 
     // send_message into the web session.
-    let script = format!(r#"script: send_message {{"to": "session:{session}", "text": "the build is green"}} ; answer"#);
+    let script = format!(
+        r#"script: send_message {{"to": "session:{session}", "text": "the build is green"}} ; answer"#
+    );
     let answer = onyx.agent_answer("main", &script).await;
     assert!(answer.contains(&format!("sent to session:{session}")), "{answer}");
     let message = stream.next().await.unwrap();
@@ -136,7 +138,11 @@ async fn agent_messages_task_results_and_approvals_are_streamed_and_resumed() {
     assert_eq!(approval.data["title"], "careful wants to run exec");
     let pending = onyx.get_json("/v1/approvals").await;
     let id = pending["data"][0]["id"].as_str().unwrap().to_string();
-    let (status, _) = reply(onyx.post(&format!("/v1/approvals/{id}")).json(&json!({"decision": "deny"}))).await;
+    let (status, _) = reply(
+        onyx.post(&format!("/v1/approvals/{id}"))
+            .json(&json!({"decision": "deny"})),
+    )
+    .await;
     assert_eq!(status, 200);
     assert_eq!(asking.await.unwrap().unwrap().status(), 200);
 
@@ -148,9 +154,19 @@ async fn agent_messages_task_results_and_approvals_are_streamed_and_resumed() {
     // The list: newest first, all unread until marked.
     let list = onyx.get_json("/v1/notifications").await;
     assert_eq!(list["unread"], 3, "{list}");
-    assert_eq!(ids(&list), [approval.id.clone(), result.id.clone(), message.id.clone()]);
-    let (status, marked) = reply(onyx.post("/v1/notifications/read").json(&json!({"ids": [message.id]}))).await;
-    assert_eq!((status, marked["marked"].clone(), marked["unread"].clone()), (200, json!(1), json!(2)));
+    assert_eq!(
+        ids(&list),
+        [approval.id.clone(), result.id.clone(), message.id.clone()]
+    );
+    let (status, marked) = reply(
+        onyx.post("/v1/notifications/read")
+            .json(&json!({"ids": [message.id]})),
+    )
+    .await;
+    assert_eq!(
+        (status, marked["marked"].clone(), marked["unread"].clone()),
+        (200, json!(1), json!(2))
+    );
     let (status, marked) = reply(onyx.post("/v1/notifications/read").json(&json!({}))).await;
     assert_eq!((status, marked["unread"].clone()), (200, json!(0)));
     let unread = onyx.get_json("/v1/notifications?unread=true").await;
@@ -165,10 +181,12 @@ async fn the_stream_refuses_callers_without_a_key_scoped_keys_and_ids_it_never_s
         let (status, body) = reply(onyx.anonymous("GET", path)).await;
         assert_eq!(status, 401, "{path}: {body}");
     }
-    let scoped = onyx
-        .create_key("main's chat", "chat")
-        .await;
-    let (status, made) = reply(onyx.post("/v1/keys").json(&json!({"name": "main only", "scope": "chat", "agents": ["main"]}))).await;
+    let scoped = onyx.create_key("main's chat", "chat").await;
+    let (status, made) = reply(
+        onyx.post("/v1/keys")
+            .json(&json!({"name": "main only", "scope": "chat", "agents": ["main"]})),
+    )
+    .await;
     assert_eq!(status, 201, "{made}");
     let scoped_key = made["key"].as_str().unwrap();
     for (method, path) in [
@@ -189,7 +207,11 @@ async fn the_stream_refuses_callers_without_a_key_scoped_keys_and_ids_it_never_s
     assert_eq!(response.status(), 200);
     drop(response);
 
-    let (status, body) = reply(onyx.get("/v1/notifications/stream").header("last-event-id", "../../etc")).await;
+    let (status, body) = reply(
+        onyx.get("/v1/notifications/stream")
+            .header("last-event-id", "../../etc"),
+    )
+    .await;
     assert_eq!(status, 400, "{body}");
     assert_eq!(body["error"]["param"], "Last-Event-ID", "{body}");
     let (status, body) = reply(onyx.post("/v1/notifications/read").json(&json!({"ids": "all"}))).await;
@@ -207,6 +229,10 @@ async fn an_open_stream_ends_cleanly_at_shutdown() {
     let (status, _logs) = onyx.stop_and_logs().await;
     assert!(status.success(), "{status}");
     // The grace period is 30 s: a stream that held the server would take it all.
-    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(reading.await.unwrap(), "the stream ended without an event");
 }
