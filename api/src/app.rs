@@ -64,6 +64,11 @@ pub struct App {
     pub orchestrator: Option<Arc<crate::orchestration::Orchestrator>>,
     /// menos, the content vault (`knowledge.menos`), if configured.
     pub menos: Option<Arc<crate::knowledge::Menos>>,
+    /// What agents told the owner outside a watched turn, for the browser.
+    pub notifications: crate::notifications::Notifier,
+    /// Turns true when shutdown begins: endless streams (notifications) end,
+    /// so the server's graceful stop does not wait on them.
+    pub shutting_down: tokio::sync::watch::Sender<bool>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -228,6 +233,7 @@ impl App {
             enabled.allow,
         ));
         let plugins = Plugins::start(enabled.plugins, conversations, &channels, &background);
+        let notifications = crate::notifications::Notifier::new(db.clone());
         Ok(Self {
             plugins,
             background,
@@ -255,6 +261,8 @@ impl App {
             metrics,
             health: HealthCache::new(menos.clone()),
             menos,
+            notifications,
+            shutting_down: tokio::sync::watch::Sender::new(false),
             started: Instant::now(),
             max_body_bytes: config.gateway.max_body_bytes,
         })

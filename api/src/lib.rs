@@ -13,7 +13,8 @@
 //!   carries their messages; `tasks` keeps scheduled tasks and `scheduler`
 //!   runs them; `memory` keeps files-first memory and its search index;
 //!   `skills` keeps skill folders (a `SKILL.md` and its files);
-//!   `sessions` records conversations; `providers` routes `provider/model` to
+//!   `sessions` records conversations; `notifications` tells the owner's
+//!   browser what agents said outside a watched turn; `providers` routes `provider/model` to
 //!   OpenAI-compatible, Anthropic and Ollama upstreams; `plugins` connects
 //!   chat platforms and `channels` delivers to them; `auth` checks keys and
 //!   passwords; `audit` records admin actions; `secrets` seals credentials at rest;
@@ -60,6 +61,7 @@ pub mod limits;
 pub mod mcp_client;
 pub mod memory;
 pub mod model_ref;
+pub mod notifications;
 pub mod observability;
 pub mod orchestration;
 pub mod plugins;

@@ -107,6 +107,9 @@ impl Approvals {
                 json!({ "id": approval.id, "run": run, "a": approval }),
             )
             .await?;
+        crate::notifications::Notifier::new(self.db.clone())
+            .approval(agent, tool, &crate::text::one_line(&arguments.to_string(), 300))
+            .await;
         Ok(approval)
     }
 

@@ -131,6 +131,7 @@ async fn serve(
     let grace = config.gateway.shutdown_grace;
     tracing::info!(?grace, "shutting down: finishing in-flight requests");
     let _ = stop_tx.send(true);
+    app.shutting_down.send_replace(true);
     let started = tokio::time::Instant::now();
     app.plugins.stop().await;
     match tokio::time::timeout(grace, server).await {

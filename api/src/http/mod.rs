@@ -28,6 +28,7 @@ mod messages;
 mod middleware;
 mod missions;
 mod models;
+mod notifications;
 mod operations;
 mod ops;
 mod owned;
@@ -223,6 +224,9 @@ fn tables() -> Tables {
         )
         .route("/v1/agents", get(agents::list).post(agents::create))
         .route("/v1/approvals", get(agents::approvals))
+        .route("/v1/notifications", get(notifications::list))
+        .route("/v1/notifications/read", post(notifications::mark_read))
+        .route("/v1/notifications/stream", get(notifications::stream))
         .route("/v1/status", get(console::status))
         .route("/v1/usage", get(usage::report))
         .route("/v1/usage/limits", get(usage::limits))

@@ -22,6 +22,19 @@ pub fn json(value: &Value) -> Bytes {
     event(value.to_string().as_bytes())
 }
 
+/// One event carrying a JSON value under `id` (what a reconnecting browser
+/// sends back as `Last-Event-ID`; `id` must be one line).
+pub fn json_with_id(id: &str, value: &Value) -> Bytes {
+    let mut event = format!("id: {id}\n").into_bytes();
+    event.extend_from_slice(&json(value));
+    Bytes::from(event)
+}
+
+/// A comment line: keeps idle proxies and browsers from closing the stream.
+pub fn keep_alive() -> Bytes {
+    Bytes::from_static(b": keep-alive\n\n")
+}
+
 /// The end of an OpenAI-style completion stream.
 pub fn done() -> Bytes {
     Bytes::from_static(b"data: [DONE]\n\n")
@@ -51,5 +64,9 @@ mod tests {
             b"data: {\"a\":[1,\"x\"]}\n\n"
         );
         assert_eq!(&done()[..], b"data: [DONE]\n\n");
+        assert_eq!(
+            &json_with_id("7", &serde_json::json!(1))[..],
+            b"id: 7\ndata: 1\n\n"
+        );
     }
 }

@@ -46,11 +46,14 @@ fn generate() -> BTreeMap<String, String> {
     export::<super::agents::Decide>(&cfg);
     export::<super::keys::Create>(&cfg);
     export::<super::memory::NoteRequest>(&cfg);
+    export::<super::notifications::MarkRead>(&cfg);
     export::<super::sessions::Patch>(&cfg);
     export::<crate::tasks::NewTask>(&cfg);
     export::<crate::tasks::TaskPatch>(&cfg);
     // Responses.
     export::<views::List<views::AgentView>>(&cfg);
+    export::<super::notifications::NotificationList>(&cfg);
+    export::<super::notifications::MarkedRead>(&cfg);
     export::<views::AgentDetail>(&cfg);
     export::<views::ApprovalDecision>(&cfg);
     export::<views::CompactionReport>(&cfg);

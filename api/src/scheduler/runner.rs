@@ -506,12 +506,14 @@ impl Runner {
 
     /// Sends a successful result where the task says; the outcome goes on the run.
     async fn deliver(&self, task: &Task, run: &mut Run, text: &str) {
-        let Some(target) = task.deliver_to.as_deref() else {
-            return;
-        };
         if crate::tasks::heartbeat::is_nothing_to_report(text) {
             return;
         }
+        let Some(target) = task.deliver_to.as_deref() else {
+            return crate::notifications::Notifier::new(self.sessions.db().clone())
+                .task_result(&task.agent, &task.name, text)
+                .await;
+        };
         let result: Result<(), RunError> = if let Some(id) = target.strip_prefix("session:") {
             match self.sessions.get(id).await {
                 Ok(session) => {

@@ -143,6 +143,9 @@ const MIGRATIONS: &[&str] = &[
     "UPDATE agent_run SET lease_owner = replica, lease_token = 1 WHERE status = 'running' AND !lease_owner;
      UPDATE task SET lease_token = 1 WHERE lease_run AND !lease_token;
      UPDATE step SET lease_token = attempts ?? 1 WHERE status = 'running' AND !lease_token;",
+    // 18: notifications for the owner's browser (`notifications`), newest kept.
+    "DEFINE TABLE IF NOT EXISTS notification SCHEMALESS;
+     DEFINE INDEX IF NOT EXISTS notification_read ON notification FIELDS read;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

@@ -40,6 +40,7 @@ mod memory;
 mod memory_rerank;
 mod messages;
 mod missions;
+mod notifications;
 mod observability;
 mod plugins;
 mod projects;

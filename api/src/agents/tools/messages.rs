@@ -140,6 +140,9 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> 
         ctx.sessions
             .append(&session, vec![LogMessage::plain("assistant", message)])
             .await?;
+        crate::notifications::Notifier::new(ctx.sessions.db().clone())
+            .message(&ctx.agent.id, id, message)
+            .await;
     } else {
         ctx.channels.send(&target, message).await?;
     }
