@@ -15,6 +15,8 @@ mod knowledge;
 mod memory;
 mod messages;
 mod missions;
+#[cfg(test)]
+mod offered_snapshot;
 mod sessions;
 mod skill;
 mod tasks;
