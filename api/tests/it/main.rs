@@ -56,6 +56,8 @@ mod speaks_first;
 mod startup;
 mod storage;
 mod storage_backends;
+mod tools_search;
+mod tools_sessions_send;
 mod ui;
 mod upstream_wire;
 mod usage;

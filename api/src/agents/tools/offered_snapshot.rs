@@ -48,12 +48,19 @@ fn snapshot() -> Value {
     let mut out = serde_json::Map::new();
     for (settings_name, settings, missions) in [("full", &full, true), ("default", &plain, false)] {
         for agent in &agents {
-            for mode in [PermissionMode::Safe, PermissionMode::Ask, PermissionMode::AllowAll] {
+            for mode in [
+                PermissionMode::Safe,
+                PermissionMode::Ask,
+                PermissionMode::AllowAll,
+            ] {
                 let tools: Vec<Value> = offered(agent, mode, settings, &mcp, missions)
                     .iter()
                     .map(|t| json!(t.function()))
                     .collect();
-                out.insert(format!("{settings_name}/{}/{mode:?}", agent.id), Value::Array(tools));
+                out.insert(
+                    format!("{settings_name}/{}/{mode:?}", agent.id),
+                    Value::Array(tools),
+                );
             }
         }
     }
@@ -69,5 +76,10 @@ fn the_tools_an_upstream_receives_match_the_fixture() {
         std::fs::write(&path, &text).unwrap();
     }
     let fixture = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(text, fixture, "the offered tools changed; see the diff against {}", path.display());
+    assert_eq!(
+        text,
+        fixture,
+        "the offered tools changed; see the diff against {}",
+        path.display()
+    );
 }
