@@ -89,7 +89,7 @@ async fn glob_and_grep_search_the_work_dir_in_safe_mode_and_nothing_beyond() {
     assert_eq!(
         parts,
         [
-            "src/main.rs:2: let a.b = axb;",
+            "src/main.rs:2: let a.b = axb;\n[1 binary files skipped]",
             "src/main.rs:1: fn needle() {}",
             "notes/a.md:2: needle here"
         ],
