@@ -173,6 +173,7 @@ impl App {
         let mcp = crate::mcp_client::McpClients::new(&config.mcp);
         mcp.start();
         let lease_db = db.dedicated().await?;
+        crate::agents::tools::registry::check_config(config)?;
         let agents = Agents::start(
             config,
             agents::Parts {

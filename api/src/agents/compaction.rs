@@ -218,7 +218,7 @@ impl Agents {
             &self.mcp,
             false,
         );
-        let Some(write) = offered.iter().find(|t| t.name == "memory_write") else {
+        let Some(write) = offered.iter().find(|t| t.name == tools::MEMORY_WRITE.name) else {
             return;
         };
         let tool_defs = [ToolSpec::function(write)];
@@ -242,7 +242,7 @@ impl Agents {
             }
             for tool_call in calls {
                 let name = tool_call.function.name.as_str();
-                let output = if name == "memory_write" {
+                let output = if name == tools::MEMORY_WRITE.name {
                     tools::call(call.context, name, &tool_call.arguments()).await
                 } else {
                     tools::ToolOutput::error(format!("only memory_write is available now, not {name:?}"))

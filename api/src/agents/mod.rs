@@ -175,7 +175,8 @@ impl Agents {
             .map(|_| ())
     }
 
-    /// A run nobody watches: `send_to_agent` with `wake: true`, under the
+    /// A run nobody watches: `send_to_agent` with `wake: true` or
+    /// `sessions_send`, under the
     /// stricter of the sender's and the woken agent's permission modes.
     async fn run_woken(self: Arc<Self>, wake: tools::Wake) {
         let mut agent = match self.registry.get(&wake.agent).await {
@@ -187,13 +188,26 @@ impl Agents {
             tracing::warn!(agent = %agent.id, error = %err, "cannot wake the agent");
             return;
         }
-        let session = self.sessions.create(&agent.id, "inbox").await.ok();
-        let message = Message::user(format!(
-            "{} sent you a message (see Inbox). Act on it.",
-            wake.from
-        ));
-        let request =
-            RunRequest::unattended(agent.clone(), Default::default(), message, None, session, "inbox");
+        let (session, history, message, source) = match wake.into {
+            // `sessions_send`: the conversation goes on where it was.
+            Some(note) => {
+                let history = self.sessions.history(&note.session).await.unwrap_or_default();
+                let message = Message::user(format!(
+                    "{} wrote into this conversation:\n{}",
+                    wake.from, note.text
+                ));
+                (Some(note.session), history, message, "session")
+            }
+            None => {
+                let session = self.sessions.create(&agent.id, "inbox").await.ok();
+                let message = Message::user(format!(
+                    "{} sent you a message (see Inbox). Act on it.",
+                    wake.from
+                ));
+                (session, Default::default(), message, "inbox")
+            }
+        };
+        let request = RunRequest::unattended(agent.clone(), history, message, None, session, source);
         // A failure is logged where the run ends.
         let _ = self.run_to_end(request).await;
     }

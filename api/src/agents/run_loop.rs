@@ -98,7 +98,7 @@ impl Agents {
             }
         };
         let last_user = last_user_text(&request.messages);
-        let skills = if offered.iter().any(|t| t.name == "skill") {
+        let skills = if offered.iter().any(|t| t.name == tools::SKILL.name) {
             self.skills.for_agent(&agent.id).await.unwrap_or_else(|err| {
                 tracing::warn!(agent = %agent.id, error = %err, "could not list the agent's skills");
                 Vec::new()
@@ -244,6 +244,7 @@ impl Agents {
 
     /// What the agent's tools work with.
     pub(super) async fn tool_context(&self, agent: &super::AgentDef) -> ToolContext {
+        let agents = self.registry.list().await.unwrap_or_default();
         ToolContext {
             agent: agent.clone(),
             memory: self.memory.clone(),
@@ -251,12 +252,12 @@ impl Agents {
             inbox: self.inbox.clone(),
             tasks: self.tasks.clone(),
             settings: self.tools.clone(),
-            known_agents: self
-                .registry
-                .list()
-                .await
-                .map(|l| l.into_iter().map(|a| a.id).collect())
-                .unwrap_or_default(),
+            known_agents: agents.iter().map(|a| a.id.clone()).collect(),
+            disabled_agents: agents
+                .iter()
+                .filter(|a| !a.enabled)
+                .map(|a| a.id.clone())
+                .collect(),
             wake: self.wake.clone(),
             channels: self.channels.clone(),
             reach: self.reach.clone(),

@@ -19,7 +19,9 @@ struct Row {
 pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
     let mut rows = Vec::new();
     let path = config::locate(config_path.as_deref());
-    let mut config = match config::load(path.as_deref()) {
+    let loaded = config::load(path.as_deref())
+        .and_then(|config| crate::agents::tools::registry::check_config(&config).map(|()| config));
+    let mut config = match loaded {
         Ok(config) => config,
         Err(err) => {
             rows.push(Row {

@@ -226,14 +226,6 @@ fn bad_values_name_their_path() {
             "agents.defaults.timezone:",
         ),
         (
-            r#"{ tools: { deny: ["exec", "group:shell"] } }"#,
-            "tools.deny[1]: there is no tool or group named \"group:shell\"",
-        ),
-        (
-            r#"{ agents: { list: [{ id: "a", tools: { allow: ["fs_reed"] } }] } }"#,
-            "agents.list[0].tools.allow[0]:",
-        ),
-        (
             r#"{ agents: { list: [{ id: "a", heartbeat: { every: "1m", deliverTo: "pigeon:1" } }] } }"#,
             "agents.list[0].heartbeat.deliverTo:",
         ),

@@ -172,8 +172,8 @@ fn tools(raw: raw::RawTools, env: Env) -> Result<ToolsConfig, ConfigError> {
         approval_timeout: raw
             .approval_timeout_seconds
             .map_or(defaults.approval_timeout, Duration::from_secs),
-        allow: super::tool_names::check(raw.allow, "tools.allow")?,
-        deny: super::tool_names::check(raw.deny, "tools.deny")?,
+        allow: super::tool_names::trimmed(raw.allow),
+        deny: super::tool_names::trimmed(raw.deny),
     })
 }
 
@@ -956,8 +956,8 @@ fn agents(
             .map(|m| permission_mode(m, &format!("{path}.permissionMode")))
             .transpose()?;
         let (tools_allow, tools_deny) = agent.tools.map(|t| (t.allow, t.deny)).unwrap_or_default();
-        let tools_allow = super::tool_names::check(tools_allow, &format!("{path}.tools.allow"))?;
-        let tools_deny = super::tool_names::check(tools_deny, &format!("{path}.tools.deny"))?;
+        let tools_allow = super::tool_names::trimmed(tools_allow);
+        let tools_deny = super::tool_names::trimmed(tools_deny);
         super::mcp::check_tool_entries(&tools_allow, mcp_servers, &format!("{path}.tools.allow"))?;
         super::mcp::check_tool_entries(&tools_deny, mcp_servers, &format!("{path}.tools.deny"))?;
         list.push(AgentConfig {

@@ -29,23 +29,8 @@ use crate::auth::RunGrant;
 /// The protocol versions this server speaks, newest first.
 const VERSIONS: [&str; 3] = ["2025-06-18", "2025-03-26", "2024-11-05"];
 
-/// The agent tools offered over MCP.
-pub const TOOLS: [&str; 8] = [
-    "memory_search",
-    "memory_get",
-    "memory_write",
-    "sessions_list",
-    "sessions_history",
-    "send_to_agent",
-    "schedule_task",
-    "list_tasks",
-];
-
 fn offered(app: &App) -> Vec<ToolSpec> {
-    tools::all(app.agents.tool_settings())
-        .into_iter()
-        .filter(|t| TOOLS.contains(&t.name.as_ref()))
-        .collect()
+    tools::over_mcp(app.agents.tool_settings())
 }
 
 /// A tool's schema with the `agent` argument added.
@@ -189,7 +174,7 @@ async fn call(app: &App, agent: &Result<CheckedAgent, String>, id: &Value, param
     let Some(name) = params["name"].as_str() else {
         return error(id, -32602, "params.name: the tool's name is required");
     };
-    if !TOOLS.contains(&name) {
+    if !tools::is_over_mcp(name) {
         return error(
             id,
             -32602,

@@ -60,6 +60,8 @@ mod startup;
 mod storage;
 mod storage_backends;
 mod subscription_tools;
+mod tools_search;
+mod tools_sessions_send;
 mod ui;
 mod upstream_wire;
 mod usage;

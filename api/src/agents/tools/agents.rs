@@ -5,28 +5,31 @@
 //! the wake itself would ask before anything risky was even proposed, and
 //! the woken agent's own approvals would still be skipped.)
 
-use std::borrow::Cow;
-
 use serde_json::{Value, json};
 
-use super::{ToolContext, ToolError, ToolKind, ToolSpec, Wake, fail, text};
+use super::tool::{Needs, Tool};
+use super::{ToolContext, ToolError, ToolKind, Wake, fail, text};
 
-pub fn specs() -> Vec<ToolSpec> {
-    vec![ToolSpec {
-        name: Cow::Borrowed("send_to_agent"),
-        description: Cow::Borrowed(
-            "Send a message to another agent. It sees it in its next conversation; with wake: true it starts working on it now.",
-        ),
-        parameters: json!({"type": "object", "properties": {
+pub const SEND_TO_AGENT: Tool = Tool {
+    name: "send_to_agent",
+    description: "Send a message to another agent. It sees it in its next conversation; with wake: true it starts working on it now.",
+    parameters: || {
+        json!({"type": "object", "properties": {
             "agent": {"type": "string", "description": "The other agent's id"},
             "message": {"type": "string"},
             "wake": {"type": "boolean"}
-        }, "required": ["agent", "message"]}),
-        kind: ToolKind::Write,
-    }]
-}
+        }, "required": ["agent", "message"]})
+    },
+    kind: ToolKind::Write,
+    needs: Needs::Nothing,
+    over_mcp: true,
+    asks_first: None,
+    call: |ctx, args| Box::pin(call(ctx, args)),
+};
 
-pub async fn call(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
+pub const TOOLS: &[Tool] = &[SEND_TO_AGENT];
+
+async fn call(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
     let to = text(args, "agent")?;
     let message = text(args, "message")?;
     if !ctx.known_agents.iter().any(|a| a == to) {
@@ -46,6 +49,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> 
                 agent: to.to_string(),
                 from: ctx.agent.id.clone(),
                 mode: ctx.agent.permission_mode,
+                into: None,
             })
             .is_ok();
     Ok(format!(

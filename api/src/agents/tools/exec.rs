@@ -7,28 +7,31 @@
 //! is allowed; with `tools.exec.requireSandbox` it refuses to run where the
 //! kernel cannot confine it.
 
-use std::borrow::Cow;
-
 use std::process::Stdio;
 
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
-use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail, text};
+use super::tool::{Needs, Tool};
+use super::{ToolContext, ToolError, ToolKind, fail, text};
 use crate::sandbox::{self, Policy};
 
-pub fn specs() -> Vec<ToolSpec> {
-    vec![ToolSpec {
-        name: Cow::Borrowed("exec"),
-        description: Cow::Borrowed(
-            "Run a shell command (sh -c) in your work directory. Returns the exit code and the output (stdout then stderr, capped).",
-        ),
-        parameters: json!({"type": "object", "properties": {
+pub const EXEC: Tool = Tool {
+    name: "exec",
+    description: "Run a shell command (sh -c) in your work directory. Returns the exit code and the output (stdout then stderr, capped).",
+    parameters: || {
+        json!({"type": "object", "properties": {
             "command": {"type": "string"}
-        }, "required": ["command"]}),
-        kind: ToolKind::Dangerous,
-    }]
-}
+        }, "required": ["command"]})
+    },
+    kind: ToolKind::Dangerous,
+    needs: Needs::Nothing,
+    over_mcp: false,
+    asks_first: None,
+    call: |ctx, args| Box::pin(call(ctx, args)),
+};
+
+pub const TOOLS: &[Tool] = &[EXEC];
 
 /// The helper command: this binary's `sandbox-exec`, the policy, `sh -c command`.
 fn sandboxed(ctx: &ToolContext, command: &str) -> Result<tokio::process::Command, ToolError> {
@@ -71,7 +74,7 @@ async fn read_capped(pipe: Option<impl tokio::io::AsyncRead + Unpin>, cap: usize
     bytes
 }
 
-pub async fn call(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
+async fn call(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
     let command = text(args, "command")?;
     let dir = &ctx.agent.work_dir;
     tokio::fs::create_dir_all(dir.join(".tmp"))

@@ -6,50 +6,65 @@
 //! `fs_read` of `skills/{name}/{file}` missing from the work dir reads that
 //! skill's file.
 
-use std::borrow::Cow;
-
 use std::path::{Component, Path};
 
 use serde_json::{Value, json};
 
-use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail, text};
+use super::tool::{Needs, Tool};
+use super::{ToolContext, ToolError, ToolKind, fail, text};
 use crate::sandbox::{self, Beneath, Kind};
 
 const MAX_READ: usize = 256 * 1024;
 
-pub fn specs() -> Vec<ToolSpec> {
-    let path = json!({"type": "string", "description": "Path relative to your work directory"});
-    vec![
-        ToolSpec {
-            name: Cow::Borrowed("fs_read"),
-            description: Cow::Borrowed("Read a text file from your work directory."),
-            parameters: json!({"type": "object", "properties": {"path": path}, "required": ["path"]}),
-            kind: ToolKind::Read,
-        },
-        ToolSpec {
-            name: Cow::Borrowed("fs_list"),
-            description: Cow::Borrowed("List a folder of your work directory (default: its top level)."),
-            parameters: json!({"type": "object", "properties": {"path": path}}),
-            kind: ToolKind::Read,
-        },
-        ToolSpec {
-            name: Cow::Borrowed("fs_write"),
-            description: Cow::Borrowed(
-                "Create or overwrite a text file in your work directory (folders are created).",
-            ),
-            parameters: json!({"type": "object", "properties": {"path": path, "content": {"type": "string"}}, "required": ["path", "content"]}),
-            kind: ToolKind::Dangerous,
-        },
-        ToolSpec {
-            name: Cow::Borrowed("fs_edit"),
-            description: Cow::Borrowed(
-                "Replace one exact occurrence of old_text with new_text in a file of your work directory.",
-            ),
-            parameters: json!({"type": "object", "properties": {"path": path, "old_text": {"type": "string"}, "new_text": {"type": "string"}}, "required": ["path", "old_text", "new_text"]}),
-            kind: ToolKind::Dangerous,
-        },
-    ]
+fn path() -> Value {
+    json!({"type": "string", "description": "Path relative to your work directory"})
 }
+
+pub const READ: Tool = Tool {
+    name: "fs_read",
+    description: "Read a text file from your work directory.",
+    parameters: || json!({"type": "object", "properties": {"path": path()}, "required": ["path"]}),
+    kind: ToolKind::Read,
+    needs: Needs::Nothing,
+    over_mcp: false,
+    asks_first: None,
+    call: |ctx, args| Box::pin(read(ctx, args)),
+};
+
+pub const LIST: Tool = Tool {
+    name: "fs_list",
+    description: "List a folder of your work directory (default: its top level).",
+    parameters: || json!({"type": "object", "properties": {"path": path()}}),
+    kind: ToolKind::Read,
+    needs: Needs::Nothing,
+    over_mcp: false,
+    asks_first: None,
+    call: |ctx, args| Box::pin(list(ctx, args)),
+};
+
+pub const WRITE: Tool = Tool {
+    name: "fs_write",
+    description: "Create or overwrite a text file in your work directory (folders are created).",
+    parameters: || json!({"type": "object", "properties": {"path": path(), "content": {"type": "string"}}, "required": ["path", "content"]}),
+    kind: ToolKind::Dangerous,
+    needs: Needs::Nothing,
+    over_mcp: false,
+    asks_first: None,
+    call: |ctx, args| Box::pin(write(ctx, args)),
+};
+
+pub const EDIT: Tool = Tool {
+    name: "fs_edit",
+    description: "Replace one exact occurrence of old_text with new_text in a file of your work directory.",
+    parameters: || json!({"type": "object", "properties": {"path": path(), "old_text": {"type": "string"}, "new_text": {"type": "string"}}, "required": ["path", "old_text", "new_text"]}),
+    kind: ToolKind::Dangerous,
+    needs: Needs::Nothing,
+    over_mcp: false,
+    asks_first: None,
+    call: |ctx, args| Box::pin(edit(ctx, args)),
+};
+
+pub const TOOLS: &[Tool] = &[READ, LIST, WRITE, EDIT];
 
 /// Checks `relative` names something inside the work dir (no absolute path,
 /// no `..`), with the message the model sees; links are refused when the
@@ -84,7 +99,7 @@ fn io_failure(relative: &str, err: &std::io::Error) -> ToolError {
 }
 
 /// Runs `op` on the work dir's handle off the async threads.
-async fn in_work_dir<T: Send + 'static>(
+pub(super) async fn in_work_dir<T: Send + 'static>(
     root: &Path,
     relative: &str,
     op: impl FnOnce(&Beneath, &str) -> std::io::Result<T> + Send + 'static,
@@ -98,73 +113,73 @@ async fn in_work_dir<T: Send + 'static>(
     .map_err(|e| fail!("the file operation failed: {e}"))?
 }
 
-pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String, ToolError> {
+async fn list(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
+    let relative = args["path"].as_str().filter(|p| !p.is_empty()).unwrap_or(".");
+    check(relative)?;
+    let entries = in_work_dir(&ctx.agent.work_dir, relative, |dir, path| dir.list(path)).await?;
+    let mut names: Vec<String> = entries
+        .into_iter()
+        .map(|e| format!("{}{}", e.name, if e.kind == Kind::Dir { "/" } else { "" }))
+        .collect();
+    names.sort();
+    Ok(if names.is_empty() {
+        "(empty)".into()
+    } else {
+        names.join("\n")
+    })
+}
+
+async fn read(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
     let root = ctx.agent.work_dir.as_path();
-    match name {
-        "fs_list" => {
-            let relative = args["path"].as_str().filter(|p| !p.is_empty()).unwrap_or(".");
-            check(relative)?;
-            let entries = in_work_dir(root, relative, |dir, path| dir.list(path)).await?;
-            let mut names: Vec<String> = entries
-                .into_iter()
-                .map(|e| format!("{}{}", e.name, if e.kind == Kind::Dir { "/" } else { "" }))
-                .collect();
-            names.sort();
-            Ok(if names.is_empty() {
-                "(empty)".into()
-            } else {
-                names.join("\n")
-            })
-        }
-        "fs_read" => {
-            let relative = text(args, "path")?;
-            check(relative)?;
-            let kind = in_work_dir(root, relative, |dir, path| dir.kind(path)).await?;
-            if kind.is_none()
-                && let Some(content) = skill_file(ctx, relative).await?
-            {
-                return Ok(content);
-            }
-            let (bytes, size) =
-                in_work_dir(root, relative, |dir, path| dir.read_prefix(path, MAX_READ as u64)).await?;
-            let mut content = String::from_utf8_lossy(&bytes).into_owned();
-            if size > MAX_READ as u64 {
-                content.push_str(&format!("\n[… truncated: the file has {size} bytes]"));
-            }
-            Ok(content)
-        }
-        "fs_write" => {
-            let relative = text(args, "path")?;
-            check(relative)?;
-            let content = text(args, "content")?.to_string();
-            let len = content.len();
+    let relative = text(args, "path")?;
+    check(relative)?;
+    let kind = in_work_dir(root, relative, |dir, path| dir.kind(path)).await?;
+    if kind.is_none()
+        && let Some(content) = skill_file(ctx, relative).await?
+    {
+        return Ok(content);
+    }
+    let (bytes, size) =
+        in_work_dir(root, relative, |dir, path| dir.read_prefix(path, MAX_READ as u64)).await?;
+    let mut content = String::from_utf8_lossy(&bytes).into_owned();
+    if size > MAX_READ as u64 {
+        content.push_str(&format!("\n[… truncated: the file has {size} bytes]"));
+    }
+    Ok(content)
+}
+
+async fn write(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
+    let relative = text(args, "path")?;
+    check(relative)?;
+    let content = text(args, "content")?.to_string();
+    let len = content.len();
+    in_work_dir(&ctx.agent.work_dir, relative, move |dir, path| {
+        dir.write(path, content.as_bytes())
+    })
+    .await?;
+    Ok(format!("wrote {len} bytes to {relative}"))
+}
+
+async fn edit(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
+    let root = ctx.agent.work_dir.as_path();
+    let relative = text(args, "path")?;
+    check(relative)?;
+    let (old, new) = (text(args, "old_text")?, text(args, "new_text")?);
+    let bytes = in_work_dir(root, relative, |dir, path| dir.read(path)).await?;
+    let current = String::from_utf8(bytes).map_err(|_| fail!("{relative} is not UTF-8 text"))?;
+    match current.matches(old).count() {
+        0 => Err(fail!("old_text was not found in {relative}")),
+        1 => {
+            let edited = current.replacen(old, new, 1);
             in_work_dir(root, relative, move |dir, path| {
-                dir.write(path, content.as_bytes())
+                dir.write(path, edited.as_bytes())
             })
             .await?;
-            Ok(format!("wrote {len} bytes to {relative}"))
+            Ok(format!("edited {relative}"))
         }
-        _ => {
-            let relative = text(args, "path")?;
-            check(relative)?;
-            let (old, new) = (text(args, "old_text")?, text(args, "new_text")?);
-            let bytes = in_work_dir(root, relative, |dir, path| dir.read(path)).await?;
-            let current = String::from_utf8(bytes).map_err(|_| fail!("{relative} is not UTF-8 text"))?;
-            match current.matches(old).count() {
-                0 => Err(fail!("old_text was not found in {relative}")),
-                1 => {
-                    let edited = current.replacen(old, new, 1);
-                    in_work_dir(root, relative, move |dir, path| {
-                        dir.write(path, edited.as_bytes())
-                    })
-                    .await?;
-                    Ok(format!("edited {relative}"))
-                }
-                n => Err(fail!(
-                    "old_text occurs {n} times in {relative}; include more context"
-                )),
-            }
-        }
+        n => Err(fail!(
+            "old_text occurs {n} times in {relative}; include more context"
+        )),
     }
 }
 

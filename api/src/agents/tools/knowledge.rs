@@ -2,33 +2,34 @@
 //! documents the owner keeps there), through Onyx's signed client. Offered
 //! only with `knowledge.menos`; read-only, so `safe` mode has it too.
 
-use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail, number, text};
+use super::tool::{Needs, Tool};
+use super::{ToolContext, ToolError, ToolKind, fail, number, text};
 use crate::knowledge::menos::MAX_LIMIT;
 use crate::knowledge::{KnowledgeError, SearchResults};
 
-pub fn specs(menos: bool) -> Vec<ToolSpec> {
-    if !menos {
-        return Vec::new();
-    }
-    vec![ToolSpec {
-        name: Cow::Borrowed("menos_search"),
-        description: Cow::Borrowed(
-            "Search the owner's menos content vault (saved videos' transcripts, notes, documents). Returns titles, ids, scores and snippets.",
-        ),
-        parameters: json!({"type": "object", "properties": {
+pub const MENOS_SEARCH: Tool = Tool {
+    name: "menos_search",
+    description: "Search the owner's menos content vault (saved videos' transcripts, notes, documents). Returns titles, ids, scores and snippets.",
+    parameters: || {
+        json!({"type": "object", "properties": {
             "query": {"type": "string", "description": "what to look for, in words"},
             "limit": {"type": "integer", "description": format!("results, 1 to {MAX_LIMIT} (default 5)")}
-        }, "required": ["query"]}),
-        kind: ToolKind::Read,
-    }]
-}
+        }, "required": ["query"]})
+    },
+    kind: ToolKind::Read,
+    needs: Needs::Menos,
+    over_mcp: false,
+    asks_first: None,
+    call: |ctx, args| Box::pin(call(ctx, args)),
+};
 
-pub async fn call(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
+pub const TOOLS: &[Tool] = &[MENOS_SEARCH];
+
+async fn call(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
     let menos = ctx
         .menos
         .as_ref()

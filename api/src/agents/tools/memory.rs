@@ -1,99 +1,107 @@
 //! `memory_search`, `memory_get`, `memory_write`: the agent's memory files,
 //! the shared ones (read-only) and shared projects (as their `ACCESS.md` says).
 
-use std::borrow::Cow;
-
 use serde_json::{Value, json};
 
-use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail, number, text};
+use super::tool::{Needs, Tool};
+use super::{ToolContext, ToolError, ToolKind, fail, number, text};
 use crate::memory::access::{self, Op};
 use crate::memory::paths::SHARED;
 use crate::memory::{MemoryError, Mode, NoteTarget, ProjectError, WriteOutcome, projects};
 
-pub fn specs() -> Vec<ToolSpec> {
-    vec![
-        ToolSpec {
-            name: Cow::Borrowed("memory_search"),
-            description: Cow::Borrowed(
-                "Search your memory files (MEMORY.md, USER.md, daily logs, shared documents). Returns matching passages with their file and line numbers.",
-            ),
-            parameters: json!({"type": "object", "properties": {
-                "query": {"type": "string", "description": "What to look for, in words"},
-                "limit": {"type": "integer", "description": "Most results to return (default 5)"}
-            }, "required": ["query"]}),
-            kind: ToolKind::Read,
-        },
-        ToolSpec {
-            name: Cow::Borrowed("memory_get"),
-            description: Cow::Borrowed(
-                "Read one of your memory or workspace files, or a shared one (_shared/…, e.g. _shared/projects/{name}/CONTEXT.md, a shared project's summary), whole or some lines (e.g. after memory_search).",
-            ),
-            parameters: json!({"type": "object", "properties": {
-                "path": {"type": "string", "description": "File path, e.g. MEMORY.md or memory/2026-01-31.md"},
-                "start_line": {"type": "integer"},
-                "end_line": {"type": "integer"}
-            }, "required": ["path"]}),
-            kind: ToolKind::Read,
-        },
-        ToolSpec {
-            name: Cow::Borrowed("memory_write"),
-            description: Cow::Borrowed(
-                "Write to your memory. Without a path, appends a note to today's daily log. With path \"MEMORY.md\" and mode \"append\", adds a line to long-term memory. With a path and mode \"replace\", replaces that file (IDENTITY.md, USER.md, SOUL.md, …). With delete: true, deletes the file (e.g. BOOTSTRAP.md when setup is done). Shared projects live in _shared/projects/{name}/ (write there as the project's ACCESS.md allows); keep the project's CONTEXT.md current when you learn something the others need.",
-            ),
-            parameters: json!({"type": "object", "properties": {
-                "content": {"type": "string"},
-                "path": {"type": "string"},
-                "mode": {"type": "string", "enum": ["append", "replace"]},
-                "delete": {"type": "boolean"}
-            }}),
-            kind: ToolKind::Write,
-        },
-    ]
+pub const SEARCH: Tool = Tool {
+    name: "memory_search",
+    description: "Search your memory files (MEMORY.md, USER.md, daily logs, shared documents). Returns matching passages with their file and line numbers.",
+    parameters: || {
+        json!({"type": "object", "properties": {
+            "query": {"type": "string", "description": "What to look for, in words"},
+            "limit": {"type": "integer", "description": "Most results to return (default 5)"}
+        }, "required": ["query"]})
+    },
+    kind: ToolKind::Read,
+    needs: Needs::Nothing,
+    over_mcp: true,
+    asks_first: None,
+    call: |ctx, args| Box::pin(search(ctx, args)),
+};
+
+pub const GET: Tool = Tool {
+    name: "memory_get",
+    description: "Read one of your memory or workspace files, or a shared one (_shared/…, e.g. _shared/projects/{name}/CONTEXT.md, a shared project's summary), whole or some lines (e.g. after memory_search).",
+    parameters: || {
+        json!({"type": "object", "properties": {
+            "path": {"type": "string", "description": "File path, e.g. MEMORY.md or memory/2026-01-31.md"},
+            "start_line": {"type": "integer"},
+            "end_line": {"type": "integer"}
+        }, "required": ["path"]})
+    },
+    kind: ToolKind::Read,
+    needs: Needs::Nothing,
+    over_mcp: true,
+    asks_first: None,
+    call: |ctx, args| Box::pin(get(ctx, args)),
+};
+
+pub const WRITE: Tool = Tool {
+    name: "memory_write",
+    description: "Write to your memory. Without a path, appends a note to today's daily log. With path \"MEMORY.md\" and mode \"append\", adds a line to long-term memory. With a path and mode \"replace\", replaces that file (IDENTITY.md, USER.md, SOUL.md, …). With delete: true, deletes the file (e.g. BOOTSTRAP.md when setup is done). Shared projects live in _shared/projects/{name}/ (write there as the project's ACCESS.md allows); keep the project's CONTEXT.md current when you learn something the others need.",
+    parameters: || {
+        json!({"type": "object", "properties": {
+            "content": {"type": "string"},
+            "path": {"type": "string"},
+            "mode": {"type": "string", "enum": ["append", "replace"]},
+            "delete": {"type": "boolean"}
+        }})
+    },
+    kind: ToolKind::Write,
+    needs: Needs::Nothing,
+    over_mcp: true,
+    asks_first: None,
+    call: |ctx, args| Box::pin(write(ctx, args)),
+};
+
+pub const TOOLS: &[Tool] = &[SEARCH, GET, WRITE];
+
+async fn search(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
+    let agent = ctx.agent.id.as_str();
+    let query = text(args, "query")?;
+    let limit = number(args, "limit", 5, 20).max(1) as usize;
+    let results = ctx.memory.search(agent, query, limit, Mode::Hybrid).await?;
+    if results.data.is_empty() {
+        return Ok(format!("no memory matches {query:?}"));
+    }
+    let lines: Vec<String> = results
+        .data
+        .iter()
+        .map(|h| {
+            let owner = if h.agent == agent {
+                String::new()
+            } else {
+                format!("{}/", h.agent)
+            };
+            format!(
+                "{owner}{}:{}-{} (score {:.2}) {}",
+                h.path, h.start_line, h.end_line, h.score, h.snippet
+            )
+        })
+        .collect();
+    Ok(lines.join("\n"))
 }
 
-pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String, ToolError> {
+async fn get(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
     let agent = ctx.agent.id.as_str();
-    match name {
-        "memory_search" => {
-            let query = text(args, "query")?;
-            let limit = number(args, "limit", 5, 20).max(1) as usize;
-            let results = ctx.memory.search(agent, query, limit, Mode::Hybrid).await?;
-            if results.data.is_empty() {
-                return Ok(format!("no memory matches {query:?}"));
-            }
-            let lines: Vec<String> = results
-                .data
-                .iter()
-                .map(|h| {
-                    let owner = if h.agent == agent {
-                        String::new()
-                    } else {
-                        format!("{}/", h.agent)
-                    };
-                    format!(
-                        "{owner}{}:{}-{} (score {:.2}) {}",
-                        h.path, h.start_line, h.end_line, h.score, h.snippet
-                    )
-                })
-                .collect();
-            Ok(lines.join("\n"))
-        }
-        "memory_get" => {
-            let (owner, path) = owner_of(agent, text(args, "path")?);
-            if owner == SHARED {
-                ctx.memory.check_project(agent, path, Op::Read).await?;
-            }
-            let file = ctx.memory.read_file(owner, path).await?;
-            let lines: Vec<&str> = file.content.lines().collect();
-            let start = number(args, "start_line", 1, lines.len().max(1) as u64).max(1) as usize;
-            let end = number(args, "end_line", lines.len() as u64, lines.len() as u64) as usize;
-            Ok(lines
-                .get(start - 1..end.max(start - 1))
-                .map(|l| l.join("\n"))
-                .unwrap_or_default())
-        }
-        _ => write(ctx, args).await,
+    let (owner, path) = owner_of(agent, text(args, "path")?);
+    if owner == SHARED {
+        ctx.memory.check_project(agent, path, Op::Read).await?;
     }
+    let file = ctx.memory.read_file(owner, path).await?;
+    let lines: Vec<&str> = file.content.lines().collect();
+    let start = number(args, "start_line", 1, lines.len().max(1) as u64).max(1) as usize;
+    let end = number(args, "end_line", lines.len() as u64, lines.len() as u64) as usize;
+    Ok(lines
+        .get(start - 1..end.max(start - 1))
+        .map(|l| l.join("\n"))
+        .unwrap_or_default())
 }
 
 /// Whose file a tool's path names: `_shared/…` is the shared folder, the

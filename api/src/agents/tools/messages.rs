@@ -9,28 +9,32 @@
 //! plugin's `allowFrom` lists (a private chat's id is its user's) and its
 //! heartbeat's `deliverTo`. Its own sessions are inside Onyx and never ask.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
-use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail, text};
+use super::tool::{Needs, Tool};
+use super::{ToolContext, ToolError, ToolKind, fail, text};
 use crate::config::Config;
 use crate::sessions::LogMessage;
 
-pub fn specs() -> Vec<ToolSpec> {
-    vec![ToolSpec {
-        name: Cow::Borrowed("send_message"),
-        description: Cow::Borrowed(
-            "Send a message to your owner now. Without `to` it goes to the chat where they last talked to you.",
-        ),
-        parameters: json!({"type": "object", "properties": {
+pub const SEND_MESSAGE: Tool = Tool {
+    name: "send_message",
+    description: "Send a message to your owner now. Without `to` it goes to the chat where they last talked to you.",
+    parameters: || {
+        json!({"type": "object", "properties": {
             "to": {"type": "string", "description": "telegram:<chat_id>, discord:<channel_id> or session:<id>"},
             "text": {"type": "string"}
-        }, "required": ["text"]}),
-        kind: ToolKind::Write,
-    }]
-}
+        }, "required": ["text"]})
+    },
+    kind: ToolKind::Write,
+    needs: Needs::Nothing,
+    over_mcp: false,
+    asks_first: Some(|ctx, args| Box::pin(asks_first(ctx, args))),
+    call: |ctx, args| Box::pin(call(ctx, args)),
+};
+
+pub const TOOLS: &[Tool] = &[SEND_MESSAGE];
 
 /// The chats the config sets up for each agent (see the module docs).
 #[derive(Debug, Default)]
@@ -120,7 +124,7 @@ pub async fn asks_first(ctx: &ToolContext, args: &Value) -> bool {
     }
 }
 
-pub async fn call(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
+async fn call(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
     let message = text(args, "text")?;
     if message.trim().is_empty() {
         return Err("the text is empty".into());

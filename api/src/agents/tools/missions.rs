@@ -3,77 +3,100 @@
 //! goes through the same gates and approval as every proposal), follows its
 //! missions, reports a step's result, and finds who can help.
 
-use std::borrow::Cow;
-
 use serde_json::{Value, json};
 
-use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail};
+use super::tool::{Needs, Tool};
+use super::{ToolContext, ToolError, ToolKind, fail};
 
-pub fn specs() -> Vec<ToolSpec> {
-    vec![
-        ToolSpec {
-            name: Cow::Borrowed("propose_mission"),
-            description: Cow::Borrowed(
-                "Propose a mission: work in steps, each run by an agent (you or another; see list_agents). It is checked against quotas and budgets, then approved automatically or by a human. Steps run in order unless a step gives \"after\" (indexes of earlier steps it needs; [] runs it at once). Returns the proposal's status and, once accepted, its mission id.",
-            ),
-            parameters: json!({"type": "object", "properties": {
-                "title": {"type": "string"},
-                "description": {"type": "string", "description": "Why, and what done looks like"},
-                "steps": {"type": "array", "items": {"type": "object", "properties": {
-                    "kind": {"type": "string", "description": "The kind of work, e.g. research, analyze, write_content, review"},
-                    "agent": {"type": "string", "description": "Who runs it (default: you)"},
-                    "input": {"type": "string", "description": "What the step is to do, with the context it needs"},
-                    "after": {"type": "array", "items": {"type": "integer"}}
-                }, "required": ["kind", "input"]}}
-            }, "required": ["title", "steps"]}),
-            kind: ToolKind::Write,
-        },
-        ToolSpec {
-            name: Cow::Borrowed("list_missions"),
-            description: Cow::Borrowed(
-                "List the missions you proposed or have steps in, newest first, with each step's status and output.",
-            ),
-            parameters: json!({"type": "object", "properties": {
-                "status": {"type": "string", "enum": ["queued", "running", "succeeded", "failed", "cancelled"]},
-                "limit": {"type": "integer"}
-            }}),
-            kind: ToolKind::Read,
-        },
-        ToolSpec {
-            name: Cow::Borrowed("report_step"),
-            description: Cow::Borrowed(
-                "Report the result of a mission step you are running (its id is in the step's prompt): status \"succeeded\" with the output, or \"failed\" with why.",
-            ),
-            parameters: json!({"type": "object", "properties": {
-                "step_id": {"type": "string"},
-                "status": {"type": "string", "enum": ["succeeded", "failed"]},
-                "output": {"type": "string"}
-            }, "required": ["step_id", "status", "output"]}),
-            kind: ToolKind::Write,
-        },
-        ToolSpec {
-            name: Cow::Borrowed("list_agents"),
-            description: Cow::Borrowed(
-                "Who is available: every agent with its name, model, trust level and the steps it is running.",
-            ),
-            parameters: json!({"type": "object", "properties": {}}),
-            kind: ToolKind::Read,
-        },
-    ]
+pub const PROPOSE: Tool = Tool {
+    name: "propose_mission",
+    description: "Propose a mission: work in steps, each run by an agent (you or another; see list_agents). It is checked against quotas and budgets, then approved automatically or by a human. Steps run in order unless a step gives \"after\" (indexes of earlier steps it needs; [] runs it at once). Returns the proposal's status and, once accepted, its mission id.",
+    parameters: || {
+        json!({"type": "object", "properties": {
+            "title": {"type": "string"},
+            "description": {"type": "string", "description": "Why, and what done looks like"},
+            "steps": {"type": "array", "items": {"type": "object", "properties": {
+                "kind": {"type": "string", "description": "The kind of work, e.g. research, analyze, write_content, review"},
+                "agent": {"type": "string", "description": "Who runs it (default: you)"},
+                "input": {"type": "string", "description": "What the step is to do, with the context it needs"},
+                "after": {"type": "array", "items": {"type": "integer"}}
+            }, "required": ["kind", "input"]}}
+        }, "required": ["title", "steps"]})
+    },
+    kind: ToolKind::Write,
+    needs: Needs::Missions,
+    over_mcp: false,
+    asks_first: None,
+    call: |ctx, args| Box::pin(coordinate(ctx, args, Request::Propose)),
+};
+
+pub const LIST: Tool = Tool {
+    name: "list_missions",
+    description: "List the missions you proposed or have steps in, newest first, with each step's status and output.",
+    parameters: || {
+        json!({"type": "object", "properties": {
+            "status": {"type": "string", "enum": ["queued", "running", "succeeded", "failed", "cancelled"]},
+            "limit": {"type": "integer"}
+        }})
+    },
+    kind: ToolKind::Read,
+    needs: Needs::Missions,
+    over_mcp: false,
+    asks_first: None,
+    call: |ctx, args| Box::pin(coordinate(ctx, args, Request::Missions)),
+};
+
+pub const REPORT: Tool = Tool {
+    name: "report_step",
+    description: "Report the result of a mission step you are running (its id is in the step's prompt): status \"succeeded\" with the output, or \"failed\" with why.",
+    parameters: || {
+        json!({"type": "object", "properties": {
+            "step_id": {"type": "string"},
+            "status": {"type": "string", "enum": ["succeeded", "failed"]},
+            "output": {"type": "string"}
+        }, "required": ["step_id", "status", "output"]})
+    },
+    kind: ToolKind::Write,
+    needs: Needs::Missions,
+    over_mcp: false,
+    asks_first: None,
+    call: |ctx, args| Box::pin(coordinate(ctx, args, Request::ReportStep)),
+};
+
+pub const LIST_AGENTS: Tool = Tool {
+    name: "list_agents",
+    description: "Who is available: every agent with its name, model, trust level and the steps it is running.",
+    parameters: || json!({"type": "object", "properties": {}}),
+    kind: ToolKind::Read,
+    needs: Needs::Missions,
+    over_mcp: false,
+    asks_first: None,
+    call: |ctx, args| Box::pin(coordinate(ctx, args, Request::Standing)),
+};
+
+pub const TOOLS: &[Tool] = &[PROPOSE, LIST, REPORT, LIST_AGENTS];
+
+/// What a mission tool asks the orchestration loop.
+#[derive(Debug, Clone, Copy)]
+enum Request {
+    Propose,
+    Missions,
+    ReportStep,
+    Standing,
 }
 
-pub async fn call(ctx: &ToolContext, name: &str, arguments: &Value) -> Result<String, ToolError> {
+async fn coordinate(ctx: &ToolContext, arguments: &Value, request: Request) -> Result<String, ToolError> {
     let Some(coordination) = ctx.coordination.as_ref() else {
         return Err(fail!(
             "missions are turned off on this gateway (orchestration.enabled)"
         ));
     };
     let agent = ctx.agent.id.as_str();
-    let answer = match name {
-        "propose_mission" => coordination.propose(agent, arguments).await,
-        "list_missions" => coordination.missions(agent, arguments).await,
-        "report_step" => coordination.report_step(agent, arguments).await,
-        _ => coordination
+    let answer = match request {
+        Request::Propose => coordination.propose(agent, arguments).await,
+        Request::Missions => coordination.missions(agent, arguments).await,
+        Request::ReportStep => coordination.report_step(agent, arguments).await,
+        Request::Standing => coordination
             .standing()
             .await
             .map(|agents| mark_caller(agents, agent)),

@@ -11,16 +11,23 @@
 mod agents;
 mod exec;
 mod fs;
+mod fs_search;
 mod knowledge;
 mod memory;
 mod messages;
 mod missions;
+#[cfg(test)]
+mod offered_snapshot;
+pub mod registry;
 mod sessions;
 mod skill;
 mod tasks;
+pub mod tool;
 pub mod web;
 
+pub use memory::WRITE as MEMORY_WRITE;
 pub use messages::OwnerChats;
+pub use skill::SKILL;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -30,7 +37,6 @@ use serde_json::Value;
 use super::reach::Reach;
 use super::registry::AgentDef;
 use crate::channels::Channels;
-use crate::config::tool_names::covers;
 use crate::config::{PermissionMode, ToolTrust, ToolsConfig};
 use crate::inbox::Inbox;
 use crate::mcp_client::{McpClients, McpTool};
@@ -136,6 +142,17 @@ impl ToolSpec {
     }
 }
 
+impl From<&tool::Tool> for ToolSpec {
+    fn from(tool: &tool::Tool) -> Self {
+        Self {
+            name: Cow::Borrowed(tool.name),
+            description: Cow::Borrowed(tool.description),
+            parameters: (tool.parameters)(),
+            kind: tool.kind,
+        }
+    }
+}
+
 impl From<McpTool> for ToolSpec {
     fn from(tool: McpTool) -> Self {
         Self {
@@ -151,7 +168,8 @@ impl From<McpTool> for ToolSpec {
     }
 }
 
-/// A request to start a run of another agent now (`send_to_agent` with `wake`).
+/// A request to start a run of an agent now (`send_to_agent` with `wake`,
+/// `sessions_send`).
 #[derive(Debug, Clone)]
 pub struct Wake {
     pub agent: String,
@@ -159,6 +177,16 @@ pub struct Wake {
     /// The sender's permission mode: the woken run works under the stricter
     /// of it and the woken agent's own.
     pub mode: PermissionMode,
+    /// `sessions_send`: the run continues this session, told this text.
+    /// `None`: a new session that reads the inbox.
+    pub into: Option<SessionNote>,
+}
+
+/// What `sessions_send` writes into a session.
+#[derive(Debug, Clone)]
+pub struct SessionNote {
+    pub session: crate::sessions::SessionMeta,
+    pub text: String,
 }
 
 /// Everything a tool may touch, for one run of one agent.
@@ -170,6 +198,8 @@ pub struct ToolContext {
     pub tasks: Arc<crate::tasks::Tasks>,
     pub settings: Arc<ToolsConfig>,
     pub known_agents: Vec<String>,
+    /// Of those, the ones that are turned off (no run starts for them).
+    pub disabled_agents: Vec<String>,
     pub wake: tokio::sync::mpsc::UnboundedSender<Wake>,
     pub channels: Arc<Channels>,
     pub reach: Reach,
@@ -211,21 +241,27 @@ impl ToolOutput {
     }
 }
 
-/// Every built-in tool (web_search only with a SearXNG URL, menos_search
-/// only with `knowledge.menos`).
-pub fn all(settings: &ToolsConfig) -> Vec<ToolSpec> {
-    let mut out = memory::specs();
-    out.extend(sessions::specs());
-    out.extend(web::specs(settings.searxng_url.is_some()));
-    out.extend(knowledge::specs(settings.menos_search));
-    out.extend(fs::specs());
-    out.extend(exec::specs());
-    out.extend(agents::specs());
-    out.extend(tasks::specs());
-    out.extend(messages::specs());
-    out.extend(skill::specs());
-    out.extend(missions::specs());
-    out
+/// Every built-in tool this gateway offers (`web_search` only with a SearXNG
+/// URL, `menos_search` only with `knowledge.menos`, the mission tools only
+/// with the orchestration loop, `missions`).
+pub fn all(settings: &ToolsConfig, missions: bool) -> Vec<ToolSpec> {
+    registry::every()
+        .filter(|t| t.needs.met(settings, missions))
+        .map(ToolSpec::from)
+        .collect()
+}
+
+/// The built-in tools Onyx's own `/mcp` endpoint serves.
+pub fn over_mcp(settings: &ToolsConfig) -> Vec<ToolSpec> {
+    registry::every()
+        .filter(|t| t.over_mcp && t.needs.met(settings, false))
+        .map(ToolSpec::from)
+        .collect()
+}
+
+/// Whether `/mcp` serves the built-in tool `name`.
+pub fn is_over_mcp(name: &str) -> bool {
+    registry::find(name).is_some_and(|t| t.over_mcp)
 }
 
 /// The tools an agent is offered: the built-in ones and those of its MCP
@@ -239,12 +275,12 @@ pub fn offered(
     mcp: &McpClients,
     missions: bool,
 ) -> Vec<ToolSpec> {
+    let covers = registry::covers;
     let allowed = |list: &[String], tool: &str| list.is_empty() || list.iter().any(|e| covers(e, tool));
     let denied = |list: &[String], tool: &str| list.iter().any(|e| covers(e, tool));
     let outside = mcp.tools(agent.mcp.as_deref()).into_iter().map(ToolSpec::from);
-    all(settings)
+    all(settings, missions)
         .into_iter()
-        .filter(|t| missions || !covers("group:missions", &t.name))
         .chain(outside)
         .filter(|t| allowed(&settings.allow, &t.name) && allowed(&agent.tools_allow, &t.name))
         .filter(|t| !denied(&settings.deny, &t.name) && !denied(&agent.tools_deny, &t.name))
@@ -253,46 +289,35 @@ pub fn offered(
 }
 
 /// Whether a call of `spec` waits for a person's approval first: in `ask`
-/// mode, a `Dangerous` tool, or a message to a chat the owner did not set up.
+/// mode, a `Dangerous` tool, or one whose declaration says so for these
+/// arguments (a message to a chat the owner did not set up).
 pub async fn asks_first(ctx: &ToolContext, spec: &ToolSpec, mode: PermissionMode, arguments: &Value) -> bool {
     if mode != PermissionMode::Ask {
         return false;
     }
-    match spec.kind {
-        ToolKind::Dangerous => true,
-        _ if spec.name == "send_message" => messages::asks_first(ctx, arguments).await,
-        _ => false,
+    if spec.kind == ToolKind::Dangerous {
+        return true;
+    }
+    match registry::find(&spec.name).and_then(|t| t.asks_first) {
+        Some(asks) => asks(ctx, arguments).await,
+        None => false,
     }
 }
 
 /// Runs one tool call; unknown tools and bad arguments are errors the model sees.
 pub async fn call(ctx: &ToolContext, name: &str, arguments: &Value) -> ToolOutput {
-    let result = match name {
-        "memory_search" | "memory_get" | "memory_write" => memory::call(ctx, name, arguments).await,
-        "sessions_list" | "sessions_history" => sessions::call(ctx, name, arguments).await,
-        "web_fetch" | "web_search" => web::call(ctx, name, arguments).await,
-        "menos_search" => knowledge::call(ctx, arguments).await,
-        "fs_read" | "fs_write" | "fs_edit" | "fs_list" => fs::call(ctx, name, arguments).await,
-        "exec" => exec::call(ctx, arguments).await,
-        "send_to_agent" => agents::call(ctx, arguments).await,
-        "send_message" => messages::call(ctx, arguments).await,
-        "skill" => skill::call(ctx, arguments).await,
-        "propose_mission" | "list_missions" | "report_step" | "list_agents" => {
-            missions::call(ctx, name, arguments).await
-        }
-        "schedule_task" | "list_tasks" | "pause_task" | "resume_task" | "cancel_task" => {
-            tasks::call(ctx, name, arguments).await
-        }
-        outside if outside.starts_with(crate::config::tool_names::MCP_PREFIX) => {
-            let outcome = ctx.mcp.call(outside, arguments).await;
-            return if outcome.is_error {
-                tracing::debug!(agent = %ctx.agent.id, tool = name, error = %outcome.text, "MCP tool call failed");
-                ToolOutput::error(outcome.text)
-            } else {
-                ToolOutput::ok(outcome.text)
-            };
-        }
-        other => Err(fail!("there is no tool named {other:?}")),
+    if name.starts_with(crate::config::tool_names::MCP_PREFIX) {
+        let outcome = ctx.mcp.call(name, arguments).await;
+        return if outcome.is_error {
+            tracing::debug!(agent = %ctx.agent.id, tool = name, error = %outcome.text, "MCP tool call failed");
+            ToolOutput::error(outcome.text)
+        } else {
+            ToolOutput::ok(outcome.text)
+        };
+    }
+    let result = match registry::find(name) {
+        Some(tool) => (tool.call)(ctx, arguments).await,
+        None => Err(fail!("there is no tool named {name:?}")),
     };
     match result {
         Ok(content) => ToolOutput::ok(content),
@@ -322,26 +347,10 @@ pub(super) fn number(arguments: &Value, name: &str, default: u64, max: u64) -> u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::tool_names::TOOLS;
-
-    #[test]
-    fn the_names_config_accepts_are_exactly_the_built_in_tools() {
-        let settings = ToolsConfig {
-            searxng_url: url::Url::parse("http://127.0.0.1:8888").ok(),
-            menos_search: true,
-            ..ToolsConfig::default()
-        };
-        let specs = all(&settings);
-        let mut built_in: Vec<&str> = specs.iter().map(|t| t.name.as_ref()).collect();
-        let mut accepted = TOOLS.to_vec();
-        built_in.sort_unstable();
-        accepted.sort_unstable();
-        assert_eq!(built_in, accepted);
-    }
 
     #[test]
     fn ask_mode_runs_own_memory_task_and_message_tools_and_asks_for_the_rest() {
-        let specs = all(&ToolsConfig::default());
+        let specs = all(&ToolsConfig::default(), true);
         let write: Vec<&str> = specs
             .iter()
             .filter(|t| t.kind == ToolKind::Write)

@@ -3,20 +3,17 @@
 //! of those files with `file`. Reading is all it does: a script a skill
 //! mentions runs only through `exec`, under the agent's permission mode.
 
-use std::borrow::Cow;
-
 use serde_json::{Value, json};
 
-use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail, text};
+use super::tool::{Needs, Tool};
+use super::{ToolContext, ToolError, ToolKind, fail, text};
 use crate::skills::{SKILL_FILE, SkillError};
 
-pub fn specs() -> Vec<ToolSpec> {
-    vec![ToolSpec {
-        name: Cow::Borrowed("skill"),
-        description: Cow::Borrowed(
-            "Load one of your skills (listed under Skills in your instructions): its instructions and the files it comes with. With file, read one of those files.",
-        ),
-        parameters: json!({
+pub const SKILL: Tool = Tool {
+    name: "skill",
+    description: "Load one of your skills (listed under Skills in your instructions): its instructions and the files it comes with. With file, read one of those files.",
+    parameters: || {
+        json!({
             "type": "object",
             "properties": {
                 "name": {"type": "string", "description": "The skill's name"},
@@ -24,10 +21,16 @@ pub fn specs() -> Vec<ToolSpec> {
             },
             "required": ["name"],
             "additionalProperties": false
-        }),
-        kind: ToolKind::Read,
-    }]
-}
+        })
+    },
+    kind: ToolKind::Read,
+    needs: Needs::Nothing,
+    over_mcp: false,
+    asks_first: None,
+    call: |ctx, args| Box::pin(call(ctx, args)),
+};
+
+pub const TOOLS: &[Tool] = &[SKILL];
 
 fn for_model(err: SkillError) -> ToolError {
     match err {
@@ -36,7 +39,7 @@ fn for_model(err: SkillError) -> ToolError {
     }
 }
 
-pub async fn call(ctx: &ToolContext, arguments: &Value) -> Result<String, ToolError> {
+async fn call(ctx: &ToolContext, arguments: &Value) -> Result<String, ToolError> {
     let name = text(arguments, "name")?;
     let skill = ctx
         .skills

@@ -4,44 +4,52 @@
 //! (`tools.webFetch.allowPrivate`), connects only to the address it checked
 //! (no DNS rebinding), and checks again at every redirect.
 
-use std::borrow::Cow;
-
 use std::net::{IpAddr, SocketAddr};
 
 use serde_json::{Value, json};
 use url::Url;
 
-use super::{ToolContext, ToolError, ToolKind, ToolSpec, fail, number, text};
+use super::tool::{Needs, Tool};
+use super::{ToolContext, ToolError, ToolKind, fail, number, text};
 use crate::config::ToolsConfig;
 
 const MAX_REDIRECTS: usize = 5;
 const MAX_TEXT_CHARS: usize = 50_000;
 
-pub fn specs(search: bool) -> Vec<ToolSpec> {
-    let mut out = vec![ToolSpec {
-        name: Cow::Borrowed("web_fetch"),
-        description: Cow::Borrowed("Fetch a web page (http or https) and return it as readable text."),
-        parameters: json!({"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]}),
-        kind: ToolKind::Dangerous,
-    }];
-    if search {
-        out.push(ToolSpec {
-            name: Cow::Borrowed("web_search"),
-            description: Cow::Borrowed("Search the web. Returns titles, URLs and short extracts."),
-            parameters: json!({"type": "object", "properties": {
-                "query": {"type": "string"},
-                "limit": {"type": "integer", "description": "default 5"}
-            }, "required": ["query"]}),
-            kind: ToolKind::Dangerous,
-        });
-    }
-    out
+pub const FETCH: Tool = Tool {
+    name: "web_fetch",
+    description: "Fetch a web page (http or https) and return it as readable text.",
+    parameters: || json!({"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]}),
+    kind: ToolKind::Dangerous,
+    needs: Needs::Nothing,
+    over_mcp: false,
+    asks_first: None,
+    call: |ctx, args| Box::pin(fetch_tool(ctx, args)),
+};
+
+pub const SEARCH: Tool = Tool {
+    name: "web_search",
+    description: "Search the web. Returns titles, URLs and short extracts.",
+    parameters: || {
+        json!({"type": "object", "properties": {
+            "query": {"type": "string"},
+            "limit": {"type": "integer", "description": "default 5"}
+        }, "required": ["query"]})
+    },
+    kind: ToolKind::Dangerous,
+    needs: Needs::Searxng,
+    over_mcp: false,
+    asks_first: None,
+    call: |ctx, args| Box::pin(search_tool(ctx, args)),
+};
+
+pub const TOOLS: &[Tool] = &[FETCH, SEARCH];
+
+async fn fetch_tool(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
+    fetch(&ctx.settings, text(args, "url")?).await
 }
 
-pub async fn call(ctx: &ToolContext, name: &str, args: &Value) -> Result<String, ToolError> {
-    if name == "web_fetch" {
-        return fetch(&ctx.settings, text(args, "url")?).await;
-    }
+async fn search_tool(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
     let base = ctx
         .settings
         .searxng_url
