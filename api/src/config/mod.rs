@@ -25,6 +25,8 @@ use std::path::{Path, PathBuf};
 pub use embedder::built_in as built_in_embedder;
 pub use knowledge::{KnowledgeConfig, MenosConfig};
 pub use proxy::{IpNet, TrustedProxy};
+pub use mcp::mcp_server_from_spec;
+pub use raw::RawMcpServer as McpServerSpec;
 pub use raw::RawProvider as ProviderSpec;
 pub use types::*;
 pub use validate::{detected_provider, is_deployment_name, ollama_url, provider_from_spec};

@@ -113,7 +113,7 @@ impl StoredProvider {
 }
 
 /// RFC 7396 JSON merge patch: objects merge key by key, `null` removes.
-fn merge_patch(target: &mut Value, patch: Value) {
+pub(crate) fn merge_patch(target: &mut Value, patch: Value) {
     let Value::Object(patch) = patch else {
         *target = patch;
         return;

@@ -143,6 +143,9 @@ const MIGRATIONS: &[&str] = &[
     "UPDATE agent_run SET lease_owner = replica, lease_token = 1 WHERE status = 'running' AND !lease_owner;
      UPDATE task SET lease_token = 1 WHERE lease_run AND !lease_token;
      UPDATE step SET lease_token = attempts ?? 1 WHERE status = 'running' AND !lease_token;",
+    // 18: MCP servers added through the API (`mcp_server:{name}`); a server's
+    // spec is JSON with its env and header values sealed under the master key.
+    "DEFINE TABLE IF NOT EXISTS mcp_server SCHEMALESS;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;
