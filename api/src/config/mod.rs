@@ -24,8 +24,8 @@ use std::path::{Path, PathBuf};
 
 pub use embedder::built_in as built_in_embedder;
 pub use knowledge::{KnowledgeConfig, MenosConfig};
-pub use proxy::{IpNet, TrustedProxy};
 pub use mcp::mcp_server_from_spec;
+pub use proxy::{IpNet, TrustedProxy};
 pub use raw::RawMcpServer as McpServerSpec;
 pub use raw::RawProvider as ProviderSpec;
 pub use types::*;

@@ -90,7 +90,12 @@ pub async fn create(
 ) -> Result<(StatusCode, Json<McpServerView>), ApiError> {
     let name = match body.as_object_mut().and_then(|map| map.remove("name")) {
         Some(Value::String(name)) => name,
-        Some(_) => return Err(ApiError::bad_request("name: must be a string", Some("name".into()))),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "name: must be a string",
+                Some("name".into()),
+            ));
+        }
         None => {
             return Err(ApiError::bad_request(
                 "name: required (tools are offered as mcp__name__tool)",

@@ -229,9 +229,7 @@ impl McpClients {
             Some(stored) => Some(stored.changing.lock().await),
             None => None,
         };
-        let server = self
-            .get(name)
-            .ok_or_else(|| ChangeError::NotFound(name.into()))?;
+        let server = self.get(name).ok_or_else(|| ChangeError::NotFound(name.into()))?;
         self.replace(name, Some(server.config.clone()), true).await;
         tracing::info!(mcp_server = %name, "MCP server restarted through the API");
         self.shown(name)

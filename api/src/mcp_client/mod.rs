@@ -266,7 +266,11 @@ impl McpClients {
     }
 
     fn view(&self, server: &Server) -> McpServerView {
-        let source = if self.from_file.contains(&server.name) { "config" } else { "api" };
+        let source = if self.from_file.contains(&server.name) {
+            "config"
+        } else {
+            "api"
+        };
         view(server, source)
     }
 }
@@ -283,7 +287,12 @@ fn view(server: &Server, source: &str) -> McpServerView {
     let status = server.snapshot();
     let config: &McpServerConfig = &server.config;
     let (command, args, cwd, url, env, headers) = match &config.transport {
-        McpTransport::Stdio { command, args, env, cwd } => (
+        McpTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => (
             Some(command.clone()),
             args.clone(),
             cwd.as_ref().map(|c| c.display().to_string()),

@@ -186,6 +186,16 @@ impl ServerStore {
         let spec = parse_spec(value)?;
         mcp_server_from_spec(name, spec.clone(), McpStartup::Eager)?;
         let sealed = seal(vault, name, spec)?;
+        self.write(name, &sealed, current.revision).await?;
+        Ok(StoredServer {
+            spec: sealed,
+            revision: current.revision + 1,
+            ..current
+        })
+    }
+
+    /// Replaces the stored spec if nobody else changed it since `revision`.
+    async fn write(&self, name: &str, sealed: &McpServerSpec, revision: u64) -> Result<(), StoreError> {
         let result = self
             .db
             .execute(
@@ -197,21 +207,33 @@ impl ServerStore {
                          updated_at = $now;
                      COMMIT TRANSACTION;"
                 ),
-                json!({"name": name, "spec": spec_json(&sealed)?, "revision": current.revision,
+                json!({"name": name, "spec": spec_json(sealed)?, "revision": revision,
                        "now": crate::clock::now_stamp()}),
             )
             .await;
         match result {
             Err(DbError::Surreal(message)) if message.contains(CHANGED_MEANWHILE) => {
-                return Err(StoreError::Conflict(name.into()));
+                Err(StoreError::Conflict(name.into()))
             }
-            other => other?,
-        };
-        Ok(StoredServer {
-            spec: sealed,
-            revision: current.revision + 1,
-            ..current
-        })
+            other => other.map(drop).map_err(Into::into),
+        }
+    }
+
+    /// Seals every stored secret under `vault`'s current key (what
+    /// `onyx keys rotate-master` does); returns how many servers changed.
+    pub async fn reseal_all(&self, vault: &Vault) -> Result<usize, StoreError> {
+        let mut changed = 0;
+        for stored in self.list().await? {
+            let mut sealed_values = stored.spec.env.values().chain(stored.spec.headers.values());
+            if sealed_values.all(|v| vault.is_current(v)) {
+                continue;
+            }
+            let opened = open(vault, &stored.name, stored.spec.clone())?;
+            let resealed = seal(vault, &stored.name, opened)?;
+            self.write(&stored.name, &resealed, stored.revision).await?;
+            changed += 1;
+        }
+        Ok(changed)
     }
 
     /// Removes a server; `false` when there was none.
@@ -292,13 +314,39 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn reseal_moves_every_env_value_to_the_new_key() {
+        use crate::secrets::{KeySource, MasterKey};
+        let copy = |key: &MasterKey| MasterKey::parse(key.encoded().expose_secret(), "t").unwrap();
+        let store = ServerStore::new(Db::scratch().await);
+        let (old, new) = (MasterKey::generate().unwrap(), MasterKey::generate().unwrap());
+        let before = Vault::new(copy(&old), Vec::new(), KeySource::Generated);
+        store.create(&before, "tools", spec()).await.unwrap();
+        let during = Vault::new(copy(&new), vec![old], KeySource::Generated);
+        assert_eq!(store.reseal_all(&during).await.unwrap(), 1);
+        assert_eq!(
+            store.reseal_all(&during).await.unwrap(),
+            0,
+            "nothing left to move"
+        );
+        let only_new = Vault::new(new, Vec::new(), KeySource::Generated);
+        let stored = store.get("tools").await.unwrap().unwrap();
+        let opened = open(&only_new, "tools", stored.spec.clone()).unwrap();
+        assert_eq!(opened.env["SERVICE_TOKEN"], "tok-secret-0123456789");
+        assert!(stored.config(&before, McpStartup::Eager).is_err());
+    }
+
+    #[tokio::test]
     async fn a_patch_keeps_what_it_does_not_name_and_errors_name_the_field() {
         let db = Db::scratch().await;
         let store = ServerStore::new(db);
         let vault = Vault::ephemeral().unwrap();
         store.create(&vault, "tools", spec()).await.unwrap();
         let patched = store
-            .update(&vault, "tools", json!({"args": ["--other"], "env": {"EXTRA": "x"}}))
+            .update(
+                &vault,
+                "tools",
+                json!({"args": ["--other"], "env": {"EXTRA": "x"}}),
+            )
             .await
             .unwrap();
         assert_eq!(patched.revision, 2);

@@ -86,9 +86,12 @@ async fn an_mcp_server_added_on_one_replica_runs_on_another_and_changes_apply_li
     .await;
     assert_eq!(status, 200, "{edited}");
     assert_eq!(edited["env"], json!(["EXTRA", "SERVICE_TOKEN"]), "{edited}");
-    let on_b = ready(&b, "everything", "the other replica restarts it with the edit", |s| {
-        s["pid"].as_u64().is_some_and(|pid| pid != old_pid)
-    })
+    let on_b = ready(
+        &b,
+        "everything",
+        "the other replica restarts it with the edit",
+        |s| s["pid"].as_u64().is_some_and(|pid| pid != old_pid),
+    )
     .await;
     wait_until(secs(10), "the old process is gone", async || {
         (!alive(old_pid)).then_some(())
@@ -117,16 +120,32 @@ async fn an_mcp_server_added_on_one_replica_runs_on_another_and_changes_apply_li
     // The config file's servers cannot be changed here; bad input is named.
     let (status, body) = reply(a.patch("/v1/mcp/servers/time").json(&json!({"trust": "write"}))).await;
     assert_eq!(status, 409, "{body}");
-    assert!(body["error"]["message"].as_str().unwrap().contains("config file"), "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("config file"),
+        "{body}"
+    );
     let (status, body) = reply(a.delete("/v1/mcp/servers/time")).await;
     assert_eq!(status, 409, "{body}");
-    let (status, body) = reply(a.post("/v1/mcp/servers").json(&json!({"name": "time", "command": "x"}))).await;
+    let (status, body) = reply(
+        a.post("/v1/mcp/servers")
+            .json(&json!({"name": "time", "command": "x"})),
+    )
+    .await;
     assert_eq!(status, 409, "{body}");
     for (spec, param) in [
-        (json!({"name": "bad", "command": "x", "trust": "sometimes"}), Some("trust")),
+        (
+            json!({"name": "bad", "command": "x", "trust": "sometimes"}),
+            Some("trust"),
+        ),
         (json!({"name": "a__b", "command": "x"}), Some("name")),
-        (json!({"name": "bad", "url": "ftp://example.com/mcp"}), Some("url")),
-        (json!({"name": "bad", "command": "x", "headers": {"A": "b"}}), None),
+        (
+            json!({"name": "bad", "url": "ftp://example.com/mcp"}),
+            Some("url"),
+        ),
+        (
+            json!({"name": "bad", "command": "x", "headers": {"A": "b"}}),
+            None,
+        ),
         (json!({"name": "bad", "command": "x", "colour": "red"}), None),
         (json!({"command": "x"}), Some("name")),
     ] {
@@ -141,7 +160,10 @@ async fn an_mcp_server_added_on_one_replica_runs_on_another_and_changes_apply_li
     assert_eq!(status, 404);
 
     // Only admins change servers.
-    let chat_key = a.create_key("chatty", "chat").await["key"].as_str().unwrap().to_string();
+    let chat_key = a.create_key("chatty", "chat").await["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let status = a
         .with_key("POST", "/v1/mcp/servers", &chat_key)
         .json(&json!({"name": "sneaky", "command": "/bin/sh"}))
@@ -159,14 +181,21 @@ async fn an_mcp_server_added_on_one_replica_runs_on_another_and_changes_apply_li
     let b_pid = servers(&b).await["everything"]["pid"].as_u64().unwrap();
     let (status, body) = reply(a.delete("/v1/mcp/servers/everything")).await;
     assert_eq!(status, 200, "{body}");
-    wait_until(secs(10), "every replica drops it and stops its process", async || {
-        let gone = !servers(&b).await.contains_key("everything")
-            && !servers(&c).await.contains_key("everything");
-        (gone && !alive(b_pid)).then_some(())
-    })
+    wait_until(
+        secs(10),
+        "every replica drops it and stops its process",
+        async || {
+            let gone = !servers(&b).await.contains_key("everything")
+                && !servers(&c).await.contains_key("everything");
+            (gone && !alive(b_pid)).then_some(())
+        },
+    )
     .await;
     let answer = b
-        .agent_answer("main", r#"script: mcp__everything__echo {"message": "x"} ; answer"#)
+        .agent_answer(
+            "main",
+            r#"script: mcp__everything__echo {"message": "x"} ; answer"#,
+        )
         .await;
     assert!(answer.contains("there is no MCP tool"), "{answer}");
 
