@@ -66,7 +66,7 @@ test('an MCP server is added, edited, restarted and removed from the MCP page', 
 	await page.getByRole('button', { name: 'Add server' }).click();
 	const form = page.getByTestId('mcp-form');
 	await form.getByLabel(/^Name/).fill('clock');
-	await form.getByLabel('Command').fill(TIME);
+	await form.getByLabel('Command', { exact: true }).fill(TIME);
 	await form.getByLabel('Arguments').fill('--local-timezone=UTC');
 	await form.getByLabel('Environment').fill(`CLOCK_TOKEN=${SECRET}`);
 	await form.getByLabel('Trust').selectOption('read');
