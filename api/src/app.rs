@@ -165,7 +165,7 @@ impl App {
         let channels = Arc::new(Channels::default());
         let mcp = crate::mcp_client::McpClients::new(&config.mcp);
         mcp.start();
-        mcp.attach_store(crate::mcp_client::stored::ServerStore::new(db.clone()), vault)
+        mcp.attach_store(crate::mcp_client::stored::server_store(db.clone()), vault)
             .await;
         background.spawn(
             "mcp: follow server changes from every replica",

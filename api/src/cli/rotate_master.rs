@@ -29,7 +29,7 @@ pub async fn rotate(config: &Config, db: &Db) -> Result<(), CliError> {
     let vault = old.rotated(new_key);
     let store = ProviderStore::new(db.clone());
     let resealed = store.reseal_all(&vault).await?;
-    let mcp_resealed = crate::mcp_client::stored::ServerStore::new(db.clone())
+    let mcp_resealed = crate::mcp_client::stored::server_store(db.clone())
         .reseal_all(&vault)
         .await
         .map_err(|err| CliError::Io(format!("MCP servers: {err}")))?;

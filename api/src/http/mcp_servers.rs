@@ -10,17 +10,15 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use serde_json::Value;
 
 use super::body::JsonObject;
 use super::client::ClientIp;
 use super::error::ApiError;
-use super::keys::actor;
 use super::middleware::Caller;
+use super::providers::{field_names, invalid_fields, take_name};
 use super::views::{Deleted, List};
 use crate::app::App;
-use crate::audit::{Action, NewEvent};
-use crate::config::ConfigError;
+use crate::audit::Action;
 use crate::mcp_client::stored::{StoreError, parse_spec};
 use crate::mcp_client::{ChangeError, McpServerView};
 
@@ -28,22 +26,13 @@ impl From<ChangeError> for ApiError {
     fn from(err: ChangeError) -> Self {
         match err {
             ChangeError::Store(StoreError::Db(err)) => ApiError::Db(err),
-            ChangeError::Store(StoreError::Invalid(ConfigError::Invalid { path, message })) => {
-                let param = (!path.is_empty()).then_some(path);
-                let message = match &param {
-                    Some(param) => format!("{param}: {message}"),
-                    None => message,
-                };
-                ApiError::bad_request(message, param)
+            ChangeError::Store(StoreError::Invalid(err)) => invalid_fields(err),
+            err @ (ChangeError::NotFound(_) | ChangeError::Store(StoreError::NotFound(..))) => {
+                ApiError::NotFound {
+                    message: err.to_string(),
+                    code: "mcp_server_not_found",
+                }
             }
-            err @ ChangeError::NotFound(_) => ApiError::NotFound {
-                message: err.to_string(),
-                code: "mcp_server_not_found",
-            },
-            err @ ChangeError::Store(StoreError::NotFound(_)) => ApiError::NotFound {
-                message: err.to_string(),
-                code: "mcp_server_not_found",
-            },
             other => ApiError::Conflict(other.to_string()),
         }
     }
@@ -51,20 +40,7 @@ impl From<ChangeError> for ApiError {
 
 /// Records a server change (what changed, never a value).
 async fn audit(app: &App, caller: &Caller, client: ClientIp, target: &str, detail: String) {
-    let event = NewEvent {
-        action: Action::McpServerChanged,
-        actor: &actor(caller),
-        target: Some(target),
-        ip: client.text(),
-        detail: Some(detail),
-    };
-    crate::audit::record(&app.db, event).await;
-}
-
-fn field_names(body: &Value) -> String {
-    body.as_object()
-        .map(|map| map.keys().cloned().collect::<Vec<_>>().join(", "))
-        .unwrap_or_default()
+    super::providers::audit(app, caller, client, Action::McpServerChanged, target, detail).await;
 }
 
 pub async fn list(State(app): State<Arc<App>>) -> Json<List<McpServerView>> {
@@ -88,23 +64,9 @@ pub async fn create(
     client: ClientIp,
     JsonObject(mut body): JsonObject,
 ) -> Result<(StatusCode, Json<McpServerView>), ApiError> {
-    let name = match body.as_object_mut().and_then(|map| map.remove("name")) {
-        Some(Value::String(name)) => name,
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "name: must be a string",
-                Some("name".into()),
-            ));
-        }
-        None => {
-            return Err(ApiError::bad_request(
-                "name: required (tools are offered as mcp__name__tool)",
-                Some("name".into()),
-            ));
-        }
-    };
+    let name = take_name(&mut body, "tools are offered as mcp__name__tool")?;
     let fields = field_names(&body);
-    let spec = parse_spec(body).map_err(|err| ApiError::from(ChangeError::Store(err.into())))?;
+    let spec = parse_spec(body).map_err(invalid_fields)?;
     let view = app.mcp.add(&name, spec).await?;
     let detail = format!("added ({} server; fields {fields})", view.transport);
     audit(&app, &caller, client, &name, detail).await;

@@ -185,7 +185,7 @@ impl McpClients {
     /// Stores a new server and starts it here (other replicas follow).
     pub async fn add(&self, name: &str, spec: McpServerSpec) -> Result<McpServerView, ChangeError> {
         let stored = self.writable(name).map_err(|err| match err {
-            ChangeError::ReadOnly(name) => ChangeError::Store(StoreError::Exists(name)),
+            ChangeError::ReadOnly(name) => ChangeError::Store(StoreError::Exists("MCP server", name)),
             other => other,
         })?;
         stored.store.create(&stored.vault, name, spec).await?;

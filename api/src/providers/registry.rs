@@ -488,7 +488,7 @@ impl ProviderRegistry {
             });
         }
         if !self.store.delete(name).await? {
-            return Err(StoreError::NotFound(name.into()).into());
+            return Err(StoreError::NotFound("provider", name.into()).into());
         }
         self.reload().await?;
         Ok(())
