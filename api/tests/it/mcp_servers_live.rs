@@ -197,7 +197,10 @@ async fn an_mcp_server_added_on_one_replica_runs_on_another_and_changes_apply_li
             r#"script: mcp__everything__echo {"message": "x"} ; answer"#,
         )
         .await;
-    assert!(answer.contains("there is no MCP tool"), "{answer}");
+    assert!(
+        answer.contains("\"mcp__everything__echo\" is not available"),
+        "{answer}"
+    );
 
     let audit = a.get_json("/v1/audit?limit=50").await;
     let actions = pluck(&audit["data"], "/action");
