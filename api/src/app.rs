@@ -120,7 +120,7 @@ impl App {
                 &config.providers,
                 &config.aliases,
                 ProviderStore::new(db.clone()),
-                vault,
+                vault.clone(),
                 router.clone(),
             )
             .map_err(|(name, source)| StartupError::Provider { name, source })?,
@@ -172,6 +172,12 @@ impl App {
         let channels = Arc::new(Channels::default());
         let mcp = crate::mcp_client::McpClients::new(&config.mcp);
         mcp.start();
+        mcp.attach_store(crate::mcp_client::stored::server_store(db.clone()), vault)
+            .await;
+        background.spawn(
+            "mcp: follow server changes from every replica",
+            mcp.clone().watch(),
+        );
         let lease_db = db.dedicated().await?;
         crate::agents::tools::registry::check_config(config)?;
         let agents = Agents::start(

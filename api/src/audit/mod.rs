@@ -22,6 +22,7 @@ pub enum Action {
     LoginFailed,
     ProviderChanged,
     AliasChanged,
+    McpServerChanged,
     MasterKeyRotated,
 }
 
@@ -34,6 +35,7 @@ impl Action {
             Self::LoginFailed => "login.failed",
             Self::ProviderChanged => "provider.changed",
             Self::AliasChanged => "alias.changed",
+            Self::McpServerChanged => "mcp_server.changed",
             Self::MasterKeyRotated => "master_key.rotated",
         }
     }
@@ -45,7 +47,7 @@ pub struct AuditEvent {
     pub id: String,
     /// RFC 3339 UTC.
     pub at: String,
-    /// `key.created`, `key.revoked`, `login.succeeded`, `login.failed`, `provider.changed`, `alias.changed`, `master_key.rotated`.
+    /// `key.created`, `key.revoked`, `login.succeeded`, `login.failed`, `provider.changed`, `alias.changed`, `mcp_server.changed`, `master_key.rotated`.
     pub action: String,
     /// Who acted: an API key's id, `ui` (a signed-in browser), `cli`, or `anonymous`.
     pub actor: String,

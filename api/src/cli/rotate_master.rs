@@ -1,5 +1,5 @@
-//! `onyx keys rotate-master`: seals every stored credential (provider
-//! secrets in the database, subscription credential files in the data dir)
+//! `onyx keys rotate-master`: seals every stored credential (provider and
+//! MCP server secrets in the database, subscription credential files in the data dir)
 //! under a new master key. With the key file in the data dir, the new key is written to
 //! `master.key.next` first, everything is re-sealed, then the file replaces
 //! `master.key` (a crash in between leaves both keys readable, and running the
@@ -29,6 +29,10 @@ pub async fn rotate(config: &Config, db: &Db) -> Result<(), CliError> {
     let vault = old.rotated(new_key);
     let store = ProviderStore::new(db.clone());
     let resealed = store.reseal_all(&vault).await?;
+    let mcp_resealed = crate::mcp_client::stored::server_store(db.clone())
+        .reseal_all(&vault)
+        .await
+        .map_err(|err| CliError::Io(format!("MCP servers: {err}")))?;
     let files_resealed = crate::providers::subscription::sealed::reseal_all(&vault, &config.storage.data_dir)
         .map_err(|err| CliError::Io(err.to_string()))?;
     crate::audit::record(
@@ -39,7 +43,7 @@ pub async fn rotate(config: &Config, db: &Db) -> Result<(), CliError> {
             target: Some(&new_id),
             ip: None,
             detail: Some(format!(
-                "from key {old_id} ({resealed} providers and {files_resealed} subscription credential files re-sealed)"
+                "from key {old_id} ({resealed} providers, {mcp_resealed} MCP servers and {files_resealed} subscription credential files re-sealed)"
             )),
         },
     )
@@ -47,13 +51,13 @@ pub async fn rotate(config: &Config, db: &Db) -> Result<(), CliError> {
     if from_file {
         files.promote_next()?;
         eprintln!(
-            "re-sealed {resealed} stored providers and {files_resealed} subscription credential files under master key {new_id}; {} now holds it",
+            "re-sealed {resealed} stored providers and {files_resealed} subscription credential files (and {mcp_resealed} MCP servers) under master key {new_id}; {} now holds it",
             files.current.display()
         );
     } else {
         println!("{printable}");
         eprintln!(
-            "re-sealed {resealed} stored providers and {files_resealed} subscription credential files under master key {new_id} (printed above).\n\
+            "re-sealed {resealed} stored providers and {files_resealed} subscription credential files (and {mcp_resealed} MCP servers) under master key {new_id} (printed above).\n\
              Set ONYX_MASTER_KEY to it on every replica; until they have all restarted, \
              give them the old key as ONYX_MASTER_KEY_PREVIOUS."
         );

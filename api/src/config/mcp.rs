@@ -39,6 +39,24 @@ pub(super) fn mcp(raw: RawMcp, env: Env) -> Result<McpConfig, ConfigError> {
     })
 }
 
+/// One server as `POST /v1/mcp/servers` takes it (the config file's entry);
+/// errors name the field without the `mcp.servers.{name}` prefix.
+pub fn mcp_server_from_spec(
+    name: &str,
+    raw: RawMcpServer,
+    default_startup: McpStartup,
+) -> Result<McpServerConfig, ConfigError> {
+    let env = |key: &str| std::env::var(key).ok();
+    check_server_name(name, "name")?;
+    server_config(raw, default_startup, "", &env).map_err(|err| match err {
+        ConfigError::Invalid { path, message } => ConfigError::Invalid {
+            path: path.trim_start_matches('.').to_string(),
+            message,
+        },
+        other => other,
+    })
+}
+
 /// Server names become part of tool names (`mcp__{server}__{tool}`), which
 /// models accept only as `[a-zA-Z0-9_-]`; `__` would make them ambiguous.
 fn check_server_name(name: &str, path: &str) -> Result<(), ConfigError> {

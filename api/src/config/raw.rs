@@ -72,26 +72,34 @@ pub struct RawMcp {
     pub servers: BTreeMap<String, RawMcpServer>,
 }
 
-/// One server, as Claude Desktop, Claude Code and VS Code write it.
-#[derive(Debug, Default, Deserialize)]
+/// One server, as Claude Desktop, Claude Code and VS Code write it (and as
+/// `POST /v1/mcp/servers` takes it).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawMcpServer {
     /// `stdio`, `http` (streamable HTTP) or `sse` (the older HTTP+SSE);
     /// inferred from `command` / `url` when absent.
     #[serde(rename = "type")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
     /// `read`, `write` or `dangerous` (the default).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub trust: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub startup: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub call_timeout_seconds: Option<u64>,
 }
 

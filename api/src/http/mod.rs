@@ -172,6 +172,18 @@ fn tables() -> Tables {
             post(subscriptions::login_code),
         )
         .route("/v1/logs", get(console::logs))
+        // MCP servers: their commands, URLs and the names of their secrets.
+        .route(
+            "/v1/mcp/servers",
+            get(mcp_servers::list).post(mcp_servers::create),
+        )
+        .route(
+            "/v1/mcp/servers/{name}",
+            get(mcp_servers::get)
+                .patch(mcp_servers::patch)
+                .delete(mcp_servers::delete),
+        )
+        .route("/v1/mcp/servers/{name}/restart", post(mcp_servers::restart))
         // The loop's rules and who is trusted with what.
         .route("/v1/policy", get(operations::policies))
         .route(
@@ -203,7 +215,6 @@ fn tables() -> Tables {
         .route("/v1/embeddings", post(embeddings::create_embeddings))
         .route("/v1/memory/status", get(memory::status))
         .route("/v1/memory/sync", post(memory::sync))
-        .route("/v1/mcp/servers", get(mcp_servers::list))
         .route("/v1/proposals", get(missions::proposals).post(missions::propose))
         .route("/v1/proposals/{id}", get(missions::proposal))
         .route("/v1/missions", get(missions::missions))

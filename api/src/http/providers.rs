@@ -31,15 +31,8 @@ impl From<RegistryError> for ApiError {
         let not_found = |message: String, code| ApiError::NotFound { message, code };
         match err {
             RegistryError::Store(StoreError::Db(err)) => ApiError::Db(err),
-            RegistryError::Store(StoreError::Invalid(ConfigError::Invalid { path, message })) => {
-                let param = (!path.is_empty()).then_some(path);
-                let message = match &param {
-                    Some(param) => format!("{param}: {message}"),
-                    None => message,
-                };
-                ApiError::bad_request(message, param)
-            }
-            RegistryError::Store(err @ StoreError::NotFound(_)) => {
+            RegistryError::Store(StoreError::Invalid(err)) => invalid_fields(err),
+            RegistryError::Store(err @ StoreError::NotFound(..)) => {
                 not_found(err.to_string(), "provider_not_found")
             }
             err @ RegistryError::AliasNotFound(_) => not_found(err.to_string(), "alias_not_found"),
@@ -52,8 +45,45 @@ impl From<RegistryError> for ApiError {
     }
 }
 
-/// Records a provider or alias change (what changed, never a value).
-async fn audit(app: &App, caller: &Caller, client: ClientIp, action: Action, target: &str, detail: String) {
+/// A 400 naming the field a config-file entry given to the API got wrong.
+pub(super) fn invalid_fields(err: ConfigError) -> ApiError {
+    match err {
+        ConfigError::Invalid { path, message } => {
+            let param = (!path.is_empty()).then_some(path);
+            let message = match &param {
+                Some(param) => format!("{param}: {message}"),
+                None => message,
+            };
+            ApiError::bad_request(message, param)
+        }
+        other => ApiError::bad_request(other.to_string(), None),
+    }
+}
+
+/// Takes `name` out of a body that otherwise holds a config-file entry's fields.
+pub(super) fn take_name(body: &mut Value, what_it_becomes: &str) -> Result<String, ApiError> {
+    match body.as_object_mut().and_then(|map| map.remove("name")) {
+        Some(Value::String(name)) => Ok(name),
+        Some(_) => Err(ApiError::bad_request(
+            "name: must be a string",
+            Some("name".into()),
+        )),
+        None => Err(ApiError::bad_request(
+            format!("name: required ({what_it_becomes})"),
+            Some("name".into()),
+        )),
+    }
+}
+
+/// Records a change made through the API (what changed, never a value).
+pub(super) async fn audit(
+    app: &App,
+    caller: &Caller,
+    client: ClientIp,
+    action: Action,
+    target: &str,
+    detail: String,
+) {
     let event = NewEvent {
         action,
         actor: &actor(caller),
@@ -64,7 +94,7 @@ async fn audit(app: &App, caller: &Caller, client: ClientIp, action: Action, tar
     crate::audit::record(&app.db, event).await;
 }
 
-fn field_names(body: &Value) -> String {
+pub(super) fn field_names(body: &Value) -> String {
     body.as_object()
         .map(|map| map.keys().cloned().collect::<Vec<_>>().join(", "))
         .unwrap_or_default()
@@ -95,23 +125,9 @@ pub async fn create(
     client: ClientIp,
     JsonObject(mut body): JsonObject,
 ) -> Result<(StatusCode, Json<ProviderView>), ApiError> {
-    let name = match body.as_object_mut().and_then(|map| map.remove("name")) {
-        Some(Value::String(name)) => name,
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "name: must be a string",
-                Some("name".into()),
-            ));
-        }
-        None => {
-            return Err(ApiError::bad_request(
-                "name: required (it becomes the model prefix, as in name/model)",
-                Some("name".into()),
-            ));
-        }
-    };
+    let name = take_name(&mut body, "it becomes the model prefix, as in name/model")?;
     let fields = field_names(&body);
-    let spec = parse_spec(body).map_err(|err| ApiError::from(RegistryError::Store(err.into())))?;
+    let spec = parse_spec(body).map_err(invalid_fields)?;
     let view = app.providers.create(&name, spec).await?;
     let detail = format!("added ({} at {})", view.kind, view.base_url);
     audit(&app, &caller, client, Action::ProviderChanged, &name, detail).await;

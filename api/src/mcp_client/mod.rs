@@ -1,32 +1,35 @@
 //! The MCP client: agents use the tools of outside MCP servers (`mcp.servers`
-//! in the config) as `mcp__{server}__{tool}`. One supervised client per
+//! in the config, and those added through `/v1/mcp/servers`, stored for
+//! every replica) as `mcp__{server}__{tool}`. One supervised client per
 //! server per replica, never one per run, so scheduled runs start no
 //! processes. A server that will not start, hangs or breaks never holds up a
 //! run: its tools are simply absent, and a call that fails or outlasts its
 //! timeout is an error the model reads.
 
 mod connect;
+mod live;
 mod naming;
 mod results;
 mod sse;
+pub mod stored;
 mod supervisor;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 use rmcp::model::CallToolRequestParams;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
+pub use live::ChangeError;
 pub use naming::server_of;
 pub use results::CallOutcome;
 pub use supervisor::ServerState;
 use supervisor::{Server, Timing};
 
-use crate::config::{McpConfig, McpStartup, ToolTrust};
+use crate::config::{McpConfig, McpServerConfig, McpStartup, McpTransport, ToolTrust};
 
 /// A tool an agent can be offered.
 #[derive(Debug, Clone)]
@@ -40,12 +43,17 @@ pub struct McpTool {
 
 /// Every configured server's client.
 pub struct McpClients {
-    servers: BTreeMap<String, Arc<Server>>,
+    /// The config file's servers and the stored ones; a change swaps an entry.
+    servers: RwLock<BTreeMap<String, Arc<Server>>>,
+    /// The config file's servers: read-only through the API.
+    from_file: Vec<String>,
+    default_startup: McpStartup,
     timing: Timing,
     call_timeout: Duration,
     max_output_chars: usize,
     stop: watch::Sender<bool>,
-    tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// The servers added through the API, once attached.
+    stored: OnceLock<live::Stored>,
 }
 
 /// A server as the API, `/health` and the UI show it.
@@ -60,6 +68,19 @@ pub struct McpServerView {
     pub trust: String,
     /// `eager` or `lazy`.
     pub startup: String,
+    /// `config` (the file; read-only here) or `api` (added through `/v1/mcp/servers`).
+    pub source: String,
+    /// stdio: the program, its arguments and working directory.
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    pub cwd: Option<String>,
+    /// HTTP: the server's URL.
+    pub url: Option<String>,
+    /// Names of the environment variables given (stdio); values are never shown.
+    pub env: Vec<String>,
+    /// Names of the headers sent (HTTP); values are never shown.
+    pub headers: Vec<String>,
+    pub call_timeout_seconds: Option<u64>,
     pub state: ServerState,
     /// When it entered `state` (RFC 3339).
     pub since: String,
@@ -85,30 +106,46 @@ pub struct McpToolView {
 impl McpClients {
     pub fn new(config: &McpConfig) -> Arc<Self> {
         Arc::new(Self {
-            servers: config
-                .servers
-                .iter()
-                .map(|(name, server)| (name.clone(), Server::new(name.clone(), server.clone())))
-                .collect(),
+            servers: RwLock::new(
+                config
+                    .servers
+                    .iter()
+                    .map(|(name, server)| (name.clone(), Server::new(name.clone(), server.clone())))
+                    .collect(),
+            ),
+            from_file: config.servers.keys().cloned().collect(),
+            default_startup: config.startup,
             timing: Timing {
                 start_timeout: config.start_timeout,
             },
             call_timeout: config.call_timeout,
             max_output_chars: config.max_output_chars,
             stop: watch::Sender::new(false),
-            tasks: Mutex::new(Vec::new()),
+            stored: OnceLock::new(),
         })
     }
 
     pub fn is_empty(&self) -> bool {
-        self.servers.is_empty()
+        self.all().is_empty()
+    }
+
+    /// Every server's client as it is now.
+    fn all(&self) -> Vec<Arc<Server>> {
+        self.servers
+            .read()
+            .map(|servers| servers.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn get(&self, name: &str) -> Option<Arc<Server>> {
+        self.servers.read().ok().and_then(|s| s.get(name).cloned())
     }
 
     /// Starts the clients of the eager servers.
     pub fn start(&self) {
-        for server in self.servers.values() {
+        for server in self.all() {
             if server.config.startup == McpStartup::Eager {
-                self.launch(server);
+                self.launch(&server);
             }
         }
     }
@@ -117,31 +154,27 @@ impl McpClients {
         if *self.stop.borrow() || !server.claim_launch() {
             return;
         }
-        let task = tokio::spawn(server.clone().supervise(self.timing, self.stop.subscribe()));
-        if let Ok(mut tasks) = self.tasks.lock() {
-            tasks.push(task);
-        }
+        server.spawn(self.timing);
     }
 
     /// Stops every client and waits for the servers to exit.
     pub async fn shutdown(&self) {
         self.stop.send_replace(true);
-        let tasks = self
-            .tasks
-            .lock()
-            .map(|mut t| std::mem::take(&mut *t))
-            .unwrap_or_default();
-        for task in tasks {
-            let _ = task.await;
-        }
+        futures::future::join_all(self.all().iter().map(|server| server.stop())).await;
     }
 
     /// The servers an agent may use (`None`: all).
-    fn for_agent<'a>(&'a self, allowed: Option<&'a [String]>) -> impl Iterator<Item = &'a Arc<Server>> + 'a {
+    fn for_agent(&self, allowed: Option<&[String]>) -> Vec<Arc<Server>> {
         self.servers
-            .iter()
-            .filter(move |(name, _)| allowed.is_none_or(|list| list.iter().any(|a| a == *name)))
-            .map(|(_, server)| server)
+            .read()
+            .map(|servers| {
+                servers
+                    .iter()
+                    .filter(|(name, _)| allowed.is_none_or(|list| list.iter().any(|a| a == *name)))
+                    .map(|(_, server)| server.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Starts the agent's lazy servers and waits (up to the start timeout)
@@ -150,8 +183,9 @@ impl McpClients {
     pub async fn ready_for(&self, allowed: Option<&[String]>) {
         let waits: Vec<_> = self
             .for_agent(allowed)
+            .into_iter()
             .map(|server| {
-                self.launch(server);
+                self.launch(&server);
                 let mut status = server.status.subscribe();
                 async move {
                     let _ = status.wait_for(|s| s.first_attempt_done).await;
@@ -167,6 +201,7 @@ impl McpClients {
     /// The tools of the agent's servers that are up.
     pub fn tools(&self, allowed: Option<&[String]>) -> Vec<McpTool> {
         self.for_agent(allowed)
+            .into_iter()
             .flat_map(|server| {
                 let tools = server.snapshot().tools;
                 tools
@@ -184,7 +219,7 @@ impl McpClients {
 
     /// Calls the tool the model knows as `exposed`.
     pub async fn call(&self, exposed: &str, arguments: &Value) -> CallOutcome {
-        let Some(server) = server_of(exposed).and_then(|name| self.servers.get(name)) else {
+        let Some(server) = server_of(exposed).and_then(|name| self.get(name)) else {
             return CallOutcome::error(format!("there is no MCP tool named {exposed:?}"));
         };
         let status = server.snapshot();
@@ -223,7 +258,20 @@ impl McpClients {
     }
 
     pub fn views(&self) -> Vec<McpServerView> {
-        self.servers.values().map(|server| view(server)).collect()
+        self.all().iter().map(|server| self.view(server)).collect()
+    }
+
+    pub fn server_view(&self, name: &str) -> Option<McpServerView> {
+        self.get(name).map(|server| self.view(&server))
+    }
+
+    fn view(&self, server: &Server) -> McpServerView {
+        let source = if self.from_file.contains(&server.name) {
+            "config"
+        } else {
+            "api"
+        };
+        view(server, source)
     }
 }
 
@@ -235,9 +283,41 @@ fn not_running(name: &str, status: &supervisor::Status) -> String {
     }
 }
 
-fn view(server: &Server) -> McpServerView {
+fn view(server: &Server, source: &str) -> McpServerView {
     let status = server.snapshot();
+    let config: &McpServerConfig = &server.config;
+    let (command, args, cwd, url, env, headers) = match &config.transport {
+        McpTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => (
+            Some(command.clone()),
+            args.clone(),
+            cwd.as_ref().map(|c| c.display().to_string()),
+            None,
+            env.keys().cloned().collect(),
+            Vec::new(),
+        ),
+        McpTransport::Http { url, headers } | McpTransport::Sse { url, headers } => (
+            None,
+            Vec::new(),
+            None,
+            Some(url.to_string()),
+            Vec::new(),
+            headers.keys().cloned().collect(),
+        ),
+    };
     McpServerView {
+        source: source.into(),
+        command,
+        args,
+        cwd,
+        url,
+        env,
+        headers,
+        call_timeout_seconds: config.call_timeout.map(|t| t.as_secs()),
         name: server.name.clone(),
         transport: server.config.transport.kind().into(),
         trust: match server.config.trust {

@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use rmcp::service::{Peer, RoleClient};
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
 
 use super::connect::{self, Handler, StderrTail};
 use super::naming::exposed_name;
@@ -65,6 +66,10 @@ pub struct Server {
     pub status: watch::Sender<Status>,
     pub peer: RwLock<Option<Peer<RoleClient>>>,
     launched: AtomicBool,
+    /// Turned true to stop this server alone (removed, replaced, restarted, shutdown).
+    halt: watch::Sender<bool>,
+    /// Its supervisor, once launched.
+    task: Mutex<Option<JoinHandle<()>>>,
     tools_changed: Arc<Notify>,
     stderr: StderrTail,
 }
@@ -99,6 +104,8 @@ impl Server {
             }),
             peer: RwLock::new(None),
             launched: AtomicBool::new(false),
+            halt: watch::Sender::new(false),
+            task: Mutex::new(None),
             tools_changed: Arc::new(Notify::new()),
             stderr: Arc::new(Mutex::new(Default::default())),
         })
@@ -107,6 +114,27 @@ impl Server {
     /// Whether this call is the one that should start the supervisor.
     pub fn claim_launch(&self) -> bool {
         !self.launched.swap(true, Ordering::SeqCst)
+    }
+
+    pub fn was_launched(&self) -> bool {
+        self.launched.load(Ordering::SeqCst)
+    }
+
+    /// Starts the supervisor (once [`Self::claim_launch`] said so).
+    pub fn spawn(self: &Arc<Self>, timing: Timing) {
+        let task = tokio::spawn(self.clone().supervise(timing, self.halt.subscribe()));
+        if let Ok(mut slot) = self.task.lock() {
+            *slot = Some(task);
+        }
+    }
+
+    /// Stops the server and waits for its supervisor (and process) to end.
+    pub async fn stop(&self) {
+        self.halt.send_replace(true);
+        let task = self.task.lock().ok().and_then(|mut t| t.take());
+        if let Some(task) = task {
+            let _ = task.await;
+        }
     }
 
     pub fn snapshot(&self) -> Status {
@@ -135,7 +163,7 @@ impl Server {
     }
 
     /// Runs until `stop` turns true: start, serve, restart after failures.
-    pub async fn supervise(self: Arc<Self>, timing: Timing, mut stop: watch::Receiver<bool>) {
+    async fn supervise(self: Arc<Self>, timing: Timing, mut stop: watch::Receiver<bool>) {
         let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
         loop {
             self.enter(ServerState::Starting);

@@ -64,6 +64,8 @@ pub struct ProviderView {
     pub project: Option<String>,
     pub location: Option<String>,
     pub credentials_file: Option<String>,
+    /// Bedrock: the AWS region (null: the AWS chain's).
+    pub region: Option<String>,
     pub context_window: Option<u32>,
     pub prompt_cache_key: bool,
     pub responses: bool,
@@ -153,6 +155,7 @@ fn view(config: &ProviderConfig, source: Source) -> ProviderView {
             .as_ref()
             .and_then(|v| v.credentials_file.as_ref())
             .map(|f| f.display().to_string()),
+        region: config.bedrock.as_ref().and_then(|b| b.region.clone()),
         context_window: config.context_window,
         prompt_cache_key: config.prompt_cache_key,
         responses: config.responses,
@@ -485,7 +488,7 @@ impl ProviderRegistry {
             });
         }
         if !self.store.delete(name).await? {
-            return Err(StoreError::NotFound(name.into()).into());
+            return Err(StoreError::NotFound("provider", name.into()).into());
         }
         self.reload().await?;
         Ok(())

@@ -1,8 +1,8 @@
 //! Providers and aliases added through the API, kept in SurrealDB
 //! (`provider:{name}`, `model_alias:{name}`). A provider's spec is the config
 //! file's provider entry as JSON, with its API key and header values sealed
-//! under the master key ([`crate::secrets`]); every write bumps `revision`,
-//! which replicas compare to rebuild only what changed.
+//! under the master key ([`crate::storage::SealedSpecs`]); every write bumps
+//! `revision`, which replicas compare to rebuild only what changed.
 
 use std::collections::BTreeMap;
 
@@ -11,165 +11,76 @@ use serde_json::{Value, json};
 
 use crate::config::{ConfigError, ProviderConfig, ProviderSpec, provider_from_spec};
 use crate::secrets::{SecretError, Vault};
-use crate::storage::{Db, DbError};
-use secrecy::ExposeSecret;
+use crate::storage::{Db, SealedSpec, SealedSpecs, Stored};
 
-const NAME_TAKEN: &str = "onyx:provider-exists";
-const CHANGED_MEANWHILE: &str = "onyx:provider-changed";
-
-/// Why a stored provider could not be read or written.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error(transparent)]
-    Db(#[from] DbError),
-    #[error("{0}")]
-    Secret(#[from] SecretError),
-    #[error("{0}")]
-    Invalid(#[from] ConfigError),
-    #[error("a provider named {0:?} already exists")]
-    Exists(String),
-    #[error("no provider {0:?} was added through the API")]
-    NotFound(String),
-    #[error("provider {0:?} changed while this edit was made; try again")]
-    Conflict(String),
-}
+pub use crate::storage::SpecError as StoreError;
 
 /// A provider as stored: its spec with secrets still sealed.
-#[derive(Debug, Clone)]
-pub struct StoredProvider {
-    pub name: String,
-    pub spec: ProviderSpec,
-    pub revision: u64,
-    pub created_at: String,
-    pub updated_at: String,
-}
+pub type StoredProvider = Stored<ProviderSpec>;
 
-#[derive(Deserialize)]
-struct ProviderRow {
-    name: String,
-    spec: String,
-    revision: u64,
-    created_at: String,
-    updated_at: String,
-}
+impl SealedSpec for ProviderSpec {
+    const KIND: &'static str = "provider";
 
-impl ProviderRow {
-    fn into_stored(self) -> Result<StoredProvider, StoreError> {
-        let spec = serde_json::from_str(&self.spec)
-            .map_err(|err| DbError::Decode(format!("provider {:?}: {err}", self.name)))?;
-        Ok(StoredProvider {
-            name: self.name,
-            spec,
-            revision: self.revision,
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-        })
+    fn map_secrets(
+        mut self,
+        name: &str,
+        each: &mut dyn FnMut(&str, &str) -> Result<String, SecretError>,
+    ) -> Result<Self, SecretError> {
+        if let Some(key) = self.api_key.take() {
+            self.api_key = Some(each(&key, &format!("provider:{name}:apiKey"))?);
+        }
+        for (header, value) in self.headers.iter_mut() {
+            let context = format!("provider:{name}:header:{}", header.to_ascii_lowercase());
+            *value = each(value, &context)?;
+        }
+        Ok(self)
     }
-}
 
-fn key_context(name: &str) -> String {
-    format!("provider:{name}:apiKey")
-}
-
-fn header_context(name: &str, header: &str) -> String {
-    format!("provider:{name}:header:{}", header.to_ascii_lowercase())
-}
-
-/// `spec` with its key and header values sealed (or opened) for provider `name`.
-fn map_secrets(
-    name: &str,
-    mut spec: ProviderSpec,
-    mut each: impl FnMut(&str, &str) -> Result<String, SecretError>,
-) -> Result<ProviderSpec, SecretError> {
-    if let Some(key) = spec.api_key.take() {
-        spec.api_key = Some(each(&key, &key_context(name))?);
+    fn secret_values(&self) -> Vec<&str> {
+        self.api_key
+            .iter()
+            .chain(self.headers.values())
+            .map(String::as_str)
+            .collect()
     }
-    spec.headers = std::mem::take(&mut spec.headers)
-        .into_iter()
-        .map(|(header, value)| {
-            let context = header_context(name, &header);
-            each(&value, &context).map(|value| (header, value))
-        })
-        .collect::<Result<_, _>>()?;
-    Ok(spec)
-}
 
-pub fn seal_spec(vault: &Vault, name: &str, spec: ProviderSpec) -> Result<ProviderSpec, SecretError> {
-    map_secrets(name, spec, |plain, context| vault.seal(plain, context))
-}
-
-pub fn open_spec(vault: &Vault, name: &str, spec: ProviderSpec) -> Result<ProviderSpec, SecretError> {
-    map_secrets(name, spec, |sealed, context| {
-        vault.open(sealed, context).map(|s| s.expose_secret().to_string())
-    })
+    fn check(&self, name: &str) -> Result<(), ConfigError> {
+        provider_from_spec(name, self.clone()).map(drop)
+    }
 }
 
 impl StoredProvider {
     /// The provider's settings with its secrets opened.
     pub fn config(&self, vault: &Vault) -> Result<ProviderConfig, StoreError> {
-        let spec = open_spec(vault, &self.name, self.spec.clone())?;
-        Ok(provider_from_spec(&self.name, spec)?)
-    }
-}
-
-/// RFC 7396 JSON merge patch: objects merge key by key, `null` removes.
-fn merge_patch(target: &mut Value, patch: Value) {
-    let Value::Object(patch) = patch else {
-        *target = patch;
-        return;
-    };
-    if !target.is_object() {
-        *target = Value::Object(Default::default());
-    }
-    let Value::Object(map) = target else { return };
-    for (key, value) in patch {
-        if value.is_null() {
-            map.remove(&key);
-        } else {
-            merge_patch(map.entry(key).or_insert(Value::Null), value);
-        }
+        Ok(provider_from_spec(&self.name, self.opened(vault)?)?)
     }
 }
 
 /// Reads `value` as a provider spec; errors name the field.
 pub fn parse_spec(value: Value) -> Result<ProviderSpec, ConfigError> {
-    serde_path_to_error::deserialize(value).map_err(|err| {
-        let path = err.path().to_string();
-        ConfigError::Invalid {
-            path: if path == "." { String::new() } else { path },
-            message: err.into_inner().to_string(),
-        }
-    })
+    crate::storage::parse_fields(value)
 }
 
 #[derive(Clone)]
 pub struct ProviderStore {
     db: Db,
+    providers: SealedSpecs<ProviderSpec>,
 }
 
 impl ProviderStore {
     pub fn new(db: Db) -> Self {
-        Self { db }
+        Self {
+            providers: SealedSpecs::new(db.clone(), "provider"),
+            db,
+        }
     }
 
     pub async fn list(&self) -> Result<Vec<StoredProvider>, StoreError> {
-        let rows: Vec<ProviderRow> = self
-            .db
-            .rows("SELECT * OMIT id FROM provider ORDER BY name", json!({}), 0)
-            .await?;
-        rows.into_iter().map(ProviderRow::into_stored).collect()
+        self.providers.list().await
     }
 
     pub async fn get(&self, name: &str) -> Result<Option<StoredProvider>, StoreError> {
-        let rows: Vec<ProviderRow> = self
-            .db
-            .rows(
-                "SELECT * OMIT id FROM type::record('provider', $name)",
-                json!({"name": name}),
-                0,
-            )
-            .await?;
-        rows.into_iter().next().map(ProviderRow::into_stored).transpose()
+        self.providers.get(name).await
     }
 
     /// Stores a new provider (its spec checked and its secrets sealed).
@@ -179,35 +90,7 @@ impl ProviderStore {
         name: &str,
         spec: ProviderSpec,
     ) -> Result<StoredProvider, StoreError> {
-        provider_from_spec(name, spec.clone())?;
-        let sealed = seal_spec(vault, name, spec)?;
-        let now = crate::clock::now_stamp();
-        let result = self
-            .db
-            .execute(
-                &format!(
-                    "BEGIN TRANSACTION;
-                     IF (SELECT VALUE name FROM type::record('provider', $name)) != [] {{ THROW '{NAME_TAKEN}' }};
-                     CREATE type::record('provider', $name) SET name = $name, spec = $spec,
-                         revision = 1, created_at = $now, updated_at = $now;
-                     COMMIT TRANSACTION;"
-                ),
-                json!({"name": name, "spec": spec_json(&sealed)?, "now": now}),
-            )
-            .await;
-        match result {
-            Err(DbError::Surreal(message)) if message.contains(NAME_TAKEN) => {
-                return Err(StoreError::Exists(name.into()));
-            }
-            other => other?,
-        };
-        Ok(StoredProvider {
-            name: name.into(),
-            spec: sealed,
-            revision: 1,
-            created_at: now.clone(),
-            updated_at: now,
-        })
+        self.providers.create(vault, name, spec).await
     }
 
     /// Applies a JSON merge patch to a provider's spec (secrets given in the
@@ -218,79 +101,18 @@ impl ProviderStore {
         name: &str,
         patch: Value,
     ) -> Result<StoredProvider, StoreError> {
-        let current = self
-            .get(name)
-            .await?
-            .ok_or_else(|| StoreError::NotFound(name.into()))?;
-        let opened = open_spec(vault, name, current.spec.clone())?;
-        let mut value = serde_json::to_value(&opened).map_err(|err| DbError::Decode(err.to_string()))?;
-        merge_patch(&mut value, patch);
-        let spec = parse_spec(value)?;
-        provider_from_spec(name, spec.clone())?;
-        let sealed = seal_spec(vault, name, spec)?;
-        self.write(name, &sealed, current.revision).await?;
-        let now = crate::clock::now_stamp();
-        Ok(StoredProvider {
-            spec: sealed,
-            revision: current.revision + 1,
-            updated_at: now,
-            ..current
-        })
-    }
-
-    /// Replaces the stored spec if nobody else changed it since `revision`.
-    async fn write(&self, name: &str, sealed: &ProviderSpec, revision: u64) -> Result<(), StoreError> {
-        let result = self
-            .db
-            .execute(
-                &format!(
-                    "BEGIN TRANSACTION;
-                     IF (SELECT VALUE revision FROM type::record('provider', $name)) != [$revision]
-                         {{ THROW '{CHANGED_MEANWHILE}' }};
-                     UPDATE type::record('provider', $name) SET spec = $spec, revision = $revision + 1,
-                         updated_at = $now;
-                     COMMIT TRANSACTION;"
-                ),
-                json!({"name": name, "spec": spec_json(sealed)?, "revision": revision,
-                       "now": crate::clock::now_stamp()}),
-            )
-            .await;
-        match result {
-            Err(DbError::Surreal(message)) if message.contains(CHANGED_MEANWHILE) => {
-                Err(StoreError::Conflict(name.into()))
-            }
-            other => other.map(drop).map_err(Into::into),
-        }
+        self.providers.update(vault, name, patch).await
     }
 
     /// Removes a provider; `false` when there was none.
     pub async fn delete(&self, name: &str) -> Result<bool, StoreError> {
-        let gone: Vec<Value> = self
-            .db
-            .rows(
-                "DELETE type::record('provider', $name) RETURN BEFORE",
-                json!({"name": name}),
-                0,
-            )
-            .await?;
-        Ok(!gone.is_empty())
+        self.providers.delete(name).await
     }
 
     /// Seals every stored secret under `vault`'s current key (what
     /// `onyx keys rotate-master` does); returns how many providers changed.
     pub async fn reseal_all(&self, vault: &Vault) -> Result<usize, StoreError> {
-        let mut changed = 0;
-        for stored in self.list().await? {
-            let sealed_values = stored.spec.api_key.iter().chain(stored.spec.headers.values());
-            if sealed_values.clone().all(|v| vault.is_current(v)) {
-                continue;
-            }
-            let opened = open_spec(vault, &stored.name, stored.spec.clone())?;
-            let resealed = seal_spec(vault, &stored.name, opened)?;
-            self.write(&stored.name, &resealed, stored.revision).await?;
-            changed += 1;
-        }
-        Ok(changed)
+        self.providers.reseal_all(vault).await
     }
 
     /// A signal per change to the stored providers (`provider`) or aliases (`model_alias`).
@@ -338,13 +160,10 @@ impl ProviderStore {
     }
 }
 
-fn spec_json(spec: &ProviderSpec) -> Result<String, StoreError> {
-    serde_json::to_string(spec).map_err(|err| DbError::Decode(err.to_string()).into())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use secrecy::ExposeSecret;
 
     fn spec(key: &str) -> ProviderSpec {
         parse_spec(
@@ -375,7 +194,7 @@ mod tests {
         assert_eq!(config.headers[0].1.expose_secret(), "org-secret-value");
         assert!(matches!(
             store.create(&vault, "acme", spec("k")).await,
-            Err(StoreError::Exists(_))
+            Err(StoreError::Exists(..))
         ));
     }
 
@@ -413,7 +232,7 @@ mod tests {
         assert!(matches!(err, StoreError::Invalid(_)), "{err}");
         assert!(matches!(
             store.update(&vault, "nobody", json!({})).await,
-            Err(StoreError::NotFound(_))
+            Err(StoreError::NotFound(..))
         ));
     }
 

@@ -146,6 +146,9 @@ const MIGRATIONS: &[&str] = &[
     // 18: notifications for the owner's browser (`notifications`), newest kept.
     "DEFINE TABLE IF NOT EXISTS notification SCHEMALESS;
      DEFINE INDEX IF NOT EXISTS notification_read ON notification FIELDS read;",
+    // 19: MCP servers added through the API (`mcp_server:{name}`); a server's
+    // spec is JSON with its env and header values sealed under the master key.
+    "DEFINE TABLE IF NOT EXISTS mcp_server SCHEMALESS;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

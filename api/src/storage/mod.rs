@@ -8,6 +8,7 @@ mod embedded;
 mod keys;
 mod local;
 mod migrations;
+mod named_specs;
 mod object_store;
 mod s3;
 
@@ -18,6 +19,7 @@ pub use embedded::wait_closed;
 pub use keys::{InvalidKey, ObjectKey};
 pub use local::LocalStore;
 pub use migrations::LATEST as SCHEMA_VERSION;
+pub use named_specs::{SealedSpec, SealedSpecs, SpecError, Stored, merge_patch, parse_fields};
 pub use object_store::{
     Bucket, ByteRange, Object, ObjectInfo, ObjectStore, PutCondition, Ranged, StoreError, Version,
 };

@@ -4,18 +4,41 @@
 import { del, get, patch, post, put, segment } from './client';
 import type { AliasView, DependencyHealth, Deleted, List, ProviderView } from './types';
 
+/** The provider types the gateway speaks (the config file's `type`). */
+export type ProviderType =
+	| 'openai'
+	| 'anthropic'
+	| 'ollama'
+	| 'azure'
+	| 'gemini'
+	| 'vertex'
+	| 'bedrock'
+	| 'claude-subscription'
+	| 'codex'
+	| 'copilot';
+
 /** A provider's fields as the config file writes them (`POST /v1/providers`). */
 export type ProviderInput = {
 	name?: string;
-	type?: 'openai' | 'anthropic' | 'ollama';
-	baseUrl?: string;
+	type?: ProviderType;
+	baseUrl?: string | null;
 	apiKey?: string | null;
-	headers?: Record<string, string | null>;
+	headers?: Record<string, string | null> | null;
 	timeoutSeconds?: number;
 	connectTimeoutSeconds?: number;
 	maxRetries?: number;
 	models?: string[];
 	apiVersion?: string | null;
+	/** Azure: model name → deployment. */
+	deployments?: Record<string, string | null> | null;
+	/** Vertex: the Google Cloud project, location and service-account key file. */
+	project?: string | null;
+	location?: string | null;
+	credentialsFile?: string | null;
+	/** Bedrock: the AWS region. */
+	region?: string | null;
+	/** Subscriptions: the vendor CLI to run (blank: its name on PATH). */
+	command?: string | null;
 	contextWindow?: number | null;
 	responses?: boolean;
 };

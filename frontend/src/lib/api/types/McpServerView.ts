@@ -17,7 +17,27 @@ trust: string,
 /**
  * `eager` or `lazy`.
  */
-startup: string, state: ServerState, 
+startup: string, 
+/**
+ * `config` (the file; read-only here) or `api` (added through `/v1/mcp/servers`).
+ */
+source: string, 
+/**
+ * stdio: the program, its arguments and working directory.
+ */
+command: string | null, args: Array<string>, cwd: string | null, 
+/**
+ * HTTP: the server's URL.
+ */
+url: string | null, 
+/**
+ * Names of the environment variables given (stdio); values are never shown.
+ */
+env: Array<string>, 
+/**
+ * Names of the headers sent (HTTP); values are never shown.
+ */
+headers: Array<string>, callTimeoutSeconds: number | null, state: ServerState, 
 /**
  * When it entered `state` (RFC 3339).
  */

@@ -22,7 +22,11 @@ deployments: { [key in string]: string },
 /**
  * Vertex: the project, location and key file.
  */
-project: string | null, location: string | null, credentialsFile: string | null, contextWindow: number | null, promptCacheKey: boolean, responses: boolean, 
+project: string | null, location: string | null, credentialsFile: string | null, 
+/**
+ * Bedrock: the AWS region (null: the AWS chain's).
+ */
+region: string | null, contextWindow: number | null, promptCacheKey: boolean, responses: boolean, 
 /**
  * The circuit breaker's settings; null when it is off.
  */

@@ -1,0 +1,1 @@
+import{a as e,c as t}from"./BwVy1UMs.js";var n=()=>e(`/health`),r=()=>e(`/v1/status`),i=()=>e(`/v1/models`),a=()=>e(`/auth/me`),o=e=>t(`/auth/login`,{password:e}),s=()=>t(`/auth/logout`);export{s as a,o as i,n,a as o,i as r,r as t};

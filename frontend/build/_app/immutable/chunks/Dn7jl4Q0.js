@@ -1,1 +1,0 @@
-import"./xihTtKlq.js";import"./Ck5cLG8P.js";import{t as e}from"./B5CUE3Qg.js";function t(t,n){e(t,{kind:`empty`,get title(){return n.title},get children(){return n.children}})}export{t};

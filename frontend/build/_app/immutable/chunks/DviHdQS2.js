@@ -1,0 +1,1 @@
+import{a as e,c as t,d as n}from"./BwVy1UMs.js";var r=()=>e(`/v1/approvals`),i=(e,r)=>t(`/v1/approvals/${n(e)}`,{decision:r});export{r as n,i as t};

@@ -1,0 +1,1 @@
+import"./xihTtKlq.js";import"./hOsC80Dy.js";import{t as e}from"./BfbXQgWa.js";function t(t,n){e(t,{kind:`empty`,get title(){return n.title},get children(){return n.children}})}export{t};

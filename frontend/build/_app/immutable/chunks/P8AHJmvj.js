@@ -1,1 +1,0 @@
-import{a as e,c as t}from"./C8NigKsf.js";var n=()=>e(`/health`),r=()=>e(`/v1/status`),i=()=>e(`/v1/models`),a=()=>e(`/auth/me`),o=e=>t(`/auth/login`,{password:e}),s=()=>t(`/auth/logout`);export{s as a,o as i,n,a as o,i as r,r as t};

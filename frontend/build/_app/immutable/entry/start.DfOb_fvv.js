@@ -1,0 +1,1 @@
+export{i as load_css,t as start}from"../chunks/CQ4HWX2L.js";
