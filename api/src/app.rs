@@ -161,11 +161,14 @@ impl App {
             Some(menos) => Some(Arc::new(crate::knowledge::Menos::new(menos)?)),
             None => None,
         };
-        let tasks = Tasks::new(db.clone(), config.scheduler.clone());
+        // Leases are renewed (and lapsed ones found) on a connection of their
+        // own, so renewals never queue behind this replica's other queries.
+        let lease_db = db.dedicated().await?;
+        let tasks = Tasks::new(db.clone(), lease_db.clone(), config.scheduler.clone());
+        background.spawn("tasks: run leases", tasks.lease_upkeep());
         let channels = Arc::new(Channels::default());
         let mcp = crate::mcp_client::McpClients::new(&config.mcp);
         mcp.start();
-        let lease_db = db.dedicated().await?;
         let agents = Agents::start(
             config,
             agents::Parts {
@@ -185,6 +188,7 @@ impl App {
         let orchestrator = config.orchestration.enabled.then(|| {
             let orchestrator = crate::orchestration::Orchestrator::new(
                 db.clone(),
+                lease_db.clone(),
                 agents.clone(),
                 memory.clone(),
                 sessions.clone(),
