@@ -619,25 +619,11 @@ mod tests {
     }
 
     fn queued_step(key: &str) -> Step {
-        Step {
-            key: key.into(),
-            mission: "m1".into(),
-            index: 0,
-            kind: "research".into(),
-            agent: "a".into(),
-            input: "look it up".into(),
-            after: Vec::new(),
-            status: WorkStatus::Queued,
-            output: None,
-            attempts: 0,
-            last_error: None,
-            lease_owner: None,
-            lease_until: None,
-            lease_token: None,
-            created_at: "2026-11-27T09:00:00.000000Z".into(),
-            started_at: None,
-            finished_at: None,
-        }
+        serde_json::from_value(json!({
+            "key": key, "mission": "m1", "index": 0, "kind": "research", "agent": "a",
+            "input": "look it up", "status": "queued", "created_at": "2026-11-27T09:00:00.000000Z",
+        }))
+        .unwrap()
     }
 
     /// Time moves by the clock: a held step is renewed by the renewal round
@@ -700,7 +686,10 @@ mod tests {
             "the late holder is fenced out"
         );
         let requeued = store.step("s1").await.unwrap().unwrap();
-        assert_eq!((requeued.status.clone(), requeued.attempts), (WorkStatus::Queued, 1));
+        assert_eq!(
+            (requeued.status.clone(), requeued.attempts),
+            (WorkStatus::Queued, 1)
+        );
         let again = store.claim(&requeued, "replica-2", &at).await.unwrap().unwrap();
         assert_eq!(again.lease().unwrap().token, 2);
     }
