@@ -168,7 +168,11 @@ impl App {
             Some(menos) => Some(Arc::new(crate::knowledge::Menos::new(menos)?)),
             None => None,
         };
-        let tasks = Tasks::new(db.clone(), config.scheduler.clone());
+        // Leases are renewed (and lapsed ones found) on a connection of their
+        // own, so renewals never queue behind this replica's other queries.
+        let lease_db = db.dedicated().await?;
+        let tasks = Tasks::new(db.clone(), lease_db.clone(), config.scheduler.clone());
+        background.spawn("tasks: run leases", tasks.lease_upkeep());
         let channels = Arc::new(Channels::default());
         let mcp = crate::mcp_client::McpClients::new(&config.mcp);
         mcp.start();
@@ -178,7 +182,6 @@ impl App {
             "mcp: follow server changes from every replica",
             mcp.clone().watch(),
         );
-        let lease_db = db.dedicated().await?;
         crate::agents::tools::registry::check_config(config)?;
         let agents = Agents::start(
             config,
@@ -200,6 +203,7 @@ impl App {
         let orchestrator = config.orchestration.enabled.then(|| {
             let orchestrator = crate::orchestration::Orchestrator::new(
                 db.clone(),
+                lease_db.clone(),
                 agents.clone(),
                 memory.clone(),
                 sessions.clone(),

@@ -8,14 +8,23 @@
 //! - claim: the store's own conditional `UPDATE` where the work is free,
 //!   setting [`CLAIM`] (often in one transaction with its other writes); the
 //!   row it returns carries the new token ([`Lease`]);
-//! - renew: [`Leases::renew`], one small write per lease (never a transaction
-//!   over many, so renewals do not conflict with each other), retried with
-//!   jitter when it loses to a concurrent write (a run ending, a cancel);
-//! - reap: [`Leases::lapsed`] lists what lapsed by the [`Clock`]; the store
-//!   takes each back with a write conditioned on [`LAPSED`], so exactly one
-//!   replica does, and only if it was not renewed meanwhile.
+//! - renew: [`Renewals`], one loop per table renewing every held lease every
+//!   quarter lease through [`Leases::renew`]: one small write per lease (never
+//!   a transaction over many, so renewals do not conflict with each other),
+//!   retried with jitter when it loses to a concurrent write (a run ending, a
+//!   cancel); a renewal that matches no row means the lease was taken back;
+//! - reap: [`Leases::lapsed`] lists what lapsed more than half a lease ago
+//!   by the [`Clock`](crate::clock::Clock) (the grace absorbs renewals delayed
+//!   on a busy machine and clocks that differ between replicas); the store
+//!   takes each back with a write conditioned on [`LAPSED`] bound to
+//!   [`Leases::reap_cutoff`], so exactly one replica does, and only if it was
+//!   not renewed meanwhile.
 //!
 //! Time comes from a [`SharedClock`], so tests move a clock instead of sleeping.
+
+mod renewals;
+
+pub use renewals::{Heard, Holding, Renewals};
 
 use std::time::Duration;
 
@@ -89,6 +98,15 @@ impl Leases {
         self.term
     }
 
+    pub fn table(&self) -> &'static str {
+        self.table
+    }
+
+    /// How long past its end a lease is still not reaped: half a term.
+    pub fn grace(&self) -> Duration {
+        self.term / 2
+    }
+
     /// When a lease taken or renewed now lapses.
     pub fn until(&self) -> String {
         stamp(self.now() + chrono::Duration::from_std(self.term).unwrap_or(chrono::Duration::MAX))
@@ -125,14 +143,9 @@ impl Leases {
         }
     }
 
-    /// Rows whose lease lapsed by now (`extra`: more conditions, `AND`ed).
+    /// Rows whose lease lapsed more than [`grace`](Self::grace) ago (`extra`:
+    /// more conditions, `AND`ed).
     pub async fn lapsed(&self, extra: &str) -> Result<Vec<Lapsed>, DbError> {
-        self.lapsed_by(Duration::ZERO, extra).await
-    }
-
-    /// Rows whose lease lapsed more than `grace` ago (a grace for clocks that
-    /// differ between replicas and renewals delayed on a busy machine).
-    pub async fn lapsed_by(&self, grace: Duration, extra: &str) -> Result<Vec<Lapsed>, DbError> {
         let extra = if extra.is_empty() {
             String::new()
         } else {
@@ -142,13 +155,13 @@ impl Leases {
             "SELECT key, {FIELDS} FROM type::table($table) WHERE lease_owner AND lease_until < $now{extra}"
         );
         self.db
-            .rows(&sql, json!({ "table": self.table, "now": self.cutoff(grace) }), 0)
+            .rows(&sql, json!({ "table": self.table, "now": self.reap_cutoff() }), 0)
             .await
     }
 
-    /// Now less `grace`, as stored: what a reaper's [`LAPSED`] binds as `$now`.
-    pub fn cutoff(&self, grace: Duration) -> String {
-        stamp(self.now() - chrono::Duration::from_std(grace).unwrap_or(chrono::Duration::MAX))
+    /// Now less the grace, as stored: what a reaper's [`LAPSED`] binds as `$now`.
+    pub fn reap_cutoff(&self) -> String {
+        stamp(self.now() - chrono::Duration::from_std(self.grace()).unwrap_or(chrono::Duration::MAX))
     }
 }
 
@@ -161,6 +174,8 @@ fn jittered(attempt: u32) -> Duration {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::clock::ManualClock;
 
@@ -189,7 +204,7 @@ mod tests {
         let rows: Vec<serde_json::Value> = db
             .rows(
                 &format!("UPDATE type::record('thing', $key) SET {RELEASE} WHERE {LAPSED} RETURN key"),
-                json!({ "key": lapsed.key, "held": lapsed.lease, "now": stamp(leases.now()) }),
+                json!({ "key": lapsed.key, "held": lapsed.lease, "now": leases.reap_cutoff() }),
                 0,
             )
             .await
@@ -215,8 +230,11 @@ mod tests {
         clock.advance(Duration::from_secs(20));
         assert!(leases.lapsed("").await.unwrap().is_empty());
 
-        // Not renewed: it lapses, one reaper takes it back, the next claim gets token 2.
-        clock.advance(Duration::from_secs(31));
+        // Not renewed: it lapses, and once past the half-term grace one reaper
+        // takes it back; the next claim gets token 2.
+        clock.advance(Duration::from_secs(20));
+        assert!(leases.lapsed("").await.unwrap().is_empty(), "within the grace");
+        clock.advance(Duration::from_secs(11));
         let lapsed = leases.lapsed("").await.unwrap();
         assert_eq!(lapsed.len(), 1);
         assert_eq!(lapsed[0].lease.owner, "replica-1");
@@ -266,5 +284,71 @@ mod tests {
         for result in renewed {
             assert_eq!(result.unwrap().unwrap().owner, "r");
         }
+    }
+
+    /// The renewal loop's round, with the clock moved instead of waiting: held
+    /// leases outlive many terms; a dropped holding stops being renewed and
+    /// is reaped; a lease reaped while held is reported lost to its holder.
+    #[tokio::test]
+    async fn renewals_keep_held_leases_and_tell_a_holder_whose_lease_was_taken() {
+        let clock = ManualClock::at(crate::clock::parse_stamp("2026-11-27T09:00:00Z").unwrap());
+        let (db, leases) = leases(clock.clone()).await;
+        let renewals = Renewals::<Lease>::new(leases.clone(), FIELDS);
+        assert_eq!(
+            renewals.interval(),
+            Duration::from_millis(7500),
+            "a quarter lease"
+        );
+        let capped = Renewals::<Lease>::every(leases.clone(), FIELDS, Duration::from_secs(1));
+        assert_eq!(capped.interval(), Duration::from_secs(1));
+
+        let heard = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let a = renewals.hold("a", claim(&db, &leases, "a", "r").await.unwrap());
+        let counter = heard.clone();
+        let b = renewals.hold_hearing("b", claim(&db, &leases, "b", "r").await.unwrap(), move |heard| {
+            if let Heard::Renewed(row) = heard {
+                assert_eq!(row.owner, "r");
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        });
+        let c = renewals.hold("c", claim(&db, &leases, "c", "r").await.unwrap());
+        assert_eq!(renewals.count(), 3);
+        for _ in 0..10 {
+            clock.advance(Duration::from_secs(8));
+            renewals.renew_all().await;
+            assert!(leases.lapsed("").await.unwrap().is_empty(), "all renewed");
+        }
+        assert_eq!(heard.load(std::sync::atomic::Ordering::SeqCst), 10);
+
+        // `c`'s holder stops: no longer renewed, it lapses and is reaped.
+        drop(c);
+        assert_eq!(renewals.count(), 2);
+        clock.advance(Duration::from_secs(50));
+        let lapsed = leases.lapsed("").await.unwrap();
+        assert_eq!(
+            lapsed.iter().map(|l| l.key.as_str()).collect::<Vec<_>>(),
+            ["a", "b", "c"],
+            "nothing renewed for 50 s"
+        );
+        let reapable: Vec<String> = renewals
+            .lapsed("")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|l| l.key)
+            .collect();
+        assert_eq!(reapable, ["c"], "this replica never reaps what it still holds");
+        // `a` is reaped while its holder still holds it: the next round says so.
+        let reaped = lapsed.iter().find(|l| l.key == "a").unwrap();
+        assert!(reap(&db, &leases, reaped).await);
+        let lost = a.lost();
+        assert!(!a.is_lost());
+        renewals.renew_all().await;
+        assert!(a.is_lost());
+        tokio::time::timeout(Duration::from_secs(5), lost)
+            .await
+            .expect("the holder hears its lease was lost");
+        assert!(!b.is_lost(), "b was late but not reaped: its renewal lands");
+        assert_eq!(renewals.count(), 1, "a lost lease is no longer renewed");
     }
 }

@@ -20,7 +20,7 @@ use super::query::Params;
 use super::views::{Deleted, List};
 use crate::app::App;
 use crate::orchestration::trust::ReviewInput;
-use crate::orchestration::{Event, Review, Trigger};
+use crate::orchestration::{Event, ReactionTrigger, Review};
 
 const FEED_POLL: Duration = Duration::from_secs(1);
 
@@ -133,7 +133,7 @@ pub async fn delete_policy(
     Ok(Json(Deleted::new(key, "policy")))
 }
 
-pub async fn triggers(State(app): State<Arc<App>>) -> Result<Json<List<Trigger>>, ApiError> {
+pub async fn triggers(State(app): State<Arc<App>>) -> Result<Json<List<ReactionTrigger>>, ApiError> {
     let orch = orchestrator(&app)?;
     Ok(Json(List::new(orch.store.triggers().await?)))
 }
@@ -158,7 +158,7 @@ fn yes() -> bool {
     true
 }
 
-fn trigger_from(input: TriggerInput, key: String, builtin: bool) -> Result<Trigger, ApiError> {
+fn trigger_from(input: TriggerInput, key: String, builtin: bool) -> Result<ReactionTrigger, ApiError> {
     if input.name.trim().is_empty() {
         return Err(ApiError::bad_request(
             "name: a trigger needs a name",
@@ -178,7 +178,7 @@ fn trigger_from(input: TriggerInput, key: String, builtin: bool) -> Result<Trigg
             Some("proposal".into()),
         ));
     }
-    Ok(Trigger {
+    Ok(ReactionTrigger {
         key,
         name: input.name.trim().into(),
         condition: input.condition,
@@ -193,7 +193,7 @@ fn trigger_from(input: TriggerInput, key: String, builtin: bool) -> Result<Trigg
 pub async fn create_trigger(
     State(app): State<Arc<App>>,
     JsonObject(body): JsonObject,
-) -> Result<(StatusCode, Json<Trigger>), ApiError> {
+) -> Result<(StatusCode, Json<ReactionTrigger>), ApiError> {
     let orch = orchestrator(&app)?;
     let trigger = trigger_from(typed(&body)?, uuid::Uuid::now_v7().simple().to_string(), false)?;
     orch.store.save_trigger(&trigger).await?;
@@ -204,7 +204,7 @@ pub async fn update_trigger(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
     JsonObject(body): JsonObject,
-) -> Result<Json<Trigger>, ApiError> {
+) -> Result<Json<ReactionTrigger>, ApiError> {
     let orch = orchestrator(&app)?;
     let old = orch.store.trigger(&id).await?.ok_or_else(|| ApiError::NotFound {
         message: format!("no trigger {id:?}"),

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde_json::json;
 
 use super::agent_scope::{AgentFilter, AgentInBody};
 use super::body::{JsonObject, query_number, typed};
@@ -22,7 +21,7 @@ fn status_filter(params: &HashMap<String, String>) -> Result<Option<TaskStatus>,
     params
         .get("status")
         .map(|s| {
-            serde_json::from_value(json!(s)).map_err(|_| {
+            TaskStatus::parse(s).ok_or_else(|| {
                 ApiError::bad_request(
                     format!("status: {s:?} is not one of active, paused, completed, failed"),
                     Some("status".into()),

@@ -86,7 +86,7 @@ fn generate() -> BTreeMap<String, String> {
     export::<crate::orchestration::Mission>(&cfg);
     export::<crate::orchestration::Step>(&cfg);
     export::<crate::orchestration::Event>(&cfg);
-    export::<crate::orchestration::Trigger>(&cfg);
+    export::<crate::orchestration::ReactionTrigger>(&cfg);
     export::<crate::orchestration::Review>(&cfg);
     export::<crate::orchestration::HeartbeatReport>(&cfg);
     export::<super::knowledge::Sources>(&cfg);

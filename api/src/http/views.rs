@@ -14,8 +14,8 @@ use crate::plugins::PluginStatus;
 use crate::providers::breaker::CircuitView;
 use crate::providers::catalog::ModelEntry;
 use crate::sessions::{LogMessage, SessionMeta};
-use crate::tasks::store::{RunStatus, Tokens, Trigger};
-use crate::tasks::{ContextMode, Run, ScheduleType, Task, TaskKind, TaskStatus};
+use crate::tasks::store::{TaskRunStatus, TaskTrigger, Tokens};
+use crate::tasks::{ContextMode, ScheduleType, Task, TaskKind, TaskRun, TaskStatus};
 
 /// `{"object": "list", "data": [...]}`.
 #[derive(Debug, Serialize)]
@@ -295,7 +295,7 @@ impl From<&Task> for TaskView {
             timezone: task.timezone.clone(),
             context_mode: task.context_mode,
             deliver_to: task.deliver_to.clone(),
-            status: task.status,
+            status: task.status.clone(),
             next_run: task.next_run.clone(),
             last_run: task.last_run.clone(),
             last_status: task.last_status.clone(),
@@ -317,11 +317,11 @@ pub struct RunView {
     pub object: &'static str,
     pub task: String,
     pub agent: String,
-    pub trigger: Trigger,
+    pub trigger: TaskTrigger,
     pub scheduled_for: Option<String>,
     pub started_at: String,
     pub finished_at: Option<String>,
-    pub status: RunStatus,
+    pub status: TaskRunStatus,
     pub result: Option<String>,
     pub error: Option<String>,
     pub tokens: Tokens,
@@ -331,8 +331,8 @@ pub struct RunView {
     pub delivery_error: Option<String>,
 }
 
-impl From<&Run> for RunView {
-    fn from(run: &Run) -> Self {
+impl From<&TaskRun> for RunView {
+    fn from(run: &TaskRun) -> Self {
         Self {
             id: run.id.clone(),
             object: "task.run",
@@ -342,7 +342,7 @@ impl From<&Run> for RunView {
             scheduled_for: run.scheduled_for.clone(),
             started_at: run.started_at.clone(),
             finished_at: run.finished_at.clone(),
-            status: run.status,
+            status: run.status.clone(),
             result: run.result.clone(),
             error: run.error.clone(),
             tokens: run.tokens.clone(),

@@ -60,7 +60,7 @@ impl Orchestrator {
                 missions.insert(step.mission.clone(), steps);
             }
             let siblings = &missions[&step.mission];
-            let status_of = |key: &String| siblings.iter().find(|s| &s.key == key).map(|s| s.status);
+            let status_of = |key: &String| siblings.iter().find(|s| &s.key == key).map(|s| &s.status);
             if step
                 .after
                 .iter()
@@ -72,7 +72,7 @@ impl Orchestrator {
             if !step
                 .after
                 .iter()
-                .all(|k| status_of(k) == Some(WorkStatus::Succeeded))
+                .all(|k| status_of(k) == Some(&WorkStatus::Succeeded))
             {
                 continue;
             }
@@ -108,32 +108,14 @@ impl Orchestrator {
             }),
         )
         .await;
-        let (lost_tx, lost_rx) = tokio::sync::oneshot::channel::<()>();
         let held = step.lease();
-        let renewer = {
-            let this = self.clone();
-            let key = step.key.clone();
-            let held = held.clone();
-            tokio::spawn(async move {
-                let Some(held) = held else { return };
-                loop {
-                    tokio::time::sleep(this.settings.lease / 3).await;
-                    match this.store.renew(&key, &held).await {
-                        Ok(true) => {}
-                        Ok(false) => {
-                            let _ = lost_tx.send(());
-                            return;
-                        }
-                        Err(err) => {
-                            tracing::warn!(step = %key, error = %err, "could not renew a step's lease")
-                        }
-                    }
-                }
-            })
-        };
+        let holding = held
+            .clone()
+            .map(|held| self.store.renewals().hold(&step.key, held));
+        let lost = holding.as_ref().map(crate::lease::Holding::lost);
         let outcome = tokio::select! {
             outcome = self.perform(&step, &context) => outcome,
-            _ = lost_rx => {
+            () = async { match lost { Some(lost) => lost.await, None => std::future::pending().await } } => {
                 // Reported by the agent (report_step), or recovered elsewhere.
                 Err("the step's lease was lost".to_string())
             }
@@ -141,7 +123,6 @@ impl Orchestrator {
                 Err(format!("timed out after {} s", self.settings.step_timeout.as_secs()))
             }
         };
-        renewer.abort();
         let now = stamp(self.store.leases().now());
         let recorded = match (&outcome, &held) {
             // Claimed rows always carry their lease; without one, nothing is held.
@@ -168,6 +149,7 @@ impl Orchestrator {
                     .await
             }
         };
+        drop(holding);
         match recorded {
             Ok(true) => {}
             Ok(false) => {
@@ -187,7 +169,7 @@ impl Orchestrator {
             WorkStatus::Succeeded => "step.succeeded",
             WorkStatus::Failed => "step.failed",
             WorkStatus::Queued => "step.retrying",
-            WorkStatus::Running | WorkStatus::Cancelled => "step.ended",
+            WorkStatus::Running | WorkStatus::Cancelled | WorkStatus::Unknown(_) => "step.ended",
         };
         let tag = format!("step:{}", step.status);
         self.emit(
@@ -256,9 +238,8 @@ impl Orchestrator {
     pub(super) async fn recover_stale(self: &Arc<Self>) -> Result<Vec<String>, OrchestrationError> {
         let mut recovered = Vec::new();
         let now = stamp(self.store.leases().now());
-        let grace = self.settings.lease / 2;
-        let cutoff = self.store.leases().cutoff(grace);
-        for step in self.store.stale_steps(grace).await? {
+        let cutoff = self.store.leases().reap_cutoff();
+        for step in self.store.stale_steps().await? {
             let Some(held) = step.lease() else { continue };
             let requeue = step.attempts < self.settings.max_attempts;
             let error = format!(
@@ -308,7 +289,7 @@ impl Orchestrator {
         } else {
             WorkStatus::Failed
         };
-        if !self.store.finalize(mission, status, &now).await? {
+        if !self.store.finalize(mission, status.clone(), &now).await? {
             return Ok(());
         }
         let Some(mission) = self.store.mission(mission).await? else {

@@ -22,12 +22,12 @@ use tokio::sync::{Notify, broadcast};
 pub use coordination::Coordinator;
 pub use heartbeat::HeartbeatReport;
 pub use model::{
-    Event, Mission, Proposal, ProposalStatus, ProposedStep, Reaction, ReactionStatus, Review, Step, Trigger,
-    WorkStatus,
+    Event, Mission, Proposal, ProposalStatus, ProposedStep, Reaction, ReactionStatus, ReactionTrigger,
+    Review, Step, WorkStatus,
 };
 pub use policy::{KEYS as POLICY_KEYS, check as check_policy};
 use rules::Dice;
-pub use store::Store;
+pub use store::MissionStore;
 
 use crate::agents::Agents;
 use crate::clock::stamp;
@@ -65,7 +65,7 @@ pub struct ProposalInput {
 }
 
 pub struct Orchestrator {
-    pub store: Store,
+    pub store: MissionStore,
     db: Db,
     agents: Arc<Agents>,
     memory: Arc<Memory>,
@@ -82,17 +82,20 @@ pub struct Orchestrator {
 }
 
 impl Orchestrator {
+    /// `lease_db`: where step leases are renewed and lapsed ones found (its
+    /// own connection to a server, [`Db::dedicated`]).
     pub fn new(
         db: Db,
+        lease_db: Db,
         agents: Arc<Agents>,
         memory: Arc<Memory>,
         sessions: Arc<Sessions>,
         settings: OrchestrationConfig,
     ) -> Arc<Self> {
         Arc::new(Self {
-            store: Store::new(
+            store: MissionStore::new(
                 db.clone(),
-                crate::lease::Leases::new(db.clone(), "step", settings.lease, crate::clock::system()),
+                crate::lease::Leases::new(lease_db, "step", settings.lease, crate::clock::system()),
             ),
             db,
             agents,
@@ -123,7 +126,11 @@ impl Orchestrator {
             tokio::time::sleep(std::time::Duration::from_secs(2)).await;
         }
         if self.settings.worker {
-            tokio::join!(self.clone().work(), self.clone().react());
+            tokio::join!(
+                self.store.renewals().run(),
+                self.clone().work(),
+                self.clone().react()
+            );
         } else {
             self.react().await;
         }

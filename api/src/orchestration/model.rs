@@ -5,13 +5,19 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Where a proposal stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum ProposalStatus {
     Pending,
     Accepted,
     Rejected,
+    /// A status this version does not know (a newer replica wrote it): read
+    /// back and shown as stored, never rewritten. (Not in the UI's types:
+    /// it shows any other status as it comes.)
+    #[serde(untagged)]
+    #[cfg_attr(test, ts(skip))]
+    Unknown(String),
 }
 
 impl std::fmt::Display for ProposalStatus {
@@ -20,13 +26,14 @@ impl std::fmt::Display for ProposalStatus {
             Self::Pending => "pending",
             Self::Accepted => "accepted",
             Self::Rejected => "rejected",
+            Self::Unknown(status) => status,
         })
     }
 }
 
 /// Where a mission or one of its steps stands: queued, running (a step
 /// under a lease), then one of the three ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum WorkStatus {
@@ -35,26 +42,33 @@ pub enum WorkStatus {
     Succeeded,
     Failed,
     Cancelled,
+    /// A status this version does not know (a newer replica wrote it): read
+    /// back and shown as stored, never rewritten. (Not in the UI's types:
+    /// it shows any other status as it comes.)
+    #[serde(untagged)]
+    #[cfg_attr(test, ts(skip))]
+    Unknown(String),
 }
 
 impl WorkStatus {
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &str {
         match self {
             Self::Queued => "queued",
             Self::Running => "running",
             Self::Succeeded => "succeeded",
             Self::Failed => "failed",
             Self::Cancelled => "cancelled",
+            Self::Unknown(status) => status,
         }
     }
 
     /// Still to end: queued or running.
-    pub fn is_active(self) -> bool {
+    pub fn is_active(&self) -> bool {
         matches!(self, Self::Queued | Self::Running)
     }
 
     /// Ended without success: what waits on it never runs.
-    pub fn is_dead(self) -> bool {
+    pub fn is_dead(&self) -> bool {
         matches!(self, Self::Failed | Self::Cancelled)
     }
 }
@@ -66,13 +80,19 @@ impl std::fmt::Display for WorkStatus {
 }
 
 /// Where a reaction stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum ReactionStatus {
     Pending,
     Processed,
     Skipped,
+    /// A status this version does not know (a newer replica wrote it): read
+    /// back and shown as stored, never rewritten. (Not in the UI's types:
+    /// it shows any other status as it comes.)
+    #[serde(untagged)]
+    #[cfg_attr(test, ts(skip))]
+    Unknown(String),
 }
 
 /// One step a proposal asks for: which agent does what kind of work.
@@ -195,7 +215,7 @@ pub struct Event {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "TriggerRule"))]
-pub struct Trigger {
+pub struct ReactionTrigger {
     pub key: String,
     pub name: String,
     /// `{ "type": "mission.failed", "tags": [..], "payload": { "field": { "gt": 3 } } }`.
@@ -250,4 +270,35 @@ pub struct Review {
 /// Fresh keys sort by time (UUID v7).
 pub fn new_key() -> String {
     uuid::Uuid::now_v7().simple().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_this_version_does_not_know_round_trip_as_stored() {
+        for (text, known) in [
+            ("queued", Some(WorkStatus::Queued)),
+            ("cancelled", Some(WorkStatus::Cancelled)),
+            ("parked", None),
+        ] {
+            let status: WorkStatus = serde_json::from_value(serde_json::json!(text)).unwrap();
+            assert_eq!(status.as_str(), text);
+            assert_eq!(serde_json::to_value(&status).unwrap(), text);
+            match known {
+                Some(known) => assert_eq!(status, known),
+                None => assert_eq!(status, WorkStatus::Unknown(text.into())),
+            }
+        }
+        let parked = WorkStatus::Unknown("parked".into());
+        assert!(
+            !parked.is_active() && !parked.is_dead(),
+            "neither waits nor blocks"
+        );
+        let proposal: ProposalStatus = serde_json::from_value(serde_json::json!("deferred")).unwrap();
+        assert_eq!(proposal.to_string(), "deferred");
+        let reaction: ReactionStatus = serde_json::from_value(serde_json::json!("pending")).unwrap();
+        assert_eq!(reaction, ReactionStatus::Pending);
+    }
 }

@@ -10,7 +10,7 @@ use chrono::Utc;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::model::{Event, ProposedStep, Reaction, ReactionStatus, Trigger, new_key};
+use super::model::{Event, ProposedStep, Reaction, ReactionStatus, ReactionTrigger, new_key};
 use super::policy::{Stored, reaction_patterns};
 use super::rules::{fill, matches, pattern_applies};
 use super::{OrchestrationError, Orchestrator, ProposalInput};
@@ -26,7 +26,7 @@ pub const INSIGHT_TRIGGER: &str = "builtin_insight_promoted";
 /// until someone enables it).
 pub async fn seed_builtin_triggers(orch: &Orchestrator) -> Result<(), DbError> {
     let builtin = [
-        Trigger {
+        ReactionTrigger {
             key: MISSION_FAILED_TRIGGER.into(),
             name: "Diagnose a failed mission".into(),
             condition: json!({"type": "mission.failed"}),
@@ -41,7 +41,7 @@ pub async fn seed_builtin_triggers(orch: &Orchestrator) -> Result<(), DbError> {
             last_fired: None,
             builtin: true,
         },
-        Trigger {
+        ReactionTrigger {
             key: INSIGHT_TRIGGER.into(),
             name: "Share a promoted insight".into(),
             condition: json!({"type": "memory.insight_promoted"}),

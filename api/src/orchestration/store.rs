@@ -1,30 +1,47 @@
 //! The loop's tables in SurrealDB. Every change that must happen once across
 //! replicas (claiming a step, firing a trigger, finishing a mission) is a
 //! conditional update that only one writer can win; a running step is held
-//! with a [`lease`](crate::lease).
+//! with a [`lease`](crate::lease), kept alive by the lease module's
+//! [`Renewals`] while it runs.
 
-use serde::de::DeserializeOwned;
+use std::sync::Arc;
+
+use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::{Value, json};
 
 use super::model::*;
-use crate::lease::{self, Lease, Leases};
+use crate::lease::{self, Lease, Leases, Renewals};
 use crate::storage::{Db, DbError};
 
 #[derive(Clone)]
-pub struct Store {
+pub struct MissionStore {
     db: Db,
     leases: Leases,
+    /// Renews the leases of the steps running on this replica.
+    renewals: Arc<Renewals<IgnoredAny>>,
 }
 
 const ACTIVE: &str = "status IN ['queued', 'running']";
 
-impl Store {
+impl MissionStore {
+    /// `leases` on their own connection ([`Db::dedicated`]), so renewals do
+    /// not queue behind the replica's other queries.
     pub fn new(db: Db, leases: Leases) -> Self {
-        Self { db, leases }
+        Self {
+            db,
+            renewals: Renewals::new(leases.clone(), "key"),
+            leases,
+        }
     }
 
     pub fn leases(&self) -> &Leases {
         &self.leases
+    }
+
+    /// The renewals of this replica's step leases (a running step holds its
+    /// lease there; the loop is the app's to spawn).
+    pub fn renewals(&self) -> &Arc<Renewals<IgnoredAny>> {
+        &self.renewals
     }
 
     async fn rows<T: DeserializeOwned>(&self, sql: &str, vars: Value) -> Result<Vec<T>, DbError> {
@@ -226,12 +243,6 @@ impl Store {
         Ok(claimed.into_iter().next())
     }
 
-    /// Extends a step's lease; `false` if it is no longer this holder's.
-    pub async fn renew(&self, key: &str, held: &Lease) -> Result<bool, DbError> {
-        let renewed: Option<Value> = self.leases.renew(key, held, "key").await?;
-        Ok(renewed.is_some())
-    }
-
     /// Ends a running step held under `held` (or, without a lease, by anyone:
     /// `report_step`); `false` if it was not running under that lease.
     pub async fn finish(
@@ -259,10 +270,10 @@ impl Store {
         Ok(!rows.is_empty())
     }
 
-    /// Running steps whose lease lapsed more than `grace` ago.
-    pub async fn stale_steps(&self, grace: std::time::Duration) -> Result<Vec<Step>, DbError> {
+    /// Running steps whose lease lapsed (past its grace).
+    pub async fn stale_steps(&self) -> Result<Vec<Step>, DbError> {
         let mut steps = Vec::new();
-        for lapsed in self.leases.lapsed_by(grace, "status = 'running'").await? {
+        for lapsed in self.renewals.lapsed("status = 'running'").await? {
             steps.extend(self.step(&lapsed.key).await?);
         }
         Ok(steps)
@@ -270,7 +281,7 @@ impl Store {
 
     /// A running step back to the queue (another attempt) or failed: its
     /// holder's own retry (`held` current), or a reaper's (`lapsed_by`: the
-    /// lease lapsed before then).
+    /// lease lapsed before then, [`Leases::reap_cutoff`]).
     pub async fn recover(
         &self,
         key: &str,
@@ -409,12 +420,12 @@ impl Store {
 
     // Triggers.
 
-    pub async fn triggers(&self) -> Result<Vec<Trigger>, DbError> {
+    pub async fn triggers(&self) -> Result<Vec<ReactionTrigger>, DbError> {
         self.rows("SELECT * OMIT id FROM trigger ORDER BY name", json!({}))
             .await
     }
 
-    pub async fn trigger(&self, key: &str) -> Result<Option<Trigger>, DbError> {
+    pub async fn trigger(&self, key: &str) -> Result<Option<ReactionTrigger>, DbError> {
         let rows = self
             .rows(
                 "SELECT * OMIT id FROM type::record('trigger', $key)",
@@ -424,7 +435,7 @@ impl Store {
         Ok(rows.into_iter().next())
     }
 
-    pub async fn save_trigger(&self, trigger: &Trigger) -> Result<(), DbError> {
+    pub async fn save_trigger(&self, trigger: &ReactionTrigger) -> Result<(), DbError> {
         self.db
             .execute_retrying(
                 "UPSERT type::record('trigger', $t.key) CONTENT $t",
@@ -435,7 +446,7 @@ impl Store {
     }
 
     /// Adds a trigger only if none has its key (the built-in ones, once).
-    pub async fn seed_trigger(&self, trigger: &Trigger) -> Result<(), DbError> {
+    pub async fn seed_trigger(&self, trigger: &ReactionTrigger) -> Result<(), DbError> {
         let exists = self.trigger(&trigger.key).await?.is_some();
         if !exists {
             self.save_trigger(trigger).await?;
@@ -588,7 +599,11 @@ impl Store {
 mod tests {
     use super::*;
 
-    async fn store() -> Store {
+    async fn store() -> MissionStore {
+        store_at(crate::clock::system()).await
+    }
+
+    async fn store_at(clock: crate::clock::SharedClock) -> MissionStore {
         let config = crate::config::SurrealConfig {
             url: "mem://".into(),
             user: None,
@@ -599,13 +614,84 @@ mod tests {
         };
         let db = Db::connect(&config).await.unwrap();
         db.migrate().await.unwrap();
-        let leases = Leases::new(
-            db.clone(),
-            "step",
-            std::time::Duration::from_secs(60),
-            crate::clock::system(),
+        let leases = Leases::new(db.clone(), "step", std::time::Duration::from_secs(60), clock);
+        MissionStore::new(db, leases)
+    }
+
+    fn queued_step(key: &str) -> Step {
+        serde_json::from_value(json!({
+            "key": key, "mission": "m1", "index": 0, "kind": "research", "agent": "a",
+            "input": "look it up", "status": "queued", "created_at": "2026-11-27T09:00:00.000000Z",
+        }))
+        .unwrap()
+    }
+
+    /// Time moves by the clock: a held step is renewed by the renewal round
+    /// however long it runs; once its holder stops, it is reaped only past
+    /// the half-lease grace, once, and the late holder cannot finish it.
+    #[tokio::test]
+    async fn a_step_lease_is_renewed_and_reaped_only_past_its_grace() {
+        let clock = crate::clock::ManualClock::at(crate::clock::parse_stamp("2026-11-27T09:00:00Z").unwrap());
+        let store = store_at(clock.clone()).await;
+        let step = queued_step("s1");
+        store
+            .db
+            .execute_retrying(
+                "CREATE type::record('step', $s.key) CONTENT $s",
+                json!({"s": step}),
+            )
+            .await
+            .unwrap();
+        let now = "2026-11-27T09:00:00.000000Z";
+        let claimed = store.claim(&step, "replica-1", now).await.unwrap().unwrap();
+        assert!(
+            store.claim(&step, "replica-2", now).await.unwrap().is_none(),
+            "taken once"
         );
-        Store::new(db, leases)
+        let held = claimed.lease().unwrap();
+        assert_eq!((held.owner.as_str(), held.token), ("replica-1", 1));
+
+        let holding = store.renewals().hold("s1", held.clone());
+        for _ in 0..6 {
+            clock.advance(std::time::Duration::from_secs(20));
+            store.renewals().renew_all().await;
+            assert!(store.stale_steps().await.unwrap().is_empty(), "renewed");
+        }
+        drop(holding);
+        clock.advance(std::time::Duration::from_secs(61));
+        assert!(store.stale_steps().await.unwrap().is_empty(), "within the grace");
+        clock.advance(std::time::Duration::from_secs(30));
+        let stale = store.stale_steps().await.unwrap();
+        assert_eq!(stale.len(), 1);
+        let cutoff = store.leases().reap_cutoff();
+        let at = crate::clock::stamp(crate::clock::Clock::now(&*clock));
+        assert!(
+            store
+                .recover("s1", &held, Some(&cutoff), true, "stale", &at)
+                .await
+                .unwrap()
+        );
+        assert!(
+            !store
+                .recover("s1", &held, Some(&cutoff), true, "stale", &at)
+                .await
+                .unwrap(),
+            "reaped once"
+        );
+        assert!(
+            !store
+                .finish("s1", Some(&held), WorkStatus::Succeeded, Some("late"), None, &at)
+                .await
+                .unwrap(),
+            "the late holder is fenced out"
+        );
+        let requeued = store.step("s1").await.unwrap().unwrap();
+        assert_eq!(
+            (requeued.status.clone(), requeued.attempts),
+            (WorkStatus::Queued, 1)
+        );
+        let again = store.claim(&requeued, "replica-2", &at).await.unwrap().unwrap();
+        assert_eq!(again.lease().unwrap().token, 2);
     }
 
     fn event(key: &str, kind: &str) -> Event {
@@ -643,7 +729,7 @@ mod tests {
         assert_eq!(store.policy("step_quotas").await.unwrap(), Some(json!({"x": 2})));
         assert_eq!(store.policies().await.unwrap()[0]["value"], json!({"x": 2}));
 
-        let trigger = Trigger {
+        let trigger = ReactionTrigger {
             key: "t1".into(),
             name: "n".into(),
             condition: json!({}),

@@ -18,7 +18,9 @@ use crate::providers::types::Message;
 use crate::sessions::{LogMessage, SessionError, Sessions};
 use crate::storage::{DbError, StoreError};
 use crate::tasks::schedule::Schedule;
-use crate::tasks::store::{ContextMode, Run, RunStatus, Settle, TaskKind, Tokens, Trigger};
+use crate::tasks::store::{
+    ContextMode, RunSettlement, TaskKind, TaskRun, TaskRunStatus, TaskTrigger, Tokens,
+};
 use crate::tasks::{Task, TaskError, TaskStatus, Tasks};
 
 /// Even with nothing due, look again this often, in case a change made on
@@ -177,18 +179,18 @@ impl Runner {
         Ok(())
     }
 
-    fn new_run(&self, task: &Task, trigger: Trigger, now: DateTime<Utc>) -> Run {
-        Run {
+    fn new_run(&self, task: &Task, trigger: TaskTrigger, now: DateTime<Utc>) -> TaskRun {
+        TaskRun {
             id: uuid::Uuid::now_v7().hyphenated().to_string(),
             task: task.id.clone(),
             agent: task.agent.clone(),
             trigger,
-            scheduled_for: (trigger != Trigger::Manual)
+            scheduled_for: (trigger != TaskTrigger::Manual)
                 .then(|| task.next_run.clone())
                 .flatten(),
             started_at: stamp(now),
             finished_at: None,
-            status: RunStatus::Running,
+            status: TaskRunStatus::Running,
             result: None,
             error: None,
             tokens: Tokens::default(),
@@ -207,9 +209,9 @@ impl Runner {
         let missed = now - due > missed_after;
         let skip = missed && self.tasks.settings.catch_up == crate::config::CatchUp::Skip;
         let trigger = if missed {
-            Trigger::CatchUp
+            TaskTrigger::CatchUp
         } else {
-            Trigger::Schedule
+            TaskTrigger::Schedule
         };
         let run = self.new_run(&task, trigger, now);
         let Some(task) = self
@@ -236,7 +238,7 @@ impl Runner {
 
     /// `POST /v1/tasks/{id}/run`: runs it now, whatever its schedule or status;
     /// the schedule is left as it is.
-    pub async fn run_now(self: &Arc<Self>, id: &str) -> Result<Run, TaskError> {
+    pub async fn run_now(self: &Arc<Self>, id: &str) -> Result<TaskRun, TaskError> {
         let task = self.tasks.get(id).await?;
         let busy = |task: &Task| {
             TaskError::Conflict(format!(
@@ -249,7 +251,7 @@ impl Runner {
             return Err(busy(&task));
         }
         let now = self.tasks.store.leases().now();
-        let run = self.new_run(&task, Trigger::Manual, now);
+        let run = self.new_run(&task, TaskTrigger::Manual, now);
         match self.tasks.store.claim(id, None, &run).await? {
             Some(task) => {
                 tokio::spawn(self.clone().execute(task, run.clone(), None));
@@ -266,10 +268,10 @@ impl Runner {
         };
         let mut run = match self.tasks.store.run(&run_id).await? {
             Some(run) => run,
-            None => self.new_run(&task, Trigger::Schedule, now),
+            None => self.new_run(&task, TaskTrigger::Schedule, now),
         };
         run.id = run_id;
-        run.status = RunStatus::Failed;
+        run.status = TaskRunStatus::Failed;
         run.finished_at = Some(stamp(now));
         run.error = Some(format!(
             "the replica running it ({}) stopped before it finished: its lease ran out at {}",
@@ -277,8 +279,8 @@ impl Runner {
             task.lease_until.as_deref().unwrap_or("?")
         ));
         let due = run.scheduled_for.as_deref().and_then(parse_stamp);
-        let settle =
-            (run.trigger != Trigger::Manual).then(|| self.settle_for(&task, &run, due.unwrap_or(now), now));
+        let settle = (run.trigger != TaskTrigger::Manual)
+            .then(|| self.settle_for(&task, &run, due.unwrap_or(now), now));
         if self
             .tasks
             .store
@@ -290,48 +292,29 @@ impl Runner {
         Ok(())
     }
 
-    async fn execute(self: Arc<Self>, task: Task, mut run: Run, due: Option<DateTime<Utc>>) {
-        let (lost_tx, lost_rx) = tokio::sync::oneshot::channel::<()>();
-        let renewer = {
-            let store = self.tasks.store.clone();
-            let lease = self.tasks.settings.lease;
-            let task_id = task.id.clone();
-            let held = task.lease();
-            tokio::spawn(async move {
-                let Some(held) = held else { return };
-                loop {
-                    tokio::time::sleep(lease / 3).await;
-                    match store.renew(&task_id, &held).await {
-                        Ok(true) => {}
-                        Ok(false) => {
-                            let _ = lost_tx.send(());
-                            return;
-                        }
-                        Err(err) => {
-                            tracing::warn!(error = %err, task = %task_id, "could not renew a run's lease")
-                        }
-                    }
-                }
-            })
-        };
+    async fn execute(self: Arc<Self>, task: Task, mut run: TaskRun, due: Option<DateTime<Utc>>) {
+        let holding = task
+            .lease()
+            .map(|held| self.tasks.store.renewals().hold(&task.id, held));
+        let lost = holding.as_ref().map(crate::lease::Holding::lost);
         let timeout = self.tasks.settings.run_timeout;
         let outcome = tokio::select! {
             outcome = self.perform(&task, &mut run) => outcome,
-            _ = lost_rx => {
+            () = async { match lost { Some(lost) => lost.await, None => std::future::pending().await } } => {
                 tracing::warn!(task = %task.id, run = %run.id, "lost a run's lease (this replica stalled); another replica recorded it");
                 return;
             }
             () = tokio::time::sleep(timeout) => Err(RunError::TimedOut(timeout)),
         };
-        renewer.abort();
         self.finish(&task, run, outcome, due).await;
+        drop(holding);
     }
 
     /// Records how a run ended and moves the task on.
     async fn finish(
         &self,
         task: &Task,
-        mut run: Run,
+        mut run: TaskRun,
         outcome: Result<Performed, RunError>,
         due: Option<DateTime<Utc>>,
     ) {
@@ -339,18 +322,18 @@ impl Runner {
         run.finished_at = Some(stamp(now));
         match outcome {
             Ok(Performed::Answered { text, tokens }) => {
-                run.status = RunStatus::Succeeded;
+                run.status = TaskRunStatus::Succeeded;
                 run.tokens = tokens;
                 self.deliver(task, &mut run, &text).await;
                 run.result = Some(crate::text::ellipsize(&text, MAX_RESULT_CHARS));
             }
             Ok(Performed::Skipped(reason)) => {
-                run.status = RunStatus::Skipped;
+                run.status = TaskRunStatus::Skipped;
                 run.result = Some(reason);
             }
             Err(err) => {
                 tracing::warn!(task = %task.id, run = %run.id, error = %crate::error_chain::chain(&err), "task run failed");
-                run.status = RunStatus::Failed;
+                run.status = TaskRunStatus::Failed;
                 run.error = Some(err.public_message());
             }
         }
@@ -380,16 +363,22 @@ impl Runner {
 
     /// The task's fields after a scheduled run: next occurrence, failure
     /// streak with backoff, and pausing after too many failures in a row.
-    fn settle_for(&self, task: &Task, run: &Run, due: DateTime<Utc>, now: DateTime<Utc>) -> Settle {
+    fn settle_for(
+        &self,
+        task: &Task,
+        run: &TaskRun,
+        due: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> RunSettlement {
         let tz = self.tasks.timezone_of(task);
         let schedule = match self.tasks.schedule_of(task) {
             Some(Schedule::Once(_)) | None => Schedule::Once(due),
             Some(schedule) => schedule,
         };
         let following = schedule.following(due, now, tz);
-        if run.status != RunStatus::Failed {
-            return Settle {
-                last_status: run.status,
+        if run.status != TaskRunStatus::Failed {
+            return RunSettlement {
+                last_status: run.status.clone(),
                 last_error: None,
                 status: following.is_none().then_some(TaskStatus::Completed),
                 next_run: following.map(stamp),
@@ -405,8 +394,8 @@ impl Runner {
                 TaskStatus::Paused
             };
             tracing::warn!(task = %task.id, name = %task.name, failures, ?status, error = run.error.as_deref().unwrap_or(""), "task stopped after failing too many times in a row");
-            return Settle {
-                last_status: RunStatus::Failed,
+            return RunSettlement {
+                last_status: TaskRunStatus::Failed,
                 last_error: run.error.clone(),
                 status: Some(status),
                 next_run: following.map(stamp),
@@ -419,8 +408,8 @@ impl Runner {
             .min(MAX_BACKOFF);
         let retry = now + chrono::Duration::from_std(backoff).unwrap_or_default();
         let next = following.map_or(retry, |next| next.max(retry));
-        Settle {
-            last_status: RunStatus::Failed,
+        RunSettlement {
+            last_status: TaskRunStatus::Failed,
             last_error: run.error.clone(),
             status: None,
             next_run: Some(stamp(next)),
@@ -429,7 +418,7 @@ impl Runner {
     }
 
     /// Runs the agent on the task's prompt, unattended.
-    async fn perform(&self, task: &Task, run: &mut Run) -> Result<Performed, RunError> {
+    async fn perform(&self, task: &Task, run: &mut TaskRun) -> Result<Performed, RunError> {
         let agent = self
             .agents
             .registry
@@ -505,7 +494,7 @@ impl Runner {
     }
 
     /// Sends a successful result where the task says; the outcome goes on the run.
-    async fn deliver(&self, task: &Task, run: &mut Run, text: &str) {
+    async fn deliver(&self, task: &Task, run: &mut TaskRun, text: &str) {
         if crate::tasks::heartbeat::is_nothing_to_report(text) {
             return;
         }

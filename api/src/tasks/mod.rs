@@ -20,7 +20,7 @@ use chrono_tz::Tz;
 use serde::Deserialize;
 
 pub use schedule::{Schedule, ScheduleType};
-pub use store::{ContextMode, Run, Task, TaskKind, TaskStatus};
+pub use store::{ContextMode, Task, TaskKind, TaskRun, TaskStatus};
 
 use crate::clock::now_stamp;
 use crate::config::SchedulerConfig;
@@ -103,7 +103,7 @@ impl TaskPatch {
 }
 
 pub struct Tasks {
-    pub(crate) store: store::Store,
+    pub(crate) store: store::TaskStore,
     pub(crate) settings: SchedulerConfig,
     /// Wakes this replica's runner when tasks change.
     changed: tokio::sync::Notify,
@@ -179,15 +179,23 @@ fn deliver_to(text: Option<&str>) -> Result<Option<String>, TaskError> {
 }
 
 impl Tasks {
-    pub fn new(db: Db, settings: SchedulerConfig) -> Arc<Self> {
+    /// `lease_db`: where run leases are renewed and lapsed ones found (its
+    /// own connection to a server, [`Db::dedicated`]).
+    pub fn new(db: Db, lease_db: Db, settings: SchedulerConfig) -> Arc<Self> {
         Arc::new(Self {
-            store: store::Store::new(
-                db.clone(),
-                crate::lease::Leases::new(db, "task", settings.lease, crate::clock::system()),
+            store: store::TaskStore::new(
+                db,
+                crate::lease::Leases::new(lease_db, "task", settings.lease, crate::clock::system()),
             ),
             settings,
             changed: tokio::sync::Notify::new(),
         })
+    }
+
+    /// Renews the leases of task runs going on this replica (a future for
+    /// the app's `Background`).
+    pub fn lease_upkeep(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.store.renewals().run()
     }
 
     /// Tells the runner to look again (a task was added, edited or finished).
@@ -274,7 +282,7 @@ impl Tasks {
         Ok(self.store.list(agent, status).await?)
     }
 
-    pub async fn runs(&self, id: &str, limit: usize) -> Result<Vec<Run>, TaskError> {
+    pub async fn runs(&self, id: &str, limit: usize) -> Result<Vec<TaskRun>, TaskError> {
         self.get(id).await?;
         Ok(self.store.runs(id, limit).await?)
     }

@@ -2,13 +2,17 @@
 //! [`lease`](crate::lease): claiming is one conditional `UPDATE` per task
 //! (plus the run record, in the same transaction), so when several replicas
 //! race for a due task exactly one of them gets it; the run's end is written
-//! only under the lease it claimed (its fencing token).
+//! only under the lease it claimed (its fencing token). While it runs, the
+//! lease module's [`Renewals`] keep the lease alive.
 
+use std::sync::Arc;
+
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::schedule::ScheduleType;
-use crate::lease::{self, Lease, Leases};
+use crate::lease::{self, Lease, Leases, Renewals};
 use crate::storage::{Db, DbError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -21,7 +25,7 @@ pub enum ContextMode {
     Main,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum TaskStatus {
@@ -29,15 +33,29 @@ pub enum TaskStatus {
     Paused,
     Completed,
     Failed,
+    /// A status this version does not know (a newer replica wrote it): read
+    /// back and shown as stored, never rewritten. (Not in the UI's types:
+    /// it shows any other status as it comes.)
+    #[serde(untagged)]
+    #[cfg_attr(test, ts(skip))]
+    Unknown(String),
 }
 
 impl TaskStatus {
-    pub fn as_str(self) -> &'static str {
+    /// A status a client names (a filter): one this version knows.
+    pub fn parse(text: &str) -> Option<Self> {
+        serde_json::from_value(json!(text))
+            .ok()
+            .filter(|status| !matches!(status, Self::Unknown(_)))
+    }
+
+    pub fn as_str(&self) -> &str {
         match self {
             Self::Active => "active",
             Self::Paused => "paused",
             Self::Completed => "completed",
             Self::Failed => "failed",
+            Self::Unknown(status) => status,
         }
     }
 }
@@ -108,20 +126,26 @@ const TASK_FIELDS: &str = "key, agent, name, prompt, kind, schedule_type, schedu
     deliver_to, status, next_run, last_run, last_status, last_error, consecutive_failures, created_at, updated_at, \
     created_by, lease_owner, lease_until, lease_run, lease_token";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(rename = "RunStatus"))]
 #[serde(rename_all = "lowercase")]
-pub enum RunStatus {
+pub enum TaskRunStatus {
     Running,
     Succeeded,
     Failed,
     Skipped,
+    /// A status this version does not know (a newer replica wrote it): read
+    /// back and shown as stored, never rewritten. (Not in the UI's types:
+    /// it shows any other status as it comes.)
+    #[serde(untagged)]
+    #[cfg_attr(test, ts(skip))]
+    Unknown(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS), ts(rename = "Trigger"))]
 #[serde(rename_all = "kebab-case")]
-pub enum Trigger {
+pub enum TaskTrigger {
     Schedule,
     /// `POST /v1/tasks/{id}/run`.
     Manual,
@@ -139,18 +163,18 @@ pub struct Tokens {
 
 /// One run of a task (`key` is its id).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Run {
+pub struct TaskRun {
     #[serde(rename = "key")]
     pub id: String,
     pub task: String,
     pub agent: String,
-    pub trigger: Trigger,
+    pub trigger: TaskTrigger,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduled_for: Option<String>,
     pub started_at: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<String>,
-    pub status: RunStatus,
+    pub status: TaskRunStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -170,8 +194,8 @@ const RUN_FIELDS: &str = "key, task, agent, trigger, scheduled_for, started_at, 
     tokens, session_id, replica, delivered_to, delivery_error";
 
 /// How a claimed run ended, for the task's own fields.
-pub struct Settle {
-    pub last_status: RunStatus,
+pub struct RunSettlement {
+    pub last_status: TaskRunStatus,
     pub last_error: Option<String>,
     pub next_run: Option<String>,
     /// A new status (completed, paused, failed); `None` keeps the current one,
@@ -181,9 +205,11 @@ pub struct Settle {
 }
 
 #[derive(Clone)]
-pub struct Store {
+pub struct TaskStore {
     db: Db,
     leases: Leases,
+    /// Renews the leases of the runs going on this replica.
+    renewals: Arc<Renewals<IgnoredAny>>,
 }
 
 fn first<T>(rows: Vec<T>) -> Option<T> {
@@ -206,13 +232,25 @@ fn decode<T: serde::de::DeserializeOwned>(value: surrealdb::types::Value) -> Res
     serde_json::from_value(rows).map_err(|e| DbError::Decode(e.to_string()))
 }
 
-impl Store {
+impl TaskStore {
+    /// `leases` on their own connection ([`Db::dedicated`]), so renewals do
+    /// not queue behind the replica's other queries.
     pub fn new(db: Db, leases: Leases) -> Self {
-        Self { db, leases }
+        Self {
+            db,
+            renewals: Renewals::new(leases.clone(), "key"),
+            leases,
+        }
     }
 
     pub fn leases(&self) -> &Leases {
         &self.leases
+    }
+
+    /// The renewals of this replica's task-run leases (a run holds its lease
+    /// there while it runs; the loop is the app's to spawn).
+    pub fn renewals(&self) -> &Arc<Renewals<IgnoredAny>> {
+        &self.renewals
     }
 
     pub async fn create(&self, task: &Task) -> Result<(), DbError> {
@@ -306,16 +344,18 @@ impl Store {
             .await
     }
 
-    /// Claimed tasks whose lease lapsed by the clock: their replica died mid-run.
+    /// Claimed tasks whose lease lapsed (past its grace) by the clock: their
+    /// replica died mid-run.
     pub async fn expired(&self) -> Result<Vec<Task>, DbError> {
         let mut tasks = Vec::new();
-        for lapsed in self.leases.lapsed("lease_run").await? {
+        for lapsed in self.renewals.lapsed("lease_run").await? {
             tasks.extend(self.get(&lapsed.key).await?);
         }
         Ok(tasks)
     }
 
-    /// When the runner next has something to do: the earliest due time or lease end.
+    /// When the runner next has something to do: the earliest due time, or
+    /// when the earliest lease end's grace runs out (it can be reaped then).
     pub async fn next_wake(&self) -> Result<Option<String>, DbError> {
         #[derive(Deserialize)]
         struct At {
@@ -330,12 +370,14 @@ impl Store {
                 json!({}),
             )
             .await?;
-        let mut times = Vec::new();
-        for index in 0..2 {
-            let rows: Vec<At> = decode(response.take(index)?)?;
-            times.extend(rows.into_iter().filter_map(|r| r.at));
-        }
-        Ok(times.into_iter().min())
+        let due: Vec<At> = decode(response.take(0)?)?;
+        let leased: Vec<At> = decode(response.take(1)?)?;
+        let grace = chrono::Duration::from_std(self.leases.grace()).unwrap_or_default();
+        let reapable = leased
+            .into_iter()
+            .filter_map(|r| crate::clock::parse_stamp(&r.at?))
+            .map(|until| crate::clock::stamp(until + grace));
+        Ok(due.into_iter().filter_map(|r| r.at).chain(reapable).min())
     }
 
     /// Takes a task for one run: only if nobody holds it and (for scheduled
@@ -345,7 +387,7 @@ impl Store {
         &self,
         task_id: &str,
         expected_next: Option<&str>,
-        run: &Run,
+        run: &TaskRun,
     ) -> Result<Option<Task>, DbError> {
         let due_check = if expected_next.is_some() {
             "AND status = 'active' AND next_run = $expected"
@@ -372,20 +414,15 @@ impl Store {
         Ok(first(decode(response.take(returned(&response))?)?))
     }
 
-    /// Extends a lease; `false` when the run no longer holds it.
-    pub async fn renew(&self, task_id: &str, held: &Lease) -> Result<bool, DbError> {
-        let renewed: Option<Value> = self.leases.renew(task_id, held, "key").await?;
-        Ok(renewed.is_some())
-    }
-
     /// Ends a claimed run: the run record and the task's bookkeeping together,
     /// and only while `held` (the run's lease) is still the task's. `false`:
-    /// it was not. With `reaping`, only if that lease lapsed (by the clock).
+    /// it was not. With `reaping`, only if that lease lapsed past its grace
+    /// (by the clock).
     pub async fn settle(
         &self,
         task_id: &str,
-        run: &Run,
-        settle: Option<&Settle>,
+        run: &TaskRun,
+        settle: Option<&RunSettlement>,
         held: &Lease,
         reaping: bool,
     ) -> Result<bool, DbError> {
@@ -393,7 +430,7 @@ impl Store {
             Some(_) => {
                 "SET last_run = $run.started_at, last_status = $s.last_status, last_error = $s.last_error,
                  next_run = $s.next_run, status = $s.status ?? status, consecutive_failures = $s.failures,
-                 lease_run = NONE, updated_at = $now, "
+                 lease_run = NONE, updated_at = $at, "
             }
             // A manual run leaves the schedule alone.
             None => {
@@ -415,7 +452,9 @@ impl Store {
             "id": task_id,
             "run": run,
             "held": held,
-            "now": crate::clock::stamp(self.leases.now()),
+            "at": crate::clock::stamp(self.leases.now()),
+            // What `LAPSED` compares the lease's end with.
+            "now": self.leases.reap_cutoff(),
             "s": settle.map(|s| json!({
                 "last_status": s.last_status,
                 "last_error": s.last_error,
@@ -434,7 +473,7 @@ impl Store {
         self.db.changes("task").await
     }
 
-    pub async fn run(&self, id: &str) -> Result<Option<Run>, DbError> {
+    pub async fn run(&self, id: &str) -> Result<Option<TaskRun>, DbError> {
         let rows = self
             .db
             .rows(
@@ -447,7 +486,7 @@ impl Store {
     }
 
     /// A task's runs, newest first.
-    pub async fn runs(&self, task_id: &str, limit: usize) -> Result<Vec<Run>, DbError> {
+    pub async fn runs(&self, task_id: &str, limit: usize) -> Result<Vec<TaskRun>, DbError> {
         self.db
             .rows(
                 &format!(
@@ -466,13 +505,13 @@ mod tests {
 
     use super::*;
 
-    async fn store() -> Store {
+    async fn store() -> TaskStore {
         store_at(crate::clock::system()).await
     }
 
-    async fn store_at(clock: crate::clock::SharedClock) -> Store {
+    async fn store_at(clock: crate::clock::SharedClock) -> TaskStore {
         let db = Db::scratch().await;
-        Store::new(
+        TaskStore::new(
             db.clone(),
             Leases::new(db, "task", std::time::Duration::from_secs(60), clock),
         )
@@ -506,16 +545,16 @@ mod tests {
         }
     }
 
-    fn run(id: &str, replica: &str) -> Run {
-        Run {
+    fn run(id: &str, replica: &str) -> TaskRun {
+        TaskRun {
             id: id.into(),
             task: "t1".into(),
             agent: "main".into(),
-            trigger: Trigger::Schedule,
+            trigger: TaskTrigger::Schedule,
             scheduled_for: Some("2026-01-01T00:00:00.000000Z".into()),
             started_at: "2026-01-01T00:00:01.000000Z".into(),
             finished_at: None,
-            status: RunStatus::Running,
+            status: TaskRunStatus::Running,
             result: None,
             error: None,
             tokens: Tokens::default(),
@@ -563,16 +602,20 @@ mod tests {
                 .is_empty()
         );
 
-        assert!(store.renew("t1", &held).await.unwrap());
+        let holding = store.renewals().hold("t1", held.clone());
+        store.renewals().renew_all().await;
+        assert!(!holding.is_lost(), "renewed");
         let stranger = Lease {
             token: 7,
             ..held.clone()
         };
-        assert!(!store.renew("t1", &stranger).await.unwrap());
+        let refused: Option<IgnoredAny> = store.leases().renew("t1", &stranger, "key").await.unwrap();
+        assert!(refused.is_none(), "the token fences");
+        drop(holding);
         let mut finished = store.run(&winner).await.unwrap().unwrap();
-        finished.status = RunStatus::Succeeded;
-        let settle = Settle {
-            last_status: RunStatus::Succeeded,
+        finished.status = TaskRunStatus::Succeeded;
+        let settle = RunSettlement {
+            last_status: TaskRunStatus::Succeeded,
             last_error: None,
             next_run: Some("2026-01-01T00:00:10.000000Z".into()),
             status: None,
@@ -602,7 +645,7 @@ mod tests {
         assert_eq!(task.next_run.as_deref(), Some("2026-01-01T00:00:10.000000Z"));
         assert_eq!(
             store.run(&winner).await.unwrap().unwrap().status,
-            RunStatus::Succeeded
+            TaskRunStatus::Succeeded
         );
         assert_eq!(
             store.next_wake().await.unwrap().as_deref(),
@@ -624,13 +667,27 @@ mod tests {
             .unwrap()
             .unwrap();
         let held = claimed.lease().unwrap();
+        assert_eq!(
+            store.next_wake().await.unwrap().as_deref(),
+            Some("2026-01-01T00:01:31.000000Z"),
+            "the runner wakes when the lease can be reaped: its end and half a lease"
+        );
         clock.advance(std::time::Duration::from_secs(59));
         assert!(store.expired().await.unwrap().is_empty(), "not yet lapsed");
         clock.advance(std::time::Duration::from_secs(2));
+        assert!(
+            store.expired().await.unwrap().is_empty(),
+            "lapsed, within the grace"
+        );
+        assert!(
+            !store.settle("t1", &first, None, &held, true).await.unwrap(),
+            "not reaped within the grace"
+        );
+        clock.advance(std::time::Duration::from_secs(30));
         let expired = store.expired().await.unwrap();
         assert_eq!(expired.len(), 1);
         let mut failed = first.clone();
-        failed.status = RunStatus::Failed;
+        failed.status = TaskRunStatus::Failed;
         assert!(store.settle("t1", &failed, None, &held, true).await.unwrap());
         assert!(
             !store.settle("t1", &failed, None, &held, true).await.unwrap(),
@@ -644,10 +701,15 @@ mod tests {
             .unwrap();
         assert_eq!(second.lease().unwrap().token, 2);
         // The first run wakes up late: its renewal and its end are refused.
-        assert!(!store.renew("t1", &held).await.unwrap());
+        let late_holding = store.renewals().hold("t1", held.clone());
+        store.renewals().renew_all().await;
+        assert!(late_holding.is_lost());
         let mut late = first.clone();
-        late.status = RunStatus::Succeeded;
+        late.status = TaskRunStatus::Succeeded;
         assert!(!store.settle("t1", &late, None, &held, false).await.unwrap());
-        assert_eq!(store.run("r1").await.unwrap().unwrap().status, RunStatus::Failed);
+        assert_eq!(
+            store.run("r1").await.unwrap().unwrap().status,
+            TaskRunStatus::Failed
+        );
     }
 }

@@ -118,9 +118,16 @@ async fn a_turn_reads_only_the_ends_of_a_busy_log_two_replicas_append_to() {
     assert!(context.len() < 30_000, "within the cap: {}", context.len());
 }
 
+/// How one turn of the load answered: its run id (when it got one) and, when
+/// it did not answer 200 with content, what it answered instead.
+struct Turn {
+    run: String,
+    failure: Option<String>,
+}
+
 /// Runs `count` agent turns on `onyx`, `slow` of them on a model that takes
-/// three seconds (longer than the lease), all at once; their run ids.
-async fn turns(onyx: &Onyx, count: usize, slow: usize) -> Vec<String> {
+/// three seconds (longer than the lease), all at once.
+async fn turns(onyx: &Onyx, count: usize, slow: usize) -> Vec<Turn> {
     let requests = (0..count).map(|i| async move {
         let agent = if i < slow { "slow" } else { "main" };
         let response = onyx
@@ -129,13 +136,34 @@ async fn turns(onyx: &Onyx, count: usize, slow: usize) -> Vec<String> {
             .send()
             .await
             .unwrap();
-        assert_eq!(response.status(), 200);
-        let run = response.headers()["x-onyx-run-id"].to_str().unwrap().to_string();
-        let body: Value = response.json().await.unwrap();
-        assert!(body["choices"][0]["message"]["content"].is_string(), "{body}");
-        run
+        let status = response.status();
+        let run = response
+            .headers()
+            .get("x-onyx-run-id")
+            .and_then(|id| id.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        let answered = status == 200 && body["choices"][0]["message"]["content"].is_string();
+        let failure = (!answered).then(|| format!("{agent} turn {i} answered {status}: {body}"));
+        Turn { run, failure }
     });
     futures::future::join_all(requests).await
+}
+
+/// The lines of either replica's log that explain a lost lease: warnings,
+/// errors, and what the lease module said.
+fn lease_lines(replicas: [(&str, &Onyx); 2]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (name, replica) in replicas {
+        let log = replica.stderr.lock().unwrap().clone();
+        lines.extend(
+            log.lines()
+                .filter(|l| l.contains(" WARN ") || l.contains(" ERROR ") || l.contains("lease"))
+                .map(|l| format!("{name}: {l}")),
+        );
+    }
+    lines
 }
 
 #[tokio::test]
@@ -149,31 +177,41 @@ async fn under_load_no_run_is_taken_for_interrupted_while_its_replica_lives() {
         ],
     }}));
     let (a, b, _services) = two_replicas(config).await;
-    // Three rounds of 24 turns on each replica at once (at 40, one turn in one
-    // run of `cargo test` answered 409, not yet explained); the slow ones (3 s
-    // of model time, and the rest of the turn) outlive the lease, so only
-    // renewals keep them.
+    // Three rounds of 24 turns on each replica at once; the slow ones (3 s of
+    // model time, and the rest of the turn) outlive the lease, so only
+    // renewals keep them. At 40 a turn, on a machine loaded past 15 (a debug
+    // SurrealDB server), a renewal write takes up to 10 s to come back: longer
+    // than this test's 3 s lease and its 1.5 s grace, so the other replica
+    // reaps live runs (the 409s: `run_cancelled`).
+    const PER_ROUND: usize = 24;
     let mut runs = Vec::new();
     for _ in 0..3 {
-        let (on_a, on_b) = tokio::join!(turns(&a, 24, 4), turns(&b, 24, 4));
+        let (on_a, on_b) = tokio::join!(turns(&a, PER_ROUND, 4), turns(&b, PER_ROUND, 4));
         runs.extend(on_a);
         runs.extend(on_b);
     }
-    assert_eq!(runs.len(), 144);
+    assert_eq!(runs.len(), 6 * PER_ROUND);
+    let failures: Vec<&String> = runs.iter().filter_map(|turn| turn.failure.as_ref()).collect();
+    assert!(
+        failures.is_empty(),
+        "{} turns failed:\n{failures:#?}\nthe replicas said:\n{}",
+        failures.len(),
+        lease_lines([("a", &a), ("b", &b)]).join("\n")
+    );
     for replica in [&a, &b] {
         let interrupted = replica.get_json("/v1/runs?status=interrupted&limit=500").await;
         assert_eq!(interrupted["data"], json!([]), "none taken for interrupted");
     }
     let succeeded = a.get_json("/v1/runs?status=succeeded&limit=500").await;
     let ids = ids(&succeeded);
-    for run in &runs {
-        assert!(ids.contains(run), "run {run} succeeded");
+    for turn in &runs {
+        assert!(ids.contains(&turn.run), "run {} succeeded", turn.run);
     }
     for (name, replica) in [("a", &a), ("b", &b)] {
         let log = replica.stderr.lock().unwrap().clone();
         let warnings: Vec<&str> = log
             .lines()
-            .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))
+            .filter(|l| l.contains(" WARN ") || l.contains(" ERROR ") || l.contains("taken back"))
             .collect();
         assert!(warnings.is_empty(), "replica {name} warned: {warnings:#?}");
         assert!(

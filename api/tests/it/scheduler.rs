@@ -160,8 +160,14 @@ async fn once_interval_and_cron_tasks_fire_when_due() {
         (200, Some("paused")),
         "{paused}"
     );
-    tokio::time::sleep(Duration::from_millis(500)).await; // a run in flight may finish
-    let settled = onyx.runs(tick_id).await.len();
+    // A run claimed before the pause finishes; none is claimed after it.
+    let settled = wait_until(secs(30), "no run in flight", async || {
+        let runs = onyx.runs(tick_id).await;
+        runs.iter()
+            .all(|run| run["status"] != "running")
+            .then_some(runs.len())
+    })
+    .await;
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert_eq!(onyx.runs(tick_id).await.len(), settled, "a paused task ran");
     let (status, resumed) = onyx.patch_task(tick_id, json!({"status": "active"})).await;

@@ -3,6 +3,7 @@
 //! them, then the rest as they come; and the switch that cancels it. The run
 //! works in its own task, so nobody watching does not stop it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -10,8 +11,9 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use tokio::sync::watch;
 
+use super::store::Renewed;
 use crate::agents::run_io::Event;
-use crate::lease::Lease;
+use crate::lease::{Holding, Lease};
 
 pub struct LiveRun {
     pub id: String,
@@ -19,6 +21,10 @@ pub struct LiveRun {
     pub session: Option<String>,
     /// The lease this replica holds on the run's row (its token fences the end).
     pub lease: Lease,
+    /// Keeps the lease renewed while the run works (dropped once its end is recorded).
+    holding: Mutex<Option<Holding<Renewed>>>,
+    /// Set when the run starts recording its end (its lease is released then).
+    ending: AtomicBool,
     events: Mutex<Vec<Arc<Event>>>,
     /// How many events there are, and whether the last one has come.
     progress: watch::Sender<(usize, bool)>,
@@ -34,11 +40,38 @@ impl LiveRun {
             agent,
             session,
             lease,
+            holding: Mutex::new(None),
+            ending: AtomicBool::new(false),
             events: Mutex::new(Vec::new()),
             progress: watch::Sender::new((0, false)),
             cancel: watch::Sender::new(false),
             finished_at: Mutex::new(None),
         })
+    }
+
+    /// Keeps `holding` (the lease's renewal) until [`release`](Self::release).
+    pub fn hold(&self, holding: Holding<Renewed>) {
+        *self
+            .holding
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(holding);
+    }
+
+    /// Stops renewing the lease.
+    pub fn release(&self) {
+        self.holding
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+    }
+
+    /// The run is recording its end (which releases its lease).
+    pub fn set_ending(&self) {
+        self.ending.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_ending(&self) -> bool {
+        self.ending.load(Ordering::SeqCst)
     }
 
     fn events(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Event>>> {

@@ -7,10 +7,10 @@
 //! - `store`: the `agent_run` rows, leases and the interrupted sweep
 //! - `live`: this replica's runs in progress (event replay, cancel switch)
 //!
-//! `upkeep` keeps this replica's leases fresh (and hears cancels asked on
-//! other replicas when it renews), and marks runs whose replica died as
-//! `interrupted`, releasing their inbox claims, withdrawing their approval
-//! requests and noting it in the session.
+//! `upkeep` keeps this replica's leases fresh with the lease module's
+//! [`Renewals`] (hearing cancels asked on other replicas when it renews), and
+//! marks runs whose replica died as `interrupted`, releasing their inbox
+//! claims, withdrawing their approval requests and noting it in the session.
 
 mod live;
 mod store;
@@ -19,25 +19,18 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::future::join_all;
-
 pub use live::LiveRun;
 pub use store::{AgentRun, Ending, RunFilter, RunStatus, RunStore};
 
 use super::approvals::Approvals;
 use crate::clock::SharedClock;
 use crate::inbox::Inbox;
-use crate::lease::Leases;
+use crate::lease::{Heard, Leases};
 use crate::sessions::{LogMessage, Sessions};
 use crate::storage::{Db, DbError};
 
 /// How long a finished run's events stay here for late re-attaching.
 const KEEP_FINISHED: Duration = Duration::from_secs(300);
-/// How often leases are renewed (and remote cancels heard): a quarter of the
-/// lease, between these bounds, so a short lease still has several renewals
-/// before it lapses.
-const RENEW_EVERY: (Duration, Duration) = (Duration::from_millis(250), Duration::from_secs(1));
-
 pub struct Runs {
     store: RunStore,
     live: Mutex<HashMap<String, Arc<LiveRun>>>,
@@ -76,22 +69,40 @@ impl Runs {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Records the run as started on this replica and makes it live here.
+    /// Records the run as started on this replica and makes it live here,
+    /// its lease renewed until it ends: a cancel asked elsewhere, or the lease
+    /// taken back (this replica stalled past it), stops it.
     pub async fn begin(&self, record: &AgentRun, turn: &[LogMessage]) -> Result<Arc<LiveRun>, DbError> {
         let lease = self.store.start(record, turn).await?;
         let run = LiveRun::new(
             record.id.clone(),
             record.agent.clone(),
             record.session.clone(),
-            lease,
+            lease.clone(),
         );
+        let hearing = Arc::downgrade(&run);
+        run.hold(self.store.renewals().hold_hearing(&record.id, lease, move |heard| {
+            let Some(run) = hearing.upgrade() else { return };
+            match heard {
+                Heard::Renewed(renewed) if renewed.cancel_requested == Some(true) => run.cancel(),
+                Heard::Renewed(_) => {}
+                // Another replica took it for interrupted: its end will not be recorded twice.
+                Heard::Lost if !run.is_ending() => {
+                    tracing::info!(run = %run.id, "a run's lease was taken back while it ran; stopping it");
+                    run.cancel();
+                }
+                Heard::Lost => {}
+            }
+        }));
         self.live_runs().insert(record.id.clone(), run.clone());
         Ok(run)
     }
 
-    /// Records how the run ended; its events stay for late re-attaching a while
-    /// (`renew` forgets it after `KEEP_FINISHED`).
+    /// Records how the run ended (its lease renewed until the record is
+    /// written); its events stay for late re-attaching a while (the sweep
+    /// forgets it after `KEEP_FINISHED`).
     pub async fn end(&self, run: &LiveRun, ending: &Ending<'_>) {
+        run.set_ending();
         match self.store.finish(&run.id, &run.lease, ending).await {
             Ok(true) => {}
             Ok(false) => {
@@ -99,6 +110,7 @@ impl Runs {
             }
             Err(err) => tracing::error!(run = %run.id, error = %err, "could not record how the run ended"),
         }
+        run.release();
     }
 
     /// A run in progress (or recently ended) on this replica.
@@ -126,27 +138,19 @@ impl Runs {
         self.store.get(id).await
     }
 
-    /// Renews this replica's leases every second and, in a loop of its own,
-    /// sweeps expired ones (a future for the app's `Background`; it ends when
-    /// `Runs` is dropped). The two never wait on each other: a sweep slowed by
-    /// a busy store must not delay the renewals that keep this replica's own
-    /// runs from being taken for interrupted.
+    /// Renews this replica's leases (the lease module's loop) and, in a loop
+    /// of its own, sweeps expired ones (a future for the app's `Background`;
+    /// it ends when `Runs` is dropped). The two never wait on each other: a
+    /// sweep slowed by a busy store must not delay the renewals that keep this
+    /// replica's own runs from being taken for interrupted.
     pub fn upkeep(self: &Arc<Self>) -> impl Future<Output = ()> + Send + 'static {
-        let term = self.store.leases().term();
-        let renew_every = (term / 4).clamp(RENEW_EVERY.0, RENEW_EVERY.1);
-        let sweep_every = (term / 3).max(renew_every);
-        let renewing = Arc::downgrade(self);
+        let renewals = self.store.renewals().run();
+        let sweep_every = (self.store.leases().term() / 3).max(self.store.renewals().interval());
         let sweeping = Arc::downgrade(self);
-        let renewals = async move {
-            loop {
-                tokio::time::sleep(renew_every).await;
-                let Some(runs) = renewing.upgrade() else { return };
-                runs.renew().await;
-            }
-        };
         let sweeps = async move {
             loop {
                 let Some(runs) = sweeping.upgrade() else { return };
+                runs.forget_finished();
                 runs.sweep().await;
                 drop(runs);
                 tokio::time::sleep(sweep_every).await;
@@ -157,34 +161,9 @@ impl Runs {
         }
     }
 
-    /// Renews each running run's lease, one small write each (concurrently):
-    /// a write conflict on one run (it is ending, someone cancels it) is
-    /// retried and touches no other run's renewal.
-    pub async fn renew(&self) {
+    /// Forgets runs that ended more than `KEEP_FINISHED` ago.
+    fn forget_finished(&self) {
         self.live_runs().retain(|_, run| !run.ended_before(KEEP_FINISHED));
-        let running: Vec<Arc<LiveRun>> = self
-            .live_runs()
-            .values()
-            .filter(|run| !run.is_finished())
-            .cloned()
-            .collect();
-        let renewals = running.iter().map(|run| self.store.renew(&run.id, &run.lease));
-        for (run, renewed) in running.iter().zip(join_all(renewals).await) {
-            match renewed {
-                Ok(Some(renewed)) if renewed.cancel_requested == Some(true) => run.cancel(),
-                Ok(Some(_)) => {}
-                // Another replica took it for interrupted (this one stalled
-                // past the lease): its end will not be recorded twice.
-                Ok(None) if !run.is_finished() => {
-                    tracing::info!(run = %run.id, "a run's lease was taken back while it ran; stopping it");
-                    run.cancel();
-                }
-                Ok(None) => {}
-                Err(err) => {
-                    tracing::warn!(run = %run.id, error = %err, "could not renew an agent run's lease")
-                }
-            }
-        }
     }
 
     /// Runs whose replica died: interrupted, their inbox claims handed back,

@@ -6,15 +6,18 @@
 //! conditional update lets exactly one of them have it). A run's end and its
 //! lease's renewal touch the same row: both retry on a write conflict.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::clock::stamp;
-use crate::lease::{self, Lease, Leases};
+use crate::lease::{self, Lease, Leases, Renewals};
 use crate::sessions::LogMessage;
 use crate::storage::{Db, DbError};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(rename = "AgentRunStatus"))]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
@@ -24,20 +27,30 @@ pub enum RunStatus {
     Cancelled,
     /// Its replica stopped (crash, kill, power) before it ended.
     Interrupted,
+    /// A status this version does not know (a newer replica wrote it): read
+    /// back and shown as stored, never rewritten. (Not in the UI's types:
+    /// it shows any other status as it comes.)
+    #[serde(untagged)]
+    #[cfg_attr(test, ts(skip))]
+    Unknown(String),
 }
 
 impl RunStatus {
+    /// A status a client names (a filter): one this version knows.
     pub fn parse(text: &str) -> Option<Self> {
-        serde_json::from_value(json!(text)).ok()
+        serde_json::from_value(json!(text))
+            .ok()
+            .filter(|status| !matches!(status, Self::Unknown(_)))
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &str {
         match self {
             Self::Running => "running",
             Self::Succeeded => "succeeded",
             Self::Failed => "failed",
             Self::Cancelled => "cancelled",
             Self::Interrupted => "interrupted",
+            Self::Unknown(status) => status,
         }
     }
 }
@@ -131,19 +144,36 @@ pub struct Renewed {
     pub cancel_requested: Option<bool>,
 }
 
+/// A cancel asked on another replica is heard at the next renewal: renewals
+/// come at least this often, however long the lease.
+const HEAR_CANCELS_WITHIN: Duration = Duration::from_secs(1);
+
 #[derive(Clone)]
 pub struct RunStore {
     db: Db,
     leases: Leases,
+    /// Renews the leases of the runs going on this replica, hearing cancels.
+    renewals: Arc<Renewals<Renewed>>,
 }
 
 impl RunStore {
+    /// `leases` on their own connection ([`Db::dedicated`]), so renewals do
+    /// not queue behind the replica's other queries.
     pub fn new(db: Db, leases: Leases) -> Self {
-        Self { db, leases }
+        Self {
+            db,
+            renewals: Renewals::every(leases.clone(), "cancel_requested", HEAR_CANCELS_WITHIN),
+            leases,
+        }
     }
 
     pub fn leases(&self) -> &Leases {
         &self.leases
+    }
+
+    /// The renewals of this replica's run leases (the loop is `Runs::upkeep`'s).
+    pub fn renewals(&self) -> &Arc<Renewals<Renewed>> {
+        &self.renewals
     }
 
     /// Records a run as started, leased to its replica; the lease it holds.
@@ -253,23 +283,14 @@ impl RunStore {
         Ok(!rows.is_empty())
     }
 
-    /// Extends one running run's lease (one small write, retried on a
-    /// conflict); `None` when it no longer holds it.
-    pub async fn renew(&self, id: &str, held: &Lease) -> Result<Option<Renewed>, DbError> {
-        self.leases.renew(id, held, "cancel_requested").await
-    }
-
-    /// Marks running rows whose lease lapsed more than half a lease ago as
+    /// Marks running rows whose lease lapsed (past the lease's grace) as
     /// interrupted and returns them; a row another replica marked first is not
-    /// returned. The half-lease grace absorbs clocks that differ between
-    /// replicas and a renewal delayed on a busy machine (the fencing token
-    /// keeps a late holder from writing either way).
+    /// returned (the fencing token keeps a late holder from writing either way).
     pub async fn interrupt_expired(&self) -> Result<Vec<Orphan>, DbError> {
         let now = stamp(self.leases.now());
-        let grace = self.leases.term() / 2;
-        let cutoff = self.leases.cutoff(grace);
+        let cutoff = self.leases.reap_cutoff();
         let mut orphans = Vec::new();
-        for lapsed in self.leases.lapsed_by(grace, "status = 'running'").await? {
+        for lapsed in self.renewals.lapsed("status = 'running'").await? {
             let rows: Vec<Orphan> = self
                 .db
                 .rows_retrying(
@@ -319,8 +340,9 @@ mod tests {
     }
 
     /// Time moves by the clock, not by sleeping: a renewed run is never
-    /// reaped; one whose replica stopped renewing is, once, and its late end
-    /// is not recorded over the interruption.
+    /// reaped, nor one this replica still holds; one whose replica stopped
+    /// renewing is, once past the grace, and its late end is not recorded
+    /// over the interruption.
     #[tokio::test]
     async fn a_run_is_interrupted_only_once_its_lease_lapses_by_the_clock() {
         let clock = ManualClock::at(crate::clock::parse_stamp("2026-11-27T09:00:00Z").unwrap());
@@ -329,24 +351,38 @@ mod tests {
         let turn = [LogMessage::plain("user", "hello")];
         let held = store.start(&run, &turn).await.unwrap();
         assert_eq!((held.token, held.owner.as_str()), (1, run.replica.as_str()));
+        let heard = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let hearing = heard.clone();
+        let holding = store
+            .renewals()
+            .hold_hearing(&run.id, held.clone(), move |heard| {
+                if let lease::Heard::Renewed(renewed) = heard {
+                    hearing.lock().unwrap().push(renewed.cancel_requested);
+                }
+            });
 
         for _ in 0..5 {
             clock.advance(Duration::from_secs(25));
-            let renewed = store.renew(&run.id, &held).await.unwrap().unwrap();
-            assert_eq!(renewed.cancel_requested, Some(false));
+            store.renewals().renew_all().await;
             assert!(
                 store.interrupt_expired().await.unwrap().is_empty(),
                 "renewed in time"
             );
         }
         assert!(store.request_cancel(&run.id).await.unwrap());
-        let renewed = store.renew(&run.id, &held).await.unwrap().unwrap();
+        store.renewals().renew_all().await;
         assert_eq!(
-            renewed.cancel_requested,
-            Some(true),
+            heard.lock().unwrap().as_slice(),
+            [[Some(false)].repeat(5), vec![Some(true)]].concat(),
             "a cancel is heard at renewal"
         );
 
+        // A second run this replica holds but whose renewals do not land (a
+        // busy database): lapsed far past the grace, it is still not reaped here.
+        let other = AgentRun::starting("main", None, "api", "openai/fake".into());
+        let other_held = store.start(&other, &[]).await.unwrap();
+        let _other_holding = store.renewals().hold(&other.id, other_held);
+        drop(holding);
         clock.advance(Duration::from_secs(31));
         assert!(
             store.interrupt_expired().await.unwrap().is_empty(),
@@ -354,16 +390,15 @@ mod tests {
         );
         clock.advance(Duration::from_secs(15));
         let orphans = store.interrupt_expired().await.unwrap();
-        assert_eq!(orphans.len(), 1);
+        assert_eq!(orphans.len(), 1, "only the run no longer held here");
         assert_eq!(
             (orphans[0].id.as_str(), orphans[0].turn.len()),
             (run.id.as_str(), 1)
         );
         assert!(store.interrupt_expired().await.unwrap().is_empty(), "once");
-        assert!(
-            store.renew(&run.id, &held).await.unwrap().is_none(),
-            "the lease is gone"
-        );
+        let late = store.renewals().hold(&run.id, held.clone());
+        store.renewals().renew_all().await;
+        assert!(late.is_lost(), "the lease is gone");
         assert!(
             !store
                 .finish(&run.id, &held, &ending(RunStatus::Succeeded))
@@ -383,23 +418,19 @@ mod tests {
         for i in 0..40 {
             let run = AgentRun::starting("main", None, "api", format!("m{i}"));
             let held = store.start(&run, &[]).await.unwrap();
-            started.push((run, held));
+            let holding = store.renewals().hold(&run.id, held.clone());
+            started.push((run, held, holding));
         }
-        let renewals = started.iter().map(|(run, held)| store.renew(&run.id, held));
         let succeeded = ending(RunStatus::Succeeded);
         let ends = started
             .iter()
             .step_by(2)
-            .map(|(run, held)| store.finish(&run.id, held, &succeeded));
-        let (renewed, ended) = tokio::join!(
-            futures::future::join_all(renewals),
-            futures::future::join_all(ends)
-        );
+            .map(|(run, held, _)| store.finish(&run.id, held, &succeeded));
+        let ((), ended) = tokio::join!(store.renewals().renew_all(), futures::future::join_all(ends));
         assert!(ended.into_iter().all(|e| e.unwrap()), "every end recorded");
-        for (i, result) in renewed.into_iter().enumerate() {
-            let renewed = result.unwrap();
+        for (i, (_, _, holding)) in started.iter().enumerate() {
             if i % 2 == 1 {
-                assert!(renewed.is_some(), "run {i} still running and renewed");
+                assert!(!holding.is_lost(), "run {i} still running and renewed");
             }
         }
         let filter = RunFilter {
@@ -408,5 +439,56 @@ mod tests {
             ..RunFilter::default()
         };
         assert_eq!(store.list(&filter).await.unwrap().len(), 20);
+    }
+
+    /// A status written by a newer version reads back as it was stored and is
+    /// listed and shown as such; the sweep and the filters leave it alone.
+    #[tokio::test]
+    async fn an_unknown_stored_status_reads_back_as_stored() {
+        let store = store(crate::clock::system()).await;
+        let run = AgentRun::starting("main", None, "api", "openai/fake".into());
+        store.start(&run, &[]).await.unwrap();
+        store
+            .db
+            .execute_retrying(
+                "UPDATE type::record('agent_run', $id) SET status = 'paused-by-v9'",
+                json!({ "id": run.id }),
+            )
+            .await
+            .unwrap();
+        let record = store.get(&run.id).await.unwrap().unwrap();
+        assert_eq!(record.status, RunStatus::Unknown("paused-by-v9".into()));
+        assert_eq!(record.status.as_str(), "paused-by-v9");
+        assert_eq!(serde_json::to_value(&record).unwrap()["status"], "paused-by-v9");
+        let listed = store
+            .list(&RunFilter {
+                limit: 10,
+                ..RunFilter::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(listed.len(), 1, "the list still reads");
+        assert_eq!(RunStatus::parse("paused-by-v9"), None, "not a filter");
+        assert_eq!(RunStatus::parse("running"), Some(RunStatus::Running));
+        assert!(store.interrupt_expired().await.unwrap().is_empty());
+        assert!(
+            !store
+                .finish(
+                    &run.id,
+                    &Lease {
+                        owner: run.replica.clone(),
+                        token: 1,
+                        until: String::new()
+                    },
+                    &ending(RunStatus::Succeeded)
+                )
+                .await
+                .unwrap(),
+            "only a running row is finished"
+        );
+        assert_eq!(
+            store.get(&run.id).await.unwrap().unwrap().status.as_str(),
+            "paused-by-v9"
+        );
     }
 }
