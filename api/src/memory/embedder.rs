@@ -12,6 +12,8 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
+#[cfg(feature = "local-embedder")]
+use super::local_embedder::{LocalEmbedder, LocalError};
 use crate::config::{Config, EmbedderConfig, ProviderEmbedderConfig, ProviderKind};
 use crate::providers::types::{EmbeddingInput, EmbeddingsRequest};
 use crate::providers::{self, EmbeddingsCall, Provider, ProviderError};
@@ -178,6 +180,53 @@ impl Embedder for ProviderEmbedder {
     }
 }
 
+#[cfg(feature = "local-embedder")]
+impl From<LocalError> for EmbedError {
+    fn from(err: LocalError) -> Self {
+        EmbedError::Local(err.to_string())
+    }
+}
+
+#[cfg(feature = "local-embedder")]
+impl Embedder for LocalEmbedder {
+    fn kind(&self) -> &'static str {
+        "local"
+    }
+
+    fn model(&self) -> &str {
+        LocalEmbedder::model(self)
+    }
+
+    fn automatic(&self) -> bool {
+        LocalEmbedder::automatic(self)
+    }
+
+    fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
+        async move { Ok(LocalEmbedder::embed(self, texts).await?) }.boxed()
+    }
+
+    fn input_tokens(&self) -> BoxFuture<'_, Option<usize>> {
+        LocalEmbedder::input_tokens(self).boxed()
+    }
+
+    fn prepare<'a>(
+        &'a self,
+        on_progress: &'a (dyn Fn(usize, usize) + Send + Sync),
+    ) -> BoxFuture<'a, Result<(), EmbedError>> {
+        async move {
+            let bytes = |done: u64, total: Option<u64>| {
+                let total = total.unwrap_or(done);
+                on_progress(
+                    usize::try_from(done).unwrap_or(usize::MAX),
+                    usize::try_from(total).unwrap_or(usize::MAX),
+                );
+            };
+            Ok(LocalEmbedder::prepare(self, &bytes).await?)
+        }
+        .boxed()
+    }
+}
+
 /// OpenAI's embedding models (`text-embedding-3-*`, `-ada-002`) read 8,191 tokens.
 const OPENAI_INPUT_TOKENS: usize = 8191;
 
@@ -246,7 +295,7 @@ fn built_in(
     config: &Config,
     automatic: bool,
 ) -> Result<Arc<dyn Embedder>, ProviderError> {
-    let embedder = super::local_embedder::LocalEmbedder::new(local, &config.storage.data_dir);
+    let embedder = LocalEmbedder::new(local, &config.storage.data_dir);
     Ok(Arc::new(if automatic {
         embedder.chosen_automatically()
     } else {

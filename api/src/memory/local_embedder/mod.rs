@@ -11,7 +11,6 @@
 //! `threads` at once over all callers, a few texts per turn so that a query
 //! waits for one small group of a long reindex, not all of it.
 
-mod as_embedder;
 mod bert;
 mod files;
 
