@@ -284,8 +284,8 @@ fn surreal_config(url: String, credentials: bool) -> SurrealConfig {
 }
 
 async fn database_roundtrip(db: &Db) {
-    assert_eq!(onyx::storage::SCHEMA_VERSION, 17);
-    // Versions 2–16 defined memory, agent, task, chat, run, owner-chat, stored-response, usage, audit, provider and orchestration tables (reading an undefined table is an error).
+    assert_eq!(onyx::storage::SCHEMA_VERSION, 19);
+    // Versions 2–19 defined memory, agent, task, chat, run, owner-chat, stored-response, usage, audit, provider, orchestration, notification and MCP server tables (reading an undefined table is an error).
     for table in [
         "memory_chunk",
         "login_failure",
@@ -317,6 +317,8 @@ async fn database_roundtrip(db: &Db) {
         "reaction",
         "agent_trust",
         "agent_review",
+        "notification",
+        "mcp_server",
     ] {
         let rows: Vec<serde_json::Value> = db
             .rows(&format!("SELECT * FROM {table}"), json!({}), 0)

@@ -101,7 +101,7 @@ async fn each_cli_writes_the_agents_memory_through_onyx_mcp_and_the_answer_strea
 /// waits for approval in `ask` mode); `HANG` leaves the token in
 /// `leaked-token` in its config dir and never answers.
 const STAND_IN: &str = r#"#!/usr/bin/env node
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 const args = process.argv.slice(2);
@@ -127,7 +127,10 @@ if (configPath) {
   report.token = token;
   report.configMode = (await import('node:fs')).statSync(configPath).mode & 0o777;
   if (line.includes('HANG')) {
-    writeFileSync(join(process.env.CLAUDE_CONFIG_DIR, 'leaked-token'), token);
+    // Written whole, then renamed: the test never reads it half-written.
+    const leaked = join(process.env.CLAUDE_CONFIG_DIR, 'leaked-token');
+    writeFileSync(leaked + '.tmp', token);
+    renameSync(leaked + '.tmp', leaked);
     setInterval(() => {}, 1000);
     await new Promise(() => {});
   }
