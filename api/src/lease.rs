@@ -13,9 +13,14 @@
 //!   a transaction over many, so renewals do not conflict with each other),
 //!   retried with jitter when it loses to a concurrent write (a run ending, a
 //!   cancel); a renewal that matches no row means the lease was taken back;
-//! - reap: [`Leases::lapsed`] lists what lapsed more than half a lease ago
-//!   by the [`Clock`](crate::clock::Clock) (the grace absorbs renewals delayed
-//!   on a busy machine and clocks that differ between replicas); the store
+//! - reap: [`Leases::lapsed`] lists what lapsed more than [`Leases::grace`]
+//!   ago by the [`Clock`](crate::clock::Clock): half a lease (for clocks that
+//!   differ between replicas) plus twice this replica's slowest recent lease
+//!   round trip ([`RoundTrips`]: on a slow shared database the holder's
+//!   renewals are as slow, and the lease end stored lags by up to two of
+//!   them, the one that landed, computed when it was sent, and the one on
+//!   its way), so a lease is not reaped for a slow database while its
+//!   holder lives; the store
 //!   takes each back with a write conditioned on [`LAPSED`] bound to
 //!   [`Leases::reap_cutoff`], so exactly one replica does, and only if it was
 //!   not renewed meanwhile.
@@ -23,9 +28,12 @@
 //! Time comes from a [`SharedClock`], so tests move a clock instead of sleeping.
 
 mod renewals;
+mod round_trips;
 
 pub use renewals::{Heard, Holding, Renewals};
+pub use round_trips::RoundTrips;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -70,6 +78,11 @@ pub struct Lapsed {
 /// Renewals that lose to concurrent writes this many times in a row give up
 /// until the next round (which comes well before the lease lapses).
 const RENEW_ATTEMPTS: u32 = 8;
+/// Lease round trips are remembered for one to two of this many terms.
+const ROUND_TRIPS_WINDOW_TERMS: u32 = 2;
+/// The slow-database part of the grace is at most this many terms, so a dead
+/// replica's work is still taken back when the database stays this slow.
+const MOST_EXTRA_GRACE_TERMS: u32 = 8;
 
 /// The leases of one table, with their term and clock.
 #[derive(Clone)]
@@ -78,15 +91,19 @@ pub struct Leases {
     table: &'static str,
     term: Duration,
     clock: SharedClock,
+    /// Shared by every clone: the renewals' and the reapers' round trips.
+    round_trips: Arc<RoundTrips>,
 }
 
 impl Leases {
     pub fn new(db: Db, table: &'static str, term: Duration, clock: SharedClock) -> Self {
+        let round_trips = RoundTrips::new(clock.clone(), term * ROUND_TRIPS_WINDOW_TERMS);
         Self {
             db,
             table,
             term,
             clock,
+            round_trips,
         }
     }
 
@@ -102,9 +119,20 @@ impl Leases {
         self.table
     }
 
-    /// How long past its end a lease is still not reaped: half a term.
+    /// How long past its end a lease is still not reaped: half a term, plus
+    /// twice this replica's slowest recent lease round trip (at most a few
+    /// terms). A renewal's new end is computed when it is sent, so when it
+    /// lands it is already a round trip old, and the next one lands a round
+    /// trip (and a renewal interval) later: on a database that slow, the
+    /// stored end of a live holder's lease lags by up to two round trips.
     pub fn grace(&self) -> Duration {
-        self.term / 2
+        let slow = (self.round_trips.slowest() * 2).min(self.term * MOST_EXTRA_GRACE_TERMS);
+        self.term / 2 + slow
+    }
+
+    /// This replica's lease round trips (what widens the grace).
+    pub fn round_trips(&self) -> &Arc<RoundTrips> {
+        &self.round_trips
     }
 
     /// When a lease taken or renewed now lapses.
@@ -132,7 +160,10 @@ impl Leases {
         let vars = json!({ "table": self.table, "key": key, "held": held, "until": self.until() });
         let mut attempt = 0;
         loop {
-            match self.db.rows(&sql, vars.clone(), 0).await {
+            let trip = self.round_trips.start();
+            let answered = self.db.rows(&sql, vars.clone(), 0).await;
+            drop(trip);
+            match answered {
                 Ok(rows) => return Ok(rows.into_iter().next()),
                 Err(err) if err.is_conflict() && attempt + 1 < RENEW_ATTEMPTS => {
                     attempt += 1;
@@ -154,9 +185,9 @@ impl Leases {
         let sql = format!(
             "SELECT key, {FIELDS} FROM type::table($table) WHERE lease_owner AND lease_until < $now{extra}"
         );
-        self.db
-            .rows(&sql, json!({ "table": self.table, "now": self.reap_cutoff() }), 0)
-            .await
+        let vars = json!({ "table": self.table, "now": self.reap_cutoff() });
+        let _trip = self.round_trips.start();
+        self.db.rows(&sql, vars, 0).await
     }
 
     /// Now less the grace, as stored: what a reaper's [`LAPSED`] binds as `$now`.
@@ -254,6 +285,51 @@ mod tests {
         assert!(stale.is_none(), "the owner alone is not enough: the token fences");
         let current: Option<Lease> = leases.renew("a", &second, FIELDS).await.unwrap();
         assert_eq!(current.unwrap().owner, "replica-2");
+    }
+
+    /// A replica whose own lease writes are slow gives a lapsed lease that
+    /// much more grace (its holder's renewals are probably as slow), for as
+    /// long as the database stays slow, and at most a few terms.
+    #[tokio::test]
+    async fn a_slow_database_widens_the_grace_for_as_long_as_it_is_slow() {
+        let clock = ManualClock::at(crate::clock::parse_stamp("2026-11-27T09:00:00Z").unwrap());
+        let (db, leases) = leases(clock.clone()).await;
+        assert_eq!(leases.grace(), Duration::from_secs(15), "half a term");
+        claim(&db, &leases, "a", "replica-1").await.unwrap();
+
+        // This replica's renewals took 10 s: the lease, lapsed 30 s ago, is
+        // not reaped until 35 s past its end (half a term, two round trips).
+        leases.round_trips().record(Duration::from_secs(10));
+        assert_eq!(leases.grace(), Duration::from_secs(35));
+        clock.advance(Duration::from_secs(60));
+        assert!(
+            leases.lapsed("").await.unwrap().is_empty(),
+            "within the wider grace"
+        );
+        clock.advance(Duration::from_secs(6));
+        assert_eq!(leases.lapsed("").await.unwrap().len(), 1, "past it");
+
+        // A write stuck right now counts with its age so far: while this
+        // replica's write is 40 s stuck, neither `a` (reapable a moment ago)
+        // nor `b` (lapsed 10 s ago) is reaped.
+        claim(&db, &leases, "b", "replica-1").await.unwrap();
+        let stuck = leases.round_trips().start();
+        clock.advance(Duration::from_secs(40));
+        assert_eq!(leases.grace(), Duration::from_secs(95));
+        assert!(leases.lapsed("").await.unwrap().is_empty());
+        drop(stuck);
+
+        // However slow, the extra grace is at most eight terms.
+        leases.round_trips().record(Duration::from_secs(3600));
+        assert_eq!(leases.grace(), Duration::from_secs(15 + 240));
+
+        // Once the database is fast again for two windows (two terms each),
+        // the grace is back to half a term and what the fast writes took.
+        clock.advance(Duration::from_secs(61));
+        leases.round_trips().record(Duration::from_millis(20));
+        clock.advance(Duration::from_secs(61));
+        assert_eq!(leases.grace(), Duration::from_millis(15_040));
+        assert_eq!(leases.lapsed("").await.unwrap().len(), 2);
     }
 
     #[tokio::test]

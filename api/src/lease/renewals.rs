@@ -8,9 +8,10 @@
 //! a holder whose lease was taken back (the conditional renewal matched no
 //! row) through [`Holding::lost`]. Dropping the `Holding` stops renewing.
 //!
-//! Reapers give a lapsed lease half a term of grace ([`Leases::grace`]), so a
-//! lease is reaped only after several renewals in a row failed to land, and
-//! a replica never reaps a lease it still holds ([`Renewals::lapsed`]).
+//! Reapers give a lapsed lease half a term of grace plus their own slowest
+//! recent lease round trip ([`Leases::grace`]), so a lease is reaped only
+//! after several renewals in a row failed to land, however slow the database,
+//! and a replica never reaps a lease it still holds ([`Renewals::lapsed`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -199,10 +200,20 @@ impl<T: DeserializeOwned + Send + 'static> Renewals<T> {
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             ticks.tick().await;
             loop {
-                ticks.tick().await;
+                let scheduled = ticks.tick().await;
                 let Some(renewals) = renewals.upgrade() else {
                     return;
                 };
+                let late = scheduled.elapsed();
+                if late > every {
+                    // Not the database: this replica's own runtime kept the
+                    // loop from running (its renewals land late by this too).
+                    tracing::info!(
+                        table = renewals.leases.table(),
+                        late_ms = late.as_millis(),
+                        "the lease renewal loop woke late"
+                    );
+                }
                 let due: Vec<(String, Arc<Held<T>>)> = {
                     let held = renewals.held();
                     let mut flying = in_flight.lock().unwrap_or_else(PoisonError::into_inner);
