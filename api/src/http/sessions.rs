@@ -18,8 +18,8 @@ use super::error::ApiError;
 use super::owned::SessionId;
 use super::query::Params;
 use super::views::{CompactionReport, Deleted, SessionDetail, SessionPage};
-use crate::app::App;
 use crate::agents::registry::mode_name;
+use crate::app::App;
 use crate::config::PermissionMode;
 use crate::sessions::{ListFilter, ReasoningEffort, SessionMeta, SessionSettings, Status, decode_cursor};
 
@@ -166,7 +166,9 @@ async fn changed_settings(
             && let Err(err) = app.router.resolve(model)
         {
             return Err(ApiError::bad_request(
-                format!("settings.model: {model:?} cannot be routed ({err}); GET /v1/models lists the models"),
+                format!(
+                    "settings.model: {model:?} cannot be routed ({err}); GET /v1/models lists the models"
+                ),
                 Some("settings.model".into()),
             ));
         }
@@ -177,20 +179,15 @@ async fn changed_settings(
     }
     if let Some(mode) = change.permission_mode {
         if let Some(mode) = mode {
-            let agent = app
-                .agents
-                .registry
-                .get(&session.agent_id)
-                .await?
-                .ok_or_else(|| {
-                    ApiError::bad_request(
-                        format!(
-                            "settings.permission_mode: the session's agent {:?} no longer exists",
-                            session.agent_id
-                        ),
-                        Some("settings.permission_mode".into()),
-                    )
-                })?;
+            let agent = app.agents.registry.get(&session.agent_id).await?.ok_or_else(|| {
+                ApiError::bad_request(
+                    format!(
+                        "settings.permission_mode: the session's agent {:?} no longer exists",
+                        session.agent_id
+                    ),
+                    Some("settings.permission_mode".into()),
+                )
+            })?;
             if agent.permission_mode.stricter(mode) != mode {
                 return Err(ApiError::bad_request(
                     format!(

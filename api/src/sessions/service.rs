@@ -295,7 +295,11 @@ impl Sessions {
     }
 
     /// Replaces the session's settings (merged and checked by the caller).
-    pub async fn set_settings(&self, id: &str, settings: &SessionSettings) -> Result<SessionMeta, SessionError> {
+    pub async fn set_settings(
+        &self,
+        id: &str,
+        settings: &SessionSettings,
+    ) -> Result<SessionMeta, SessionError> {
         let session = self.get(id).await?;
         meta::set_settings(&self.db, &session.id, settings).await?;
         self.get(&session.id).await

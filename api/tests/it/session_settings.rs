@@ -60,12 +60,16 @@ fn last_upstream(fakes: &Fakes) -> Value {
 
 /// The task's runs once `count` of them have finished.
 async fn finished_runs(onyx: &Onyx, task: &str, count: usize) -> Vec<Value> {
-    wait_until(secs(30), &format!("{count} finished runs of {task}"), async || {
-        let runs = onyx.get_json(&format!("/v1/tasks/{task}/runs")).await;
-        let runs = runs["data"].as_array()?.clone();
-        let finished = runs.iter().filter(|r| r["status"] != "running").count();
-        (finished >= count).then_some(runs)
-    })
+    wait_until(
+        secs(30),
+        &format!("{count} finished runs of {task}"),
+        async || {
+            let runs = onyx.get_json(&format!("/v1/tasks/{task}/runs")).await;
+            let runs = runs["data"].as_array()?.clone();
+            let finished = runs.iter().filter(|r| r["status"] != "running").count();
+            (finished >= count).then_some(runs)
+        },
+    )
     .await
 }
 
@@ -76,7 +80,10 @@ async fn the_session_model_and_effort_reach_the_upstream_and_survive_a_restart()
     let onyx = Onyx::start(Some(&config), &[]).await;
     let (id, _) = turn(&onyx, "main", "new", "first").await;
     let before = last_upstream(&fakes);
-    assert_eq!(before["model"], "fake-script", "the agent's own model first: {before}");
+    assert_eq!(
+        before["model"], "fake-script",
+        "the agent's own model first: {before}"
+    );
     assert!(before.get("reasoning_effort").is_none(), "{before}");
 
     let (status, patched) = patch(
@@ -181,7 +188,10 @@ async fn a_patch_cannot_raise_the_mode_route_nowhere_or_reach_another_agent() {
     .await;
     assert_eq!(status, 400, "{body}");
     assert_eq!(body["error"]["param"], "settings.permission_mode", "{body}");
-    assert!(body["error"]["message"].as_str().unwrap().contains("\"ask\""), "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("\"ask\""),
+        "{body}"
+    );
     let detail = onyx.get_json(&format!("/v1/sessions/{careful}")).await;
     assert_eq!(detail["title"], "hi");
     assert_eq!(detail["settings"], json!({}));
@@ -192,7 +202,10 @@ async fn a_patch_cannot_raise_the_mode_route_nowhere_or_reach_another_agent() {
         (json!({"model": "nowhere/fake-echo"}), "settings.model"),
         (json!({"model": "not-a-model"}), "settings.model"),
         (json!({"permission_mode": "root"}), "settings.permission_mode"),
-        (json!({"reasoning_effort": "extreme"}), "settings.reasoning_effort"),
+        (
+            json!({"reasoning_effort": "extreme"}),
+            "settings.reasoning_effort",
+        ),
         (json!({"temperature": 2}), "settings"),
     ] {
         let (status, body) = patch(&onyx, &main, json!({"settings": bad})).await;
@@ -276,7 +289,10 @@ async fn a_scheduled_task_continuing_the_session_uses_its_settings() {
     let (status, run) = reply(onyx.post(&format!("/v1/tasks/{task_id}/run"))).await;
     assert_eq!(status, 202, "{run}");
     let runs = finished_runs(&onyx, task_id, 2).await;
-    assert!(runs.iter().all(|r| r["session_id"] == session.as_str()), "{runs:?}");
+    assert!(
+        runs.iter().all(|r| r["session_id"] == session.as_str()),
+        "{runs:?}"
+    );
     let sent = last_upstream(&fakes);
     assert_eq!(sent["model"], "fake-echo", "{sent}");
     assert_eq!(sent["reasoning_effort"], "low", "{sent}");
