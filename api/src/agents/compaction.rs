@@ -113,6 +113,7 @@ impl Agents {
             stream: false,
             temperature: None,
             max_tokens: None,
+            reasoning_effort: None,
             ask_in: None,
             who: Default::default(),
         };

@@ -11,7 +11,7 @@ use super::prompt;
 use super::registry::AgentDef;
 use crate::providers::types::{ChatRequest, Message, ToolCall, ToolDef};
 use crate::providers::{Attribution, ChatCall, ProviderError, Usage};
-use crate::sessions::{History, LogMessage, SessionMeta};
+use crate::sessions::{History, LogMessage, ReasoningEffort, SessionMeta};
 
 /// One run to make: the agent, the conversation, and how it is watched.
 pub struct RunRequest {
@@ -37,12 +37,33 @@ pub struct RunRequest {
     pub stream: bool,
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
+    /// Sent upstream as the chat request's `reasoning_effort` (the session's setting).
+    pub reasoning_effort: Option<ReasoningEffort>,
     /// Who the run's model calls are for (key, task, run); the agent and
     /// session are filled in per call.
     pub who: Attribution,
 }
 
 impl RunRequest {
+    /// Applies the session's own settings to the run: its model, its
+    /// reasoning effort, and its permission mode, never above the agent's.
+    /// Every way a turn is built goes through here (`unattended` and the
+    /// HTTP agent chat).
+    pub fn apply_session_settings(&mut self) {
+        let Some(settings) = self.session.as_ref().map(|s| &s.settings) else {
+            return;
+        };
+        if let Some(model) = &settings.model {
+            self.agent.model = Some(model.clone());
+        }
+        if let Some(mode) = settings.permission_mode {
+            self.agent.permission_mode = self.agent.permission_mode.stricter(mode);
+        }
+        if settings.reasoning_effort.is_some() {
+            self.reasoning_effort = settings.reasoning_effort;
+        }
+    }
+
     /// A model call of an agent run: its model and settings, the prompt cache
     /// key of its session, the messages and tools.
     pub fn model_call(
@@ -62,6 +83,9 @@ impl RunRequest {
         }
         if let Some(m) = self.max_tokens.or(self.agent.max_tokens) {
             body.insert("max_tokens".into(), json!(m));
+        }
+        if let Some(effort) = self.reasoning_effort {
+            body.insert("reasoning_effort".into(), json!(effort));
         }
         let session = self.session.as_ref().map(|s| s.id.as_str());
         body.insert(
@@ -88,7 +112,7 @@ impl RunRequest {
     /// A run nobody watches live (a schedule, a chat platform, a wake-up): the
     /// session's history, then one new user message, with an optional system
     /// note about the situation. In `ask` mode its dangerous calls wait on the
-    /// Approvals page (and in `ask_in`, when set).
+    /// Approvals page (and in `ask_in`, when set). The session's settings apply.
     pub fn unattended(
         agent: AgentDef,
         history: History,
@@ -97,7 +121,7 @@ impl RunRequest {
         session: Option<SessionMeta>,
         source: &str,
     ) -> Self {
-        Self {
+        let mut request = Self {
             agent,
             turn: vec![LogMessage::from_message(&message, None)],
             history,
@@ -111,8 +135,11 @@ impl RunRequest {
             stream: false,
             temperature: None,
             max_tokens: None,
+            reasoning_effort: None,
             who: Attribution::default(),
-        }
+        };
+        request.apply_session_settings();
+        request
     }
 }
 

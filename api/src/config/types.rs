@@ -551,7 +551,9 @@ pub struct LocalEmbedderConfig {
     pub threads: Option<usize>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Serialized as the config spells it (`safe`, `ask`, `allow-all`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum PermissionMode {
     Safe,
     Ask,

@@ -95,7 +95,7 @@ pub async fn answer(
         .iter()
         .map(|m| LogMessage::from_message(m, None))
         .collect();
-    let request = RunRequest {
+    let mut request = RunRequest {
         agent,
         history,
         messages: client_rest,
@@ -109,8 +109,10 @@ pub async fn answer(
         stream,
         temperature: chat.temperature,
         max_tokens,
+        reasoning_effort: None,
         who,
     };
+    request.apply_session_settings();
     let run = app.agents.start_run(request).await?;
     let mut answered = Answered::new(if stream {
         Answer::Chunks(run_events::chunks(&run, include_usage))

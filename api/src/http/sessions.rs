@@ -1,6 +1,7 @@
 //! `/v1/sessions`: list (filters, text search, cursor pagination, newest
 //! first), get (metadata + messages with offset/limit), export (JSONL),
-//! rename/archive, delete (log and metadata; idempotent), compact now.
+//! rename/archive, per-session settings (model, reasoning effort, permission
+//! mode), delete (log and metadata; idempotent), compact now.
 
 use std::sync::Arc;
 
@@ -17,8 +18,10 @@ use super::error::ApiError;
 use super::owned::SessionId;
 use super::query::Params;
 use super::views::{CompactionReport, Deleted, SessionDetail, SessionPage};
+use crate::agents::registry::mode_name;
 use crate::app::App;
-use crate::sessions::{ListFilter, Status, decode_cursor};
+use crate::config::PermissionMode;
+use crate::sessions::{ListFilter, ReasoningEffort, SessionMeta, SessionSettings, Status, decode_cursor};
 
 const MAX_LIMIT: usize = 200;
 
@@ -123,6 +126,82 @@ pub async fn export(State(app): State<Arc<App>>, SessionId(id): SessionId) -> Re
 pub(super) struct Patch {
     title: Option<String>,
     status: Option<Status>,
+    settings: Option<SettingsPatch>,
+}
+
+/// A change of the session's settings: an absent field is kept, `null`
+/// clears it (back to the agent's), a value sets it.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
+#[cfg_attr(test, ts(rename = "SessionSettingsPatch"))]
+#[serde(deny_unknown_fields)]
+pub(super) struct SettingsPatch {
+    #[serde(default, deserialize_with = "present")]
+    model: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    reasoning_effort: Option<Option<ReasoningEffort>>,
+    #[serde(default, deserialize_with = "present")]
+    #[cfg_attr(test, ts(type = "\"safe\" | \"ask\" | \"allow-all\" | null"))]
+    permission_mode: Option<Option<PermissionMode>>,
+}
+
+/// A field that is present (`null` included): `Some(None)` for `null`.
+fn present<'de, T: Deserialize<'de>, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+/// The session's settings with the change applied, once the model routes
+/// and the mode is not above the agent's own.
+async fn changed_settings(
+    app: &App,
+    session: &SessionMeta,
+    change: SettingsPatch,
+) -> Result<SessionSettings, ApiError> {
+    let mut settings = session.settings.clone();
+    if let Some(model) = change.model {
+        if let Some(model) = &model
+            && let Err(err) = app.router.resolve(model)
+        {
+            return Err(ApiError::bad_request(
+                format!(
+                    "settings.model: {model:?} cannot be routed ({err}); GET /v1/models lists the models"
+                ),
+                Some("settings.model".into()),
+            ));
+        }
+        settings.model = model;
+    }
+    if let Some(effort) = change.reasoning_effort {
+        settings.reasoning_effort = effort;
+    }
+    if let Some(mode) = change.permission_mode {
+        if let Some(mode) = mode {
+            let agent = app.agents.registry.get(&session.agent_id).await?.ok_or_else(|| {
+                ApiError::bad_request(
+                    format!(
+                        "settings.permission_mode: the session's agent {:?} no longer exists",
+                        session.agent_id
+                    ),
+                    Some("settings.permission_mode".into()),
+                )
+            })?;
+            if agent.permission_mode.stricter(mode) != mode {
+                return Err(ApiError::bad_request(
+                    format!(
+                        "settings.permission_mode: {:?} is above the agent's own {:?}",
+                        mode_name(mode),
+                        mode_name(agent.permission_mode)
+                    ),
+                    Some("settings.permission_mode".into()),
+                ));
+            }
+        }
+        settings.permission_mode = mode;
+    }
+    Ok(settings)
 }
 
 pub async fn patch(
@@ -139,10 +218,18 @@ pub async fn patch(
             Some("title".into()),
         ));
     }
-    let session = app
+    // Checked before anything changes: a refused setting leaves the title too.
+    let settings = match patch.settings {
+        Some(change) => Some(changed_settings(&app, &app.sessions.get(&id).await?, change).await?),
+        None => None,
+    };
+    let mut session = app
         .sessions
         .update(&id, patch.title.as_deref(), patch.status)
         .await?;
+    if let Some(settings) = settings {
+        session = app.sessions.set_settings(&id, &settings).await?;
+    }
     Ok(Json(serde_json::to_value(session).unwrap_or_default()))
 }
 

@@ -5,11 +5,12 @@
 use base64::Engine;
 use serde_json::json;
 
-use super::types::{ListFilter, LogMessage, SessionMeta, Status};
+use super::types::{ListFilter, LogMessage, SessionMeta, SessionSettings, Status};
 use crate::storage::{Db, DbError};
 
 const FIELDS: &str = "record::id(id) AS id, agent_id, title, created_at, updated_at, message_count, \
-                      token_count, cached_tokens ?? 0 AS cached_tokens, last_message_preview, status, source";
+                      token_count, cached_tokens ?? 0 AS cached_tokens, last_message_preview, status, source, \
+                      settings ?? {} AS settings";
 const PREVIEW_CHARS: usize = 160;
 const SEARCH_TEXT_CHARS: usize = 65_536;
 
@@ -105,6 +106,16 @@ pub async fn update(db: &Db, id: &str, title: Option<&str>, status: Option<Statu
     db.execute(
         "UPDATE type::record('session', $id) SET title = $title ?? title, status = $status ?? status",
         json!({"id": id, "title": title, "status": status}),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Replaces the session's settings (the caller merged and checked them).
+pub async fn set_settings(db: &Db, id: &str, settings: &SessionSettings) -> Result<(), DbError> {
+    db.execute_retrying(
+        "UPDATE type::record('session', $id) SET settings = $settings",
+        json!({"id": id, "settings": settings}),
     )
     .await?;
     Ok(())

@@ -15,4 +15,4 @@ pub use history::{COMPACTION_ROLE, History, summary_message};
 pub use log::SessionLog;
 pub use meta::{decode_cursor, encode_cursor};
 pub use service::{SessionError, Sessions, parse_id};
-pub use types::{ListFilter, LogMessage, SessionMeta, Status};
+pub use types::{ListFilter, LogMessage, ReasoningEffort, SessionMeta, SessionSettings, Status};

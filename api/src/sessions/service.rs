@@ -16,7 +16,7 @@ use serde_json::json;
 use super::history::{COMPACTION_ROLE, History};
 use super::log::SessionLog;
 use super::meta;
-use super::types::{ListFilter, LogMessage, SessionMeta, Status};
+use super::types::{ListFilter, LogMessage, SessionMeta, SessionSettings, Status};
 use crate::clock::now_stamp;
 use crate::storage::{Db, DbError, ObjectStore, StoreError};
 
@@ -294,6 +294,17 @@ impl Sessions {
         self.get(&session.id).await
     }
 
+    /// Replaces the session's settings (merged and checked by the caller).
+    pub async fn set_settings(
+        &self,
+        id: &str,
+        settings: &SessionSettings,
+    ) -> Result<SessionMeta, SessionError> {
+        let session = self.get(id).await?;
+        meta::set_settings(&self.db, &session.id, settings).await?;
+        self.get(&session.id).await
+    }
+
     /// Deletes log and metadata; deleting a missing session succeeds.
     pub async fn delete(&self, id: &str) -> Result<(), SessionError> {
         let id = parse_id(id)?;
@@ -309,7 +320,7 @@ impl Sessions {
         let all = self.log.all_sessions().await?;
         // Keep what the log cannot know (title edits, archive state, source).
         let existing: Vec<SessionMeta> =
-            self.db.rows("SELECT record::id(id) AS id, agent_id, title, created_at, updated_at, message_count, token_count, last_message_preview, status, source FROM session", json!({}), 0).await?;
+            self.db.rows("SELECT record::id(id) AS id, agent_id, title, created_at, updated_at, message_count, token_count, last_message_preview, status, source, settings ?? {} AS settings FROM session", json!({}), 0).await?;
         meta::delete_all(&self.db).await?;
         for (done, (agent, session)) in all.iter().enumerate() {
             let (compactions, messages): (Vec<LogMessage>, Vec<LogMessage>) = self
@@ -336,6 +347,9 @@ impl Sessions {
                     Some(kept.status),
                 )
                 .await?;
+                if kept.settings != SessionSettings::default() {
+                    meta::set_settings(&self.db, session, &kept.settings).await?;
+                }
             }
             progress(done + 1, all.len());
         }

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::clock::now_stamp;
+use crate::config::PermissionMode;
 use crate::providers::types::{Content, Message, Role};
 
 /// One message of a session log, as a JSONL line.
@@ -173,6 +174,37 @@ pub struct SessionMeta {
     pub last_message_preview: String,
     pub status: Status,
     pub source: String,
+    /// What this conversation overrides of its agent (none: the agent's own).
+    #[serde(default)]
+    pub settings: SessionSettings,
+}
+
+/// A session's own model, reasoning effort and permission mode, applied to
+/// every later turn of it (`RunRequest::apply_session_settings`). Unset: the
+/// agent's. The mode is never above the agent's own.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct SessionSettings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub reasoning_effort: Option<ReasoningEffort>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional, type = "\"safe\" | \"ask\" | \"allow-all\""))]
+    pub permission_mode: Option<PermissionMode>,
+}
+
+/// How hard a reasoning model thinks (the chat request's `reasoning_effort`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningEffort {
+    Minimal,
+    Low,
+    Medium,
+    High,
 }
 
 /// Filters of `GET /v1/sessions`.

@@ -54,6 +54,7 @@ mod routing;
 mod runs;
 mod sandbox;
 mod scheduler;
+mod session_settings;
 mod sessions;
 mod skills;
 mod speaks_first;
