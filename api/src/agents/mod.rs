@@ -57,6 +57,8 @@ pub struct Agents {
     pub reach: reach::Reach,
     /// Skill folders, listed in the prompt and loaded by the `skill` tool.
     pub skills: Arc<crate::skills::Skills>,
+    /// The background commands of agents on this replica (stopped on shutdown).
+    pub processes: Arc<tools::Processes>,
     channels: Arc<Channels>,
     router: Arc<Router>,
     memory: Arc<Memory>,
@@ -125,6 +127,7 @@ impl Agents {
             registry: Registry::new(config, parts.db.clone()),
             reach: reach::Reach::new(parts.db.clone()),
             skills: Arc::new(crate::skills::Skills::new(parts.objects.clone())),
+            processes: Arc::default(),
             approvals: approvals::Approvals::new(parts.db),
             channels: parts.channels,
             inbox,

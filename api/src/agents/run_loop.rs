@@ -266,6 +266,7 @@ impl Agents {
             mcp: self.mcp.clone(),
             coordination: self.coordination.get().cloned(),
             menos: self.menos.clone(),
+            processes: self.processes.clone(),
         }
     }
 

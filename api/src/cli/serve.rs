@@ -144,6 +144,8 @@ async fn serve(
     let _ = tokio::time::timeout(BACKGROUND_STOP_MIN, app.usage.flush()).await;
     let left = grace.saturating_sub(started.elapsed()).max(BACKGROUND_STOP_MIN);
     app.background.shutdown(left).await;
+    // No run is left to read them: agents' background commands end now.
+    app.agents.processes.stop_all().await;
     // MCP servers last: no run is left to call them, and each gets its own
     // grace to exit (their process groups are killed after it).
     app.mcp.shutdown().await;

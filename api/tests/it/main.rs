@@ -62,6 +62,7 @@ mod startup;
 mod storage;
 mod storage_backends;
 mod subscription_tools;
+mod tools_process;
 mod tools_search;
 mod tools_sessions_send;
 mod ui;

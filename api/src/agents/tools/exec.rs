@@ -5,7 +5,8 @@
 //! allow-listed environment. Never offered in `safe` mode; needs approval in
 //! `ask` mode. Where the network cannot be cut it refuses unless the network
 //! is allowed; with `tools.exec.requireSandbox` it refuses to run where the
-//! kernel cannot confine it.
+//! kernel cannot confine it. With `background: true` it returns at once
+//! with an id the `process` tool knows ([`super::process`]).
 
 use std::process::Stdio;
 
@@ -18,10 +19,11 @@ use crate::sandbox::{self, Policy};
 
 pub const EXEC: Tool = Tool {
     name: "exec",
-    description: "Run a shell command (sh -c) in your work directory. Returns the exit code and the output (stdout then stderr, capped).",
+    description: "Run a shell command (sh -c) in your work directory. Returns the exit code and the output (stdout then stderr, capped). With background: true it returns at once with a process id; the process tool lists, reads and stops it.",
     parameters: || {
         json!({"type": "object", "properties": {
-            "command": {"type": "string"}
+            "command": {"type": "string"},
+            "background": {"type": "boolean", "description": "Start it and return at once (default false)"}
         }, "required": ["command"]})
     },
     kind: ToolKind::Dangerous,
@@ -34,7 +36,7 @@ pub const EXEC: Tool = Tool {
 pub const TOOLS: &[Tool] = &[EXEC];
 
 /// The helper command: this binary's `sandbox-exec`, the policy, `sh -c command`.
-fn sandboxed(ctx: &ToolContext, command: &str) -> Result<tokio::process::Command, ToolError> {
+pub(super) fn sandboxed(ctx: &ToolContext, command: &str) -> Result<tokio::process::Command, ToolError> {
     let settings = &ctx.settings.exec_sandbox;
     if let Some(refused) = sandbox::refusal(sandbox::support(), settings.require, settings.network) {
         return Err(fail!("{refused}"));
@@ -80,6 +82,9 @@ async fn call(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
     tokio::fs::create_dir_all(dir.join(".tmp"))
         .await
         .map_err(|e| e.to_string())?;
+    if args["background"].as_bool() == Some(true) {
+        return super::process::start(ctx, command).await;
+    }
     let mut child = sandboxed(ctx, command)?
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

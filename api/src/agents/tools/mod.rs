@@ -18,6 +18,7 @@ mod messages;
 mod missions;
 #[cfg(test)]
 mod offered_snapshot;
+mod process;
 pub mod registry;
 mod sessions;
 mod skill;
@@ -27,6 +28,7 @@ pub mod web;
 
 pub use memory::WRITE as MEMORY_WRITE;
 pub use messages::OwnerChats;
+pub use process::Processes;
 pub use skill::SKILL;
 
 use std::borrow::Cow;
@@ -211,6 +213,8 @@ pub struct ToolContext {
     pub coordination: Option<Arc<dyn super::coordination::Coordination>>,
     /// menos, for `menos_search` (`None` without `knowledge.menos`).
     pub menos: Option<Arc<crate::knowledge::Menos>>,
+    /// This replica's background processes (`exec` with `background`, `process`).
+    pub processes: Arc<Processes>,
 }
 
 /// A tool's answer: what the model sees, and whether it is an error.
@@ -372,6 +376,6 @@ mod tests {
             .filter(|t| t.kind == ToolKind::Dangerous)
             .map(|t| t.name.as_ref())
             .collect();
-        assert_eq!(dangerous, ["web_fetch", "fs_write", "fs_edit", "exec"]);
+        assert_eq!(dangerous, ["web_fetch", "fs_write", "fs_edit", "exec", "process"]);
     }
 }

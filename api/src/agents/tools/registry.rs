@@ -8,7 +8,7 @@
 
 use super::tool::Tool;
 use super::{
-    agents, exec, fs, fs_search, knowledge, memory, messages, missions, sessions, skill, tasks, web,
+    agents, exec, fs, fs_search, knowledge, memory, messages, missions, process, sessions, skill, tasks, web,
 };
 use crate::config::tool_names::{MCP_GROUP, MCP_PREFIX};
 use crate::config::{Config, ConfigError};
@@ -50,7 +50,7 @@ pub const GROUPS: &[Group] = &[
     },
     Group {
         name: "group:exec",
-        tools: &[exec::TOOLS],
+        tools: &[exec::TOOLS, process::TOOLS],
     },
     Group {
         name: "group:agents",
