@@ -7,11 +7,13 @@
 
 pub mod config;
 pub mod inprocess;
+pub mod procs;
 pub mod services;
 pub mod unprivileged;
 pub mod wait;
 
 pub use config::TestConfig;
+pub use procs::running;
 pub use wait::{poll_until, secs, wait_until};
 
 use std::process::Stdio;
