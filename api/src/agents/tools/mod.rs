@@ -20,6 +20,7 @@ mod missions;
 mod offered_snapshot;
 mod process;
 pub mod registry;
+mod sandboxed;
 mod sessions;
 mod skill;
 mod tasks;

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{Notify, watch};
 
-use super::exec::sandboxed;
+use super::sandboxed::sandboxed;
 use super::tool::{Needs, Tool};
 use super::{ToolContext, ToolError, ToolKind, fail, text};
 use crate::sandbox;
