@@ -1,16 +1,94 @@
-//! Validating `memory.embedder`: an embeddings provider (Ollama, OpenAI), the
-//! built-in local model, or `none`. As with `storage.objects`, the other
+//! `memory.embedder`: an embeddings provider (Ollama, OpenAI), the
+//! built-in local model, or `none`, as written, validated and checked. As with `storage.objects`, the other
 //! kind's keys are allowed and unused (the example config lists them all).
 //! Without the block the embedder is chosen at start (`memory::embedder`):
 //! the built-in model ([`built_in`]) when no provider offers embeddings.
-//! `memory.reranker` (a reranking endpoint) is validated here too.
+//! `memory.reranker` (a reranking endpoint) is here too.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+use url::Url;
 
 use super::ConfigError;
-use super::fields::{Env, expand_home, parse_url, provider_kind};
-use super::raw::{RawEmbedder, RawReranker};
-use super::types::{
-    EmbedderConfig, LocalEmbedderConfig, ProviderEmbedderConfig, ProviderKind, RerankerConfig,
-};
+use super::fields::{Env, expand_home, parse_url};
+use super::providers::{ProviderKind, provider_kind};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawEmbedder {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub model: Option<String>,
+    pub provider: Option<String>,
+    pub base_url: Option<String>,
+    pub dimensions: Option<u32>,
+    /// `local` only: a directory holding the model files.
+    pub path: Option<String>,
+    /// `local` only: where the model files are downloaded from.
+    pub download_url: Option<String>,
+    /// `local` only: the most CPU threads inference uses.
+    pub threads: Option<u32>,
+}
+
+/// `memory.reranker`: a reranking endpoint in the Cohere / Jina shape.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawReranker {
+    pub url: String,
+    pub model: String,
+    pub api_key: Option<String>,
+    pub candidates: Option<u32>,
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Debug)]
+pub enum EmbedderConfig {
+    /// An embeddings endpoint: Ollama or an OpenAI-compatible provider.
+    Provider(ProviderEmbedderConfig),
+    /// A sentence-embedding model run inside Onyx (`type: "local"`).
+    Local(LocalEmbedderConfig),
+    /// No embeddings at all (`type: "none"`): memory search is full-text only.
+    Off,
+}
+
+#[derive(Debug)]
+pub struct ProviderEmbedderConfig {
+    pub kind: ProviderKind,
+    pub model: String,
+    /// The provider whose endpoint and key are used (`openai` type), if any.
+    pub provider: Option<String>,
+    pub base_url: Option<Url>,
+    pub dimensions: Option<u32>,
+}
+
+#[derive(Debug)]
+pub struct LocalEmbedderConfig {
+    /// The model's name (a sentence-transformers BERT model, mean or CLS pooling).
+    pub model: String,
+    /// A directory holding `model.safetensors`, `tokenizer.json` and
+    /// `config.json`; without one they are downloaded into the data dir.
+    pub path: Option<PathBuf>,
+    /// The base URL the model files are downloaded from.
+    pub download_url: Url,
+    /// The most CPU threads inference uses; none: the machine's cores, up to 4.
+    pub threads: Option<usize>,
+}
+
+/// `memory.reranker`: an endpoint that scores (query, document) pairs, in the
+/// shape Cohere, Jina, TEI, vLLM and llama.cpp's server speak.
+#[derive(Debug, Clone)]
+pub struct RerankerConfig {
+    /// The endpoint itself, e.g. `http://127.0.0.1:8080/v1/rerank`.
+    pub url: Url,
+    pub model: String,
+    pub api_key: Option<secrecy::SecretString>,
+    /// How many fused hits it reorders (at least the hits asked for).
+    pub candidates: usize,
+    /// How long a search waits for it before showing the fused order.
+    pub timeout: Duration,
+}
 
 /// The local embedder's model when none is named.
 const DEFAULT_LOCAL_MODEL: &str = "all-MiniLM-L6-v2";

@@ -1,12 +1,27 @@
-//! Field parsers shared by the config's validators: URLs, provider types,
-//! `~/` paths, and the environment lookup they are given.
+//! Field parsers shared by the config's sections: names, URLs, `~/` paths,
+//! and the environment lookup they are given.
 
 use std::path::PathBuf;
 
 use url::Url;
 
 use super::ConfigError;
-use super::types::ProviderKind;
+
+/// A provider or agent name: letters, digits, `-`, `_` and `.`.
+pub(super) fn check_name(name: &str, path: &str) -> Result<(), ConfigError> {
+    let ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.');
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(
+            path,
+            "names may use only letters, digits, '-', '_' and '.'",
+        ))
+    }
+}
 
 pub(super) type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
@@ -20,27 +35,6 @@ pub(super) fn parse_url(text: &str, path: &str) -> Result<Url, ConfigError> {
         ));
     }
     Ok(url)
-}
-
-pub(super) fn provider_kind(text: &str, path: &str) -> Result<ProviderKind, ConfigError> {
-    match text {
-        "openai" | "openai-compatible" => Ok(ProviderKind::OpenAi),
-        "anthropic" => Ok(ProviderKind::Anthropic),
-        "ollama" => Ok(ProviderKind::Ollama),
-        "azure" => Ok(ProviderKind::Azure),
-        "gemini" => Ok(ProviderKind::Gemini),
-        "vertex" => Ok(ProviderKind::Vertex),
-        "bedrock" => Ok(ProviderKind::Bedrock),
-        "claude-subscription" => Ok(ProviderKind::ClaudeSubscription),
-        "codex" | "chatgpt" => Ok(ProviderKind::Codex),
-        "copilot" => Ok(ProviderKind::Copilot),
-        other => Err(ConfigError::invalid(
-            format!("{path}.type"),
-            format!(
-                "unknown provider type {other:?}; expected \"openai\", \"anthropic\", \"ollama\", \"azure\", \"gemini\", \"vertex\", \"bedrock\", \"claude-subscription\", \"codex\" or \"copilot\""
-            ),
-        )),
-    }
 }
 
 pub(super) fn expand_home(path: &str, env: Env) -> PathBuf {

@@ -9,8 +9,9 @@ use secrecy::SecretString;
 
 use super::ConfigError;
 use super::fields::{Env, expand_home, parse_url};
-use super::raw::{RawMcp, RawMcpServer};
-use super::types::{McpConfig, McpServerConfig, McpStartup, McpTransport, ToolTrust};
+use super::mcp_settings::{
+    McpConfig, McpServerConfig, McpStartup, McpTransport, RawMcp, RawMcpServer, ToolTrust,
+};
 
 pub(super) fn mcp(raw: RawMcp, env: Env) -> Result<McpConfig, ConfigError> {
     let defaults = McpConfig::default();

@@ -5,33 +5,72 @@
 //! Lookup order: `--config PATH`, then `$ONYX_CONFIG`, then
 //! `~/.config/onyx/onyx.json5`; with none of them present the embedded default
 //! (no file at all) is used.
+//!
+//! Each section of the file has its own module holding the section as written
+//! (serde structs that deny unknown keys, so a typo names its path), its
+//! validated type and its checks: `gateway` (with `proxy` and `cors`),
+//! `providers`, `models`, `storage`, `memory` (with `embedder`), `agents`
+//! (with `workspace`), `bindings`, `plugins`, `tools`, `scheduling` (the
+//! scheduler and heartbeats), `usage`, `mcp` (shapes in `mcp_settings`),
+//! `orchestration` and `knowledge`. This module reads the file and assembles
+//! them (text → [`RawConfig`] → [`Config`]); `fields` and `env` are the
+//! parsers they share.
 
+mod agents;
+mod bindings;
 mod cors;
 mod embedder;
 mod env;
 mod fields;
+mod gateway;
 mod knowledge;
 mod mcp;
+mod mcp_settings;
+mod memory;
+mod models;
+mod orchestration;
+mod plugins;
+mod providers;
 mod proxy;
-mod raw;
 mod scheduling;
+mod storage;
 pub mod tool_names;
-mod types;
+mod tools;
 mod usage;
-mod validate;
 mod workspace;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
+
+pub use agents::{AgentConfig, AgentsConfig, CompactionConfig, PermissionMode};
+pub use bindings::Binding;
 pub use cors::Cors;
 pub use embedder::built_in as built_in_embedder;
+pub use embedder::{EmbedderConfig, LocalEmbedderConfig, ProviderEmbedderConfig, RerankerConfig};
+pub use gateway::{DEFAULT_LISTEN, DEFAULT_MAX_BODY_BYTES, GatewayConfig, LogFormat};
 pub use knowledge::{KnowledgeConfig, MenosConfig};
 pub use mcp::mcp_server_from_spec;
+pub use mcp_settings::RawMcpServer as McpServerSpec;
+pub use mcp_settings::{McpConfig, McpServerConfig, McpStartup, McpTransport, ToolTrust};
+pub use memory::{DEFAULT_RESIDENT_BUDGET_MB, Fusion, MemoryConfig};
+pub use models::ContextWindows;
+pub use orchestration::OrchestrationConfig;
+pub use plugins::PluginsConfig;
+pub use providers::RawProvider as ProviderSpec;
+pub use providers::{
+    BedrockConfig, CircuitBreakerConfig, ProviderConfig, ProviderKind, VertexConfig, detected_provider,
+    is_deployment_name, ollama_url, provider_from_spec,
+};
 pub use proxy::{IpNet, TrustedProxy};
-pub use raw::RawMcpServer as McpServerSpec;
-pub use raw::RawProvider as ProviderSpec;
-pub use types::*;
-pub use validate::{detected_provider, is_deployment_name, ollama_url, provider_from_spec};
+pub use scheduling::{CatchUp, HeartbeatConfig, SchedulerConfig};
+pub use storage::{EmbeddedStore, ObjectStoreConfig, StorageConfig, SurrealConfig};
+pub use tools::{ExecSandbox, ToolsConfig};
+pub use usage::{ModelPrice, UsageConfig};
+
+use crate::model_ref::ModelRef;
+use fields::Env;
 
 /// A config that cannot be used; startup stops and prints it.
 #[derive(Debug, thiserror::Error)]
@@ -113,7 +152,7 @@ pub fn parse(
         return Err(ConfigError::invalid("<root>", "the config must be an object"));
     }
     env::substitute(&mut tree, env)?;
-    let raw: raw::RawConfig = serde_path_to_error::deserialize(tree).map_err(|err| {
+    let raw: RawConfig = serde_path_to_error::deserialize(tree).map_err(|err| {
         let path = err.path().to_string();
         // `.` is the root; an empty path is an unknown key `""` at the root.
         let path = if path == "." || path.is_empty() {
@@ -123,7 +162,121 @@ pub fn parse(
         };
         ConfigError::invalid(path, err.into_inner().to_string())
     })?;
-    validate::validate(raw, path.map(Path::to_path_buf), env)
+    validate(raw, path.map(Path::to_path_buf), env)
+}
+
+/// The file as written, section by section.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawConfig {
+    /// Editors' JSON-schema hint: accepted so it is not an unknown key, then ignored.
+    #[serde(rename = "$schema", default)]
+    pub _schema: serde::de::IgnoredAny,
+    #[serde(default)]
+    pub gateway: gateway::RawGateway,
+    #[serde(default)]
+    pub providers: BTreeMap<String, providers::RawProvider>,
+    #[serde(default)]
+    pub models: models::RawModels,
+    #[serde(default)]
+    pub storage: storage::RawStorage,
+    #[serde(default)]
+    pub memory: memory::RawMemory,
+    #[serde(default)]
+    pub agents: agents::RawAgents,
+    #[serde(default)]
+    pub bindings: Vec<bindings::RawBinding>,
+    #[serde(default)]
+    pub plugins: plugins::RawPlugins,
+    #[serde(default)]
+    pub tools: tools::RawTools,
+    #[serde(default)]
+    pub scheduler: scheduling::RawScheduler,
+    #[serde(default)]
+    pub usage: usage::RawUsage,
+    #[serde(default)]
+    pub mcp: mcp_settings::RawMcp,
+    #[serde(default)]
+    pub orchestration: orchestration::RawOrchestration,
+    #[serde(default)]
+    pub knowledge: knowledge::RawKnowledge,
+}
+
+/// The validated settings: what the rest of Onyx reads. Secrets are
+/// `SecretString` and never printed.
+#[derive(Debug)]
+pub struct Config {
+    /// The file this was loaded from; `None` for the embedded default.
+    pub source: Option<PathBuf>,
+    pub gateway: GatewayConfig,
+    /// Every provider, configured or detected from the environment, by name.
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// Alias → ordered fallback list of model references.
+    pub aliases: BTreeMap<String, Vec<ModelRef>>,
+    pub context_windows: ContextWindows,
+    pub storage: StorageConfig,
+    pub memory: MemoryConfig,
+    pub agents: AgentsConfig,
+    pub bindings: Vec<Binding>,
+    pub plugins: PluginsConfig,
+    pub tools: ToolsConfig,
+    pub scheduler: SchedulerConfig,
+    pub usage: UsageConfig,
+    pub mcp: McpConfig,
+    pub orchestration: OrchestrationConfig,
+    pub knowledge: KnowledgeConfig,
+}
+
+/// Checks every section, naming the path of the first bad value, and adds the
+/// zero-config providers found in the environment.
+fn validate(raw: RawConfig, source: Option<PathBuf>, env: Env) -> Result<Config, ConfigError> {
+    let mut providers = BTreeMap::new();
+    for (name, provider) in raw.providers {
+        let path = format!("providers.{name}");
+        fields::check_name(&name, &path)?;
+        providers.insert(name.clone(), providers::provider_config(name, provider, &path)?);
+    }
+    providers::add_env_providers(&mut providers, env)?;
+    let aliases = models::aliases(raw.models.aliases, &providers)?;
+    let context_windows = models::context_windows(raw.models.context_window, &providers)?;
+    let mcp = mcp::mcp(raw.mcp, env)?;
+    let mut agents = agents::agents(raw.agents, &mcp.servers)?;
+    let storage = storage::storage(raw.storage, env)?;
+    workspace::check_workspaces(&mut agents, &storage.data_dir, source.as_deref(), env)?;
+    let mut tools = tools::tools(raw.tools, env)?;
+    let knowledge = knowledge::knowledge(raw.knowledge, env)?;
+    tools.menos_search = knowledge.menos.is_some();
+    mcp::check_tool_entries(&tools.allow, &mcp.servers, "tools.allow")?;
+    mcp::check_tool_entries(&tools.deny, &mcp.servers, "tools.deny")?;
+    // What a sandboxed command must never read.
+    tools.exec_sandbox.hidden = [
+        Some(storage.data_dir.clone()),
+        source.clone(),
+        env("HOME").map(PathBuf::from),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let gateway = gateway::gateway(raw.gateway, env)?;
+    tools.exec_sandbox.resolve_require(gateway.listen);
+    Ok(Config {
+        source,
+        gateway,
+        providers,
+        aliases,
+        context_windows,
+        storage,
+        memory: memory::memory(raw.memory, env)?,
+        scheduler: scheduling::scheduler(raw.scheduler, agents.timezone)?,
+        agents,
+        bindings: raw.bindings.into_iter().map(bindings::binding).collect(),
+        plugins: plugins::plugins(raw.plugins),
+        tools,
+        usage: usage::usage(raw.usage)?,
+        mcp,
+        orchestration: orchestration::orchestration(raw.orchestration)?,
+        knowledge,
+    })
 }
 
 /// The line and column just past the end of `text` (where an unexpected end of input is).

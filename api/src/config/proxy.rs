@@ -6,9 +6,18 @@
 use std::net::IpAddr;
 
 use http::HeaderName;
+use serde::Deserialize;
 
 use super::ConfigError;
-use super::raw::RawTrustedProxy;
+
+/// `gateway.trustedProxy`: `{ header: "X-Forwarded-For", from: ["127.0.0.1"] }`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawTrustedProxy {
+    pub header: String,
+    #[serde(default)]
+    pub from: Vec<String>,
+}
 
 /// Who the client is behind a trusted reverse proxy.
 #[derive(Debug, Clone)]

@@ -1,13 +1,62 @@
-//! Validating what decides when agents run on their own: the scheduler block,
-//! the default timezone and each agent's heartbeat.
+//! What decides when agents run on their own: the `scheduler` block, the
+//! default timezone and each agent's heartbeat, as written, validated and
+//! checked.
 
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::ConfigError;
-use super::raw::RawScheduler;
-use super::types::{CatchUp, HeartbeatConfig, SchedulerConfig};
+
+/// The task scheduler's settings.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawScheduler {
+    pub enabled: Option<bool>,
+    pub catch_up: Option<String>,
+    pub missed_after_seconds: Option<u64>,
+    pub lease_seconds: Option<u64>,
+    pub max_consecutive_failures: Option<u32>,
+    pub failure_backoff_seconds: Option<u64>,
+    pub run_timeout_seconds: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SchedulerConfig {
+    pub enabled: bool,
+    /// Tasks without their own timezone use this one (`agents.defaults.timezone`).
+    pub timezone: chrono_tz::Tz,
+    pub catch_up: CatchUp,
+    /// A due run this overdue was missed (no replica was running).
+    pub missed_after: Duration,
+    /// How long a claimed run is owned without renewal; a replica that dies
+    /// mid-run loses its claim after this long.
+    pub lease: Duration,
+    /// A task failing this many times in a row is paused.
+    pub max_consecutive_failures: u32,
+    /// The first retry delay after a failure; doubles per further failure (to 1 h).
+    pub failure_backoff: Duration,
+    pub run_timeout: Duration,
+}
+
+/// What happens to occurrences missed while no replica was running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CatchUp {
+    /// Recorded as skipped; the task waits for its next occurrence.
+    Skip,
+    /// Run once now, however many were missed.
+    Once,
+}
+
+/// An agent's `heartbeat`: how often it runs its HEARTBEAT.md checklist, and
+/// where a result other than `HEARTBEAT_OK` goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeartbeatConfig {
+    pub every: Duration,
+    /// `telegram:<chat>`, `discord:<channel>` or `session:<id>`.
+    pub deliver_to: Option<String>,
+}
 
 /// An IANA timezone name (`Europe/Berlin`, `UTC`); `default` when unset.
 pub fn timezone(

@@ -1,12 +1,47 @@
-//! Validating `usage` (price overrides, the global budget) and the limits
-//! of agents.
+//! `usage` (price overrides, the global budget) as written, validated and
+//! checked, and the check of agents' limits.
 
 use std::collections::BTreeMap;
 
+use serde::Deserialize;
+
 use super::ConfigError;
-use super::raw::RawUsage;
-use super::types::{ModelPrice, UsageConfig};
 use crate::limits::Limits;
+
+/// Prices and the gateway-wide budget.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawUsage {
+    /// Model name (or `provider/model`, `provider/*`) → USD per million tokens.
+    #[serde(default)]
+    pub prices: BTreeMap<String, RawPrice>,
+    pub limits: Option<crate::limits::Limits>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawPrice {
+    pub input: f64,
+    pub output: f64,
+    pub cached_input: Option<f64>,
+    pub cache_write: Option<f64>,
+}
+
+/// `usage`: price overrides and the gateway-wide budget.
+#[derive(Debug, Clone, Default)]
+pub struct UsageConfig {
+    pub prices: BTreeMap<String, ModelPrice>,
+    pub limits: Option<crate::limits::Limits>,
+}
+
+/// USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModelPrice {
+    pub input: f64,
+    pub output: f64,
+    pub cached_input: Option<f64>,
+    pub cache_write: Option<f64>,
+}
 
 pub(super) fn usage(raw: RawUsage) -> Result<UsageConfig, ConfigError> {
     let mut prices = BTreeMap::new();

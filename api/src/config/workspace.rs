@@ -15,8 +15,8 @@
 use std::path::{Component, Path, PathBuf};
 
 use super::ConfigError;
+use super::agents::AgentsConfig;
 use super::fields::Env;
-use super::types::AgentsConfig;
 
 /// What a workspace must keep out of, resolved.
 struct Guarded {

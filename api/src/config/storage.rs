@@ -1,0 +1,181 @@
+//! `storage`: the data dir, the object store (local files or S3) and
+//! SurrealDB (embedded SurrealKV, in memory, or a server), with the embedded
+//! store's memory caps.
+
+use std::path::PathBuf;
+
+use secrecy::SecretString;
+use serde::Deserialize;
+use url::Url;
+
+use super::ConfigError;
+use super::fields::{Env, expand_home, parse_url};
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawStorage {
+    pub data_dir: Option<String>,
+    pub objects: Option<RawObjects>,
+    pub surrealdb: Option<RawSurreal>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawObjects {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    pub access_key: Option<String>,
+    pub secret_key: Option<String>,
+    pub bucket_prefix: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawSurreal {
+    pub url: Option<String>,
+    pub user: Option<String>,
+    pub pass: Option<String>,
+    pub namespace: Option<String>,
+    pub database: Option<String>,
+    pub cache_mb: Option<u64>,
+    pub memtable_mb: Option<u64>,
+}
+
+#[derive(Debug)]
+pub struct StorageConfig {
+    pub data_dir: PathBuf,
+    pub objects: ObjectStoreConfig,
+    pub surrealdb: SurrealConfig,
+}
+
+#[derive(Debug)]
+pub enum ObjectStoreConfig {
+    Local,
+    S3 {
+        endpoint: Option<Url>,
+        region: String,
+        access_key: Option<SecretString>,
+        secret_key: Option<SecretString>,
+        bucket_prefix: String,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct SurrealConfig {
+    pub url: String,
+    pub user: Option<String>,
+    pub pass: Option<SecretString>,
+    pub namespace: String,
+    pub database: String,
+    pub embedded: EmbeddedStore,
+}
+
+/// Memory caps of embedded SurrealKV (`storage.surrealdb.cacheMb`, `memtableMb`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmbeddedStore {
+    /// The block cache of recently read data.
+    pub cache_mb: u64,
+    /// Writes held in memory before they are flushed to a table file; also
+    /// the largest transaction the store accepts.
+    pub memtable_mb: u64,
+}
+
+impl Default for EmbeddedStore {
+    fn default() -> Self {
+        Self {
+            cache_mb: 128,
+            memtable_mb: 64,
+        }
+    }
+}
+
+pub(super) fn storage(raw: RawStorage, env: Env) -> Result<StorageConfig, ConfigError> {
+    let data_dir = match raw
+        .data_dir
+        .or_else(|| env("ONYX_DATA_DIR").filter(|d| !d.is_empty()))
+    {
+        Some(dir) => expand_home(&dir, env),
+        None => expand_home("~/.local/share/onyx", env),
+    };
+    let objects = match raw.objects {
+        None => ObjectStoreConfig::Local,
+        Some(objects) => match objects.kind.as_str() {
+            "local" => ObjectStoreConfig::Local,
+            "s3" => ObjectStoreConfig::S3 {
+                endpoint: objects
+                    .endpoint
+                    .as_deref()
+                    .map(|e| parse_url(e, "storage.objects.endpoint"))
+                    .transpose()?,
+                region: objects.region.unwrap_or_else(|| "us-east-1".into()),
+                access_key: objects.access_key.map(SecretString::from),
+                secret_key: objects.secret_key.map(SecretString::from),
+                bucket_prefix: objects.bucket_prefix.unwrap_or_default(),
+            },
+            other => {
+                return Err(ConfigError::invalid(
+                    "storage.objects.type",
+                    format!("{other:?} is not \"local\" or \"s3\""),
+                ));
+            }
+        },
+    };
+    let surreal = raw.surrealdb;
+    let default_url = format!("surrealkv://{}", data_dir.join("db").display());
+    let url = surreal
+        .as_ref()
+        .and_then(|s| s.url.clone())
+        .unwrap_or(default_url);
+    let scheme_ok = ["mem://", "surrealkv://", "ws://", "wss://", "http://", "https://"]
+        .iter()
+        .any(|s| url.starts_with(s));
+    if !scheme_ok {
+        return Err(ConfigError::invalid(
+            "storage.surrealdb.url",
+            format!("{url:?} must start with mem://, surrealkv://, ws:// or wss://"),
+        ));
+    }
+    let defaults = EmbeddedStore::default();
+    let size = |value: Option<u64>, default: u64, min: u64, field: &str| match value {
+        None => Ok(default),
+        Some(mb) if (min..=1 << 20).contains(&mb) => Ok(mb),
+        Some(mb) => Err(ConfigError::invalid(
+            format!("storage.surrealdb.{field}"),
+            format!("{mb} must be between {min} and 1048576 (MB)"),
+        )),
+    };
+    let embedded = EmbeddedStore {
+        cache_mb: size(
+            surreal.as_ref().and_then(|s| s.cache_mb),
+            defaults.cache_mb,
+            1,
+            "cacheMb",
+        )?,
+        memtable_mb: size(
+            surreal.as_ref().and_then(|s| s.memtable_mb),
+            defaults.memtable_mb,
+            8,
+            "memtableMb",
+        )?,
+    };
+    Ok(StorageConfig {
+        data_dir,
+        objects,
+        surrealdb: SurrealConfig {
+            embedded,
+            url,
+            user: surreal.as_ref().and_then(|s| s.user.clone()),
+            pass: surreal
+                .as_ref()
+                .and_then(|s| s.pass.clone())
+                .map(SecretString::from),
+            namespace: surreal
+                .as_ref()
+                .and_then(|s| s.namespace.clone())
+                .unwrap_or_else(|| "onyx".into()),
+            database: surreal.and_then(|s| s.database).unwrap_or_else(|| "main".into()),
+        },
+    })
+}
