@@ -217,8 +217,8 @@ pub(super) fn agents(
             .map(|m| permission_mode(m, &format!("{path}.permissionMode")))
             .transpose()?;
         let (tools_allow, tools_deny) = agent.tools.map(|t| (t.allow, t.deny)).unwrap_or_default();
-        let tools_allow = super::tool_names::trimmed(tools_allow);
-        let tools_deny = super::tool_names::trimmed(tools_deny);
+        let tools_allow = super::tools::trimmed(tools_allow);
+        let tools_deny = super::tools::trimmed(tools_deny);
         super::mcp::check_tool_entries(&tools_allow, mcp_servers, &format!("{path}.tools.allow"))?;
         super::mcp::check_tool_entries(&tools_deny, mcp_servers, &format!("{path}.tools.deny"))?;
         list.push(AgentConfig {

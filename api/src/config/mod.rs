@@ -34,7 +34,6 @@ mod providers;
 mod proxy;
 mod scheduling;
 mod storage;
-pub mod tool_names;
 mod tools;
 mod usage;
 mod workspace;
@@ -66,7 +65,7 @@ pub use providers::{
 pub use proxy::{IpNet, TrustedProxy};
 pub use scheduling::{CatchUp, HeartbeatConfig, SchedulerConfig};
 pub use storage::{EmbeddedStore, ObjectStoreConfig, StorageConfig, SurrealConfig};
-pub use tools::{ExecSandbox, ToolsConfig};
+pub use tools::{ExecSandbox, MCP_GROUP, MCP_PREFIX, ToolsConfig};
 pub use usage::{ModelPrice, UsageConfig};
 
 use crate::model_ref::ModelRef;

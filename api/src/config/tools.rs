@@ -1,6 +1,12 @@
 //! `tools`: the built-in tools' settings (web search and fetch, `exec` and
 //! its sandbox, how long an approval waits) and the tool allow and deny
 //! lists every agent shares.
+//!
+//! Allow and deny entries (here and per agent) are only trimmed here; which
+//! built-in tools and groups exist is the agents' tool registry's to say
+//! (`agents::tools::registry::check_config` refuses unknown names at startup,
+//! with their config path). MCP tools are named `mcp__{server}__{tool}`;
+//! `group:mcp` names them all.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -10,6 +16,10 @@ use url::Url;
 
 use super::ConfigError;
 use super::fields::{Env, parse_url};
+
+/// Every MCP server's tools (`mcp__{server}__{tool}`).
+pub const MCP_GROUP: &str = "group:mcp";
+pub const MCP_PREFIX: &str = "mcp__";
 
 /// Settings of the agents' built-in tools.
 #[derive(Debug, Default, Deserialize)]
@@ -160,8 +170,8 @@ pub(super) fn tools(raw: RawTools, env: Env) -> Result<ToolsConfig, ConfigError>
         approval_timeout: raw
             .approval_timeout_seconds
             .map_or(defaults.approval_timeout, Duration::from_secs),
-        allow: super::tool_names::trimmed(raw.allow),
-        deny: super::tool_names::trimmed(raw.deny),
+        allow: trimmed(raw.allow),
+        deny: trimmed(raw.deny),
     })
 }
 
@@ -205,4 +215,9 @@ fn exec_sandbox(raw: &RawExec) -> Result<ExecSandbox, ConfigError> {
         },
         hidden: Vec::new(),
     })
+}
+
+/// Allow or deny entries without surrounding white space.
+pub(super) fn trimmed(names: Vec<String>) -> Vec<String> {
+    names.into_iter().map(|name| name.trim().to_string()).collect()
 }

@@ -4,7 +4,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::config::tool_names::MCP_PREFIX;
+use crate::config::MCP_PREFIX;
 
 const MAX_NAME: usize = 64;
 

@@ -311,7 +311,7 @@ pub async fn asks_first(ctx: &ToolContext, spec: &ToolSpec, mode: PermissionMode
 
 /// Runs one tool call; unknown tools and bad arguments are errors the model sees.
 pub async fn call(ctx: &ToolContext, name: &str, arguments: &Value) -> ToolOutput {
-    if name.starts_with(crate::config::tool_names::MCP_PREFIX) {
+    if name.starts_with(crate::config::MCP_PREFIX) {
         let outcome = ctx.mcp.call(name, arguments).await;
         return if outcome.is_error {
             tracing::debug!(agent = %ctx.agent.id, tool = name, error = %outcome.text, "MCP tool call failed");

@@ -10,8 +10,8 @@ use super::tool::Tool;
 use super::{
     agents, exec, fs, fs_search, knowledge, memory, messages, missions, process, sessions, skill, tasks, web,
 };
-use crate::config::tool_names::{MCP_GROUP, MCP_PREFIX};
 use crate::config::{Config, ConfigError};
+use crate::config::{MCP_GROUP, MCP_PREFIX};
 
 /// A named set of tools (`group:fs`), as the allow and deny lists name it.
 pub struct Group {
