@@ -5,7 +5,6 @@
 //! Owner-tier routes: a key scoped to agents never reads the owner's feed.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Json;
 use axum::body::Body;
@@ -22,7 +21,6 @@ use crate::app::App;
 use crate::notifications::Notification;
 
 /// How often an idle stream sends a comment line.
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
 const MAX_LIMIT: usize = crate::notifications::KEEP;
 
 /// `GET /v1/notifications`: newest first, with how many are unread.
@@ -129,7 +127,7 @@ pub async fn stream(
         loop {
             let next = tokio::select! {
                 item = items.next() => Some(item),
-                () = tokio::time::sleep(KEEP_ALIVE) => None,
+                () = tokio::time::sleep(super::sse::KEEP_ALIVE) => None,
             };
             match next {
                 Some(Some(item)) => match serde_json::to_value(&item) {

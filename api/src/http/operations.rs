@@ -60,23 +60,33 @@ pub async fn stream(State(app): State<Arc<App>>, Params(query): Params) -> Resul
         .map(|e| e.key.clone())
         .or_else(|| query.get("after").cloned());
     let mut local = orch.subscribe();
+    let mut shutdown = app.shutting_down.subscribe();
     let body = async_stream::stream! {
         yield Ok::<_, std::convert::Infallible>(crate::http::sse::json(&json!({"type": "ready"})));
+        let mut last_sent = tokio::time::Instant::now();
         loop {
             match orch.store.events(kind.as_deref(), agent.as_deref(), last.as_deref(), 200).await {
                 Ok(mut fresh) => {
                     fresh.reverse();
                     for event in fresh {
                         last = Some(event.key.clone());
+                        last_sent = tokio::time::Instant::now();
                         yield Ok(crate::http::sse::json(&serde_json::to_value(&event).unwrap_or_default()));
                     }
                 }
                 Err(err) => tracing::warn!(error = %err, "the event feed could not read events"),
             }
-            // This replica's events wake the feed at once; others' within a second.
+            // A quiet feed still speaks now and then, so proxies keep it open.
+            if last_sent.elapsed() >= crate::http::sse::KEEP_ALIVE {
+                last_sent = tokio::time::Instant::now();
+                yield Ok(crate::http::sse::keep_alive());
+            }
+            // This replica's events wake the feed at once; others' within a
+            // second; shutdown ends it, so it never holds the server's grace.
             tokio::select! {
                 _ = local.recv() => {}
                 () = tokio::time::sleep(FEED_POLL) => {}
+                _ = shutdown.wait_for(|stopping| *stopping) => break,
             }
         }
     };

@@ -30,6 +30,9 @@ pub fn json_with_id(id: &str, value: &Value) -> Bytes {
     Bytes::from(event)
 }
 
+/// How long a long-lived feed may stay silent before it sends [`keep_alive`].
+pub const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// A comment line: keeps idle proxies and browsers from closing the stream.
 pub fn keep_alive() -> Bytes {
     Bytes::from_static(b": keep-alive\n\n")

@@ -5,7 +5,8 @@
 //! rejects at the gate; a demoted agent's work needs approval; a failed
 //! mission is diagnosed; a note promoted to MEMORY.md is shared; two
 //! replicas run every step exactly once; a step whose replica is killed is
-//! recovered after its lease.
+//! recovered after its lease. The event stream carries new events and ends
+//! when the gateway shuts down.
 
 use serde_json::{Value, json};
 
@@ -398,4 +399,50 @@ async fn two_replicas_run_every_step_exactly_once_and_a_killed_step_is_recovered
         .unwrap_or_default()
         .to_string();
     assert!(reason.starts_with("stale:"), "{retried}");
+}
+
+/// The data of the next `data:` event on an open event stream, or `None`
+/// when the server ended it (keep-alive comments skipped).
+async fn next_event(response: &mut reqwest::Response, buffer: &mut String) -> Option<Value> {
+    loop {
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            if let Some(data) = block.lines().find_map(|l| l.strip_prefix("data: ")) {
+                return Some(serde_json::from_str(data).unwrap());
+            }
+        }
+        let chunk = tokio::time::timeout(secs(60), response.chunk())
+            .await
+            .expect("an event within 60 s")
+            .expect("the stream reads without error")?;
+        buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+}
+
+#[tokio::test]
+async fn the_event_stream_carries_new_events_and_ends_at_shutdown() {
+    let fakes = Fakes::start().await;
+    let onyx = Onyx::start(Some(&config(&fakes).build()), &[]).await;
+    let mut response = onyx.get("/v1/events/stream?type=proposal.created").send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut buffer = String::new();
+    assert_eq!(next_event(&mut response, &mut buffer).await.unwrap()["type"], "ready");
+
+    let proposal = propose(
+        &onyx,
+        json!({"agent": "researcher", "title": "Streamed", "steps": [{"kind": "write", "input": "script: say hi"}]}),
+    )
+    .await;
+    let event = next_event(&mut response, &mut buffer).await.unwrap();
+    assert_eq!(event["type"], "proposal.created", "{event}");
+    assert_eq!(event["payload"]["proposal"], proposal["key"], "{event}");
+
+    let reading = tokio::spawn(async move { next_event(&mut response, &mut buffer).await.is_none() });
+    let started = std::time::Instant::now();
+    let (status, _logs) = onyx.stop_and_logs().await;
+    assert!(status.success(), "{status}");
+    // The grace period is 30 s: a feed that held the server would take it all.
+    assert!(started.elapsed() < std::time::Duration::from_secs(15), "{:?}", started.elapsed());
+    assert!(reading.await.unwrap(), "the stream ended without another event");
 }
