@@ -19,6 +19,8 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 const CACHE_FOR: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "DependencyState")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "DependencyState"))]
 #[serde(rename_all = "lowercase")]
@@ -30,6 +32,7 @@ pub enum State {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct DependencyHealth {

@@ -14,6 +14,7 @@ use crate::storage::{Db, DbError};
 const POLL: Duration = Duration::from_millis(150);
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Approval {
     pub id: String,

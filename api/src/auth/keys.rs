@@ -30,6 +30,8 @@ const TOUCH_EVERY: Duration = Duration::from_secs(60);
 pub const KEY_PREFIX: &str = "onyx_sk_";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "KeyScope")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "KeyScope"))]
 #[serde(rename_all = "lowercase")]
@@ -52,6 +54,7 @@ impl std::str::FromStr for Scope {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct StoredKey {
     pub id: String,

@@ -12,6 +12,8 @@ use super::{FinishReason, Role, Usage, lenient};
 
 /// One streamed chunk.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "Chunk")]
 #[cfg_attr(test, derive(ts_rs::TS), ts(rename = "Chunk"))]
 pub struct ChatChunk {
     #[serde(default, deserialize_with = "lenient::text")]
@@ -38,6 +40,7 @@ fn chunk_object() -> String {
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ChunkChoice {
     #[serde(default, deserialize_with = "lenient::count_u32")]
@@ -58,6 +61,7 @@ pub struct ChunkChoice {
 
 /// What one chunk adds to the answer.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Delta {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -81,6 +85,7 @@ pub struct Delta {
 /// A piece of a tool call: the first of a call has its id and name, the
 /// rest add to its arguments; `index` says which call.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ToolCallDelta {
     /// Which call; some servers (Ollama's `/v1`) leave it out and send each
@@ -107,6 +112,7 @@ pub struct ToolCallDelta {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct FunctionDelta {
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -11,6 +11,7 @@ use super::{Message, ToolDef};
 
 /// The typed view of a chat-completions request body.
 #[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema)]
 pub struct ChatRequest {
     pub model: String,
     pub messages: Vec<Message>,
@@ -60,11 +61,13 @@ impl ChatRequest {
 }
 
 #[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema)]
 pub struct StreamOptions {
     pub include_usage: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum ToolChoice {
     /// `"none"`, `"auto"` or `"required"`.
@@ -75,11 +78,13 @@ pub enum ToolChoice {
 }
 
 #[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema)]
 pub struct NamedFunction {
     pub name: String,
 }
 
 #[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum Stop {
     One(String),
@@ -87,6 +92,7 @@ pub enum Stop {
 }
 
 #[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema)]
 pub struct ResponseFormat {
     #[serde(rename = "type")]
     pub kind: String,
@@ -94,6 +100,7 @@ pub struct ResponseFormat {
 }
 
 #[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema)]
 pub struct JsonSchemaFormat {
     pub name: Option<String>,
     pub schema: Option<Value>,
@@ -101,6 +108,7 @@ pub struct JsonSchemaFormat {
 
 /// An embeddings request as OpenAI defines it.
 #[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema)]
 pub struct EmbeddingsRequest {
     pub model: String,
     pub input: EmbeddingInput,
@@ -109,6 +117,7 @@ pub struct EmbeddingsRequest {
 }
 
 #[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum EmbeddingInput {
     One(String),

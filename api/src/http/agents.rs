@@ -109,6 +109,7 @@ pub async fn write_file(
 }
 
 #[derive(Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(optional_fields))]
 #[serde(deny_unknown_fields)]
@@ -192,6 +193,7 @@ pub async fn create(
 }
 
 #[derive(Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(optional_fields))]
 #[serde(deny_unknown_fields)]
@@ -255,6 +257,7 @@ pub async fn approvals(State(app): State<Arc<App>>) -> Result<Json<List<Approval
 }
 
 #[derive(Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(optional_fields))]
 #[cfg_attr(test, ts(rename = "DecideApproval"))]

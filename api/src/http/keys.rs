@@ -18,6 +18,7 @@ use crate::audit::{Action, NewEvent};
 use crate::auth::{KeyBounds, KeyError, Scope, StoredKey};
 
 #[derive(Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(optional_fields))]
 #[cfg_attr(test, ts(rename = "CreateKey"))]

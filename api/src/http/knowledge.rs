@@ -12,6 +12,8 @@ use crate::app::App;
 use crate::knowledge::Probe;
 
 #[derive(Serialize)]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "KnowledgeSources")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "KnowledgeSources"))]
 pub struct Sources {
@@ -20,6 +22,7 @@ pub struct Sources {
 }
 
 #[derive(Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MenosView {
     pub url: String,

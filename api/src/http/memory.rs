@@ -112,6 +112,7 @@ pub async fn delete_file(
 }
 
 #[derive(Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(optional_fields))]
 #[serde(deny_unknown_fields)]

@@ -27,6 +27,7 @@ const MAX_LIMIT: usize = crate::notifications::KEEP;
 
 /// `GET /v1/notifications`: newest first, with how many are unread.
 #[derive(Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct NotificationList {
     pub object: &'static str,
@@ -36,6 +37,7 @@ pub struct NotificationList {
 
 /// `POST /v1/notifications/read`: `ids` to mark, or every one without it.
 #[derive(Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(optional_fields))]
 #[serde(deny_unknown_fields)]
@@ -44,6 +46,7 @@ pub(super) struct MarkRead {
 }
 
 #[derive(Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MarkedRead {
     pub marked: usize,

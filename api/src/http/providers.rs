@@ -200,6 +200,8 @@ pub async fn list_aliases(State(app): State<Arc<App>>) -> Json<List<AliasView>> 
 }
 
 #[derive(Deserialize)]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "PutAlias")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "PutAlias"))]
 #[serde(deny_unknown_fields)]

@@ -119,6 +119,7 @@ pub async fn export(State(app): State<Arc<App>>, SessionId(id): SessionId) -> Re
 }
 
 #[derive(Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(optional_fields))]
 #[cfg_attr(test, ts(rename = "SessionPatch"))]
@@ -132,6 +133,7 @@ pub(super) struct Patch {
 /// A change of the session's settings: an absent field is kept, `null`
 /// clears it (back to the agent's), a value sets it.
 #[derive(Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(optional_fields))]
 #[cfg_attr(test, ts(rename = "SessionSettingsPatch"))]

@@ -19,6 +19,7 @@ use crate::tasks::{ContextMode, ScheduleType, Task, TaskKind, TaskRun, TaskStatu
 
 /// `{"object": "list", "data": [...]}`.
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct List<T> {
     pub object: &'static str,
@@ -33,6 +34,7 @@ impl<T> List<T> {
 
 /// `GET /v1/sessions`: one page, newest first.
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionPage {
     pub object: &'static str,
@@ -43,6 +45,7 @@ pub struct SessionPage {
 
 /// `GET /v1/sessions/{id}`: the metadata and a page of its messages.
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionDetail {
     #[serde(flatten)]
@@ -54,6 +57,7 @@ pub struct SessionDetail {
 
 /// What a `DELETE` of a session or a task answers.
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Deleted {
     pub id: String,
@@ -73,6 +77,7 @@ impl Deleted {
 
 /// `DELETE /v1/memory/files/{agent}/{path}`.
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MemoryFileDeleted {
     pub agent: String,
@@ -82,6 +87,7 @@ pub struct MemoryFileDeleted {
 
 /// `DELETE /v1/keys/{id}`.
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct KeyRevoked {
     pub id: String,
@@ -91,6 +97,7 @@ pub struct KeyRevoked {
 
 /// `POST /v1/keys`: the stored key and, this once, the key itself.
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct CreatedKey {
     #[serde(flatten)]
@@ -99,6 +106,7 @@ pub struct CreatedKey {
 }
 
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ToolLists {
     pub allow: Vec<String>,
@@ -107,6 +115,7 @@ pub struct ToolLists {
 
 /// One agent in `/v1/agents`.
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct AgentView {
     pub id: String,
@@ -150,6 +159,7 @@ impl From<&AgentDef> for AgentView {
 
 /// `GET /v1/agents/{id}`: the agent and its memory files.
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct AgentDetail {
     #[serde(flatten)]
@@ -159,6 +169,7 @@ pub struct AgentDetail {
 
 /// `POST /v1/approvals/{id}`.
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ApprovalDecision {
     pub id: String,
@@ -168,6 +179,7 @@ pub struct ApprovalDecision {
 
 /// `GET /v1/status`.
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct GatewayStatus {
     pub version: &'static str,
@@ -186,6 +198,7 @@ pub struct HealthSummary {
 
 /// `GET /health`.
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Health {
     /// `ok`, or `degraded` when a dependency is down.
@@ -204,6 +217,7 @@ pub struct Health {
 
 /// The `exec` sandbox, as `/health` reports it.
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ExecHealth {
     /// Files (Landlock), sockets (seccomp) and descendants (PID namespace or cgroup) are held.
@@ -221,6 +235,7 @@ pub struct ExecHealth {
 
 /// `GET /auth/me`.
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Me {
     pub authenticated: bool,
@@ -231,6 +246,7 @@ pub struct Me {
 /// One entry of `GET /v1/models`: a provider's model, an alias, or an agent
 /// as `onyx:{id}` (agents carry their `name`).
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ModelView {
     pub id: String,
@@ -256,6 +272,7 @@ impl From<ModelEntry> for ModelView {
 
 /// A scheduled task as the API shows it (`running` instead of the lease).
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct TaskView {
     pub id: String,
@@ -311,6 +328,7 @@ impl From<&Task> for TaskView {
 
 /// One run of a task.
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct RunView {
     pub id: String,
@@ -356,6 +374,7 @@ impl From<&TaskRun> for RunView {
 
 /// `POST /v1/sessions/{id}/compact`: what compacting did.
 #[derive(Debug, Default, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct CompactionReport {
     /// `false`: the session was too short to compact.
@@ -370,6 +389,7 @@ pub struct CompactionReport {
 
 /// What `x_onyx` in an agent's streamed chat chunk says about tool activity.
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolActivity {

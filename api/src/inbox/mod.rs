@@ -10,6 +10,7 @@ use crate::clock::now_stamp;
 use crate::storage::{Db, DbError};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct InboxMessage {
     pub id: String,

@@ -58,6 +58,7 @@ pub struct McpClients {
 
 /// A server as the API, `/health` and the UI show it.
 #[derive(Debug, Clone, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct McpServerView {
@@ -94,6 +95,7 @@ pub struct McpServerView {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct McpToolView {

@@ -113,6 +113,8 @@ impl Settings {
 }
 
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "MemoryStatus")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "MemoryStatus"))]
 pub struct Status {
@@ -126,6 +128,7 @@ pub struct Status {
 
 /// The in-process search index this replica answers from.
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SearchIndexInfo {
     /// `ready`, or `loading` (searches wait for it).
@@ -142,6 +145,7 @@ pub struct SearchIndexInfo {
 }
 
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct EmbedderInfo {
     pub kind: Option<&'static str>,

@@ -15,6 +15,8 @@ const SNIPPET_CHARS: usize = 300;
 const HIGHLIGHT: &str = "**";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "SearchMode")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "SearchMode"))]
 #[serde(rename_all = "lowercase")]
@@ -36,6 +38,7 @@ impl Mode {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Hit {
     pub agent: String,

@@ -83,6 +83,7 @@ pub struct Memory {
 }
 
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct FileInfo {
     pub agent: String,
@@ -93,6 +94,7 @@ pub struct FileInfo {
 }
 
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct FileContent {
     pub agent: String,
@@ -102,6 +104,7 @@ pub struct FileContent {
 }
 
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct WriteOutcome {
     pub agent: String,
@@ -125,6 +128,7 @@ pub enum NoteTarget {
 }
 
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SearchResults {
     pub object: &'static str,

@@ -8,6 +8,7 @@ use std::sync::{Mutex, RwLock};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Availability {
@@ -33,6 +34,7 @@ pub struct EmbedderState {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct EmbedderSnapshot {
     pub state: Availability,
@@ -143,6 +145,8 @@ impl EmbedderState {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "MemoryPhase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "MemoryPhase"))]
 #[serde(rename_all = "lowercase")]
@@ -157,6 +161,7 @@ pub enum Phase {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ProgressSnapshot {
     pub phase: Phase,

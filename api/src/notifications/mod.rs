@@ -36,6 +36,7 @@ const BATCH: usize = 200;
 const MAX_BODY_CHARS: usize = 500;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum NotificationKind {
@@ -48,6 +49,7 @@ pub enum NotificationKind {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Notification {
     /// UUIDv7: sorts by time; the SSE event id.

@@ -125,6 +125,7 @@ struct Totals {
 
 /// What the status page shows.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Counters {
     pub requests: u64,

@@ -14,6 +14,7 @@ use tracing_subscriber::layer::Context;
 const KEEP: usize = 1000;
 
 #[derive(Debug, Clone, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct LogLine {
     pub ts: String,

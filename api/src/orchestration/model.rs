@@ -6,6 +6,7 @@ use serde_json::Value;
 
 /// Where a proposal stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum ProposalStatus {
@@ -34,6 +35,7 @@ impl std::fmt::Display for ProposalStatus {
 /// Where a mission or one of its steps stands: queued, running (a step
 /// under a lease), then one of the three ends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum WorkStatus {
@@ -81,6 +83,7 @@ impl std::fmt::Display for WorkStatus {
 
 /// Where a reaction stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum ReactionStatus {
@@ -97,6 +100,7 @@ pub enum ReactionStatus {
 
 /// One step a proposal asks for: which agent does what kind of work.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ProposedStep {
     /// What kind of work (`analyze`, `write_content`, `diagnose`, …): gates
@@ -114,6 +118,7 @@ pub struct ProposedStep {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Proposal {
     pub key: String,
@@ -136,6 +141,7 @@ pub struct Proposal {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Mission {
     pub key: String,
@@ -151,6 +157,7 @@ pub struct Mission {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Step {
     pub key: String,
@@ -197,6 +204,8 @@ impl Step {
 
 /// The audit trail: everything the loop does is an event.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "OpsEvent")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "OpsEvent"))]
 pub struct Event {
@@ -213,6 +222,8 @@ pub struct Event {
 
 /// When events of a kind (and tags, and payload values) appear, propose work.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "TriggerRule")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "TriggerRule"))]
 pub struct ReactionTrigger {
@@ -235,6 +246,7 @@ pub struct ReactionTrigger {
 
 /// Work one agent is to do because of another's event (the reaction matrix).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Reaction {
     pub key: String,
@@ -252,6 +264,7 @@ pub struct Reaction {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Review {
     pub key: String,

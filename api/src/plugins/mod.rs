@@ -122,6 +122,8 @@ fn allow_list(settings: &Value, name: &str) -> Result<AllowList, PluginError> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "PluginPhase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "PluginPhase"))]
 #[serde(rename_all = "lowercase")]
@@ -147,6 +149,7 @@ impl Phase {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PluginStatus {
     pub name: String,

@@ -32,6 +32,8 @@ impl Ticks for SystemTicks {
 
 /// The state of a circuit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "CircuitState")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "CircuitState"))]
 #[serde(rename_all = "snake_case")]
@@ -54,6 +56,7 @@ impl CircuitState {
 
 /// A circuit as `/health` and `/v1/providers` show it.
 #[derive(Debug, Clone, Serialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct CircuitView {

@@ -9,6 +9,7 @@ use crate::providers::types::{Content, Message, Role};
 
 /// One message of a session log, as a JSONL line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct LogMessage {
     /// RFC 3339 UTC.
@@ -149,6 +150,8 @@ impl LogMessage {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "SessionStatus")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "SessionStatus"))]
 #[serde(rename_all = "lowercase")]
@@ -159,6 +162,7 @@ pub enum Status {
 
 /// A session's metadata (the `session` table; rebuildable from the log).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionMeta {
     pub id: String,
@@ -183,6 +187,7 @@ pub struct SessionMeta {
 /// every later turn of it (`RunRequest::apply_session_settings`). Unset: the
 /// agent's. The mode is never above the agent's own.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -198,6 +203,7 @@ pub struct SessionSettings {
 
 /// How hard a reasoning model thinks (the chat request's `reasoning_effort`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum ReasoningEffort {

@@ -16,6 +16,7 @@ use crate::lease::{self, Lease, Leases, Renewals};
 use crate::storage::{Db, DbError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum ContextMode {
@@ -26,6 +27,7 @@ pub enum ContextMode {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum TaskStatus {
@@ -61,6 +63,7 @@ impl TaskStatus {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum TaskKind {
@@ -127,6 +130,8 @@ const TASK_FIELDS: &str = "key, agent, name, prompt, kind, schedule_type, schedu
     created_by, lease_owner, lease_until, lease_run, lease_token";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "RunStatus")]
 #[cfg_attr(test, derive(ts_rs::TS), ts(rename = "RunStatus"))]
 #[serde(rename_all = "lowercase")]
 pub enum TaskRunStatus {
@@ -143,6 +148,8 @@ pub enum TaskRunStatus {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "Trigger")]
 #[cfg_attr(test, derive(ts_rs::TS), ts(rename = "Trigger"))]
 #[serde(rename_all = "kebab-case")]
 pub enum TaskTrigger {
@@ -154,6 +161,7 @@ pub enum TaskTrigger {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Tokens {
     pub prompt: u64,

@@ -7,6 +7,8 @@ use serde_json::json;
 use crate::storage::{Db, DbError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "UsageGroupBy")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "UsageGroupBy"))]
 #[serde(rename_all = "lowercase")]
@@ -58,6 +60,8 @@ pub struct UsageQuery {
 
 /// One group's totals.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "UsageRow")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "UsageRow"))]
 pub struct ReportRow {
@@ -78,6 +82,8 @@ pub struct ReportRow {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "UsageReport")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "UsageReport"))]
 pub struct Report {

@@ -18,6 +18,8 @@ use crate::sessions::LogMessage;
 use crate::storage::{Db, DbError};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "AgentRunStatus")]
 #[cfg_attr(test, derive(ts_rs::TS), ts(rename = "AgentRunStatus"))]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
@@ -57,6 +59,7 @@ impl RunStatus {
 
 /// One agent run as the API shows it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct AgentRun {
     pub id: String,
