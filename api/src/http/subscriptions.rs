@@ -20,6 +20,7 @@ use crate::providers::subscription::device_login::{self, SignInView};
 use crate::providers::subscription::{self, status::SubscriptionStatus};
 
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 pub struct SubscriptionView {
     pub provider: String,
     #[serde(rename = "type")]
@@ -91,6 +92,7 @@ pub async fn login_state(
 }
 
 #[derive(Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PastedCode {
     code: String,

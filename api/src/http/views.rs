@@ -191,6 +191,7 @@ pub struct GatewayStatus {
 /// `GET /health` without a key, the UI's session, or a key-less gateway: the
 /// status alone (the UI, signed in, reads [`Health`]).
 #[derive(Debug, Serialize)]
+#[derive(schemars::JsonSchema)]
 pub struct HealthSummary {
     /// `ok`, or `degraded` when a dependency is down.
     pub status: &'static str,

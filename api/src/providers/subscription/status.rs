@@ -10,6 +10,7 @@ use serde_json::Value;
 
 /// What the UI and `GET /v1/subscriptions` show for one CLI.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(schemars::JsonSchema)]
 pub struct SubscriptionStatus {
     /// `claude`, `codex` or `copilot`.
     pub cli: &'static str,
