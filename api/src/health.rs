@@ -18,8 +18,7 @@ use crate::storage::{Db, ObjectStore};
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 const CACHE_FOR: Duration = Duration::from_secs(10);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[schemars(rename = "DependencyState")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "DependencyState"))]
@@ -31,8 +30,7 @@ pub enum State {
     Disabled,
 }
 
-#[derive(Debug, Clone, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct DependencyHealth {

@@ -11,8 +11,7 @@ use serde_json::{Map, Value};
 use super::{FinishReason, Role, Usage, lenient};
 
 /// One streamed chunk.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[schemars(rename = "Chunk")]
 #[cfg_attr(test, derive(ts_rs::TS), ts(rename = "Chunk"))]
 pub struct ChatChunk {
@@ -39,8 +38,7 @@ fn chunk_object() -> String {
     "chat.completion.chunk".into()
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ChunkChoice {
     #[serde(default, deserialize_with = "lenient::count_u32")]
@@ -60,8 +58,7 @@ pub struct ChunkChoice {
 }
 
 /// What one chunk adds to the answer.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Delta {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -84,8 +81,7 @@ pub struct Delta {
 
 /// A piece of a tool call: the first of a call has its id and name, the
 /// rest add to its arguments; `index` says which call.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ToolCallDelta {
     /// Which call; some servers (Ollama's `/v1`) leave it out and send each
@@ -111,8 +107,7 @@ pub struct ToolCallDelta {
     pub extra: Map<String, Value>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct FunctionDelta {
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -13,8 +13,7 @@ use serde_json::{Map, Value};
 use super::{Content, Message, Usage, lenient};
 
 /// A complete answer.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 pub struct Completion {
     #[serde(default, deserialize_with = "lenient::text")]
     pub id: String,
@@ -37,8 +36,7 @@ fn completion_object() -> String {
 }
 
 /// One answer of a completion (most have one).
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 pub struct Choice {
     #[serde(default, deserialize_with = "lenient::count_u32")]
     pub index: u32,

@@ -552,8 +552,7 @@ pub struct LocalEmbedderConfig {
 }
 
 /// Serialized as the config spells it (`safe`, `ask`, `allow-all`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum PermissionMode {
     Safe,

@@ -11,8 +11,7 @@ use serde::Serialize;
 use crate::app::App;
 use crate::knowledge::Probe;
 
-#[derive(Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Serialize, schemars::JsonSchema)]
 #[schemars(rename = "KnowledgeSources")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "KnowledgeSources"))]
@@ -21,8 +20,7 @@ pub struct Sources {
     pub menos: Option<MenosView>,
 }
 
-#[derive(Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MenosView {
     pub url: String,

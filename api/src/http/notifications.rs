@@ -26,8 +26,7 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 const MAX_LIMIT: usize = crate::notifications::KEEP;
 
 /// `GET /v1/notifications`: newest first, with how many are unread.
-#[derive(Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct NotificationList {
     pub object: &'static str,
@@ -36,8 +35,7 @@ pub struct NotificationList {
 }
 
 /// `POST /v1/notifications/read`: `ids` to mark, or every one without it.
-#[derive(Deserialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(optional_fields))]
 #[serde(deny_unknown_fields)]
@@ -45,8 +43,7 @@ pub(super) struct MarkRead {
     ids: Option<Vec<String>>,
 }
 
-#[derive(Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MarkedRead {
     pub marked: usize,

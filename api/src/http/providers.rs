@@ -199,8 +199,7 @@ pub async fn list_aliases(State(app): State<Arc<App>>) -> Json<List<AliasView>> 
     Json(List::new(app.providers.aliases()))
 }
 
-#[derive(Deserialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[schemars(rename = "PutAlias")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "PutAlias"))]

@@ -18,8 +18,8 @@ use crate::tasks::store::{TaskRunStatus, TaskTrigger, Tokens};
 use crate::tasks::{ContextMode, ScheduleType, Task, TaskKind, TaskRun, TaskStatus};
 
 /// `{"object": "list", "data": [...]}`.
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "ListOf{T}")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct List<T> {
     pub object: &'static str,
@@ -33,8 +33,7 @@ impl<T> List<T> {
 }
 
 /// `GET /v1/sessions`: one page, newest first.
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionPage {
     pub object: &'static str,
@@ -44,8 +43,7 @@ pub struct SessionPage {
 }
 
 /// `GET /v1/sessions/{id}`: the metadata and a page of its messages.
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionDetail {
     #[serde(flatten)]
@@ -56,8 +54,7 @@ pub struct SessionDetail {
 }
 
 /// What a `DELETE` of a session or a task answers.
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Deleted {
     pub id: String,
@@ -76,8 +73,7 @@ impl Deleted {
 }
 
 /// `DELETE /v1/memory/files/{agent}/{path}`.
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MemoryFileDeleted {
     pub agent: String,
@@ -86,8 +82,7 @@ pub struct MemoryFileDeleted {
 }
 
 /// `DELETE /v1/keys/{id}`.
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct KeyRevoked {
     pub id: String,
@@ -96,8 +91,7 @@ pub struct KeyRevoked {
 }
 
 /// `POST /v1/keys`: the stored key and, this once, the key itself.
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct CreatedKey {
     #[serde(flatten)]
@@ -105,8 +99,7 @@ pub struct CreatedKey {
     pub key: String,
 }
 
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ToolLists {
     pub allow: Vec<String>,
@@ -114,8 +107,7 @@ pub struct ToolLists {
 }
 
 /// One agent in `/v1/agents`.
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct AgentView {
     pub id: String,
@@ -158,8 +150,7 @@ impl From<&AgentDef> for AgentView {
 }
 
 /// `GET /v1/agents/{id}`: the agent and its memory files.
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct AgentDetail {
     #[serde(flatten)]
@@ -168,8 +159,7 @@ pub struct AgentDetail {
 }
 
 /// `POST /v1/approvals/{id}`.
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ApprovalDecision {
     pub id: String,
@@ -178,8 +168,7 @@ pub struct ApprovalDecision {
 }
 
 /// `GET /v1/status`.
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct GatewayStatus {
     pub version: &'static str,
@@ -190,16 +179,14 @@ pub struct GatewayStatus {
 
 /// `GET /health` without a key, the UI's session, or a key-less gateway: the
 /// status alone (the UI, signed in, reads [`Health`]).
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct HealthSummary {
     /// `ok`, or `degraded` when a dependency is down.
     pub status: &'static str,
 }
 
 /// `GET /health`.
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Health {
     /// `ok`, or `degraded` when a dependency is down.
@@ -217,8 +204,7 @@ pub struct Health {
 }
 
 /// The `exec` sandbox, as `/health` reports it.
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ExecHealth {
     /// Files (Landlock), sockets (seccomp) and descendants (PID namespace or cgroup) are held.
@@ -235,8 +221,7 @@ pub struct ExecHealth {
 }
 
 /// `GET /auth/me`.
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Me {
     pub authenticated: bool,
@@ -246,8 +231,7 @@ pub struct Me {
 
 /// One entry of `GET /v1/models`: a provider's model, an alias, or an agent
 /// as `onyx:{id}` (agents carry their `name`).
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ModelView {
     pub id: String,
@@ -272,8 +256,7 @@ impl From<ModelEntry> for ModelView {
 }
 
 /// A scheduled task as the API shows it (`running` instead of the lease).
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct TaskView {
     pub id: String,
@@ -328,8 +311,7 @@ impl From<&Task> for TaskView {
 }
 
 /// One run of a task.
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct RunView {
     pub id: String,
@@ -374,8 +356,7 @@ impl From<&TaskRun> for RunView {
 }
 
 /// `POST /v1/sessions/{id}/compact`: what compacting did.
-#[derive(Debug, Default, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Default, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct CompactionReport {
     /// `false`: the session was too short to compact.
@@ -389,8 +370,7 @@ pub struct CompactionReport {
 }
 
 /// What `x_onyx` in an agent's streamed chat chunk says about tool activity.
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolActivity {

@@ -121,8 +121,7 @@ fn allow_list(settings: &Value, name: &str) -> Result<AllowList, PluginError> {
     Ok(AllowList::new(users))
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[schemars(rename = "PluginPhase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "PluginPhase"))]
@@ -148,8 +147,7 @@ impl Phase {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PluginStatus {
     pub name: String,

@@ -31,8 +31,7 @@ impl Ticks for SystemTicks {
 }
 
 /// The state of a circuit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[schemars(rename = "CircuitState")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "CircuitState"))]
@@ -55,8 +54,7 @@ impl CircuitState {
 }
 
 /// A circuit as `/health` and `/v1/providers` show it.
-#[derive(Debug, Clone, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct CircuitView {

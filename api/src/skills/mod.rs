@@ -34,8 +34,7 @@ pub enum SkillError {
 }
 
 /// A skill as listed: what the prompt shows, where it lives, its files.
-#[derive(Debug, Clone, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct SkillSummary {
@@ -48,8 +47,7 @@ pub struct SkillSummary {
 }
 
 /// A skill with its `SKILL.md` as written.
-#[derive(Debug, Clone, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct Skill {

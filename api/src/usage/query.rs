@@ -6,8 +6,7 @@ use serde_json::json;
 
 use crate::storage::{Db, DbError};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[schemars(rename = "UsageGroupBy")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "UsageGroupBy"))]
@@ -59,8 +58,7 @@ pub struct UsageQuery {
 }
 
 /// One group's totals.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[schemars(rename = "UsageRow")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "UsageRow"))]
@@ -81,8 +79,7 @@ pub struct ReportRow {
     pub unpriced_requests: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[schemars(rename = "UsageReport")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "UsageReport"))]

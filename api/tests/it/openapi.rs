@@ -34,8 +34,12 @@ impl Samples {
             .map(|v| v.to_str().unwrap().split(';').next().unwrap().trim().to_string())
             .unwrap_or_default();
         let bytes = response.bytes().await.unwrap();
-        let body: Value = serde_json::from_slice(&bytes)
-            .unwrap_or_else(|_| panic!("{method} {url} -> {status}: not JSON: {}", String::from_utf8_lossy(&bytes)));
+        let body: Value = serde_json::from_slice(&bytes).unwrap_or_else(|_| {
+            panic!(
+                "{method} {url} -> {status}: not JSON: {}",
+                String::from_utf8_lossy(&bytes)
+            )
+        });
         self.samples.push(json!({
             "method": method.to_ascii_lowercase(), "path": path, "url": url,
             "status": status, "content_type": content_type, "body": body,
@@ -105,12 +109,21 @@ async fn live_answers_match_the_document() {
     assert!(ids(&models).contains(&"openai/fake-echo".to_string()), "{models}");
     let chat = json!({"model": "openai/fake-echo", "messages": [{"role": "user", "content": "hello there"}]});
     let (status, answer) = s
-        .call("POST", "/v1/chat/completions", onyx.post("/v1/chat/completions").json(&chat))
+        .call(
+            "POST",
+            "/v1/chat/completions",
+            onyx.post("/v1/chat/completions").json(&chat),
+        )
         .await;
     assert_eq!(status, 200, "{answer}");
-    let agent_chat = json!({"model": "onyx:main", "messages": [{"role": "user", "content": "remember this"}]});
+    let agent_chat =
+        json!({"model": "onyx:main", "messages": [{"role": "user", "content": "remember this"}]});
     let (status, answer) = s
-        .call("POST", "/v1/chat/completions", onyx.post("/v1/chat/completions").json(&agent_chat))
+        .call(
+            "POST",
+            "/v1/chat/completions",
+            onyx.post("/v1/chat/completions").json(&agent_chat),
+        )
         .await;
     assert_eq!(status, 200, "{answer}");
 
@@ -136,7 +149,11 @@ async fn live_answers_match_the_document() {
     assert_eq!(status, 200, "{sessions}");
     let session = sessions["data"][0]["id"].as_str().expect("a session").to_string();
     let (status, detail) = s
-        .call("GET", "/v1/sessions/{id}", onyx.get(&format!("/v1/sessions/{session}")))
+        .call(
+            "GET",
+            "/v1/sessions/{id}",
+            onyx.get(&format!("/v1/sessions/{session}")),
+        )
         .await;
     assert_eq!(status, 200, "{detail}");
 
@@ -145,7 +162,8 @@ async fn live_answers_match_the_document() {
         .call(
             "POST",
             "/v1/memory",
-            onyx.post("/v1/memory").json(&json!({"content": "the fern wants water on Sundays"})),
+            onyx.post("/v1/memory")
+                .json(&json!({"content": "the fern wants water on Sundays"})),
         )
         .await;
     assert_eq!(status, 200, "{written}");
@@ -153,7 +171,8 @@ async fn live_answers_match_the_document() {
         .call(
             "GET",
             "/v1/memory/search",
-            onyx.get("/v1/memory/search").query(&[("q", "fern water"), ("agent", "main")]),
+            onyx.get("/v1/memory/search")
+                .query(&[("q", "fern water"), ("agent", "main")]),
         )
         .await;
     assert_eq!(status, 200, "{found}");
@@ -164,7 +183,9 @@ async fn live_answers_match_the_document() {
 
     // Tasks.
     let task = json!({"name": "plants", "prompt": "water the plants", "schedule_type": "interval", "schedule_value": "1h"});
-    let (status, created) = s.call("POST", "/v1/tasks", onyx.post("/v1/tasks").json(&task)).await;
+    let (status, created) = s
+        .call("POST", "/v1/tasks", onyx.post("/v1/tasks").json(&task))
+        .await;
     assert_eq!(status, 201, "{created}");
     let id = created["id"].as_str().unwrap();
     let (status, _) = s.call("GET", "/v1/tasks", onyx.get("/v1/tasks")).await;
@@ -199,7 +220,8 @@ async fn live_answers_match_the_document() {
         .call(
             "POST",
             "/v1/keys",
-            onyx.post("/v1/keys").json(&json!({"name": "reader", "scope": "chat"})),
+            onyx.post("/v1/keys")
+                .json(&json!({"name": "reader", "scope": "chat"})),
         )
         .await;
     assert_eq!(status, 201, "{key}");
@@ -236,7 +258,8 @@ async fn live_answers_match_the_document() {
         .call(
             "POST",
             "/v1/messages",
-            onyx.post("/v1/messages").json(&json!({"max_tokens": 10, "messages": []})),
+            onyx.post("/v1/messages")
+                .json(&json!({"max_tokens": 10, "messages": []})),
         )
         .await;
     assert_eq!(status, 400, "{anthropic}");
@@ -245,7 +268,8 @@ async fn live_answers_match_the_document() {
         .call(
             "POST",
             "/v1/messages",
-            onyx.anonymous("POST", "/v1/messages").json(&json!({"model": "anthropic/fake-echo"})),
+            onyx.anonymous("POST", "/v1/messages")
+                .json(&json!({"model": "anthropic/fake-echo"})),
         )
         .await;
     assert_eq!(status, 401, "{unauthorised}");
@@ -300,7 +324,9 @@ async fn the_document_names_each_method_the_router_answers() {
             let documented_405 = operation["responses"]["405"].is_object();
             match (operation.is_object(), status == 405) {
                 (false, false) => wrong.push(format!("{verb} {path}: answers {status}, not in the document")),
-                (true, true) if !documented_405 => wrong.push(format!("{verb} {path}: documented, router says 405")),
+                (true, true) if !documented_405 => {
+                    wrong.push(format!("{verb} {path}: documented, router says 405"))
+                }
                 _ => {}
             }
         }

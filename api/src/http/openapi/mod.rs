@@ -203,10 +203,10 @@ fn responses(answer: &Answer, error: &Schema, generator: &mut SchemaGenerator) -
         Answer::JsonOrStream(schema) => (
             200,
             json!({"description": "The answer; with `\"stream\": true`, server-sent events instead.",
-                   "content": {
-                       "application/json": {"schema": schema(generator)},
-                       "text/event-stream": {"schema": {"type": "string"}},
-                   }}),
+            "content": {
+                "application/json": {"schema": schema(generator)},
+                "text/event-stream": {"schema": {"type": "string"}},
+            }}),
         ),
         Answer::EventStream => (
             200,
@@ -225,10 +225,10 @@ fn responses(answer: &Answer, error: &Schema, generator: &mut SchemaGenerator) -
             (
                 200,
                 json!({"description": "The file as JSON, or as text when `Accept` asks for it.",
-                       "content": {
-                           "application/json": {"schema": schema(generator)},
-                           kind: {"schema": {"type": "string"}},
-                       }}),
+                "content": {
+                    "application/json": {"schema": schema(generator)},
+                    kind: {"schema": {"type": "string"}},
+                }}),
             )
         }
         Answer::Empty(status) => (*status, json!({"description": "Done; no body."})),

@@ -13,9 +13,12 @@ use crate::chat::{ChatRequest, Completion, EmbeddingsRequest};
 use crate::health::DependencyHealth;
 use crate::http::views::{
     AgentDetail, AgentView, ApprovalDecision, CompactionReport, CreatedKey, Deleted, GatewayStatus, Health,
-    HealthSummary, KeyRevoked, List, Me, MemoryFileDeleted, ModelView, RunView, SessionDetail, SessionPage, TaskView,
+    HealthSummary, KeyRevoked, List, Me, MemoryFileDeleted, ModelView, RunView, SessionDetail, SessionPage,
+    TaskView,
 };
-use crate::http::{agents, keys, knowledge, login, memory as memory_routes, missions, notifications, operations};
+use crate::http::{
+    agents, keys, knowledge, login, memory as memory_routes, missions, notifications, operations,
+};
 use crate::http::{providers, sessions, subscriptions};
 use crate::inbox::InboxMessage;
 use crate::mcp_client::McpServerView;
@@ -150,16 +153,28 @@ pub struct ModelRequest {
 /// An object of any fields (config-shaped bodies the handler validates as config).
 type AnyObject = Map<String, Value>;
 
-const AGENT: (&str, &str) = ("agent", "The agent (a key scoped to agents must name one of its own).");
+const AGENT: (&str, &str) = (
+    "agent",
+    "The agent (a key scoped to agents must name one of its own).",
+);
 const LIMIT: (&str, &str) = ("limit", "How many at most.");
 
 fn open_routes() -> Vec<Operation> {
     vec![
-        get("/openapi.json", "This document: OpenAPI 3.1, generated from the handlers' types."),
-        get("/health", "Whether Onyx and each dependency are up (the status alone without a key).")
-            .answers_with(Answer::Json(200, health)),
-        post("/auth/login", "The control UI's password sign-in (sets the session cookie).")
-            .takes::<login::Login>(),
+        get(
+            "/openapi.json",
+            "This document: OpenAPI 3.1, generated from the handlers' types.",
+        ),
+        get(
+            "/health",
+            "Whether Onyx and each dependency are up (the status alone without a key).",
+        )
+        .answers_with(Answer::Json(200, health)),
+        post(
+            "/auth/login",
+            "The control UI's password sign-in (sets the session cookie).",
+        )
+        .takes::<login::Login>(),
         post("/auth/logout", "Ends the UI session."),
         get("/auth/me", "Whether this browser is signed in.").answers::<Me>(),
     ]
@@ -192,8 +207,11 @@ fn admin_routes() -> Vec<Operation> {
             .answers::<ProviderView>(),
         delete("/v1/providers/{name}", "Removes a provider.").answers::<Deleted>(),
         post("/v1/providers/{name}/test", "Checks that the provider answers.").answers::<DependencyHealth>(),
-        post("/v1/providers/{name}/refresh-models", "Fetches the provider's model list again.")
-            .answers::<List<String>>(),
+        post(
+            "/v1/providers/{name}/refresh-models",
+            "Fetches the provider's model list again.",
+        )
+        .answers::<List<String>>(),
         get("/v1/aliases", "Model aliases.").answers::<List<AliasView>>(),
         put("/v1/aliases/{name}", "Sets an alias's models, tried in order.")
             .takes::<providers::PutAlias>()
@@ -204,12 +222,18 @@ fn admin_routes() -> Vec<Operation> {
         get("/v1/subscriptions/{name}/login", "A sign-in in progress.").answers::<SignInView>(),
         post("/v1/subscriptions/{name}/login", "Starts a device sign-in.").accepts::<SignInView>(),
         delete("/v1/subscriptions/{name}/login", "Cancels a sign-in.").answers_with(Answer::Empty(204)),
-        post("/v1/subscriptions/{name}/login/code", "Hands the sign-in the code the vendor showed.")
-            .takes::<subscriptions::PastedCode>()
-            .answers::<SignInView>(),
+        post(
+            "/v1/subscriptions/{name}/login/code",
+            "Hands the sign-in the code the vendor showed.",
+        )
+        .takes::<subscriptions::PastedCode>()
+        .answers::<SignInView>(),
         get("/v1/logs", "Recent log lines; `follow=true` streams them.")
             .query(&[
-                ("level", "The lowest level shown (error, warn, info, debug, trace)."),
+                (
+                    "level",
+                    "The lowest level shown (error, warn, info, debug, trace).",
+                ),
                 ("q", "Only lines containing this."),
                 ("follow", "`true` streams new lines as server-sent events."),
             ])
@@ -241,9 +265,12 @@ fn admin_routes() -> Vec<Operation> {
         post("/v1/agents/{agent}/reviews", "Reviews an agent's work.")
             .takes::<ReviewInput>()
             .creates::<Review>(),
-        post("/v1/proposals/{id}/approve", "Approves a proposal into a mission.")
-            .may_take::<Value>()
-            .answers::<Proposal>(),
+        post(
+            "/v1/proposals/{id}/approve",
+            "Approves a proposal into a mission.",
+        )
+        .may_take::<Value>()
+        .answers::<Proposal>(),
         post("/v1/proposals/{id}/reject", "Rejects a proposal.")
             .may_take::<Value>()
             .answers::<Proposal>(),
@@ -258,7 +285,11 @@ fn admin_routes() -> Vec<Operation> {
 fn owner_routes() -> Vec<Operation> {
     vec![
         post("/v1/embeddings", "OpenAI-compatible embeddings.").takes::<EmbeddingsRequest>(),
-        get("/v1/memory/status", "The memory index: files, chunks, the embedder.").answers::<MemoryStatus>(),
+        get(
+            "/v1/memory/status",
+            "The memory index: files, chunks, the embedder.",
+        )
+        .answers::<MemoryStatus>(),
         post("/v1/memory/sync", "Indexes changed memory files now.").answers::<SyncReport>(),
         get("/v1/proposals", "Proposals, newest first.")
             .query(&[AGENT, ("status", "Only proposals in this status."), LIMIT])
@@ -276,10 +307,19 @@ fn owner_routes() -> Vec<Operation> {
             .query(&[AGENT, ("status", "Only steps in this status."), LIMIT])
             .answers::<List<Step>>(),
         get("/v1/events", "Orchestration events, oldest first.")
-            .query(&[AGENT, ("type", "Only events of this type."), ("after", "Only events after this key."), LIMIT])
+            .query(&[
+                AGENT,
+                ("type", "Only events of this type."),
+                ("after", "Only events after this key."),
+                LIMIT,
+            ])
             .answers::<List<crate::orchestration::Event>>(),
         get("/v1/events/stream", "Orchestration events as server-sent events.")
-            .query(&[AGENT, ("type", "Only events of this type."), ("after", "Start after this key.")])
+            .query(&[
+                AGENT,
+                ("type", "Only events of this type."),
+                ("after", "Start after this key."),
+            ])
             .answers_with(Answer::EventStream),
         get("/v1/agents/standing", "Each agent's trust and standing."),
         get("/v1/skills", "Skills (shared and per agent).")
@@ -292,16 +332,23 @@ fn owner_routes() -> Vec<Operation> {
         delete("/v1/skills/{scope}/{name}", "Removes a skill.").answers::<Deleted>(),
         get("/v1/skills/{scope}/{name}/files/{*file}", "A file of a skill.")
             .answers_with(Answer::Text("text/plain")),
-        put("/v1/skills/{scope}/{name}/files/{*file}", "Writes a file of a skill.")
-            .takes_text()
-            .answers::<Skill>(),
+        put(
+            "/v1/skills/{scope}/{name}/files/{*file}",
+            "Writes a file of a skill.",
+        )
+        .takes_text()
+        .answers::<Skill>(),
         get("/v1/agents", "Agents.").answers::<List<AgentView>>(),
         post("/v1/agents", "Creates an agent.")
             .takes::<agents::CreateAgent>()
             .answers::<AgentView>(),
         get("/v1/approvals", "Tool calls waiting for a decision.").answers::<List<Approval>>(),
         get("/v1/notifications", "Notifications, newest first.")
-            .query(&[("unread", "`true`: only unread ones."), ("after", "Only those after this id."), LIMIT])
+            .query(&[
+                ("unread", "`true`: only unread ones."),
+                ("after", "Only those after this id."),
+                LIMIT,
+            ])
             .answers::<notifications::NotificationList>(),
         post("/v1/notifications/read", "Marks notifications read.")
             .takes::<notifications::MarkRead>()
@@ -309,7 +356,11 @@ fn owner_routes() -> Vec<Operation> {
         get("/v1/notifications/stream", "Notifications as server-sent events.")
             .query(&[("after", "Start after this id.")])
             .answers_with(Answer::EventStream),
-        get("/v1/status", "The gateway at a glance: agents, providers, plugins, counters.").answers::<GatewayStatus>(),
+        get(
+            "/v1/status",
+            "The gateway at a glance: agents, providers, plugins, counters.",
+        )
+        .answers::<GatewayStatus>(),
         get("/v1/usage", "Usage and cost, grouped.")
             .query(&[
                 ("from", "Start (RFC 3339 or a date)."),
@@ -324,23 +375,42 @@ fn owner_routes() -> Vec<Operation> {
 
 fn agent_routes() -> Vec<Operation> {
     vec![
-        get("/v1/models", "Models and agents (`onyx:{agent}`) to call, OpenAI-compatible.")
-            .answers::<List<ModelView>>(),
-        post("/v1/chat/completions", "OpenAI-compatible chat completions (JSON or streamed).")
-            .takes::<ChatRequest>()
-            .answers_with(Answer::JsonOrStream(schema_of::<Completion>)),
-        post("/v1/responses", "OpenAI-compatible Responses API (JSON or streamed).")
-            .takes::<ModelRequest>()
-            .answers_with(Answer::JsonOrStream(schema_of::<Value>)),
+        get(
+            "/v1/models",
+            "Models and agents (`onyx:{agent}`) to call, OpenAI-compatible.",
+        )
+        .answers::<List<ModelView>>(),
+        post(
+            "/v1/chat/completions",
+            "OpenAI-compatible chat completions (JSON or streamed).",
+        )
+        .takes::<ChatRequest>()
+        .answers_with(Answer::JsonOrStream(schema_of::<Completion>)),
+        post(
+            "/v1/responses",
+            "OpenAI-compatible Responses API (JSON or streamed).",
+        )
+        .takes::<ModelRequest>()
+        .answers_with(Answer::JsonOrStream(schema_of::<Value>)),
         get("/v1/responses/{id}", "A stored response."),
         delete("/v1/responses/{id}", "Deletes a stored response."),
-        get("/v1/responses/{id}/input_items", "A stored response's input items.")
-            .query(&[("after", "Items after this id."), ("order", "asc or desc."), LIMIT]),
+        get(
+            "/v1/responses/{id}/input_items",
+            "A stored response's input items.",
+        )
+        .query(&[
+            ("after", "Items after this id."),
+            ("order", "asc or desc."),
+            LIMIT,
+        ]),
         get("/v1/sessions", "Sessions, newest first, a page at a time.")
             .query(&[
                 AGENT,
                 ("q", "Only sessions whose title or text contains this."),
-                ("source", "Only sessions from this source (http, telegram, task…)."),
+                (
+                    "source",
+                    "Only sessions from this source (http, telegram, task…).",
+                ),
                 ("status", "Only sessions in this status."),
                 ("updated_since", "Only sessions updated since (RFC 3339)."),
                 ("cursor", "The `next_cursor` of the page before."),
@@ -354,38 +424,59 @@ fn agent_routes() -> Vec<Operation> {
         delete("/v1/sessions/{id}", "Deletes a session.").answers::<Deleted>(),
         get("/v1/sessions/{id}/export", "The session log as JSONL.")
             .answers_with(Answer::Text("application/x-ndjson")),
-        post("/v1/sessions/{id}/compact", "Summarises a session's older turns.").answers::<CompactionReport>(),
+        post("/v1/sessions/{id}/compact", "Summarises a session's older turns.")
+            .answers::<CompactionReport>(),
         post("/v1/memory", "Appends a note to an agent's daily memory log.")
             .takes::<memory_routes::NoteRequest>()
             .answers::<WriteOutcome>(),
         get("/v1/memory/files", "An agent's memory files.")
             .query(&[AGENT])
             .answers::<List<FileInfo>>(),
-        get("/v1/memory/files/{agent}/{*path}", "A memory file (text with `Accept: text/markdown`).")
-            .answers_with(Answer::JsonOrText(schema_of::<FileContent>, "text/markdown")),
+        get(
+            "/v1/memory/files/{agent}/{*path}",
+            "A memory file (text with `Accept: text/markdown`).",
+        )
+        .answers_with(Answer::JsonOrText(schema_of::<FileContent>, "text/markdown")),
         put("/v1/memory/files/{agent}/{*path}", "Writes a memory file.")
             .takes_text()
             .answers::<WriteOutcome>(),
         delete("/v1/memory/files/{agent}/{*path}", "Deletes a memory file.").answers::<MemoryFileDeleted>(),
-        get("/v1/memory/search", "Searches an agent's memory (hybrid, BM25 or vector).")
-            .query(&[AGENT, ("q", "What to look for."), ("mode", "hybrid, bm25 or vector."), LIMIT])
-            .answers::<SearchResults>(),
+        get(
+            "/v1/memory/search",
+            "Searches an agent's memory (hybrid, BM25 or vector).",
+        )
+        .query(&[
+            AGENT,
+            ("q", "What to look for."),
+            ("mode", "hybrid, bm25 or vector."),
+            LIMIT,
+        ])
+        .answers::<SearchResults>(),
         get("/v1/agents/{agent}", "One agent with its workspace files.").answers::<AgentDetail>(),
         patch("/v1/agents/{agent}", "Changes an agent.")
             .takes::<agents::PatchAgent>()
             .answers::<AgentView>(),
-        get("/v1/agents/{agent}/files/{name}", "A workspace file (AGENTS.md, SOUL.md, …).")
-            .answers::<FileContent>(),
+        get(
+            "/v1/agents/{agent}/files/{name}",
+            "A workspace file (AGENTS.md, SOUL.md, …).",
+        )
+        .answers::<FileContent>(),
         put("/v1/agents/{agent}/files/{name}", "Writes a workspace file.")
             .takes_text()
             .answers::<WriteOutcome>(),
         get("/v1/inbox", "An agent's inbox.")
             .query(&[AGENT, ("status", "Only messages in this status."), LIMIT])
             .answers::<List<InboxMessage>>(),
-        get("/v1/tasks", "Scheduled tasks.").query(&[AGENT]).answers::<List<TaskView>>(),
-        post("/v1/tasks", "Schedules a task.").takes::<NewTask>().creates::<TaskView>(),
+        get("/v1/tasks", "Scheduled tasks.")
+            .query(&[AGENT])
+            .answers::<List<TaskView>>(),
+        post("/v1/tasks", "Schedules a task.")
+            .takes::<NewTask>()
+            .creates::<TaskView>(),
         get("/v1/tasks/{id}", "One task.").answers::<TaskView>(),
-        patch("/v1/tasks/{id}", "Changes a task.").takes::<TaskPatch>().answers::<TaskView>(),
+        patch("/v1/tasks/{id}", "Changes a task.")
+            .takes::<TaskPatch>()
+            .answers::<TaskView>(),
         delete("/v1/tasks/{id}", "Deletes a task.").answers::<Deleted>(),
         post("/v1/tasks/{id}/run", "Runs a task now.").accepts::<RunView>(),
         get("/v1/tasks/{id}/runs", "A task's runs, newest first.")
@@ -396,8 +487,11 @@ fn agent_routes() -> Vec<Operation> {
             .answers::<List<AgentRun>>(),
         get("/v1/runs/{id}", "One agent run.").answers::<AgentRun>(),
         post("/v1/runs/{id}/cancel", "Cancels an agent run.").answers::<AgentRun>(),
-        get("/v1/runs/{id}/events", "A run's events as server-sent events, from the start.")
-            .answers_with(Answer::EventStream),
+        get(
+            "/v1/runs/{id}/events",
+            "A run's events as server-sent events, from the start.",
+        )
+        .answers_with(Answer::EventStream),
         post("/mcp", "Onyx's own MCP server (streamable HTTP, JSON-RPC).").takes::<Value>(),
         get("/mcp", "Not offered: Onyx's MCP server does not push (405).")
             .answers_with(Answer::Json(405, schema_of::<crate::http::error::ErrorBody>)),
@@ -408,17 +502,26 @@ fn agent_routes() -> Vec<Operation> {
 
 fn anthropic_routes() -> Vec<Operation> {
     vec![
-        post("/v1/messages", "Anthropic-compatible Messages API (JSON or streamed).")
-            .takes::<ModelRequest>()
-            .answers_with(Answer::JsonOrStream(schema_of::<Value>)),
+        post(
+            "/v1/messages",
+            "Anthropic-compatible Messages API (JSON or streamed).",
+        )
+        .takes::<ModelRequest>()
+        .answers_with(Answer::JsonOrStream(schema_of::<Value>)),
         post("/v1/messages/count_tokens", "Anthropic-compatible token count.").takes::<ModelRequest>(),
     ]
 }
 
 /// Every operation, in the router's order.
 pub fn all() -> Vec<Operation> {
-    [open_routes(), admin_routes(), owner_routes(), agent_routes(), anthropic_routes()]
-        .into_iter()
-        .flatten()
-        .collect()
+    [
+        open_routes(),
+        admin_routes(),
+        owner_routes(),
+        agent_routes(),
+        anthropic_routes(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
