@@ -18,7 +18,8 @@ use crate::storage::{Db, ObjectStore};
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 const CACHE_FOR: Duration = Duration::from_secs(10);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "DependencyState")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "DependencyState"))]
 #[serde(rename_all = "lowercase")]
@@ -29,7 +30,7 @@ pub enum State {
     Disabled,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct DependencyHealth {

@@ -13,7 +13,7 @@ use crate::storage::{Db, DbError};
 
 const POLL: Duration = Duration::from_millis(150);
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Approval {
     pub id: String,

@@ -42,7 +42,7 @@ impl Action {
 }
 
 /// One recorded action.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AuditEvent {
     pub id: String,
     /// RFC 3339 UTC.

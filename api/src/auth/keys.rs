@@ -29,7 +29,8 @@ const CACHE_TTL: Duration = Duration::from_secs(10);
 const TOUCH_EVERY: Duration = Duration::from_secs(60);
 pub const KEY_PREFIX: &str = "onyx_sk_";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "KeyScope")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "KeyScope"))]
 #[serde(rename_all = "lowercase")]
@@ -51,7 +52,7 @@ impl std::str::FromStr for Scope {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct StoredKey {
     pub id: String,

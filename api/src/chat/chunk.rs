@@ -11,7 +11,8 @@ use serde_json::{Map, Value};
 use super::{FinishReason, Role, Usage, lenient};
 
 /// One streamed chunk.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "Chunk")]
 #[cfg_attr(test, derive(ts_rs::TS), ts(rename = "Chunk"))]
 pub struct ChatChunk {
     #[serde(default, deserialize_with = "lenient::text")]
@@ -37,7 +38,7 @@ fn chunk_object() -> String {
     "chat.completion.chunk".into()
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ChunkChoice {
     #[serde(default, deserialize_with = "lenient::count_u32")]
@@ -57,7 +58,7 @@ pub struct ChunkChoice {
 }
 
 /// What one chunk adds to the answer.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Delta {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -80,7 +81,7 @@ pub struct Delta {
 
 /// A piece of a tool call: the first of a call has its id and name, the
 /// rest add to its arguments; `index` says which call.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ToolCallDelta {
     /// Which call; some servers (Ollama's `/v1`) leave it out and send each
@@ -106,7 +107,7 @@ pub struct ToolCallDelta {
     pub extra: Map<String, Value>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct FunctionDelta {
     #[serde(default, skip_serializing_if = "Option::is_none")]

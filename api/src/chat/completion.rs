@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use super::{Content, Message, Usage, lenient};
 
 /// A complete answer.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 pub struct Completion {
     #[serde(default, deserialize_with = "lenient::text")]
     pub id: String,
@@ -36,7 +36,7 @@ fn completion_object() -> String {
 }
 
 /// One answer of a completion (most have one).
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 pub struct Choice {
     #[serde(default, deserialize_with = "lenient::count_u32")]
     pub index: u32,
@@ -154,6 +154,20 @@ impl fmt::Display for FinishReason {
 impl Serialize for FinishReason {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(self.as_str())
+    }
+}
+
+/// A string: OpenAI's reasons, or an upstream's own kept as it came.
+impl schemars::JsonSchema for FinishReason {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "FinishReason".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "examples": ["stop", "length", "tool_calls", "content_filter", "function_call"],
+        })
     }
 }
 

@@ -10,7 +10,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     System,
@@ -39,7 +39,7 @@ impl Role {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 pub struct Message {
     pub role: Role,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -125,7 +125,7 @@ impl Message {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum Content {
     Text(String),
@@ -163,6 +163,26 @@ impl ContentPart {
             Self::Other(value) if value["type"] == "text" => value["text"].as_str(),
             _ => None,
         }
+    }
+}
+
+/// A typed part (`text`, `image_url`) or any other object with a `type`, kept whole.
+impl schemars::JsonSchema for ContentPart {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ContentPart".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let image_url = generator.subschema_for::<ImageUrl>();
+        schemars::json_schema!({
+            "type": "object",
+            "required": ["type"],
+            "properties": {
+                "type": {"type": "string"},
+                "text": {"type": "string"},
+                "image_url": image_url,
+            },
+        })
     }
 }
 
@@ -206,7 +226,7 @@ impl Serialize for ContentPart {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 pub struct ImageUrl {
     pub url: String,
     /// `detail` and anything else, passed on.
@@ -214,7 +234,7 @@ pub struct ImageUrl {
     pub extra: Map<String, Value>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 pub struct ToolCall {
     pub id: String,
     #[serde(rename = "type", default = "function_type")]
@@ -252,7 +272,7 @@ impl ToolCall {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 pub struct FunctionCall {
     pub name: String,
     pub arguments: String,
@@ -261,7 +281,7 @@ pub struct FunctionCall {
     pub extra: Map<String, Value>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 pub struct ToolDef {
     #[serde(rename = "type")]
     pub kind: String,
@@ -282,7 +302,7 @@ impl ToolDef {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 pub struct FunctionDef {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::{Message, ToolDef};
 
 /// The typed view of a chat-completions request body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct ChatRequest {
     pub model: String,
     pub messages: Vec<Message>,
@@ -59,12 +59,12 @@ impl ChatRequest {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct StreamOptions {
     pub include_usage: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum ToolChoice {
     /// `"none"`, `"auto"` or `"required"`.
@@ -74,33 +74,33 @@ pub enum ToolChoice {
     },
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct NamedFunction {
     pub name: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum Stop {
     One(String),
     Many(Vec<String>),
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct ResponseFormat {
     #[serde(rename = "type")]
     pub kind: String,
     pub json_schema: Option<JsonSchemaFormat>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct JsonSchemaFormat {
     pub name: Option<String>,
     pub schema: Option<Value>,
 }
 
 /// An embeddings request as OpenAI defines it.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct EmbeddingsRequest {
     pub model: String,
     pub input: EmbeddingInput,
@@ -108,7 +108,7 @@ pub struct EmbeddingsRequest {
     pub dimensions: Option<u32>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum EmbeddingInput {
     One(String),

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::lenient;
 
 /// Token counts as OpenAI reports them.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Usage {
     #[serde(default, deserialize_with = "lenient::count")]
@@ -34,7 +34,7 @@ pub struct Usage {
 
 /// OpenAI's `usage.completion_tokens_details`: of the completion tokens (which
 /// count them all), how many the model spent reasoning.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct CompletionTokensDetails {
     #[serde(default, deserialize_with = "lenient::count")]
@@ -49,7 +49,7 @@ pub struct CompletionTokensDetails {
 /// them all), how many the provider read from its prompt cache, and, as
 /// OpenRouter reports it, how many it wrote to the cache (Anthropic's
 /// `cache_creation_input_tokens`; OpenAI caches without a write count).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PromptTokensDetails {
     #[serde(default, deserialize_with = "lenient::count")]

@@ -108,7 +108,7 @@ pub async fn write_file(
     Ok(Json(outcome))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(optional_fields))]
 #[serde(deny_unknown_fields)]
@@ -191,7 +191,7 @@ pub async fn create(
     Ok(Json(AgentView::from(&agent)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(optional_fields))]
 #[serde(deny_unknown_fields)]
@@ -254,7 +254,7 @@ pub async fn approvals(State(app): State<Arc<App>>) -> Result<Json<List<Approval
     Ok(Json(List::new(pending)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(optional_fields))]
 #[cfg_attr(test, ts(rename = "DecideApproval"))]

@@ -90,6 +90,24 @@ impl From<AgentError> for ApiError {
     }
 }
 
+/// The body of every error outside the Anthropic routes: OpenAI's `{"error": {…}}`.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+#[schemars(rename = "OpenAiError")]
+pub struct ErrorBody {
+    pub error: ErrorObject,
+}
+
+/// What went wrong: a message for people, a `type` and `code` for programs,
+/// and the request field at fault (`param`) when there is one.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct ErrorObject {
+    pub message: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub param: Option<String>,
+    pub code: Option<String>,
+}
+
 /// One row of the table: everything a client is told about an error.
 #[derive(Debug)]
 struct Entry {
@@ -263,7 +281,15 @@ impl ApiError {
             message,
         } = self.entry();
         let kind = kind.unwrap_or_else(|| default_type(status).into());
-        json!({"error": {"message": message, "type": kind, "param": param, "code": code}})
+        let body = ErrorBody {
+            error: ErrorObject {
+                message,
+                kind,
+                param,
+                code,
+            },
+        };
+        serde_json::to_value(body).unwrap_or_else(|_| json!({"error": {"message": "request failed"}}))
     }
 
     /// Logs the whole chain: server errors as warnings, the client's as debug.

@@ -17,10 +17,11 @@ use crate::app::App;
 use crate::audit::{Action, NewEvent};
 use crate::auth::{KeyBounds, KeyError, Scope, StoredKey};
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(optional_fields))]
 #[cfg_attr(test, ts(rename = "CreateKey"))]
+#[schemars(rename = "CreateKey")]
 #[serde(deny_unknown_fields)]
 pub(super) struct Create {
     name: String,

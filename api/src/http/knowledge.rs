@@ -11,7 +11,8 @@ use serde::Serialize;
 use crate::app::App;
 use crate::knowledge::Probe;
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
+#[schemars(rename = "KnowledgeSources")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "KnowledgeSources"))]
 pub struct Sources {
@@ -19,7 +20,7 @@ pub struct Sources {
     pub menos: Option<MenosView>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MenosView {
     pub url: String,

@@ -29,9 +29,9 @@ use crate::auth::Attempt;
 /// The session key set once the password was right.
 const SIGNED_IN: &str = "signed_in";
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Login {
+pub(super) struct Login {
     password: String,
 }
 

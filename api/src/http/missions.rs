@@ -57,9 +57,9 @@ fn limit(query: &HashMap<String, String>) -> usize {
         .min(500)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct NewProposal {
+pub(super) struct NewProposal {
     #[serde(default)]
     agent: Option<String>,
     title: String,

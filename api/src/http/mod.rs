@@ -29,6 +29,7 @@ mod middleware;
 mod missions;
 mod models;
 mod notifications;
+mod openapi;
 mod operations;
 mod ops;
 mod owned;
@@ -135,6 +136,7 @@ struct Tables {
 fn tables() -> Tables {
     let open = Table::new(Access::Open)
         .route("/health", get(ops::health))
+        .route("/openapi.json", get(openapi::serve))
         .route("/auth/login", post(login::login))
         .route("/auth/logout", post(login::logout))
         .route("/auth/me", get(login::me));

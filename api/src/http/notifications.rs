@@ -24,7 +24,7 @@ use crate::notifications::Notification;
 const MAX_LIMIT: usize = crate::notifications::KEEP;
 
 /// `GET /v1/notifications`: newest first, with how many are unread.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct NotificationList {
     pub object: &'static str,
@@ -33,7 +33,7 @@ pub struct NotificationList {
 }
 
 /// `POST /v1/notifications/read`: `ids` to mark, or every one without it.
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(optional_fields))]
 #[serde(deny_unknown_fields)]
@@ -41,7 +41,7 @@ pub(super) struct MarkRead {
     ids: Option<Vec<String>>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MarkedRead {
     pub marked: usize,

@@ -148,9 +148,9 @@ pub async fn triggers(State(app): State<Arc<App>>) -> Result<Json<List<ReactionT
     Ok(Json(List::new(orch.store.triggers().await?)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct TriggerInput {
+pub(super) struct TriggerInput {
     name: String,
     condition: Value,
     proposal: Value,

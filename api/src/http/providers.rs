@@ -199,7 +199,8 @@ pub async fn list_aliases(State(app): State<Arc<App>>) -> Json<List<AliasView>> 
     Json(List::new(app.providers.aliases()))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "PutAlias")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "PutAlias"))]
 #[serde(deny_unknown_fields)]

@@ -118,10 +118,11 @@ pub async fn export(State(app): State<Arc<App>>, SessionId(id): SessionId) -> Re
     Ok(response)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(optional_fields))]
 #[cfg_attr(test, ts(rename = "SessionPatch"))]
+#[schemars(rename = "SessionPatch")]
 #[serde(deny_unknown_fields)]
 pub(super) struct Patch {
     title: Option<String>,
@@ -131,7 +132,7 @@ pub(super) struct Patch {
 
 /// A change of the session's settings: an absent field is kept, `null`
 /// clears it (back to the agent's), a value sets it.
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(optional_fields))]
 #[cfg_attr(test, ts(rename = "SessionSettingsPatch"))]

@@ -19,7 +19,7 @@ use crate::app::App;
 use crate::providers::subscription::device_login::{self, SignInView};
 use crate::providers::subscription::{self, status::SubscriptionStatus};
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct SubscriptionView {
     pub provider: String,
     #[serde(rename = "type")]
@@ -90,7 +90,7 @@ pub async fn login_state(
         .ok_or_else(|| no_sign_in(&name))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PastedCode {
     code: String,

@@ -18,7 +18,8 @@ use crate::tasks::store::{TaskRunStatus, TaskTrigger, Tokens};
 use crate::tasks::{ContextMode, ScheduleType, Task, TaskKind, TaskRun, TaskStatus};
 
 /// `{"object": "list", "data": [...]}`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "ListOf{T}")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct List<T> {
     pub object: &'static str,
@@ -32,7 +33,7 @@ impl<T> List<T> {
 }
 
 /// `GET /v1/sessions`: one page, newest first.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionPage {
     pub object: &'static str,
@@ -42,7 +43,7 @@ pub struct SessionPage {
 }
 
 /// `GET /v1/sessions/{id}`: the metadata and a page of its messages.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionDetail {
     #[serde(flatten)]
@@ -53,7 +54,7 @@ pub struct SessionDetail {
 }
 
 /// What a `DELETE` of a session or a task answers.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Deleted {
     pub id: String,
@@ -72,7 +73,7 @@ impl Deleted {
 }
 
 /// `DELETE /v1/memory/files/{agent}/{path}`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MemoryFileDeleted {
     pub agent: String,
@@ -81,7 +82,7 @@ pub struct MemoryFileDeleted {
 }
 
 /// `DELETE /v1/keys/{id}`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct KeyRevoked {
     pub id: String,
@@ -90,7 +91,7 @@ pub struct KeyRevoked {
 }
 
 /// `POST /v1/keys`: the stored key and, this once, the key itself.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct CreatedKey {
     #[serde(flatten)]
@@ -98,7 +99,7 @@ pub struct CreatedKey {
     pub key: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ToolLists {
     pub allow: Vec<String>,
@@ -106,7 +107,7 @@ pub struct ToolLists {
 }
 
 /// One agent in `/v1/agents`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct AgentView {
     pub id: String,
@@ -149,7 +150,7 @@ impl From<&AgentDef> for AgentView {
 }
 
 /// `GET /v1/agents/{id}`: the agent and its memory files.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct AgentDetail {
     #[serde(flatten)]
@@ -158,7 +159,7 @@ pub struct AgentDetail {
 }
 
 /// `POST /v1/approvals/{id}`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ApprovalDecision {
     pub id: String,
@@ -167,7 +168,7 @@ pub struct ApprovalDecision {
 }
 
 /// `GET /v1/status`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct GatewayStatus {
     pub version: &'static str,
@@ -178,14 +179,14 @@ pub struct GatewayStatus {
 
 /// `GET /health` without a key, the UI's session, or a key-less gateway: the
 /// status alone (the UI, signed in, reads [`Health`]).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct HealthSummary {
     /// `ok`, or `degraded` when a dependency is down.
     pub status: &'static str,
 }
 
 /// `GET /health`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Health {
     /// `ok`, or `degraded` when a dependency is down.
@@ -203,7 +204,7 @@ pub struct Health {
 }
 
 /// The `exec` sandbox, as `/health` reports it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ExecHealth {
     /// Files (Landlock), sockets (seccomp) and descendants (PID namespace or cgroup) are held.
@@ -220,7 +221,7 @@ pub struct ExecHealth {
 }
 
 /// `GET /auth/me`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Me {
     pub authenticated: bool,
@@ -230,7 +231,7 @@ pub struct Me {
 
 /// One entry of `GET /v1/models`: a provider's model, an alias, or an agent
 /// as `onyx:{id}` (agents carry their `name`).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ModelView {
     pub id: String,
@@ -255,7 +256,7 @@ impl From<ModelEntry> for ModelView {
 }
 
 /// A scheduled task as the API shows it (`running` instead of the lease).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct TaskView {
     pub id: String,
@@ -310,7 +311,7 @@ impl From<&Task> for TaskView {
 }
 
 /// One run of a task.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct RunView {
     pub id: String,
@@ -355,7 +356,7 @@ impl From<&TaskRun> for RunView {
 }
 
 /// `POST /v1/sessions/{id}/compact`: what compacting did.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct CompactionReport {
     /// `false`: the session was too short to compact.
@@ -369,7 +370,7 @@ pub struct CompactionReport {
 }
 
 /// What `x_onyx` in an agent's streamed chat chunk says about tool activity.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolActivity {

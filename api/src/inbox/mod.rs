@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::clock::now_stamp;
 use crate::storage::{Db, DbError};
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct InboxMessage {
     pub id: String,

@@ -44,7 +44,8 @@ pub struct SearchResults {
 }
 
 /// What the last look at menos found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "MenosProbe")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "MenosProbe"))]
 pub struct Probe {

@@ -57,7 +57,7 @@ pub struct McpClients {
 }
 
 /// A server as the API, `/health` and the UI show it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct McpServerView {
@@ -93,7 +93,7 @@ pub struct McpServerView {
     pub tools: Vec<McpToolView>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct McpToolView {

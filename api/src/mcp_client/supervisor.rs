@@ -23,7 +23,7 @@ const STABLE_AFTER: Duration = Duration::from_secs(60);
 /// How long a server gets to exit when it is stopped.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum ServerState {

@@ -112,7 +112,8 @@ impl Settings {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "MemoryStatus")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "MemoryStatus"))]
 pub struct Status {
@@ -125,7 +126,7 @@ pub struct Status {
 }
 
 /// The in-process search index this replica answers from.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SearchIndexInfo {
     /// `ready`, or `loading` (searches wait for it).
@@ -141,7 +142,7 @@ pub struct SearchIndexInfo {
     pub budget_bytes: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct EmbedderInfo {
     pub kind: Option<&'static str>,

@@ -14,7 +14,8 @@ use super::resident::{Query, Shown, analyzer};
 const SNIPPET_CHARS: usize = 300;
 const HIGHLIGHT: &str = "**";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "SearchMode")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "SearchMode"))]
 #[serde(rename_all = "lowercase")]
@@ -35,7 +36,7 @@ impl Mode {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Hit {
     pub agent: String,

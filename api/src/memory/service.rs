@@ -82,7 +82,7 @@ pub struct Memory {
     pub(super) segments: SegmentCache,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct FileInfo {
     pub agent: String,
@@ -92,7 +92,7 @@ pub struct FileInfo {
     pub indexed: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct FileContent {
     pub agent: String,
@@ -101,7 +101,7 @@ pub struct FileContent {
     pub etag: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct WriteOutcome {
     pub agent: String,
@@ -124,7 +124,7 @@ pub enum NoteTarget {
     Curated,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SearchResults {
     pub object: &'static str,

@@ -30,7 +30,7 @@ const LIVENESS_EVERY: Duration = Duration::from_secs(30);
 const SNAPSHOT_EVERY: Duration = Duration::from_secs(60);
 
 /// What a comparison with the files changed.
-#[derive(Debug, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Default, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SyncReport {
     pub files: usize,

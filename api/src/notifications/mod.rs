@@ -35,7 +35,7 @@ const BATCH: usize = 200;
 /// The longest text a notification carries (the session or run has the rest).
 const MAX_BODY_CHARS: usize = 500;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum NotificationKind {
@@ -47,7 +47,7 @@ pub enum NotificationKind {
     Approval,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Notification {
     /// UUIDv7: sorts by time; the SSE event id.

@@ -124,7 +124,7 @@ struct Totals {
 }
 
 /// What the status page shows.
-#[derive(Debug, Clone, Copy, serde::Serialize)]
+#[derive(Debug, Clone, Copy, serde::Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Counters {
     pub requests: u64,

@@ -13,7 +13,7 @@ use tracing_subscriber::layer::Context;
 
 const KEEP: usize = 1000;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct LogLine {
     pub ts: String,

@@ -15,7 +15,7 @@ use super::reactive::ReactionOutcome;
 use super::{OrchestrationError, Orchestrator};
 
 /// What one heartbeat did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct HeartbeatReport {
     /// Steps found stale and queued again or failed.

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Where a proposal stands.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum ProposalStatus {
@@ -33,7 +33,7 @@ impl std::fmt::Display for ProposalStatus {
 
 /// Where a mission or one of its steps stands: queued, running (a step
 /// under a lease), then one of the three ends.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum WorkStatus {
@@ -80,7 +80,7 @@ impl std::fmt::Display for WorkStatus {
 }
 
 /// Where a reaction stands.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum ReactionStatus {
@@ -96,7 +96,7 @@ pub enum ReactionStatus {
 }
 
 /// One step a proposal asks for: which agent does what kind of work.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ProposedStep {
     /// What kind of work (`analyze`, `write_content`, `diagnose`, …): gates
@@ -113,7 +113,7 @@ pub struct ProposedStep {
     pub after: Option<Vec<usize>>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Proposal {
     pub key: String,
@@ -135,7 +135,7 @@ pub struct Proposal {
     pub decided_at: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Mission {
     pub key: String,
@@ -150,7 +150,7 @@ pub struct Mission {
     pub finished_at: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Step {
     pub key: String,
@@ -196,7 +196,8 @@ impl Step {
 }
 
 /// The audit trail: everything the loop does is an event.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "OpsEvent")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "OpsEvent"))]
 pub struct Event {
@@ -212,7 +213,8 @@ pub struct Event {
 }
 
 /// When events of a kind (and tags, and payload values) appear, propose work.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "TriggerRule")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "TriggerRule"))]
 pub struct ReactionTrigger {
@@ -234,7 +236,7 @@ pub struct ReactionTrigger {
 }
 
 /// Work one agent is to do because of another's event (the reaction matrix).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Reaction {
     pub key: String,
@@ -251,7 +253,7 @@ pub struct Reaction {
     pub created_at: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Review {
     pub key: String,

@@ -225,7 +225,7 @@ async fn queue_reactions(orch: &Arc<Orchestrator>, event: &Event) -> Result<(), 
 }
 
 /// What became of one queued reaction.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ReactionOutcome {
     pub reaction: String,

@@ -42,7 +42,7 @@ pub fn name(level: u8) -> &'static str {
 }
 
 /// A review as submitted.
-#[derive(Debug, Clone, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReviewInput {
     pub summary: String,

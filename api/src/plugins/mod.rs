@@ -121,7 +121,8 @@ fn allow_list(settings: &Value, name: &str) -> Result<AllowList, PluginError> {
     Ok(AllowList::new(users))
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "PluginPhase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "PluginPhase"))]
 #[serde(rename_all = "lowercase")]
@@ -146,7 +147,7 @@ impl Phase {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PluginStatus {
     pub name: String,

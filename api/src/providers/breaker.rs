@@ -31,7 +31,8 @@ impl Ticks for SystemTicks {
 }
 
 /// The state of a circuit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "CircuitState")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "CircuitState"))]
 #[serde(rename_all = "snake_case")]
@@ -53,7 +54,7 @@ impl CircuitState {
 }
 
 /// A circuit as `/health` and `/v1/providers` show it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct CircuitView {

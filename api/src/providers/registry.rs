@@ -26,7 +26,8 @@ use crate::secrets::{Vault, hint};
 const RELOAD_EVERY: Duration = Duration::from_secs(30);
 
 /// Where a provider came from.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "ProviderSource")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "ProviderSource"))]
 #[serde(rename_all = "lowercase")]
@@ -41,7 +42,7 @@ pub enum Source {
 }
 
 /// A provider as `/v1/providers` shows it: secrets as hints only.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ProviderView {
@@ -87,7 +88,7 @@ pub struct ProviderView {
 }
 
 /// A provider's `circuitBreaker` settings as `/v1/providers` shows them.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct BreakerSettingsView {
@@ -97,7 +98,7 @@ pub struct BreakerSettingsView {
 }
 
 /// An alias as `/v1/aliases` shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct AliasView {

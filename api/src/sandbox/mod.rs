@@ -95,6 +95,8 @@ pub struct Policy {
 /// What the kernel offers, as the helper found it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "SandboxSupport")]
 #[cfg_attr(test, derive(ts_rs::TS), ts(rename = "SandboxSupport"))]
 pub struct Support {
     /// Agent-named files are opened with openat2 (else an `O_NOFOLLOW` walk, as safe, slower).

@@ -8,7 +8,7 @@ use crate::config::PermissionMode;
 use crate::providers::types::{Content, Message, Role};
 
 /// One message of a session log, as a JSONL line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct LogMessage {
     /// RFC 3339 UTC.
@@ -148,7 +148,8 @@ impl LogMessage {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "SessionStatus")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "SessionStatus"))]
 #[serde(rename_all = "lowercase")]
@@ -158,7 +159,7 @@ pub enum Status {
 }
 
 /// A session's metadata (the `session` table; rebuildable from the log).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionMeta {
     pub id: String,
@@ -182,7 +183,7 @@ pub struct SessionMeta {
 /// A session's own model, reasoning effort and permission mode, applied to
 /// every later turn of it (`RunRequest::apply_session_settings`). Unset: the
 /// agent's. The mode is never above the agent's own.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -197,7 +198,7 @@ pub struct SessionSettings {
 }
 
 /// How hard a reasoning model thinks (the chat request's `reasoning_effort`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum ReasoningEffort {

@@ -34,7 +34,7 @@ pub enum SkillError {
 }
 
 /// A skill as listed: what the prompt shows, where it lives, its files.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct SkillSummary {
@@ -47,7 +47,7 @@ pub struct SkillSummary {
 }
 
 /// A skill with its `SKILL.md` as written.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct Skill {

@@ -56,7 +56,7 @@ fn invalid(param: &'static str, message: impl Into<String>) -> TaskError {
 }
 
 /// What a new task is made from (the API's body, or `schedule_task`'s arguments).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(optional_fields))]
 #[serde(deny_unknown_fields)]
@@ -73,7 +73,7 @@ pub struct NewTask {
 }
 
 /// A change to a task; absent fields stay as they are.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(optional_fields))]
 #[serde(deny_unknown_fields)]

@@ -15,7 +15,7 @@ use super::schedule::ScheduleType;
 use crate::lease::{self, Lease, Leases, Renewals};
 use crate::storage::{Db, DbError};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum ContextMode {
@@ -25,7 +25,7 @@ pub enum ContextMode {
     Main,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum TaskStatus {
@@ -60,7 +60,7 @@ impl TaskStatus {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum TaskKind {
@@ -126,7 +126,8 @@ const TASK_FIELDS: &str = "key, agent, name, prompt, kind, schedule_type, schedu
     deliver_to, status, next_run, last_run, last_status, last_error, consecutive_failures, created_at, updated_at, \
     created_by, lease_owner, lease_until, lease_run, lease_token";
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "RunStatus")]
 #[cfg_attr(test, derive(ts_rs::TS), ts(rename = "RunStatus"))]
 #[serde(rename_all = "lowercase")]
 pub enum TaskRunStatus {
@@ -142,7 +143,8 @@ pub enum TaskRunStatus {
     Unknown(String),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "Trigger")]
 #[cfg_attr(test, derive(ts_rs::TS), ts(rename = "Trigger"))]
 #[serde(rename_all = "kebab-case")]
 pub enum TaskTrigger {
@@ -153,7 +155,7 @@ pub enum TaskTrigger {
     CatchUp,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Tokens {
     pub prompt: u64,

@@ -492,7 +492,7 @@ pub async fn sweep(db: &Db) -> Result<usize, DbError> {
 }
 
 /// What a scope has spent and reserved in its current windows (for the UI).
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Spent {
     pub today_usd: f64,

@@ -173,7 +173,8 @@ impl Meter {
 }
 
 /// A limited scope, its limits and its spend in the current windows.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+#[schemars(rename = "UsageLimitStatus")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "UsageLimitStatus"))]
 pub struct LimitStatus {

@@ -6,7 +6,8 @@ use serde_json::json;
 
 use crate::storage::{Db, DbError};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "UsageGroupBy")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "UsageGroupBy"))]
 #[serde(rename_all = "lowercase")]
@@ -57,7 +58,8 @@ pub struct UsageQuery {
 }
 
 /// One group's totals.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "UsageRow")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "UsageRow"))]
 pub struct ReportRow {
@@ -77,7 +79,8 @@ pub struct ReportRow {
     pub unpriced_requests: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "UsageReport")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(rename = "UsageReport"))]
 pub struct Report {

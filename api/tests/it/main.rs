@@ -43,6 +43,7 @@ mod messages;
 mod missions;
 mod notifications;
 mod observability;
+mod openapi;
 mod plugins;
 mod projects;
 mod prompt_cache;

@@ -17,7 +17,8 @@ use crate::lease::{self, Lease, Leases, Renewals};
 use crate::sessions::LogMessage;
 use crate::storage::{Db, DbError};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "AgentRunStatus")]
 #[cfg_attr(test, derive(ts_rs::TS), ts(rename = "AgentRunStatus"))]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
@@ -56,7 +57,7 @@ impl RunStatus {
 }
 
 /// One agent run as the API shows it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct AgentRun {
     pub id: String,

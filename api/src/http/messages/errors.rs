@@ -21,7 +21,32 @@ pub fn from_openai(status: StatusCode, body: &Value) -> Value {
     let message = error["message"].as_str().unwrap_or("request failed");
     // By status, as Anthropic's SDKs classify errors (an OpenAI `type` says less).
     let kind = error_type_for_status(status.as_u16());
-    json!({"type": "error", "error": {"type": kind, "message": message}})
+    let body = AnthropicError {
+        kind: "error",
+        error: AnthropicErrorObject {
+            kind: kind.to_string(),
+            message: message.to_string(),
+        },
+    };
+    serde_json::to_value(body).unwrap_or_else(|_| json!({"type": "error"}))
+}
+
+/// The body of every error on the `/v1/messages*` routes.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct AnthropicError {
+    /// Always `error`.
+    #[serde(rename = "type")]
+    #[schemars(extend("const" = "error"))]
+    pub kind: &'static str,
+    pub error: AnthropicErrorObject,
+}
+
+/// Anthropic's error `type` (`invalid_request_error`, `authentication_error`, …) and message.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct AnthropicErrorObject {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub message: String,
 }
 
 /// An error that ends a stream whose headers are sent (`event: error`'s data).

@@ -94,7 +94,7 @@ pub struct State {
 
 /// What the resident index takes in memory, by part (bytes, capacities
 /// counted: what the allocator holds for it).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ResidentBytes {
     /// The chunks' vectors (8-bit rows and their scales).

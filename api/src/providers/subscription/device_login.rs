@@ -36,7 +36,7 @@ pub fn sign_in_command(cli: &str) -> (&'static [&'static str], &'static str) {
 }
 
 /// A sign-in as the Config page shows it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct SignInView {
     pub provider: String,
     pub cli: &'static str,

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// What the UI and `GET /v1/subscriptions` show for one CLI.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SubscriptionStatus {
     /// `claude`, `codex` or `copilot`.
     pub cli: &'static str,
