@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 import { ONYX, hashPassword, killAll, launchBrowser, newContext, signIn, startOnyx, startProcess, stopOnyx } from './harness.mjs';
 
@@ -18,6 +19,11 @@ const FAKES = process.env.FAKE_UPSTREAM_BIN;
 const KEY = 'onyx_sk_session_settings_test_key_01';
 const FAKE_KEY = 'sk-fake-upstream-key-0001';
 const PASSWORD = 'one conversation, its own model';
+
+// Screenshots, kept as test artifacts beside the other UI suites'.
+const ARTIFACTS = fileURLToPath(new URL('../../tests/artifacts/ui/', import.meta.url));
+mkdirSync(ARTIFACTS, { recursive: true });
+const shot = (page, name) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 
 let browser, home, onyx, fakes;
 const violations = [];
@@ -122,6 +128,7 @@ test('a conversation gets its own model, effort and a stricter mode, which its n
 	await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
 	const badge = page.getByTestId('session-overrides');
 	for (const label of ['model openai/fake-echo', 'effort high', 'mode safe']) await badge.getByText(label).waitFor();
+	await shot(page, 'chat-session-settings');
 
 	// The PATCH landed: the API reads the same settings back.
 	const stored = await api('GET', `/v1/sessions/${session}?limit=1`);
