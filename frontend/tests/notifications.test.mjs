@@ -9,13 +9,9 @@
 // message's link opens that conversation. Needs ONYX_BIN and FAKE_UPSTREAM_BIN (set by
 // tests/run) and /usr/bin/chromium.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { ONYX, hashPassword, killAll, launchBrowser, newContext, signIn, startOnyx, startProcess, stopOnyx } from './harness.mjs';
+import { ONYX, finish, hashPassword, launchBrowser, newContext, scratchHome, signIn, startFakes, startOnyx } from './harness.mjs';
 
-const FAKES = process.env.FAKE_UPSTREAM_BIN;
 const KEY = 'onyx_sk_notifications_test_key_01234';
 const FAKE_KEY = 'sk-fake-upstream-key-0001';
 const PASSWORD = 'agents that speak first';
@@ -24,11 +20,9 @@ let browser, home, onyx;
 const violations = [];
 
 before(async () => {
-	assert.ok(ONYX && FAKES, 'ONYX_BIN and FAKE_UPSTREAM_BIN must be set (tests/run does)');
-	const started = await startProcess(FAKES, ['--key', FAKE_KEY], {}, /^(\{.*\})$/);
-	const fakes = JSON.parse(started.match[1]);
-	home = mkdtempSync(join(tmpdir(), 'onyx-notifications-'));
-	mkdirSync(join(home, 'data'), { recursive: true });
+	assert.ok(ONYX, 'ONYX_BIN must be set (tests/run does)');
+	const fakes = await startFakes(FAKE_KEY);
+	home = scratchHome('onyx-notifications-');
 	onyx = await startOnyx(
 		`{
 		gateway: { auth: { apiKeys: ["${KEY}"], passwordHash: "${hashPassword(PASSWORD)}" } },
@@ -44,10 +38,7 @@ before(async () => {
 });
 
 after(async () => {
-	await browser?.close();
-	if (onyx) await stopOnyx(onyx);
-	killAll();
-	if (home) rmSync(home, { recursive: true, force: true });
+	await finish({ browser, onyx, home });
 });
 
 /** `method path` on Onyx with the test key; the response. */

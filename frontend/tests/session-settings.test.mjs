@@ -8,14 +8,12 @@
 // mode was lowered behind the page's back (nothing stored changes). Needs
 // ONYX_BIN and FAKE_UPSTREAM_BIN (set by tests/run) and /usr/bin/chromium.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
-import { ONYX, hashPassword, killAll, launchBrowser, newContext, signIn, startOnyx, startProcess, stopOnyx } from './harness.mjs';
+import { ONYX, finish, hashPassword, launchBrowser, newContext, scratchHome, signIn, startFakes, startOnyx } from './harness.mjs';
 
-const FAKES = process.env.FAKE_UPSTREAM_BIN;
 const KEY = 'onyx_sk_session_settings_test_key_01';
 const FAKE_KEY = 'sk-fake-upstream-key-0001';
 const PASSWORD = 'one conversation, its own model';
@@ -29,19 +27,14 @@ let browser, home, onyx, fakes;
 const violations = [];
 
 before(async () => {
-	assert.ok(ONYX && FAKES, 'ONYX_BIN and FAKE_UPSTREAM_BIN must be set (tests/run does)');
-	const started = await startProcess(FAKES, ['--key', FAKE_KEY], {}, /^(\{.*\})$/);
-	fakes = JSON.parse(started.match[1]);
-	home = mkdtempSync(join(tmpdir(), 'onyx-session-settings-'));
-	mkdirSync(join(home, 'data'), { recursive: true });
+	assert.ok(ONYX, 'ONYX_BIN must be set (tests/run does)');
+	fakes = await startFakes(FAKE_KEY);
+	home = scratchHome('onyx-session-settings-');
 	onyx = await startOnyx(
 		`{
 		gateway: { auth: { apiKeys: ["${KEY}"], passwordHash: "${hashPassword(PASSWORD)}" } },
 		providers: { openai: { type: "openai", baseUrl: "${fakes.openai}", apiKey: "${FAKE_KEY}" } },
-		agents: {
-			defaults: { model: "openai/fake-script", permissionMode: "allow-all" },
-			list: [{ id: "main", default: true }, { id: "careful", permissionMode: "ask" }],
-		},
+		agents: { list: [{ id: "careful", default: true, model: "openai/fake-script", permissionMode: "ask" }] },
 	}`,
 		home
 	);
@@ -49,10 +42,7 @@ before(async () => {
 });
 
 after(async () => {
-	await browser?.close();
-	if (onyx) await stopOnyx(onyx);
-	killAll();
-	if (home) rmSync(home, { recursive: true, force: true });
+	await finish({ browser, onyx, home });
 	assert.deepEqual(violations, [], 'no page may break the Content-Security-Policy');
 });
 
@@ -164,7 +154,7 @@ test('a conversation gets its own model, effort and a stricter mode, which its n
 });
 
 test('a mode the agent no longer allows is refused in the server’s words, and nothing stored changes', async () => {
-	await api('POST', '/v1/agents', { id: 'lowered', permission_mode: 'allow-all' });
+	await api('POST', '/v1/agents', { id: 'lowered', model: 'openai/fake-script', permission_mode: 'allow-all' });
 	const { context, page } = await chatPage();
 	await page.getByLabel('Agent or model').selectOption('onyx:lowered');
 	await say(page, 'before the change');
