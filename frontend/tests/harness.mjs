@@ -5,7 +5,8 @@
 // Not a test file itself (node --test runs only `*.test.mjs`).
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { chromium } from 'playwright-core';
@@ -97,4 +98,27 @@ export async function signIn(page, password) {
 	await page.getByLabel('Password').fill(password);
 	await page.getByRole('button', { name: 'Sign in' }).click();
 	await page.locator('nav[aria-label=Main]').waitFor({ state: 'attached' });
+}
+
+/** Starts the fake upstreams (`FAKE_UPSTREAM_BIN`), which want `key`; their base URLs by protocol. */
+export async function startFakes(key) {
+	const bin = process.env.FAKE_UPSTREAM_BIN;
+	assert.ok(bin, 'FAKE_UPSTREAM_BIN must be set (tests/run does)');
+	const started = await startProcess(bin, ['--key', key], {}, /^(\{.*\})$/);
+	return JSON.parse(started.match[1]);
+}
+
+/** A fresh directory for one suite's Onyx (its home, with `data/` made). */
+export function scratchHome(prefix) {
+	const home = mkdtempSync(join(tmpdir(), prefix));
+	mkdirSync(join(home, 'data'), { recursive: true });
+	return home;
+}
+
+/** A suite's end: the browser closed, Onyx stopped, every started process killed, the home removed. */
+export async function finish({ browser, onyx, home }) {
+	await browser?.close();
+	if (onyx) await stopOnyx(onyx);
+	killAll();
+	if (home) rmSync(home, { recursive: true, force: true });
 }

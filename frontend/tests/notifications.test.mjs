@@ -4,16 +4,14 @@
 // that starts waiting each raise the layout's unread badge and appear in its
 // panel, on whatever page is open; once the owner allows it (a button, never
 // a prompt on load) each also becomes a browser notification; marking all
-// read clears the badge. Needs ONYX_BIN and FAKE_UPSTREAM_BIN (set by
+// read clears the badge. A message into the conversation open on the Chat
+// page shows in its transcript as it arrives (in full, and read), and a
+// message's link opens that conversation. Needs ONYX_BIN and FAKE_UPSTREAM_BIN (set by
 // tests/run) and /usr/bin/chromium.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { ONYX, hashPassword, killAll, launchBrowser, newContext, signIn, startOnyx, startProcess, stopOnyx } from './harness.mjs';
+import { ONYX, finish, hashPassword, launchBrowser, newContext, scratchHome, signIn, startFakes, startOnyx } from './harness.mjs';
 
-const FAKES = process.env.FAKE_UPSTREAM_BIN;
 const KEY = 'onyx_sk_notifications_test_key_01234';
 const FAKE_KEY = 'sk-fake-upstream-key-0001';
 const PASSWORD = 'agents that speak first';
@@ -22,11 +20,9 @@ let browser, home, onyx;
 const violations = [];
 
 before(async () => {
-	assert.ok(ONYX && FAKES, 'ONYX_BIN and FAKE_UPSTREAM_BIN must be set (tests/run does)');
-	const started = await startProcess(FAKES, ['--key', FAKE_KEY], {}, /^(\{.*\})$/);
-	const fakes = JSON.parse(started.match[1]);
-	home = mkdtempSync(join(tmpdir(), 'onyx-notifications-'));
-	mkdirSync(join(home, 'data'), { recursive: true });
+	assert.ok(ONYX, 'ONYX_BIN must be set (tests/run does)');
+	const fakes = await startFakes(FAKE_KEY);
+	home = scratchHome('onyx-notifications-');
 	onyx = await startOnyx(
 		`{
 		gateway: { auth: { apiKeys: ["${KEY}"], passwordHash: "${hashPassword(PASSWORD)}" } },
@@ -42,10 +38,7 @@ before(async () => {
 });
 
 after(async () => {
-	await browser?.close();
-	if (onyx) await stopOnyx(onyx);
-	killAll();
-	if (home) rmSync(home, { recursive: true, force: true });
+	await finish({ browser, onyx, home });
 });
 
 /** `method path` on Onyx with the test key; the response. */
@@ -171,6 +164,49 @@ test('the browser is asked only when the owner clicks the button', async () => {
 	assert.equal(await page.evaluate(() => window.__asked), 0, 'not asked on load');
 	await allow.click();
 	await page.waitForFunction(() => window.__asked === 1);
+	await context.close();
+	assert.deepEqual(violations, []);
+});
+
+test('a message into the conversation open on the Chat page shows there in full, read, and its link opens it', async () => {
+	const context = await newContext(browser, violations);
+	const page = await context.newPage();
+	let reloads = 0;
+	page.on('load', () => (reloads += 1));
+	await page.goto(onyx.url);
+	await signIn(page, PASSWORD);
+	await page.getByLabel('Agent or model').selectOption('onyx:main');
+	await page.getByLabel('Message').fill('keep me posted');
+	await page.getByRole('button', { name: 'Send' }).click();
+	await page.locator('[data-role=assistant]').filter({ hasText: 'echo: keep me posted' }).waitFor();
+	await page.waitForURL(/\?session=/);
+	const session = new URL(page.url()).searchParams.get('session');
+
+	// Into another session: not this conversation's.
+	const other = (await turn('main', 'script: say elsewhere')).headers.get('x-onyx-session-id');
+	await turn('main', `script: send_message {"to": "session:${other}", "text": "for the other chat"} ; answer`);
+	// Into this one, longer than a notification's body keeps.
+	const long = `the deploy finished. ${'All checks green. '.repeat(40)}End of report.`;
+	await turn('main', `script: send_message {"to": "session:${session}", "text": "${long}"} ; answer`);
+	const shown = page.locator('[data-role=assistant]').filter({ hasText: 'the deploy finished.' });
+	await shown.waitFor();
+	assert.match(await shown.innerText(), /End of report\.$/m, 'the whole message, not the cut notification body');
+	assert.equal(await page.locator('[data-role=assistant]').filter({ hasText: 'for the other chat' }).count(), 0);
+	assert.equal(reloads, 1, 'arrived without a reload');
+
+	// Seen where it was sent: read, so only the other session's message stays unread.
+	await badgeSays(page, 1);
+	const list = await (await api('GET', '/v1/notifications?limit=2')).json();
+	assert.deepEqual(
+		list.data.map((n) => [n.link, n.read]),
+		[[`/sessions/${session}`, true], [`/sessions/${other}`, false]]
+	);
+
+	// The notification's link opens the conversation on the Chat page.
+	await page.goto(`${onyx.url}/sessions/${session}`);
+	await page.waitForURL(`${onyx.url}/?session=${session}`);
+	await page.locator('[data-role=assistant]').filter({ hasText: 'End of report.' }).waitFor();
+	await page.locator('[data-role=assistant]').filter({ hasText: 'echo: keep me posted' }).waitFor();
 	await context.close();
 	assert.deepEqual(violations, []);
 });

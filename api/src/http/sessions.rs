@@ -143,7 +143,10 @@ pub(super) struct SettingsPatch {
     #[serde(default, deserialize_with = "present")]
     reasoning_effort: Option<Option<ReasoningEffort>>,
     #[serde(default, deserialize_with = "present")]
-    #[cfg_attr(test, ts(type = "\"safe\" | \"ask\" | \"allow-all\" | null"))]
+    #[cfg_attr(
+        test,
+        ts(optional = nullable, type = "\"safe\" | \"ask\" | \"allow-all\" | null")
+    )]
     permission_mode: Option<Option<PermissionMode>>,
 }
 

@@ -1,9 +1,13 @@
 // The notifications the layout shows on every page: the newest few and the
 // unread count, read once and then kept current from the server's stream
 // (no reload). Once the owner allows it (a button; never asked on load),
-// each new one is also shown by the browser's Notification API.
-import { listNotifications, markRead, STREAM } from '$lib/api/notifications';
-import type { Notification as Item } from '$lib/api/types';
+// each new one is also shown by the browser's Notification API. Pages that
+// show some of them in place (the Chat page, a message into its open
+// session) subscribe with `onArrival`; the layout hands the one instance
+// down as a context (`followed`).
+import { getContext, setContext } from 'svelte';
+import { listNotifications, markRead, STREAM } from './api/notifications';
+import type { Notification as Item } from './api/types';
 
 const KEPT = 20;
 
@@ -20,6 +24,7 @@ export class Notifications {
 	unread = $state(0);
 	permission = $state<Permission>(permissionNow());
 	#source: EventSource | null = null;
+	#listeners = new Set<(item: Item) => void>();
 
 	/** Reads the newest, then follows the stream; returns the way to stop. */
 	start(): () => void {
@@ -47,6 +52,7 @@ export class Notifications {
 		if (this.items.some((i) => i.id === item.id)) return;
 		this.items = [item, ...this.items].slice(0, KEPT);
 		if (!item.read) this.unread += 1;
+		for (const listener of this.#listeners) listener(item);
 		if (this.permission === 'granted') {
 			const shown = new window.Notification(item.title, { body: item.body, tag: item.id });
 			shown.onclick = () => {
@@ -54,6 +60,14 @@ export class Notifications {
 				window.location.assign(item.link);
 			};
 		}
+	}
+
+	/** Calls `listener` with each notification that arrives live; returns the way to stop. */
+	onArrival(listener: (item: Item) => void): () => void {
+		this.#listeners.add(listener);
+		return () => {
+			this.#listeners.delete(listener);
+		};
 	}
 
 	/** Asks the browser for permission (only when the owner clicks). */
@@ -76,4 +90,18 @@ export class Notifications {
 		this.items = this.items.map((i) => (i.id === item.id ? { ...i, read: true } : i));
 		this.unread = marked.unread;
 	}
+}
+
+const KEY = Symbol('notifications');
+
+/** Makes the layout's instance the one its pages reach with `followed`. */
+export const provide = (notifications: Notifications) => setContext(KEY, notifications);
+
+/** The layout's instance (undefined outside it, as in a unit test). */
+export const followed = () => getContext<Notifications | undefined>(KEY);
+
+/** The web session a `message` notification was sent into (its link is `/sessions/{id}`). */
+export function sessionOf(item: Item): string | null {
+	const match = item.kind === 'message' ? /^\/sessions\/([^/?#]+)$/.exec(item.link) : null;
+	return match ? decodeURIComponent(match[1]) : null;
 }

@@ -1,8 +1,10 @@
-// /v1/agents: list, create from the templates, change, workspace files.
+// /v1/agents: list, one agent, create from the templates, change, workspace files.
 import { get, patch, post, put, segment } from './client';
-import type { AgentView, CreateAgent, FileContent, List, PatchAgent, WriteOutcome } from './types';
+import type { AgentDetail, AgentView, CreateAgent, FileContent, List, PatchAgent, WriteOutcome } from './types';
 
 export const listAgents = () => get<List<AgentView>>('/v1/agents');
+
+export const getAgent = (id: string) => get<AgentDetail>(`/v1/agents/${segment(id)}`);
 
 export const createAgent = (agent: CreateAgent) => post<AgentView>('/v1/agents', agent);
 

@@ -5,4 +5,4 @@ import type { ReasoningEffort } from "./ReasoningEffort";
  * A change of the session's settings: an absent field is kept, `null`
  * clears it (back to the agent's), a value sets it.
  */
-export type SessionSettingsPatch = { model?: string | null, reasoning_effort?: ReasoningEffort | null, permission_mode: "safe" | "ask" | "allow-all" | null, };
+export type SessionSettingsPatch = { model?: string | null, reasoning_effort?: ReasoningEffort | null, permission_mode?: "safe" | "ask" | "allow-all" | null, };

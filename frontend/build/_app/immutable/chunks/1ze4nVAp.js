@@ -1,1 +1,0 @@
-import{a as e,c as t,d as n,l as r,o as i}from"./BwVy1UMs.js";var a=()=>e(`/v1/agents`),o=e=>t(`/v1/agents`,e),s=(e,t)=>i(`/v1/agents/${n(e)}`,t),c=(t,r)=>e(`/v1/agents/${n(t)}/files/${n(r)}`),l=(e,t,i)=>r(`/v1/agents/${n(e)}/files/${n(t)}`,{content:i}),u=async()=>(await a()).data.map(e=>e.id);export{s as a,c as i,o as n,l as o,a as r,u as t};

@@ -1,1 +1,0 @@
-import{a as e,d as t,o as n,r,u as i}from"./BwVy1UMs.js";var a=(t={})=>e(`/v1/sessions${i({limit:100,...t,q:t.q?.trim()})}`),o=(n,r=1e3)=>e(`/v1/sessions/${t(n)}${i({limit:r})}`),s=(e,r)=>n(`/v1/sessions/${t(e)}`,r),c=e=>r(`/v1/sessions/${t(e)}`),l=e=>`/v1/sessions/${t(e)}/export`;export{s as a,a as i,l as n,o as r,c as t};

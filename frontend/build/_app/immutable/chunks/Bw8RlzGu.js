@@ -1,0 +1,1 @@
+import{a as e,c as t,d as n,l as r,o as i}from"./BwVy1UMs.js";var a=()=>e(`/v1/agents`),o=t=>e(`/v1/agents/${n(t)}`),s=e=>t(`/v1/agents`,e),c=(e,t)=>i(`/v1/agents/${n(e)}`,t),l=(t,r)=>e(`/v1/agents/${n(t)}/files/${n(r)}`),u=(e,t,i)=>r(`/v1/agents/${n(e)}/files/${n(t)}`,{content:i}),d=async()=>(await a()).data.map(e=>e.id);export{l as a,a as i,s as n,c as o,o as r,u as s,d as t};

@@ -1,0 +1,1 @@
+import{n as e}from"../chunks/XKyaHtl9.js";import{r as t}from"../chunks/Dt-HX3Vu.js";function n(e,n){throw new t(e,n.toString())}var r=e({load:()=>i}),i=({params:e})=>n(307,`/?session=${encodeURIComponent(e.id)}`);export{r as universal};
