@@ -11,8 +11,10 @@
 //! `$OLLAMA_HOST` (or 127.0.0.1:11434) with `nomic-embed-text`. With
 //! `--dataset` (e.g. `bench/data/memory-recall`) it scores hits by evidence
 //! lines instead (`onyx_bench::recall`); `--slice` keeps the dataset's small part,
-//! `--dump` writes every hit list to a file. `--embedder local --model-dir DIR`
-//! runs the built-in embedder over the all-MiniLM-L6-v2 files in DIR.
+//! `--dump` writes every hit list to a file, with each question's text, kind
+//! and evidence (for recomputing fusions offline). `--embedder local
+//! --model-dir DIR` runs the built-in embedder over the all-MiniLM-L6-v2 files
+//! in DIR.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -403,7 +403,11 @@ pub async fn evaluate<B: Backend>(
                     })
                     .collect();
                 dumped.push_str(
-                    &serde_json::json!({"id": q.id, "mode": mode_name(mode), "hits": hits}).to_string(),
+                    &serde_json::json!({"id": q.id, "mode": mode_name(mode), "kind": q.kind,
+                        "question": q.question, "evidence": q.evidence.iter()
+                            .map(|e| serde_json::json!([e.path, e.start, e.end])).collect::<Vec<_>>(),
+                        "hits": hits})
+                    .to_string(),
                 );
                 dumped.push('\n');
             }

