@@ -78,7 +78,7 @@ pub struct RawToolPolicy {
 }
 
 /// Serialized as the config spells it (`safe`, `ask`, `allow-all`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum PermissionMode {
     Safe,
