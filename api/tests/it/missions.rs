@@ -423,11 +423,18 @@ async fn next_event(response: &mut reqwest::Response, buffer: &mut String) -> Op
 async fn the_event_stream_carries_new_events_and_ends_at_shutdown() {
     let fakes = Fakes::start().await;
     let onyx = Onyx::start(Some(&config(&fakes).build()), &[]).await;
-    let mut response = onyx.get("/v1/events/stream?type=proposal.created").send().await.unwrap();
+    let mut response = onyx
+        .get("/v1/events/stream?type=proposal.created")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let mut buffer = String::new();
-    assert_eq!(next_event(&mut response, &mut buffer).await.unwrap()["type"], "ready");
+    assert_eq!(
+        next_event(&mut response, &mut buffer).await.unwrap()["type"],
+        "ready"
+    );
 
     let proposal = propose(
         &onyx,
@@ -443,6 +450,10 @@ async fn the_event_stream_carries_new_events_and_ends_at_shutdown() {
     let (status, _logs) = onyx.stop_and_logs().await;
     assert!(status.success(), "{status}");
     // The grace period is 30 s: a feed that held the server would take it all.
-    assert!(started.elapsed() < std::time::Duration::from_secs(15), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(reading.await.unwrap(), "the stream ended without another event");
 }
