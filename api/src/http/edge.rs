@@ -9,6 +9,9 @@
 //! bodies that are not sent as JSON (`body`), which is how pages skip the
 //! CORS preflight.
 //!
+//! The one exception is the MCP OAuth callback (`mcp_oauth`), which a
+//! browser reaches from another site by design.
+//!
 //! A keyed gateway needs none of this: a page has no key to send, and the
 //! UI's cookie is `SameSite=Strict` and checked for its own origin
 //! (`middleware`).
@@ -68,7 +71,9 @@ where
     }
 
     fn call(&mut self, req: Request) -> Self::Future {
-        if self.app.auth.required() {
+        // The OAuth callback is reached from the authorization server's
+        // page; its one-time state, not the Host or Origin, admits it.
+        if self.app.auth.required() || req.uri().path() == super::mcp_oauth::CALLBACK_PATH {
             return Either::Left(self.inner.call(req));
         }
         match keyless_request(req.headers(), req.uri()) {

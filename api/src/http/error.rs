@@ -51,6 +51,9 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("{0}")]
     Conflict(String),
+    /// Another server Onyx asked (an OAuth authorization server) refused or failed: 502.
+    #[error("{0}")]
+    BadGateway(String),
     #[error(transparent)]
     Route(#[from] RouteError),
     #[error(transparent)]
@@ -182,6 +185,7 @@ impl ApiError {
                 self.to_string(),
             ),
             Self::Conflict(message) => entry(S::CONFLICT, Some("conflict"), None, message.clone()),
+            Self::BadGateway(message) => entry(S::BAD_GATEWAY, Some("upstream_error"), None, message.clone()),
             Self::Route(err) => entry(
                 S::NOT_FOUND,
                 Some("model_not_found"),

@@ -22,6 +22,7 @@ mod keys;
 mod knowledge;
 mod login;
 mod mcp;
+mod mcp_oauth;
 mod mcp_servers;
 mod memory;
 mod messages;
@@ -139,7 +140,9 @@ fn tables() -> Tables {
         .route("/openapi.json", get(openapi::serve))
         .route("/auth/login", post(login::login))
         .route("/auth/logout", post(login::logout))
-        .route("/auth/me", get(login::me));
+        .route("/auth/me", get(login::me))
+        // The browser arrives from the authorization server: its one-time state admits it.
+        .route(mcp_oauth::CALLBACK_PATH, get(mcp_oauth::callback));
     let admin = Table::new(Access::Admin)
         .route("/v1/keys", get(keys::list).post(keys::create))
         .route("/v1/keys/{id}", delete(keys::revoke))
@@ -186,6 +189,7 @@ fn tables() -> Tables {
                 .delete(mcp_servers::delete),
         )
         .route("/v1/mcp/servers/{name}/restart", post(mcp_servers::restart))
+        .route("/v1/mcp/servers/{name}/oauth/start", post(mcp_oauth::start))
         // The loop's rules and who is trusted with what.
         .route("/v1/policy", get(operations::policies))
         .route(

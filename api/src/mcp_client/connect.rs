@@ -50,12 +50,20 @@ pub struct Started {
     pub pid: Option<u32>,
 }
 
+/// An OAuth access token for a remote server, and the client (which
+/// follows no redirect) that carries it.
+pub struct Signed<'a> {
+    pub http: &'a reqwest::Client,
+    pub token: &'a SecretString,
+}
+
 /// Starts the transport and runs the handshake.
 pub async fn start(
     server: &str,
     transport: &McpTransport,
     handler: Handler,
     stderr: &StderrTail,
+    signed: Option<Signed<'_>>,
 ) -> Result<Started, String> {
     match transport {
         McpTransport::Stdio {
@@ -94,9 +102,16 @@ pub async fn start(
             Ok(Started { client, pid })
         }
         McpTransport::Http { url, headers } => {
-            let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .custom_headers(header_map(headers)?);
-            let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+            let http = match &signed {
+                Some(signed) => {
+                    config = config.auth_header(signed.token.expose_secret());
+                    signed.http.clone()
+                }
+                None => reqwest::Client::new(),
+            };
+            let transport = StreamableHttpClientTransport::with_client(http, config);
             let client = handler
                 .serve(transport)
                 .await
@@ -104,7 +119,18 @@ pub async fn start(
             Ok(Started { client, pid: None })
         }
         McpTransport::Sse { url, headers } => {
-            let transport = super::sse::SseTransport::connect(url.clone(), header_map(headers)?).await?;
+            let mut headers = header_map(headers)?;
+            let http = match &signed {
+                Some(signed) => {
+                    let mut value = http::HeaderValue::from_str(&format!("Bearer {}", signed.token.expose_secret()))
+                        .map_err(|_| "the access token is not a valid header value".to_string())?;
+                    value.set_sensitive(true);
+                    headers.insert(http::header::AUTHORIZATION, value);
+                    signed.http.clone()
+                }
+                None => reqwest::Client::new(),
+            };
+            let transport = super::sse::SseTransport::connect(http, url.clone(), headers).await?;
             let client = handler
                 .serve(transport)
                 .await

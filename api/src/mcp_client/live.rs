@@ -50,6 +50,12 @@ impl McpClients {
     /// Runs the servers stored through the API as well (read now, then
     /// followed by [`Self::watch`]).
     pub async fn attach_store(&self, store: ServerStore, vault: Arc<Vault>) {
+        match super::oauth::OAuth::new(store.db(), vault.clone()) {
+            Ok(oauth) => {
+                let _ = self.oauth.set(Arc::new(oauth));
+            }
+            Err(err) => tracing::error!(error = %err, "OAuth sign-in for MCP servers is unavailable"),
+        }
         let stored = Stored {
             store,
             vault,
@@ -123,7 +129,7 @@ impl McpClients {
     /// Puts a fresh client for `name` in place (or none), stops the old one,
     /// and starts the fresh one if it is eager, the old one was running, or `launch`.
     async fn replace(&self, name: &str, config: Option<McpServerConfig>, launch: bool) {
-        let fresh = config.map(|config| Server::new(name.to_string(), config));
+        let fresh = config.map(|config| Server::new(name.to_string(), config, self.oauth.clone()));
         let old = {
             let mut servers = self.servers.write().unwrap_or_else(PoisonError::into_inner);
             match &fresh {
@@ -218,6 +224,12 @@ impl McpClients {
         let stored = self.writable(name)?;
         if !stored.store.delete(name).await? {
             return Err(ChangeError::NotFound(name.into()));
+        }
+        // Its tokens go with it.
+        if let Some(oauth) = self.oauth.get()
+            && let Err(err) = oauth.forget(name).await
+        {
+            tracing::warn!(mcp_server = %name, error = %err, "could not delete the removed server's tokens");
         }
         self.reload().await?;
         Ok(())

@@ -9,7 +9,9 @@
 mod connect;
 mod live;
 mod naming;
+pub mod oauth;
 mod results;
+mod sign_in;
 mod sse;
 pub mod stored;
 mod supervisor;
@@ -26,8 +28,9 @@ use tokio::sync::watch;
 pub use live::ChangeError;
 pub use naming::server_of;
 pub use results::CallOutcome;
+pub use sign_in::SignInError;
 pub use supervisor::ServerState;
-use supervisor::{Server, Timing};
+use supervisor::{Server, SharedOAuth, Timing};
 
 use crate::config::{McpConfig, McpServerConfig, McpStartup, McpTransport, ToolTrust};
 
@@ -54,6 +57,8 @@ pub struct McpClients {
     stop: watch::Sender<bool>,
     /// The servers added through the API, once attached.
     stored: OnceLock<live::Stored>,
+    /// OAuth sign-ins of remote servers, once the store is attached.
+    oauth: SharedOAuth,
 }
 
 /// A server as the API, `/health` and the UI show it.
@@ -105,12 +110,18 @@ pub struct McpToolView {
 
 impl McpClients {
     pub fn new(config: &McpConfig) -> Arc<Self> {
+        let oauth = SharedOAuth::default();
         Arc::new(Self {
             servers: RwLock::new(
                 config
                     .servers
                     .iter()
-                    .map(|(name, server)| (name.clone(), Server::new(name.clone(), server.clone())))
+                    .map(|(name, server)| {
+                        (
+                            name.clone(),
+                            Server::new(name.clone(), server.clone(), oauth.clone()),
+                        )
+                    })
                     .collect(),
             ),
             from_file: config.servers.keys().cloned().collect(),
@@ -122,6 +133,7 @@ impl McpClients {
             max_output_chars: config.max_output_chars,
             stop: watch::Sender::new(false),
             stored: OnceLock::new(),
+            oauth,
         })
     }
 

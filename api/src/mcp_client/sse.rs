@@ -29,11 +29,11 @@ pub struct SseTransport {
 impl SseTransport {
     /// Opens the event stream and waits for the endpoint to post to.
     pub async fn connect(
+        client: reqwest::Client,
         url: Url,
         headers: HashMap<http::HeaderName, http::HeaderValue>,
     ) -> Result<Self, String> {
         let headers: http::HeaderMap = headers.into_iter().collect();
-        let client = reqwest::Client::new();
         let response = client
             .get(url.clone())
             .headers(headers.clone())
@@ -51,9 +51,17 @@ impl SseTransport {
         let endpoint = loop {
             match events.next().await {
                 Some(Ok(event)) if event.event == "endpoint" => {
-                    break url
+                    let endpoint = url
                         .join(event.data.trim())
                         .map_err(|err| format!("{url} sent an endpoint that is not a URL: {err}"))?;
+                    // Its headers (and token) go only to the server's own origin.
+                    if endpoint.origin() != url.origin() {
+                        return Err(format!(
+                            "{url} named an endpoint at another origin ({}); refused",
+                            endpoint.origin().ascii_serialization()
+                        ));
+                    }
+                    break endpoint;
                 }
                 Some(Ok(_)) => {}
                 Some(Err(err)) => return Err(format!("the event stream from {url} broke: {err}")),

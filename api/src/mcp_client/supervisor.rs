@@ -4,7 +4,7 @@
 //! `/health`, `GET /v1/mcp/servers` and the UI show.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -15,13 +15,19 @@ use tokio::task::JoinHandle;
 
 use super::connect::{self, Handler, StderrTail};
 use super::naming::exposed_name;
+use super::oauth::{Bearer, OAuth};
 use crate::backoff::Backoff;
-use crate::config::McpServerConfig;
+use crate::config::{McpServerConfig, McpTransport};
+
+/// The OAuth sign-ins, once the store is attached (shared by every server).
+pub type SharedOAuth = Arc<OnceLock<Arc<OAuth>>>;
 
 /// A server is counted as up again (its backoff reset) after this long.
 const STABLE_AFTER: Duration = Duration::from_secs(60);
 /// How long a server gets to exit when it is stopped.
 const STOP_GRACE: Duration = Duration::from_secs(10);
+/// A server waiting for sign-in looks again this often (another replica may have signed in).
+const SIGN_IN_RECHECK: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -33,6 +39,8 @@ pub enum ServerState {
     Ready,
     /// Its last start failed or it died; another attempt follows.
     Failed,
+    /// It wants an OAuth sign-in (`POST /v1/mcp/servers/{name}/oauth/start`).
+    NeedsSignIn,
     Stopped,
 }
 
@@ -72,6 +80,7 @@ pub struct Server {
     task: Mutex<Option<JoinHandle<()>>>,
     tools_changed: Arc<Notify>,
     stderr: StderrTail,
+    oauth: SharedOAuth,
 }
 
 /// Start and stop settings shared by every server.
@@ -83,12 +92,21 @@ pub struct Timing {
 enum Ended {
     /// Stopped on purpose (shutdown).
     Stopped,
+    /// Its access token is about to expire: refreshed, then connected again.
+    Reconnect,
     /// Died, or could not be used: why.
     Died(String),
 }
 
+/// Why a start did not give a running client.
+enum Down {
+    Failed(String),
+    /// It wants an OAuth sign-in first: why.
+    SignIn(String),
+}
+
 impl Server {
-    pub fn new(name: String, config: McpServerConfig) -> Arc<Self> {
+    pub fn new(name: String, config: McpServerConfig, oauth: SharedOAuth) -> Arc<Self> {
         Arc::new(Self {
             name,
             config,
@@ -108,6 +126,7 @@ impl Server {
             task: Mutex::new(None),
             tools_changed: Arc::new(Notify::new()),
             stderr: Arc::new(Mutex::new(Default::default())),
+            oauth,
         })
     }
 
@@ -180,9 +199,26 @@ impl Server {
                     ),
                     &self.stderr,
                 ),
-                Ok(Err(reason)) => reason,
-                Ok(Ok(started)) => match self.serve(started, timing, &mut stop).await {
+                Ok(Err(Down::Failed(reason))) => reason,
+                Ok(Err(Down::SignIn(reason))) => {
+                    self.set_peer(None);
+                    tracing::info!(mcp_server = %self.name, reason = %reason, "MCP server needs an OAuth sign-in");
+                    self.update(|s| {
+                        s.state = ServerState::NeedsSignIn;
+                        s.since = Utc::now();
+                        s.last_error = Some(reason);
+                        s.tools = Arc::new(Vec::new());
+                        s.first_attempt_done = true;
+                        s.retry_at = None;
+                    });
+                    tokio::select! {
+                        () = stopped(&mut stop) => break,
+                        () = tokio::time::sleep(SIGN_IN_RECHECK) => continue,
+                    }
+                }
+                Ok(Ok((started, refresh_at))) => match self.serve(started, timing, refresh_at, &mut stop).await {
                     Ended::Stopped => break,
+                    Ended::Reconnect => continue,
                     Ended::Died(reason) => reason,
                 },
             };
@@ -220,12 +256,77 @@ impl Server {
         });
     }
 
-    async fn start(&self) -> Result<connect::Started, String> {
-        let handler = Handler {
-            tools_changed: self.tools_changed.clone(),
+    /// The OAuth sign-ins and this server's URL, when it is remote and sends
+    /// no `Authorization` header of its own.
+    fn oauth_target(&self) -> Option<(Arc<OAuth>, url::Url)> {
+        let (McpTransport::Http { url, headers } | McpTransport::Sse { url, headers }) = &self.config.transport
+        else {
+            return None;
         };
-        let started = connect::start(&self.name, &self.config.transport, handler, &self.stderr).await?;
-        let tools = list_tools(&self.name, started.client.peer()).await?;
+        if headers.keys().any(|h| h.eq_ignore_ascii_case("authorization")) {
+            return None;
+        }
+        Some((self.oauth.get()?.clone(), url.clone()))
+    }
+
+    /// Connects, with its access token when signed in: refreshed once if
+    /// the server refuses it; a server that wants a sign-in says so.
+    async fn connect(&self) -> Result<(connect::Started, Option<DateTime<Utc>>), Down> {
+        let target = self.oauth_target();
+        let mut bearer: Option<Bearer> = match &target {
+            Some((oauth, url)) => oauth
+                .bearer(&self.name, url, false)
+                .await
+                .map_err(|err| Down::SignIn(format!("sign in again: {err}")))?,
+            None => None,
+        };
+        let mut refreshed = false;
+        loop {
+            let handler = Handler {
+                tools_changed: self.tools_changed.clone(),
+            };
+            let signed = match (&target, &bearer) {
+                (Some((oauth, _)), Some(bearer)) => Some(connect::Signed {
+                    http: oauth.http(),
+                    token: &bearer.token,
+                }),
+                _ => None,
+            };
+            let reason = match connect::start(&self.name, &self.config.transport, handler, &self.stderr, signed).await {
+                Ok(started) => return Ok((started, bearer.and_then(|b| b.refresh_at))),
+                Err(reason) => reason,
+            };
+            let Some((oauth, url)) = &target else {
+                return Err(Down::Failed(reason));
+            };
+            // Did it refuse for want of a (fresh) token?
+            match oauth.challenge(url, bearer.as_ref()).await {
+                Ok(Some(_)) if bearer.is_some() && !refreshed => {
+                    refreshed = true;
+                    bearer = oauth
+                        .bearer(&self.name, url, true)
+                        .await
+                        .map_err(|err| Down::SignIn(format!("sign in again: {err}")))?;
+                    if bearer.is_none() {
+                        return Err(Down::SignIn("it requires an OAuth sign-in".into()));
+                    }
+                }
+                Ok(Some(_)) if bearer.is_some() => {
+                    return Err(Down::SignIn(
+                        "it refused its access token, refreshed too; sign in again".into(),
+                    ));
+                }
+                Ok(Some(_)) => return Err(Down::SignIn("it requires an OAuth sign-in".into())),
+                _ => return Err(Down::Failed(reason)),
+            }
+        }
+    }
+
+    async fn start(&self) -> Result<(connect::Started, Option<DateTime<Utc>>), Down> {
+        let (started, refresh_at) = self.connect().await?;
+        let tools = list_tools(&self.name, started.client.peer())
+            .await
+            .map_err(Down::Failed)?;
         tracing::info!(mcp_server = %self.name, tools = tools.len(), pid = ?started.pid, "MCP server ready");
         self.set_peer(Some(started.client.peer().clone()));
         self.update(|s| {
@@ -235,7 +336,7 @@ impl Server {
             s.tools = Arc::new(tools);
             s.first_attempt_done = true;
         });
-        Ok(started)
+        Ok((started, refresh_at))
     }
 
     /// Serves a started client until it ends or `stop` turns true.
@@ -243,8 +344,16 @@ impl Server {
         &self,
         started: connect::Started,
         timing: Timing,
+        refresh_at: Option<DateTime<Utc>>,
         stop: &mut watch::Receiver<bool>,
     ) -> Ended {
+        let refresh = async {
+            match refresh_at {
+                Some(at) => tokio::time::sleep((at - Utc::now()).to_std().unwrap_or_default()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(refresh);
         let client = started.client;
         let cancel = client.cancellation_token();
         let peer = client.peer().clone();
@@ -258,6 +367,11 @@ impl Server {
                         tracing::warn!(mcp_server = %self.name, "MCP server did not stop in time");
                     }
                     return Ended::Stopped;
+                }
+                () = &mut refresh => {
+                    cancel.cancel();
+                    let _ = tokio::time::timeout(STOP_GRACE, &mut waiting).await;
+                    return Ended::Reconnect;
                 }
                 () = self.tools_changed.notified() => {
                     match tokio::time::timeout(timing.start_timeout, list_tools(&self.name, &peer)).await {

@@ -251,6 +251,11 @@ impl<S: SealedSpec> SealedSpecs<S> {
         }
     }
 
+    /// The database the specs are kept in.
+    pub fn db(&self) -> Db {
+        self.table.db.clone()
+    }
+
     fn write_error(err: SpecWriteError, name: &str) -> SpecError {
         match err {
             SpecWriteError::Db(err) => SpecError::Db(err),

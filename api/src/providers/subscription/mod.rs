@@ -54,6 +54,18 @@ pub fn set_gateway_address(bound: std::net::SocketAddr) {
     let _ = GATEWAY.set(bound);
 }
 
+/// Where this replica is reached on the machine it runs on
+/// (`http://127.0.0.1:PORT` when it listens on every address), once listening.
+pub fn gateway_base_url() -> Option<String> {
+    let bound = GATEWAY.get()?;
+    let ip = match bound.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+        ip => ip,
+    };
+    Some(format!("http://{}", std::net::SocketAddr::new(ip, bound.port())))
+}
+
 /// Onyx's `/mcp` for one run's CLI: its URL on this replica, and the run's token.
 pub struct OnyxTools {
     pub url: String,
