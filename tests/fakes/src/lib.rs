@@ -6,7 +6,8 @@
 //! name and the conversation, so every protocol behaves the same way.
 //!
 //! Beside them, [`menos`]: a stand-in for the menos content vault that
-//! checks ed25519 request signatures (RFC 9421) as menos does.
+//! checks ed25519 request signatures (RFC 9421) as menos does, and
+//! [`mcp_oauth`]: an OAuth 2.1 authorization server with the MCP server it protects.
 //!
 //! Every fake records the request bodies it received and counts streams that
 //! finished or were cut off by the client (`GET /_fake/requests`, `/_fake/stats`).
@@ -17,6 +18,7 @@ pub mod bedrock;
 pub mod discord;
 pub mod eventstream;
 pub mod gemini;
+pub mod mcp_oauth;
 pub mod menos;
 pub mod ollama;
 pub mod openai;
