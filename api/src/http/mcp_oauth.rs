@@ -105,7 +105,11 @@ pub struct CallbackQuery {
 /// `GET /v1/mcp/oauth/callback`: exchanges the code and shows a small page.
 pub async fn callback(State(app): State<Arc<App>>, Query(query): Query<CallbackQuery>) -> Response {
     let Some(state) = query.state.filter(|s| !s.is_empty()) else {
-        return page(StatusCode::BAD_REQUEST, "Sign-in refused", "The answer carries no state.");
+        return page(
+            StatusCode::BAD_REQUEST,
+            "Sign-in refused",
+            "The answer carries no state.",
+        );
     };
     if let Some(error) = query.error {
         let detail = query
@@ -119,7 +123,11 @@ pub async fn callback(State(app): State<Arc<App>>, Query(query): Query<CallbackQ
         );
     }
     let Some(code) = query.code.filter(|c| !c.is_empty()) else {
-        return page(StatusCode::BAD_REQUEST, "Sign-in refused", "The answer carries no code.");
+        return page(
+            StatusCode::BAD_REQUEST,
+            "Sign-in refused",
+            "The answer carries no code.",
+        );
     };
     match app.mcp.finish_sign_in(&state, &code, query.iss.as_deref()).await {
         Ok(name) => page(
@@ -154,7 +162,10 @@ fn page(status: StatusCode, title: &str, text: &str) -> Response {
     );
     let mut response = (status, body).into_response();
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     headers.insert(

@@ -122,8 +122,9 @@ pub async fn start(
             let mut headers = header_map(headers)?;
             let http = match &signed {
                 Some(signed) => {
-                    let mut value = http::HeaderValue::from_str(&format!("Bearer {}", signed.token.expose_secret()))
-                        .map_err(|_| "the access token is not a valid header value".to_string())?;
+                    let mut value =
+                        http::HeaderValue::from_str(&format!("Bearer {}", signed.token.expose_secret()))
+                            .map_err(|_| "the access token is not a valid header value".to_string())?;
                     value.set_sensitive(true);
                     headers.insert(http::header::AUTHORIZATION, value);
                     signed.http.clone()

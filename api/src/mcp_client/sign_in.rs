@@ -31,7 +31,8 @@ impl McpClients {
     /// answers the URL the owner opens; the callback is `redirect_uri`.
     pub async fn start_sign_in(&self, name: &str, redirect_uri: &Url) -> Result<SignInStart, SignInError> {
         let server = self.get(name).ok_or_else(|| SignInError::NotFound(name.into()))?;
-        let (McpTransport::Http { url, headers } | McpTransport::Sse { url, headers }) = &server.config.transport
+        let (McpTransport::Http { url, headers } | McpTransport::Sse { url, headers }) =
+            &server.config.transport
         else {
             return Err(SignInError::NotRemote(name.into()));
         };
@@ -44,12 +45,19 @@ impl McpClients {
 
     /// The authorization server's answer: the code exchanged for tokens
     /// (once per state), then the server reconnects here; its name.
-    pub async fn finish_sign_in(&self, state: &str, code: &str, iss: Option<&str>) -> Result<String, SignInError> {
+    pub async fn finish_sign_in(
+        &self,
+        state: &str,
+        code: &str,
+        iss: Option<&str>,
+    ) -> Result<String, SignInError> {
         let oauth = self.oauth.get().ok_or(SignInError::NoStore)?;
         let name = oauth.finish(state, code, iss).await?;
         match self.restart(&name).await {
             Ok(_) => tracing::info!(mcp_server = %name, "signed in to MCP server with OAuth"),
-            Err(err) => tracing::warn!(mcp_server = %name, error = %err, "signed in, but the server could not be restarted"),
+            Err(err) => {
+                tracing::warn!(mcp_server = %name, error = %err, "signed in, but the server could not be restarted")
+            }
         }
         Ok(name)
     }

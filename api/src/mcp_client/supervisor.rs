@@ -216,11 +216,13 @@ impl Server {
                         () = tokio::time::sleep(SIGN_IN_RECHECK) => continue,
                     }
                 }
-                Ok(Ok((started, refresh_at))) => match self.serve(started, timing, refresh_at, &mut stop).await {
-                    Ended::Stopped => break,
-                    Ended::Reconnect => continue,
-                    Ended::Died(reason) => reason,
-                },
+                Ok(Ok((started, refresh_at))) => {
+                    match self.serve(started, timing, refresh_at, &mut stop).await {
+                        Ended::Stopped => break,
+                        Ended::Reconnect => continue,
+                        Ended::Died(reason) => reason,
+                    }
+                }
             };
             self.set_peer(None);
             if started_at.elapsed() >= STABLE_AFTER {
@@ -259,7 +261,8 @@ impl Server {
     /// The OAuth sign-ins and this server's URL, when it is remote and sends
     /// no `Authorization` header of its own.
     fn oauth_target(&self) -> Option<(Arc<OAuth>, url::Url)> {
-        let (McpTransport::Http { url, headers } | McpTransport::Sse { url, headers }) = &self.config.transport
+        let (McpTransport::Http { url, headers } | McpTransport::Sse { url, headers }) =
+            &self.config.transport
         else {
             return None;
         };
@@ -292,10 +295,12 @@ impl Server {
                 }),
                 _ => None,
             };
-            let reason = match connect::start(&self.name, &self.config.transport, handler, &self.stderr, signed).await {
-                Ok(started) => return Ok((started, bearer.and_then(|b| b.refresh_at))),
-                Err(reason) => reason,
-            };
+            let reason =
+                match connect::start(&self.name, &self.config.transport, handler, &self.stderr, signed).await
+                {
+                    Ok(started) => return Ok((started, bearer.and_then(|b| b.refresh_at))),
+                    Err(reason) => reason,
+                };
             let Some((oauth, url)) = &target else {
                 return Err(Down::Failed(reason));
             };

@@ -36,6 +36,7 @@ mod local_embedder;
 mod logging;
 mod mcp;
 mod mcp_client;
+mod mcp_oauth;
 mod mcp_servers_live;
 mod memory;
 mod memory_rerank;

@@ -92,7 +92,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response {
-    (status, Json(json!({"error": error, "error_description": description}))).into_response()
+    (
+        status,
+        Json(json!({"error": error, "error_description": description})),
+    )
+        .into_response()
 }
 
 impl OAuthFake {
@@ -129,7 +133,11 @@ impl OAuthFake {
         let field = |name: &str| form.get(name).cloned().unwrap_or_default();
         if field("resource") != self.resource() {
             self.refused_grants.fetch_add(1, Ordering::SeqCst);
-            return oauth_error(StatusCode::BAD_REQUEST, "invalid_target", "resource must name the MCP server");
+            return oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_target",
+                "resource must name the MCP server",
+            );
         }
         let client_id = field("client_id");
         match field("grant_type").as_str() {
@@ -139,11 +147,18 @@ impl OAuthFake {
                     return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", "unknown or used code");
                 };
                 let verifier = field("code_verifier");
-                let challenge = URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, verifier.as_bytes()));
-                if code.client_id != client_id || code.redirect_uri != field("redirect_uri") || challenge != code.challenge
+                let challenge =
+                    URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, verifier.as_bytes()));
+                if code.client_id != client_id
+                    || code.redirect_uri != field("redirect_uri")
+                    || challenge != code.challenge
                 {
                     self.refused_grants.fetch_add(1, Ordering::SeqCst);
-                    return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", "PKCE verification failed");
+                    return oauth_error(
+                        StatusCode::BAD_REQUEST,
+                        "invalid_grant",
+                        "PKCE verification failed",
+                    );
                 }
                 self.code_exchanges.fetch_add(1, Ordering::SeqCst);
                 Json(self.issue(&client_id)).into_response()
@@ -152,7 +167,11 @@ impl OAuthFake {
                 let owner = lock(&self.refresh).remove(&field("refresh_token"));
                 if owner.as_deref() != Some(client_id.as_str()) {
                     self.refused_grants.fetch_add(1, Ordering::SeqCst);
-                    return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", "refresh token not valid");
+                    return oauth_error(
+                        StatusCode::BAD_REQUEST,
+                        "invalid_grant",
+                        "refresh token not valid",
+                    );
                 }
                 self.refreshes.fetch_add(1, Ordering::SeqCst);
                 Json(self.issue(&client_id)).into_response()
@@ -168,14 +187,22 @@ impl OAuthFake {
             .get(&field("client_id"))
             .is_some_and(|uris| uris.contains(&redirect_uri));
         if !known {
-            return oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "unknown client or redirect_uri");
+            return oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                "unknown client or redirect_uri",
+            );
         }
         if field("response_type") != "code"
             || field("code_challenge_method") != "S256"
             || field("code_challenge").len() < 43
             || field("resource") != self.resource()
         {
-            return oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "code, PKCE S256 and resource required");
+            return oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                "code, PKCE S256 and resource required",
+            );
         }
         let code = random();
         lock(&self.codes).insert(
@@ -187,7 +214,11 @@ impl OAuthFake {
             },
         );
         let Ok(mut location) = url::Url::parse(&redirect_uri) else {
-            return oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "redirect_uri is not a URL");
+            return oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                "redirect_uri is not a URL",
+            );
         };
         location
             .query_pairs_mut()
@@ -253,7 +284,9 @@ impl OAuthFake {
 }
 
 fn form(body: &str) -> HashMap<String, String> {
-    url::form_urlencoded::parse(body.as_bytes()).into_owned().collect()
+    url::form_urlencoded::parse(body.as_bytes())
+        .into_owned()
+        .collect()
 }
 
 /// Starts both servers; access tokens live `ttl_seconds`.
@@ -309,14 +342,21 @@ pub async fn start(ttl_seconds: u64) -> std::io::Result<OAuthServers> {
                         .map(|a| a.iter().filter_map(|u| u.as_str().map(String::from)).collect())
                         .unwrap_or_default();
                     if uris.is_empty() {
-                        return oauth_error(StatusCode::BAD_REQUEST, "invalid_redirect_uri", "redirect_uris required");
+                        return oauth_error(
+                            StatusCode::BAD_REQUEST,
+                            "invalid_redirect_uri",
+                            "redirect_uris required",
+                        );
                     }
                     let id = format!("client-{}", random());
                     lock(&f.clients).insert(id.clone(), uris.clone());
                     f.registrations.fetch_add(1, Ordering::SeqCst);
-                    (StatusCode::CREATED, Json(json!({"client_id": id, "redirect_uris": uris,
+                    (
+                        StatusCode::CREATED,
+                        Json(json!({"client_id": id, "redirect_uris": uris,
                         "token_endpoint_auth_method": "none",
-                        "grant_types": ["authorization_code", "refresh_token"]})))
+                        "grant_types": ["authorization_code", "refresh_token"]})),
+                    )
                         .into_response()
                 }
             }),
@@ -361,12 +401,17 @@ pub async fn start(ttl_seconds: u64) -> std::io::Result<OAuthServers> {
     let resource_metadata = {
         let f = f.clone();
         move || async move {
-            Json(json!({"resource": f.resource(), "authorization_servers": [f.issuer()],
-                        "scopes_supported": ["tools"], "bearer_methods_supported": ["header"]}))
+            Json(
+                json!({"resource": f.resource(), "authorization_servers": [f.issuer()],
+                        "scopes_supported": ["tools"], "bearer_methods_supported": ["header"]}),
+            )
         }
     };
     let mcp_routes: Router<Arc<FakeState>> = Router::new()
-        .route("/.well-known/oauth-protected-resource/mcp", get(resource_metadata.clone()))
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            get(resource_metadata.clone()),
+        )
         .route("/.well-known/oauth-protected-resource", get(resource_metadata))
         .route(
             "/mcp",

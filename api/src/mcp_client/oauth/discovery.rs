@@ -59,7 +59,9 @@ pub fn parse_challenge(header: &str) -> Option<Challenge> {
     let mut challenge = Challenge::default();
     let mut rest = params.trim();
     while !rest.is_empty() {
-        let Some((key, after)) = rest.split_once('=') else { break };
+        let Some((key, after)) = rest.split_once('=') else {
+            break;
+        };
         let key = key.trim().trim_start_matches(',').trim().to_ascii_lowercase();
         let after = after.trim_start();
         let (value, remaining) = if let Some(quoted) = after.strip_prefix('"') {
@@ -97,7 +99,8 @@ pub fn check_secure(url: &Url, what: &str) -> Result<(), OAuthError> {
 }
 
 fn parse_url(text: &str, what: &str) -> Result<Url, OAuthError> {
-    let url = Url::parse(text).map_err(|err| OAuthError::Refused(format!("{what} {text:?} is not a URL: {err}")))?;
+    let url = Url::parse(text)
+        .map_err(|err| OAuthError::Refused(format!("{what} {text:?} is not a URL: {err}")))?;
     check_secure(&url, what)?;
     Ok(url)
 }
@@ -142,12 +145,17 @@ async fn get_json<T: serde::de::DeserializeOwned>(
         .header(reqwest::header::ACCEPT, "application/json")
         .send()
         .await
-        .map_err(|err| OAuthError::Unreachable(format!("{what} {url}: {}", crate::error_chain::chain(&err))))?;
+        .map_err(|err| {
+            OAuthError::Unreachable(format!("{what} {url}: {}", crate::error_chain::chain(&err)))
+        })?;
     if response.status() == reqwest::StatusCode::NOT_FOUND {
         return Ok(None);
     }
     if !response.status().is_success() {
-        return Err(OAuthError::Refused(format!("{what} {url} answered {}", response.status())));
+        return Err(OAuthError::Refused(format!(
+            "{what} {url} answered {}",
+            response.status()
+        )));
     }
     response
         .json()
@@ -186,7 +194,9 @@ pub async fn discover(
     let issuer = parse_url(issuer_text, "the authorization server")?;
     let mut found = None;
     for url in server_metadata_urls(&issuer) {
-        if let Some(server) = get_json::<ServerMetadata>(http, &url, "the authorization server metadata").await? {
+        if let Some(server) =
+            get_json::<ServerMetadata>(http, &url, "the authorization server metadata").await?
+        {
             found = Some(server);
             break;
         }
@@ -207,9 +217,10 @@ pub async fn discover(
             "the authorization server does not offer PKCE with S256".into(),
         ));
     }
-    let scope = challenge.scope.clone().or_else(|| {
-        (!metadata.scopes_supported.is_empty()).then(|| metadata.scopes_supported.join(" "))
-    });
+    let scope = challenge
+        .scope
+        .clone()
+        .or_else(|| (!metadata.scopes_supported.is_empty()).then(|| metadata.scopes_supported.join(" ")));
     Ok(AuthServer {
         issuer: server.issuer,
         authorization_endpoint: parse_url(&server.authorization_endpoint, "the authorization endpoint")?,
@@ -291,10 +302,20 @@ mod tests {
 
     #[test]
     fn only_https_or_loopback_carries_oauth() {
-        for ok in ["https://as.example/token", "http://127.0.0.1:9/t", "http://localhost/t", "http://[::1]:8/t"] {
+        for ok in [
+            "https://as.example/token",
+            "http://127.0.0.1:9/t",
+            "http://localhost/t",
+            "http://[::1]:8/t",
+        ] {
             assert!(check_secure(&Url::parse(ok).unwrap(), "x").is_ok(), "{ok}");
         }
-        for bad in ["http://as.example/token", "http://10.0.0.1/t", "ftp://127.0.0.1/t", "http://127.0.0.1.evil.example/t"] {
+        for bad in [
+            "http://as.example/token",
+            "http://10.0.0.1/t",
+            "ftp://127.0.0.1/t",
+            "http://127.0.0.1.evil.example/t",
+        ] {
             assert!(check_secure(&Url::parse(bad).unwrap(), "x").is_err(), "{bad}");
         }
     }
@@ -302,11 +323,26 @@ mod tests {
     #[test]
     fn well_known_addresses_keep_the_path() {
         let prm = default_resource_metadata(&Url::parse("https://h.example/api/mcp").unwrap()).unwrap();
-        assert_eq!(prm.as_str(), "https://h.example/.well-known/oauth-protected-resource/api/mcp");
+        assert_eq!(
+            prm.as_str(),
+            "https://h.example/.well-known/oauth-protected-resource/api/mcp"
+        );
         let urls = server_metadata_urls(&Url::parse("https://as.example/tenant1").unwrap());
-        assert_eq!(urls[0].as_str(), "https://as.example/.well-known/oauth-authorization-server/tenant1");
-        assert_eq!(urls[2].as_str(), "https://as.example/tenant1/.well-known/openid-configuration");
-        assert!(same_resource("https://h.example/api/mcp", &Url::parse("https://h.example/api/mcp").unwrap()));
-        assert!(!same_resource("https://evil.example/api/mcp", &Url::parse("https://h.example/api/mcp").unwrap()));
+        assert_eq!(
+            urls[0].as_str(),
+            "https://as.example/.well-known/oauth-authorization-server/tenant1"
+        );
+        assert_eq!(
+            urls[2].as_str(),
+            "https://as.example/tenant1/.well-known/openid-configuration"
+        );
+        assert!(same_resource(
+            "https://h.example/api/mcp",
+            &Url::parse("https://h.example/api/mcp").unwrap()
+        ));
+        assert!(!same_resource(
+            "https://evil.example/api/mcp",
+            &Url::parse("https://h.example/api/mcp").unwrap()
+        ));
     }
 }

@@ -64,7 +64,12 @@ pub async fn register(
         .json(&body)
         .send()
         .await
-        .map_err(|err| OAuthError::Unreachable(format!("the registration endpoint: {}", crate::error_chain::chain(&err))))?;
+        .map_err(|err| {
+            OAuthError::Unreachable(format!(
+                "the registration endpoint: {}",
+                crate::error_chain::chain(&err)
+            ))
+        })?;
     if !response.status().is_success() {
         return Err(refusal("the client registration", response).await);
     }
@@ -72,7 +77,10 @@ pub async fn register(
         .json()
         .await
         .map_err(|err| OAuthError::Refused(format!("the client registration answer is not valid: {err}")))?;
-    let auth = match (registered.token_endpoint_auth_method.as_deref(), &registered.client_secret) {
+    let auth = match (
+        registered.token_endpoint_auth_method.as_deref(),
+        &registered.client_secret,
+    ) {
         (Some("client_secret_post"), Some(_)) => ClientAuth::ClientSecretPost,
         (Some("client_secret_basic") | None, Some(_)) => ClientAuth::ClientSecretBasic,
         _ => ClientAuth::None,
@@ -167,7 +175,10 @@ pub async fn token(
     Ok(Grant {
         issuer: issuer.clone(),
         access_token: SecretString::from(tokens.access_token),
-        refresh_token: tokens.refresh_token.map(SecretString::from).or_else(|| old_refresh.cloned()),
+        refresh_token: tokens
+            .refresh_token
+            .map(SecretString::from)
+            .or_else(|| old_refresh.cloned()),
         issued_at: now,
         expires_at: tokens.expires_in.map(|s| now + s.max(0)),
     })

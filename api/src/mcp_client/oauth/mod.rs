@@ -100,13 +100,22 @@ impl OAuth {
     }
 
     /// Asks `resource` whether it wants a token; its challenge if it answers 401.
-    pub async fn challenge(&self, resource: &Url, bearer: Option<&Bearer>) -> Result<Option<discovery::Challenge>, OAuthError> {
+    pub async fn challenge(
+        &self,
+        resource: &Url,
+        bearer: Option<&Bearer>,
+    ) -> Result<Option<discovery::Challenge>, OAuthError> {
         discovery::probe(&self.http, resource, bearer.map(|b| b.token.expose_secret())).await
     }
 
     /// Starts a sign-in for `server` at `resource`: discovery, registration,
     /// a one-time state; the authorization URL to open.
-    pub async fn start(&self, server: &str, resource: &Url, redirect_uri: &Url) -> Result<SignInStart, OAuthError> {
+    pub async fn start(
+        &self,
+        server: &str,
+        resource: &Url,
+        redirect_uri: &Url,
+    ) -> Result<SignInStart, OAuthError> {
         let challenge = self.challenge(resource, None).await?.unwrap_or_default();
         let found = discovery::discover(&self.http, resource, &challenge).await?;
         let redirect = redirect_uri.to_string();
@@ -149,7 +158,9 @@ impl OAuth {
             redirect_uri: redirect.clone(),
             expires_at,
         };
-        self.store.save_pending(&self.vault, &sha256_b64(&state), &pending).await?;
+        self.store
+            .save_pending(&self.vault, &sha256_b64(&state), &pending)
+            .await?;
         Ok(SignInStart {
             authorization_url: url.to_string(),
             redirect_uri: redirect,
@@ -168,7 +179,8 @@ impl OAuth {
             .await?
             .ok_or_else(|| {
                 OAuthError::BadState(
-                    "this sign-in is unknown or was already used; start the sign-in again from the MCP page".into(),
+                    "this sign-in is unknown or was already used; start the sign-in again from the MCP page"
+                        .into(),
                 )
             })?;
         if pending.expires_at < chrono::Utc::now().timestamp() {
@@ -197,14 +209,21 @@ impl OAuth {
             None,
         )
         .await?;
-        self.store.save_grant(&self.vault, &pending.server, &grant).await?;
+        self.store
+            .save_grant(&self.vault, &pending.server, &grant)
+            .await?;
         Ok(pending.server)
     }
 
     /// The token to send to `server` at `resource`, refreshed first when it
     /// is about to expire (or `force`d); `None` when it was never signed in.
     /// A refresh that fails forgets the tokens: the owner signs in again.
-    pub async fn bearer(&self, server: &str, resource: &Url, force: bool) -> Result<Option<Bearer>, OAuthError> {
+    pub async fn bearer(
+        &self,
+        server: &str,
+        resource: &Url,
+        force: bool,
+    ) -> Result<Option<Bearer>, OAuthError> {
         let Some(grant) = self.store.grant(&self.vault, server).await? else {
             return Ok(None);
         };
@@ -220,7 +239,9 @@ impl OAuth {
         }
         let Some(refresh_token) = grant.refresh_token.clone() else {
             self.store.forget(server).await?;
-            return Err(OAuthError::Refused("the access token expired and there is no refresh token".into()));
+            return Err(OAuthError::Refused(
+                "the access token expired and there is no refresh token".into(),
+            ));
         };
         match flow::token(
             &self.http,

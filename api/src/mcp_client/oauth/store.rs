@@ -152,10 +152,18 @@ impl Store {
             return Ok(None);
         };
         let place = format!("mcp_oauth:{server}");
-        let open = |sealed: &str, what: &str| vault.open(sealed, &format!("{place}:{what}")).map_err(store_error);
+        let open = |sealed: &str, what: &str| {
+            vault
+                .open(sealed, &format!("{place}:{what}"))
+                .map_err(store_error)
+        };
         Ok(Some(Grant {
             access_token: open(&row.access_token, "access_token")?,
-            refresh_token: row.refresh_token.as_deref().map(|t| open(t, "refresh_token")).transpose()?,
+            refresh_token: row
+                .refresh_token
+                .as_deref()
+                .map(|t| open(t, "refresh_token"))
+                .transpose()?,
             issued_at: row.issued_at,
             expires_at: row.expires_at,
             issuer: open_issuer(vault, row.issuer, &place)?,
@@ -172,7 +180,11 @@ impl Store {
         let row = GrantRow {
             issuer: seal_issuer(vault, &grant.issuer, &place)?,
             access_token: seal(&grant.access_token, "access_token")?,
-            refresh_token: grant.refresh_token.as_ref().map(|t| seal(t, "refresh_token")).transpose()?,
+            refresh_token: grant
+                .refresh_token
+                .as_ref()
+                .map(|t| seal(t, "refresh_token"))
+                .transpose()?,
             issued_at: grant.issued_at,
             expires_at: grant.expires_at,
         };
@@ -200,7 +212,12 @@ impl Store {
     }
 
     /// Keeps a sign-in under `state_id` (a hash of the state, never the state itself).
-    pub async fn save_pending(&self, vault: &Vault, state_id: &str, pending: &Pending) -> Result<(), OAuthError> {
+    pub async fn save_pending(
+        &self,
+        vault: &Vault,
+        state_id: &str,
+        pending: &Pending,
+    ) -> Result<(), OAuthError> {
         let place = format!("mcp_oauth_state:{state_id}");
         let row = PendingRow {
             server: pending.server.clone(),

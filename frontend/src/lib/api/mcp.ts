@@ -28,6 +28,11 @@ export const editMcpServer = (name: string, changes: McpServerInput) =>
 
 export const removeMcpServer = (name: string) => del<Deleted>(`/v1/mcp/servers/${segment(name)}`);
 
+/** What the owner opens to sign in to a remote server with OAuth. */
+export type McpSignIn = { authorizationUrl: string; redirectUri: string; expiresAt: string };
+
+export const startMcpSignIn = (name: string) => post<McpSignIn>(`/v1/mcp/servers/${segment(name)}/oauth/start`);
+
 export const restartMcpServer = (name: string) => post<McpServerView>(`/v1/mcp/servers/${segment(name)}/restart`);
 
 /** `NAME=value` lines (an environment) as an object; blank lines skipped. */

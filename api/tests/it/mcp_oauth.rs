@@ -1,0 +1,197 @@
+//! OAuth 2.1 sign-in for a remote MCP server, through the real binary,
+//! against the stand-in authorization server and the MCP server it protects
+//! (`onyx_test_fakes::mcp_oauth`): the server waits in `needs_sign_in`, the
+//! sign-in is followed as a browser would, the tools work with the token,
+//! a tampered or replayed state is refused, the short-lived token is
+//! refreshed, and no answer ever carries a token.
+
+use serde_json::{Value, json};
+
+use crate::harness::*;
+
+const MASTER_KEY: &str = "4b1c0b6a9e8d7c6b5a4938271605f4e3d2c1b0a99887766554433221100ffe07";
+
+async fn server(onyx: &Onyx, name: &str) -> Option<Value> {
+    let list = onyx.get_json("/v1/mcp/servers").await;
+    list["data"]
+        .as_array()?
+        .iter()
+        .find(|s| s["name"] == name)
+        .cloned()
+}
+
+async fn stats(servers: &onyx_test_fakes::mcp_oauth::OAuthServers) -> Value {
+    reqwest::get(format!("{}/_fake/oauth/stats", servers.auth_server.url()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_remote_server_signs_in_with_oauth_and_its_token_is_refreshed() {
+    let fakes = Fakes::start().await;
+    // Access tokens live 8 s: Onyx refreshes them about 2 s before they expire.
+    let oauth = onyx_test_fakes::mcp_oauth::start(8).await.unwrap();
+    let config = TestConfig::new(&fakes)
+        .merge(json!({
+            "agents": { "defaults": { "model": "openai/fake-script", "permissionMode": "allow-all" },
+                        "list": [ { "id": "main", "default": true } ] },
+        }))
+        .build();
+    let onyx = Onyx::start(Some(&config), &[("ONYX_MASTER_KEY", MASTER_KEY)]).await;
+
+    let (status, created) = reply(
+        onyx.post("/v1/mcp/servers")
+            .json(&json!({"name": "guarded", "url": oauth.mcp_url(), "trust": "read"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let waiting = wait_until(secs(30), "the server asks for a sign-in", async || {
+        server(&onyx, "guarded")
+            .await
+            .filter(|s| s["state"] == "needs_sign_in")
+    })
+    .await;
+    assert!(
+        waiting["lastError"].as_str().unwrap().contains("sign-in"),
+        "{waiting}"
+    );
+
+    let (status, started) = reply(onyx.post("/v1/mcp/servers/guarded/oauth/start")).await;
+    assert_eq!(status, 200, "{started}");
+    let authorization = url::Url::parse(started["authorizationUrl"].as_str().unwrap()).unwrap();
+    let query: std::collections::HashMap<String, String> = authorization.query_pairs().into_owned().collect();
+    assert_eq!(query["code_challenge_method"], "S256");
+    assert_eq!(query["resource"], oauth.mcp_url());
+    assert!(query["state"].len() >= 22, "{query:?}");
+    assert_eq!(
+        started["redirectUri"],
+        format!("{}/v1/mcp/oauth/callback", onyx.url)
+    );
+
+    // The browser: the authorization server approves and sends it back to Onyx.
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let approved = browser.get(authorization.clone()).send().await.unwrap();
+    assert_eq!(approved.status(), 302);
+    let callback = url::Url::parse(approved.headers()["location"].to_str().unwrap()).unwrap();
+    assert!(
+        callback
+            .as_str()
+            .starts_with(&format!("{}/v1/mcp/oauth/callback?", onyx.url)),
+        "{callback}"
+    );
+
+    // A tampered state is refused, and does not use up the real one.
+    let mut tampered = callback.clone();
+    let pairs: Vec<(String, String)> = callback.query_pairs().into_owned().collect();
+    tampered
+        .query_pairs_mut()
+        .clear()
+        .extend_pairs(pairs.iter().map(|(k, v)| {
+            if k == "state" {
+                (k.clone(), format!("{v}x"))
+            } else {
+                (k.clone(), v.clone())
+            }
+        }));
+    let refused = browser
+        .get(tampered)
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400);
+    assert!(
+        refused
+            .text()
+            .await
+            .unwrap()
+            .contains("unknown or was already used")
+    );
+
+    // The real answer, from the authorization server's page (another site).
+    let signed = browser
+        .get(callback.clone())
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed.status(), 200);
+    assert_eq!(signed.headers()["referrer-policy"], "no-referrer");
+    assert!(
+        signed
+            .text()
+            .await
+            .unwrap()
+            .contains("signed in to the MCP server guarded")
+    );
+
+    // Replayed: refused, and no second code exchange happened.
+    let replayed = browser.get(callback.clone()).send().await.unwrap();
+    assert_eq!(replayed.status(), 400);
+    assert_eq!(stats(&oauth).await["codeExchanges"], 1);
+
+    let ready = wait_until(secs(30), "the server is ready with its token", async || {
+        server(&onyx, "guarded").await.filter(|s| s["state"] == "ready")
+    })
+    .await;
+    assert_eq!(ready["tools"][0]["exposedAs"], "mcp__guarded__whoami", "{ready}");
+    let answer = onyx
+        .agent_answer("main", "script: mcp__guarded__whoami {} ; answer")
+        .await;
+    assert!(answer.contains("signed in as OAuth client client-"), "{answer}");
+
+    // The short-lived token is refreshed before it expires, and the tools still work.
+    wait_until(secs(30), "the access token is refreshed", async || {
+        (stats(&oauth).await["refreshes"].as_u64() >= Some(1)).then_some(())
+    })
+    .await;
+    wait_until(
+        secs(30),
+        "the server reconnects with the fresh token",
+        async || server(&onyx, "guarded").await.filter(|s| s["state"] == "ready"),
+    )
+    .await;
+    let before = stats(&oauth).await["toolCalls"].as_u64().unwrap();
+    let answer = onyx
+        .agent_answer("main", "script: mcp__guarded__whoami {} ; answer")
+        .await;
+    assert!(answer.contains("signed in as OAuth client"), "{answer}");
+    let after = stats(&oauth).await;
+    assert!(after["toolCalls"].as_u64().unwrap() > before, "{after}");
+    // The token went only to the MCP server, never to the authorization server.
+    assert_eq!(after["bearerAtAuthServer"], 0, "{after}");
+    assert_eq!(after["refusedGrants"], 0, "{after}");
+
+    // No answer names a token.
+    let view = onyx.get_json("/v1/mcp/servers").await.to_string();
+    assert!(!view.to_lowercase().contains("token\""), "{view}");
+
+    // Removing the server deletes its sign-in: added again, it asks again.
+    assert_eq!(reply(onyx.delete("/v1/mcp/servers/guarded")).await.0, 200);
+    let (status, _) = reply(
+        onyx.post("/v1/mcp/servers")
+            .json(&json!({"name": "guarded", "url": oauth.mcp_url(), "trust": "read"})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    wait_until(
+        secs(30),
+        "the re-added server asks for a sign-in again",
+        async || {
+            server(&onyx, "guarded")
+                .await
+                .filter(|s| s["state"] == "needs_sign_in")
+        },
+    )
+    .await;
+
+    // An unknown server is named as such.
+    let (status, body) = reply(onyx.post("/v1/mcp/servers/nobody/oauth/start")).await;
+    assert_eq!(status, 404, "{body}");
+}
