@@ -149,6 +149,10 @@ const MIGRATIONS: &[&str] = &[
     // 19: MCP servers added through the API (`mcp_server:{name}`); a server's
     // spec is JSON with its env and header values sealed under the master key.
     "DEFINE TABLE IF NOT EXISTS mcp_server SCHEMALESS;",
+    // 20: OAuth sign-ins of remote MCP servers (`mcp_client::oauth`): each
+    // server's sealed tokens, and the sign-ins under way by hashed state.
+    "DEFINE TABLE IF NOT EXISTS mcp_oauth SCHEMALESS;
+     DEFINE TABLE IF NOT EXISTS mcp_oauth_state SCHEMALESS;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

@@ -284,7 +284,7 @@ fn surreal_config(url: String, credentials: bool) -> SurrealConfig {
 }
 
 async fn database_roundtrip(db: &Db) {
-    assert_eq!(onyx::storage::SCHEMA_VERSION, 19);
+    assert_eq!(onyx::storage::SCHEMA_VERSION, 20);
     // Versions 2–19 defined memory, agent, task, chat, run, owner-chat, stored-response, usage, audit, provider, orchestration, notification and MCP server tables (reading an undefined table is an error).
     for table in [
         "memory_chunk",
