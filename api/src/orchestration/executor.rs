@@ -39,14 +39,19 @@ impl Orchestrator {
         }
     }
 
-    pub(super) async fn tick(self: &Arc<Self>, running: &Arc<AtomicUsize>) -> Result<(), OrchestrationError> {
-        self.recover_stale().await?;
+    /// One turn of the worker: recovers stale steps (returned, so a heartbeat
+    /// reports what its own turn recovered) and starts what there is room for.
+    pub(super) async fn tick(
+        self: &Arc<Self>,
+        running: &Arc<AtomicUsize>,
+    ) -> Result<Vec<String>, OrchestrationError> {
+        let recovered = self.recover_stale().await?;
         let room = self
             .settings
             .max_parallel_steps
             .saturating_sub(running.load(Ordering::SeqCst));
         if room == 0 {
-            return Ok(());
+            return Ok(recovered);
         }
         let queued = self.store.queued_steps(100).await?;
         let mut missions: HashMap<String, Vec<Step>> = HashMap::new();
@@ -95,7 +100,7 @@ impl Orchestrator {
                 this.wake.notify_one();
             });
         }
-        Ok(())
+        Ok(recovered)
     }
 
     async fn execute(self: &Arc<Self>, step: Step, context: Vec<Step>) {

@@ -31,11 +31,12 @@ pub struct HeartbeatReport {
 
 impl Orchestrator {
     pub async fn heartbeat(self: &Arc<Self>) -> Result<HeartbeatReport, OrchestrationError> {
-        let recovered_steps = self.recover_stale().await?;
+        let mut recovered_steps = self.recover_stale().await?;
         let reactions = self.process_reactions().await?;
         if !self.settings.worker {
-            // The worker's own turn (claims, leases, the parallel limit), driven from outside.
-            self.tick(&self.heartbeat_running).await?;
+            // The worker's own turn (claims, leases, the parallel limit), driven from
+            // outside; a lease that ran out meanwhile is recovered there, and reported.
+            recovered_steps.extend(self.tick(&self.heartbeat_running).await?);
         }
         Ok(HeartbeatReport {
             recovered_steps,
