@@ -24,7 +24,7 @@ const LEAVES: &[&[&str]] = &[
     &["error_chain"],
     &["model_ref"],
     &["replica"],
-    &["sync"],
+    &["locks"],
     &["text"],
     &["http", "sse"],
 ];
@@ -306,6 +306,32 @@ fn only_the_lease_module_writes_or_tests_leases() {
     assert!(
         offenders.is_empty(),
         "leases by hand in {offenders:?}: use crate::lease"
+    );
+}
+
+/// One upstream HTTP stack (`providers/transport.rs`): no other provider
+/// file builds an HTTP client, opens a socket or speaks HTTP by hand, so
+/// every model call gets the same timeouts, proxies and no-redirect rule.
+#[test]
+fn only_the_transport_module_speaks_http_upstream() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let by_hand = [
+        "Client::builder(",
+        "Client::new(",
+        "reqwest::get(",
+        "hyper::",
+        "TcpStream",
+        "HTTP/1.1",
+    ];
+    let offenders: Vec<String> = sources(&root)
+        .into_iter()
+        .filter(|s| s.file.starts_with("providers/") && s.file != "providers/transport.rs")
+        .filter(|s| by_hand.iter().any(|code| s.text.contains(code)))
+        .map(|s| s.file)
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "upstream HTTP outside providers/transport.rs in {offenders:?}"
     );
 }
 

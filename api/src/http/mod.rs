@@ -14,9 +14,11 @@ mod chat_core;
 mod chat_session;
 mod client;
 mod console;
+mod control;
 mod edge;
 mod embeddings;
 mod error;
+mod health;
 mod heartbeat;
 mod keys;
 mod knowledge;
@@ -31,8 +33,6 @@ mod missions;
 mod models;
 mod notifications;
 mod openapi;
-mod operations;
-mod ops;
 mod owned;
 mod providers;
 mod query;
@@ -136,7 +136,7 @@ struct Tables {
 
 fn tables() -> Tables {
     let open = Table::new(Access::Open)
-        .route("/health", get(ops::health))
+        .route("/health", get(health::health))
         .route("/openapi.json", get(openapi::serve))
         .route("/auth/login", post(login::login))
         .route("/auth/logout", post(login::logout))
@@ -191,25 +191,25 @@ fn tables() -> Tables {
         .route("/v1/mcp/servers/{name}/restart", post(mcp_servers::restart))
         .route("/v1/mcp/servers/{name}/oauth/start", post(mcp_oauth::start))
         // The loop's rules and who is trusted with what.
-        .route("/v1/policy", get(operations::policies))
+        .route("/v1/policy", get(control::policies))
         .route(
             "/v1/policy/{key}",
-            get(operations::policy)
-                .put(operations::set_policy)
-                .delete(operations::delete_policy),
+            get(control::policy)
+                .put(control::set_policy)
+                .delete(control::delete_policy),
         )
         .route(
             "/v1/triggers",
-            get(operations::triggers).post(operations::create_trigger),
+            get(control::triggers).post(control::create_trigger),
         )
         .route(
             "/v1/triggers/{id}",
-            put(operations::update_trigger).delete(operations::delete_trigger),
+            put(control::update_trigger).delete(control::delete_trigger),
         )
-        .route("/v1/agents/{agent}/trust", put(operations::set_trust))
+        .route("/v1/agents/{agent}/trust", put(control::set_trust))
         .route(
             "/v1/agents/{agent}/reviews",
-            get(operations::reviews).post(operations::review),
+            get(control::reviews).post(control::review),
         )
         .route("/v1/proposals/{id}/approve", post(missions::approve))
         .route("/v1/proposals/{id}/reject", post(missions::reject))
@@ -227,9 +227,9 @@ fn tables() -> Tables {
         .route("/v1/missions/{id}", get(missions::mission))
         .route("/v1/missions/{id}/cancel", post(missions::cancel))
         .route("/v1/steps", get(missions::steps))
-        .route("/v1/events", get(operations::events))
-        .route("/v1/events/stream", get(operations::stream))
-        .route("/v1/agents/standing", get(operations::standing))
+        .route("/v1/events", get(control::events))
+        .route("/v1/events/stream", get(control::stream))
+        .route("/v1/agents/standing", get(control::standing))
         .route("/v1/skills", get(skills::list))
         .route(
             "/v1/skills/{scope}/{name}",
@@ -247,7 +247,7 @@ fn tables() -> Tables {
         .route("/v1/status", get(console::status))
         .route("/v1/usage", get(usage::report))
         .route("/v1/usage/limits", get(usage::limits))
-        .route("/metrics", get(ops::metrics));
+        .route("/metrics", get(health::metrics));
     let agent = Table::new(Access::Agent)
         .route("/v1/models", get(models::list_models))
         .route("/v1/chat/completions", post(chat::chat_completions))
@@ -327,11 +327,11 @@ pub fn router(app: Arc<App>) -> Router {
                 .route_layer(axum::middleware::from_fn(middleware::require_unscoped)),
         )
         .merge(agent.router)
-        .method_not_allowed_fallback(ops::method_not_allowed)
+        .method_not_allowed_fallback(health::method_not_allowed)
         .route_layer(middleware::require_api_key(app.clone()));
     let mcp_endpoint = mcp
         .router
-        .method_not_allowed_fallback(ops::method_not_allowed)
+        .method_not_allowed_fallback(health::method_not_allowed)
         .route_layer(middleware::require_api_key(app.clone()))
         // Outside the auth: a browser's bookmark of the old MCP page needs no key.
         .route_layer(axum::middleware::from_fn(ui::old_mcp_page));
@@ -374,7 +374,7 @@ where
         .layer(request_context::RequestContextLayer::new(app.clone()))
         // Last line of defence: a bug must still answer in OpenAI's shape, not drop the connection.
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-            ops::panic_response,
+            health::panic_response,
         ))
         .layer(DefaultBodyLimit::max(app.max_body_bytes))
         .layer(ui_sessions::UiSessionsLayer::new(sessions))

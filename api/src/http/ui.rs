@@ -42,7 +42,9 @@ pub async fn fallback(request: Request) -> Response {
     let path = request.uri().path().to_string();
     let is_read = matches!(*request.method(), Method::GET | Method::HEAD);
     if !is_read || API_PREFIXES.iter().any(|p| path == *p || path.starts_with(p)) {
-        return super::ops::not_found(request.uri().clone()).await.into_response();
+        return super::health::not_found(request.uri().clone())
+            .await
+            .into_response();
     }
     let mut response = file_response(&path);
     let index = UI.get_file("index.html").and_then(|f| f.contents_utf8());

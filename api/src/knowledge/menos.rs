@@ -121,7 +121,7 @@ impl Menos {
     /// Whether menos answers and accepts Onyx's signature (asked at most every
     /// few seconds, however often `/health` is polled).
     pub async fn probe(&self) -> Probe {
-        if let Some((at, probe)) = crate::sync::lock(&self.last).as_ref()
+        if let Some((at, probe)) = crate::locks::lock(&self.last).as_ref()
             && at.elapsed() < PROBE_EVERY
         {
             return probe.clone();
@@ -149,7 +149,7 @@ impl Menos {
             latency_ms,
             checked_at: crate::clock::stamp(crate::clock::now()),
         };
-        *crate::sync::lock(&self.last) = Some((Instant::now(), probe.clone()));
+        *crate::locks::lock(&self.last) = Some((Instant::now(), probe.clone()));
         probe
     }
 

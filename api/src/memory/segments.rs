@@ -11,8 +11,8 @@ use std::sync::Mutex;
 use bytes::Bytes;
 
 use super::paths::{self, PathError};
+use crate::locks::lock;
 use crate::storage::{ObjectInfo, ObjectKey};
-use crate::sync::lock;
 
 /// The top folder segments live under: no agent id starts with '_' (but
 /// `_shared`), so no listing of memory files takes them for one.

@@ -8,7 +8,7 @@ use std::sync::RwLock;
 
 use rustc_hash::FxHashMap;
 
-use crate::sync::{read, write};
+use crate::locks::{read, write};
 
 /// Keys kept before the map starts over (its handles stay in the families;
 /// a key seen again is looked up there once more).

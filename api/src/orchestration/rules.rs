@@ -135,7 +135,7 @@ impl Dice {
 
     /// A number in `[0, 1)` (xorshift64*).
     pub fn roll(&self) -> f64 {
-        let mut state = crate::sync::lock(&self.0);
+        let mut state = crate::locks::lock(&self.0);
         let mut x = *state;
         x ^= x >> 12;
         x ^= x << 25;

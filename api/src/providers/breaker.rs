@@ -119,7 +119,7 @@ impl Breaker {
     }
 
     fn inner(&self) -> MutexGuard<'_, Inner> {
-        crate::sync::lock(&self.inner)
+        crate::locks::lock(&self.inner)
     }
 
     /// Lets a call through (the probe, when half-open), or says how long

@@ -54,7 +54,7 @@ impl SessionLog {
     }
 
     fn slot(&self, session: &str) -> Arc<tokio::sync::Mutex<Option<u64>>> {
-        let mut slots = crate::sync::lock(&self.next_seq);
+        let mut slots = crate::locks::lock(&self.next_seq);
         if slots.len() >= REMEMBERED_SESSIONS && !slots.contains_key(session) {
             // With `recordSessions` every request is a new session: forget
             // the ones no append holds. A forgotten one lists its segments
@@ -290,9 +290,9 @@ mod tests {
         for i in 0..REMEMBERED_SESSIONS {
             log.mark_new(&format!("s{i}"));
         }
-        assert!(crate::sync::lock(&log.next_seq).len() <= REMEMBERED_SESSIONS);
+        assert!(crate::locks::lock(&log.next_seq).len() <= REMEMBERED_SESSIONS);
         // "first" was forgotten; its next append finds its end by listing.
-        assert!(!crate::sync::lock(&log.next_seq).contains_key("first"));
+        assert!(!crate::locks::lock(&log.next_seq).contains_key("first"));
         assert_eq!(log.append("main", "first", &line).await.unwrap(), 1);
     }
 

@@ -103,11 +103,11 @@ impl Limiter {
     }
 
     fn slices(&self) -> MutexGuard<'_, FxHashMap<String, Slice>> {
-        crate::sync::lock(&self.slices)
+        crate::locks::lock(&self.slices)
     }
 
     fn unwritten(&self) -> MutexGuard<'_, Vec<Writeback>> {
-        crate::sync::lock(&self.unwritten)
+        crate::locks::lock(&self.unwritten)
     }
 
     /// Admits a call estimated at `usd` and `tokens` in every window of

@@ -32,7 +32,7 @@ use super::chat_core::{self, Answer, Asker};
 use super::chat_session::OnyxFields;
 use super::error::ApiError;
 use super::middleware::Caller;
-use super::{middleware, ops, sse};
+use super::{health, middleware, sse};
 use crate::agents::context::count_request;
 use crate::app::App;
 use crate::config::ProviderKind;
@@ -49,7 +49,7 @@ pub(in crate::http) fn table() -> super::Table {
 /// The routes with their auth and the Anthropic error shape.
 pub(in crate::http) fn with_layers(routes: Router<Arc<App>>, app: Arc<App>) -> Router<Arc<App>> {
     routes
-        .method_not_allowed_fallback(ops::method_not_allowed)
+        .method_not_allowed_fallback(health::method_not_allowed)
         .route_layer(middleware::require_api_key(app))
         .layer(axum::middleware::map_response(errors::to_anthropic))
 }

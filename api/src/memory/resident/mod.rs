@@ -288,7 +288,7 @@ impl Resident {
     }
 
     pub(super) fn feed_slot(&self) -> std::sync::MutexGuard<'_, Option<tokio::task::AbortHandle>> {
-        crate::sync::lock(&self.feed)
+        crate::locks::lock(&self.feed)
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Phase> {

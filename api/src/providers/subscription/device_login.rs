@@ -17,7 +17,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, Command};
 
 use super::status::status;
-use crate::sync::lock;
+use crate::locks::lock;
 
 /// How long a sign-in may wait for the user before it is given up.
 const SIGN_IN_LIMIT: Duration = Duration::from_secs(15 * 60);

@@ -199,7 +199,7 @@ pub struct Lease {
 
 /// Unseals `cli`'s credentials into its config dir for a process about to start.
 pub fn lease(cli: &'static str) -> Lease {
-    let mut leases = crate::sync::lock(&LEASES);
+    let mut leases = crate::locks::lock(&LEASES);
     let count = leases.get_or_insert_with(HashMap::new).entry(cli).or_insert(0);
     if *count == 0
         && let Some(vault) = VAULT.get()
@@ -213,7 +213,7 @@ pub fn lease(cli: &'static str) -> Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        let mut leases = crate::sync::lock(&LEASES);
+        let mut leases = crate::locks::lock(&LEASES);
         let Some(count) = leases.get_or_insert_with(HashMap::new).get_mut(self.cli) else {
             return;
         };

@@ -100,11 +100,11 @@ impl PriceTable {
     /// name resolves to ([`names::resolve`]), exactly or by the longest known
     /// name it starts with.
     pub fn price(&self, target: &ModelRef) -> Option<Price> {
-        if let Some(found) = crate::sync::read(&self.found).get(target) {
+        if let Some(found) = crate::locks::read(&self.found).get(target) {
             return *found;
         }
         let price = self.look_up(target);
-        let mut found = crate::sync::write(&self.found);
+        let mut found = crate::locks::write(&self.found);
         if found.len() >= FOUND_MAX {
             found.clear();
         }
