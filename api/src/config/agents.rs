@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::ConfigError;
 use super::fields::check_name;
-use super::mcp_settings::McpServerConfig;
+use super::mcp::McpServerConfig;
 use super::scheduling::HeartbeatConfig;
 
 /// OpenClaw's `agents` block: shared defaults plus the agent list.

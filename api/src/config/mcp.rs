@@ -1,17 +1,173 @@
-//! Validating `mcp`: the MCP servers whose tools agents are offered, in the
-//! shape other MCP clients use (`command`/`args`/`env`/`cwd` for stdio,
-//! `url`/`headers` for HTTP), and the client's time and size limits.
+//! `mcp`: the MCP servers whose tools agents are offered, in the shape other
+//! MCP clients use (`command`/`args`/`env`/`cwd` for stdio, `url`/`headers`
+//! and an optional OAuth client for HTTP), and the client's time and size
+//! limits. As written (`RawMcp`, and `RawMcpServer`, which
+//! `POST /v1/mcp/servers` takes as [`McpServerSpec`](super::McpServerSpec)),
+//! as validated (`McpConfig`), and the checks between.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+use url::Url;
 
 use super::ConfigError;
 use super::fields::{Env, expand_home, parse_url};
-use super::mcp_settings::{
-    McpConfig, McpServerConfig, McpStartup, McpTransport, RawMcp, RawMcpServer, ToolTrust,
-};
+
+/// MCP servers whose tools agents are offered, and the client's limits.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawMcp {
+    /// `eager` (connect at startup, the default) or `lazy` (at first use).
+    pub startup: Option<String>,
+    pub start_timeout_seconds: Option<u64>,
+    pub call_timeout_seconds: Option<u64>,
+    pub max_output_chars: Option<usize>,
+    #[serde(default)]
+    pub servers: BTreeMap<String, RawMcpServer>,
+}
+
+/// One server, as Claude Desktop, Claude Code and VS Code write it (and as
+/// `POST /v1/mcp/servers` takes it).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawMcpServer {
+    /// `stdio`, `http` (streamable HTTP) or `sse` (the older HTTP+SSE);
+    /// inferred from `command` / `url` when absent.
+    #[serde(rename = "type")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// `read`, `write` or `dangerous` (the default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trust: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_timeout_seconds: Option<u64>,
+    /// HTTP: the OAuth client to sign in with, for an authorization server
+    /// that offers no dynamic client registration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<RawMcpOAuth>,
+}
+
+/// A client registered by hand with a remote server's authorization server.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawMcpOAuth {
+    pub client_id: String,
+    /// Sealed like `headers` when stored; a public client has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// Asked for instead of what the server's challenge names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+}
+
+/// `mcp`: the MCP servers agents can use, and the client's limits.
+#[derive(Debug, Clone)]
+pub struct McpConfig {
+    pub startup: McpStartup,
+    /// How long a server may take to start and answer the handshake.
+    pub start_timeout: Duration,
+    /// How long one tool call may take (a server may set its own).
+    pub call_timeout: Duration,
+    /// Characters of a tool result the model sees; the rest is cut.
+    pub max_output_chars: usize,
+    pub servers: BTreeMap<String, McpServerConfig>,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            startup: McpStartup::Eager,
+            start_timeout: Duration::from_secs(30),
+            call_timeout: Duration::from_secs(60),
+            max_output_chars: 20_000,
+            servers: BTreeMap::new(),
+        }
+    }
+}
+
+/// When a server's client is started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpStartup {
+    /// With the gateway.
+    Eager,
+    /// When an agent run first needs its tools.
+    Lazy,
+}
+
+#[derive(Debug, Clone)]
+pub struct McpServerConfig {
+    pub transport: McpTransport,
+    pub trust: ToolTrust,
+    pub startup: McpStartup,
+    pub call_timeout: Option<Duration>,
+    /// HTTP: the configured OAuth client (else Onyx registers itself).
+    pub oauth: Option<McpOAuthClient>,
+}
+
+/// The OAuth client a remote server signs in with, when configured.
+#[derive(Debug, Clone)]
+pub struct McpOAuthClient {
+    pub client_id: String,
+    pub client_secret: Option<SecretString>,
+    pub scope: Option<String>,
+}
+
+/// How to reach a server. `env` and `headers` values hold secrets.
+#[derive(Debug, Clone)]
+pub enum McpTransport {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, SecretString>,
+        cwd: Option<PathBuf>,
+    },
+    /// Streamable HTTP.
+    Http {
+        url: Url,
+        headers: BTreeMap<String, SecretString>,
+    },
+    /// The older HTTP+SSE transport.
+    Sse {
+        url: Url,
+        headers: BTreeMap<String, SecretString>,
+    },
+}
+
+impl McpTransport {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Stdio { .. } => "stdio",
+            Self::Http { .. } => "http",
+            Self::Sse { .. } => "sse",
+        }
+    }
+}
+
+/// How far an outside tool is trusted: `Read` and `Write` run without a
+/// prompt, `Dangerous` waits for approval in `ask` mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolTrust {
+    Read,
+    Write,
+    Dangerous,
+}
 
 pub(super) fn mcp(raw: RawMcp, env: Env) -> Result<McpConfig, ConfigError> {
     let defaults = McpConfig::default();
@@ -100,8 +256,15 @@ fn server_config(
             ));
         }
     };
+    let oauth = raw.oauth.clone();
     let transport = match kind.as_str() {
         "stdio" => {
+            if oauth.is_some() {
+                return Err(ConfigError::invalid(
+                    format!("{path}.oauth"),
+                    "OAuth sign-in is for HTTP servers, not stdio",
+                ));
+            }
             let command = raw.command.filter(|c| !c.trim().is_empty()).ok_or_else(|| {
                 ConfigError::invalid(format!("{path}.command"), "a stdio server needs a command")
             })?;
@@ -170,6 +333,24 @@ fn server_config(
             None => default_startup,
         },
         call_timeout: seconds(raw.call_timeout_seconds, &format!("{path}.callTimeoutSeconds"))?,
+        oauth: oauth.map(|o| oauth_client(o, path)).transpose()?,
+    })
+}
+
+fn oauth_client(raw: RawMcpOAuth, path: &str) -> Result<McpOAuthClient, ConfigError> {
+    if raw.client_id.trim().is_empty() {
+        return Err(ConfigError::invalid(
+            format!("{path}.oauth.clientId"),
+            "must not be empty (it is the client registered with the authorization server)",
+        ));
+    }
+    Ok(McpOAuthClient {
+        client_id: raw.client_id,
+        client_secret: raw
+            .client_secret
+            .filter(|s| !s.is_empty())
+            .map(SecretString::from),
+        scope: raw.scope.filter(|s| !s.trim().is_empty()),
     })
 }
 

@@ -11,8 +11,8 @@
 //! validated type and its checks: `gateway` (with `proxy` and `cors`),
 //! `providers`, `models`, `storage`, `memory` (with `embedder`), `agents`
 //! (with `workspace`), `bindings`, `plugins`, `tools`, `scheduling` (the
-//! scheduler and heartbeats), `usage`, `mcp` (shapes in `mcp_settings`),
-//! `orchestration` and `knowledge`. This module reads the file and assembles
+//! scheduler and heartbeats), `usage`, `mcp`, `orchestration` and
+//! `knowledge`. This module reads the file and assembles
 //! them (text → [`RawConfig`] → [`Config`]); `fields` and `env` are the
 //! parsers they share.
 
@@ -25,7 +25,6 @@ mod fields;
 mod gateway;
 mod knowledge;
 mod mcp;
-mod mcp_settings;
 mod memory;
 mod models;
 mod orchestration;
@@ -50,9 +49,9 @@ pub use embedder::built_in as built_in_embedder;
 pub use embedder::{EmbedderConfig, LocalEmbedderConfig, ProviderEmbedderConfig, RerankerConfig};
 pub use gateway::{DEFAULT_LISTEN, DEFAULT_MAX_BODY_BYTES, GatewayConfig, LogFormat};
 pub use knowledge::{KnowledgeConfig, MenosConfig};
+pub use mcp::RawMcpServer as McpServerSpec;
 pub use mcp::mcp_server_from_spec;
-pub use mcp_settings::RawMcpServer as McpServerSpec;
-pub use mcp_settings::{McpConfig, McpServerConfig, McpStartup, McpTransport, ToolTrust};
+pub use mcp::{McpConfig, McpOAuthClient, McpServerConfig, McpStartup, McpTransport, ToolTrust};
 pub use memory::{DEFAULT_RESIDENT_BUDGET_MB, Fusion, MemoryConfig};
 pub use models::ContextWindows;
 pub use orchestration::OrchestrationConfig;
@@ -194,7 +193,7 @@ struct RawConfig {
     #[serde(default)]
     pub usage: usage::RawUsage,
     #[serde(default)]
-    pub mcp: mcp_settings::RawMcp,
+    pub mcp: mcp::RawMcp,
     #[serde(default)]
     pub orchestration: orchestration::RawOrchestration,
     #[serde(default)]

@@ -85,6 +85,9 @@ pub struct McpServerView {
     pub env: Vec<String>,
     /// Names of the headers sent (HTTP); values are never shown.
     pub headers: Vec<String>,
+    /// HTTP: the configured OAuth client's id, when one is configured (its
+    /// secret is never shown); without one Onyx registers itself.
+    pub oauth_client_id: Option<String>,
     pub call_timeout_seconds: Option<u64>,
     pub state: ServerState,
     /// When it entered `state` (RFC 3339).
@@ -256,6 +259,17 @@ impl McpClients {
                 tool.name,
                 timeout.as_secs()
             )),
+            Ok(Err(err)) if self.token_refused(&server, &err).await => {
+                // Reconnecting refreshes the token, or asks the owner to sign in again.
+                if let Err(restart) = self.restart(&server.name).await {
+                    tracing::warn!(mcp_server = %server.name, error = %restart, "could not reconnect after a refused token");
+                }
+                CallOutcome::error(format!(
+                    "the MCP server {} refused Onyx's access token (revoked or expired); it is \
+                     reconnecting, and if the sign-in was withdrawn the MCP page asks for a new one",
+                    server.name
+                ))
+            }
             Ok(Err(err)) => CallOutcome::error(format!(
                 "the MCP server {} failed on {}: {}",
                 server.name,
@@ -266,6 +280,17 @@ impl McpClients {
                 Ok(result) => results::render(&result, self.max_output_chars),
                 Err(err) => CallOutcome::error(format!("the MCP server's answer could not be read: {err}")),
             },
+        }
+    }
+
+    /// Whether a failed call was refused for its OAuth token (a server's own
+    /// JSON-RPC error never is).
+    async fn token_refused(&self, server: &Server, err: &rmcp::ServiceError) -> bool {
+        match err {
+            rmcp::ServiceError::McpError(_) => false,
+            _ if !server.signs_in() => false,
+            err if err.auth_challenge().is_some() => true,
+            _ => server.refuses_its_token().await,
         }
     }
 
@@ -329,6 +354,7 @@ fn view(server: &Server, source: &str) -> McpServerView {
         url,
         env,
         headers,
+        oauth_client_id: config.oauth.as_ref().map(|o| o.client_id.clone()),
         call_timeout_seconds: config.call_timeout.map(|t| t.as_secs()),
         name: server.name.clone(),
         transport: server.config.transport.kind().into(),

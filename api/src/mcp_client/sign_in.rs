@@ -40,7 +40,9 @@ impl McpClients {
             return Err(SignInError::OwnAuthorization(name.into()));
         }
         let oauth = self.oauth.get().ok_or(SignInError::NoStore)?;
-        Ok(oauth.start(name, url, redirect_uri).await?)
+        Ok(oauth
+            .start(name, url, server.config.oauth.as_ref(), redirect_uri)
+            .await?)
     }
 
     /// The authorization server's answer: the code exchanged for tokens

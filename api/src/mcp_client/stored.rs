@@ -30,6 +30,9 @@ impl SealedSpec for McpServerSpec {
             let context = format!("mcp_server:{name}:header:{}", header.to_ascii_lowercase());
             *value = each(value, &context)?;
         }
+        if let Some(secret) = self.oauth.as_mut().and_then(|o| o.client_secret.as_mut()) {
+            *secret = each(secret, &format!("mcp_server:{name}:oauth:client_secret"))?;
+        }
         Ok(self)
     }
 
@@ -37,6 +40,7 @@ impl SealedSpec for McpServerSpec {
         self.env
             .values()
             .chain(self.headers.values())
+            .chain(self.oauth.iter().filter_map(|o| o.client_secret.as_ref()))
             .map(String::as_str)
             .collect()
     }
@@ -91,12 +95,30 @@ mod tests {
         let remote = parse_spec(json!({"url": "http://127.0.0.1:9/mcp",
                                        "headers": {"Authorization": "Bearer hdr-secret-9876543210"}}))
         .unwrap();
+        let signed = parse_spec(json!({"url": "http://127.0.0.1:9/mcp",
+                                       "oauth": {"clientId": "onyx", "clientSecret": "cs-secret-5647382910"}}))
+        .unwrap();
+        store.create(&vault, "signed", signed).await.unwrap();
         store.create(&vault, "remote", remote).await.unwrap();
         let raw: Vec<Value> = db.rows("SELECT * FROM mcp_server", json!({}), 0).await.unwrap();
         let text = serde_json::to_string(&raw).unwrap();
         assert!(
-            !text.contains("0123456789") && !text.contains("9876543210"),
+            !text.contains("0123456789") && !text.contains("9876543210") && !text.contains("5647382910"),
             "{text}"
+        );
+        let signed = store
+            .get("signed")
+            .await
+            .unwrap()
+            .unwrap()
+            .config(&vault, McpStartup::Eager)
+            .unwrap()
+            .oauth
+            .unwrap();
+        assert_eq!(signed.client_id, "onyx");
+        assert_eq!(
+            signed.client_secret.unwrap().expose_secret(),
+            "cs-secret-5647382910"
         );
         let config = store
             .get("tools")

@@ -272,6 +272,24 @@ impl Server {
         Some((self.oauth.get()?.clone(), url.clone()))
     }
 
+    /// Whether it is a remote server that may sign in with OAuth (it sends
+    /// no `Authorization` header of its own).
+    pub fn signs_in(&self) -> bool {
+        self.oauth_target().is_some()
+    }
+
+    /// Whether the server now refuses the token it was signed in with
+    /// (revoked, or expired early): its challenge to that very token.
+    pub async fn refuses_its_token(&self) -> bool {
+        let Some((oauth, url)) = self.oauth_target() else {
+            return false;
+        };
+        let Ok(Some(bearer)) = oauth.bearer(&self.name, &url, false).await else {
+            return false;
+        };
+        matches!(oauth.challenge(&url, Some(&bearer)).await, Ok(Some(_)))
+    }
+
     /// Connects, with its access token when signed in: refreshed once if
     /// the server refuses it; a server that wants a sign-in says so.
     async fn connect(&self) -> Result<(connect::Started, Option<DateTime<Utc>>), Down> {

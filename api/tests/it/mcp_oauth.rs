@@ -195,3 +195,128 @@ async fn a_remote_server_signs_in_with_oauth_and_its_token_is_refreshed() {
     let (status, body) = reply(onyx.post("/v1/mcp/servers/nobody/oauth/start")).await;
     assert_eq!(status, 404, "{body}");
 }
+
+#[tokio::test]
+async fn a_configured_client_signs_in_without_registration_keeps_its_tokens_over_a_restart_and_a_revocation_asks_again()
+ {
+    let fakes = Fakes::start().await;
+    // Tokens live an hour: only a refused call can reveal the revocation below.
+    let oauth = onyx_test_fakes::mcp_oauth::start_with(onyx_test_fakes::mcp_oauth::Options {
+        ttl_seconds: 3600,
+        registration: false,
+    })
+    .await
+    .unwrap();
+    let secret = "by-hand-secret-5f3a9c";
+    let config = TestConfig::new(&fakes)
+        .merge(json!({
+            "agents": { "defaults": { "model": "openai/fake-script", "permissionMode": "allow-all" },
+                        "list": [ { "id": "main", "default": true } ] },
+            "mcp": { "servers": {
+                "byhand": { "url": oauth.mcp_url(), "trust": "read",
+                            "oauth": { "clientId": "onyx-by-hand", "clientSecret": secret } },
+                "unconfigured": { "url": oauth.mcp_url(), "trust": "read" },
+            } },
+        }))
+        .build();
+    let env = [("ONYX_MASTER_KEY", MASTER_KEY)];
+    let onyx = Onyx::start(Some(&config), &env).await;
+    let waiting = wait_until(secs(30), "the server asks for a sign-in", async || {
+        server(&onyx, "byhand")
+            .await
+            .filter(|s| s["state"] == "needs_sign_in")
+    })
+    .await;
+    assert_eq!(waiting["oauthClientId"], "onyx-by-hand", "{waiting}");
+    let listed = onyx.get_json("/v1/mcp/servers").await.to_string();
+    assert!(!listed.contains(secret), "{listed}");
+
+    // Without a configured client, the server with no registration is named as the reason.
+    let (status, body) = reply(onyx.post("/v1/mcp/servers/unconfigured/oauth/start")).await;
+    assert_eq!(status, 502, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("no dynamic client registration") && message.contains("oauth.clientId"),
+        "{message}"
+    );
+
+    let redirect = format!("{}/v1/mcp/oauth/callback", onyx.url);
+    oauth.fake.add_client("onyx-by-hand", Some(secret), &redirect);
+    let (status, started) = reply(onyx.post("/v1/mcp/servers/byhand/oauth/start")).await;
+    assert_eq!(status, 200, "{started}");
+    let authorization = url::Url::parse(started["authorizationUrl"].as_str().unwrap()).unwrap();
+    assert!(
+        authorization
+            .query_pairs()
+            .any(|(k, v)| k == "client_id" && v == "onyx-by-hand"),
+        "{authorization}"
+    );
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let approved = browser.get(authorization).send().await.unwrap();
+    assert_eq!(approved.status(), 302);
+    let callback = approved.headers()["location"].to_str().unwrap().to_string();
+    let signed = browser.get(&callback).send().await.unwrap();
+    assert_eq!(signed.status(), 200, "{}", signed.text().await.unwrap());
+    wait_until(secs(30), "the server is ready", async || {
+        server(&onyx, "byhand").await.filter(|s| s["state"] == "ready")
+    })
+    .await;
+    let answer = onyx
+        .agent_answer("main", "script: mcp__byhand__whoami {} ; answer")
+        .await;
+    assert!(
+        answer.contains("signed in as OAuth client onyx-by-hand"),
+        "{answer}"
+    );
+    let counted = stats(&oauth).await;
+    assert_eq!(counted["registrations"], 0, "{counted}");
+    assert_eq!(counted["codeExchanges"], 1, "{counted}");
+
+    // A restart keeps the sign-in: ready again with no second code exchange.
+    let (dir, _) = onyx.stop().await;
+    let onyx = Onyx::start_in(dir, Some(&config), &env).await;
+    wait_until(secs(30), "the server is ready after the restart", async || {
+        server(&onyx, "byhand").await.filter(|s| s["state"] == "ready")
+    })
+    .await;
+    let answer = onyx
+        .agent_answer("main", "script: mcp__byhand__whoami {} ; answer")
+        .await;
+    assert!(
+        answer.contains("signed in as OAuth client onyx-by-hand"),
+        "{answer}"
+    );
+    assert_eq!(stats(&oauth).await["codeExchanges"], 1);
+
+    // The owner revokes Onyx at the authorization server: the next call is
+    // refused, the refresh too, and the server asks for a sign-in again.
+    assert!(
+        reqwest::Client::new()
+            .post(format!("{}/_fake/oauth/revoke", oauth.auth_server.url()))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .is_success()
+    );
+    let answer = onyx
+        .agent_answer("main", "script: mcp__byhand__whoami {} ; answer")
+        .await;
+    assert!(!answer.contains("signed in as OAuth client"), "{answer}");
+    let asked = wait_until(secs(30), "the revoked server asks for a sign-in", async || {
+        server(&onyx, "byhand")
+            .await
+            .filter(|s| s["state"] == "needs_sign_in")
+    })
+    .await;
+    assert!(
+        asked["lastError"].as_str().unwrap().contains("sign in"),
+        "{asked}"
+    );
+    let after = stats(&oauth).await;
+    assert!(after["refusedGrants"].as_u64().unwrap() >= 1, "{after}");
+    assert_eq!(after["bearerAtAuthServer"], 0, "{after}");
+}

@@ -9,7 +9,11 @@
 //! tool, `whoami`, behind the bearer token.
 //!
 //! `POST /_fake/oauth/expire` on the authorization server expires every
-//! access token at once; `GET /_fake/oauth/stats` counts what happened.
+//! access token at once; `POST /_fake/oauth/revoke` withdraws every access
+//! and refresh token (the user revoked the app); `GET /_fake/oauth/stats`
+//! counts what happened. Started [`without_registration`](Options), it
+//! offers no registration endpoint and knows only clients added by hand
+//! ([`OAuthFake::add_client`]), which prove their secret with HTTP Basic.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,8 +46,10 @@ pub struct OAuthFake {
     resource: OnceLock<String>,
     /// Access tokens' lifetime in seconds.
     ttl: u64,
-    /// Registered client ids and their redirect URIs.
-    clients: Mutex<HashMap<String, Vec<String>>>,
+    /// Whether the metadata names a registration endpoint.
+    registration: bool,
+    /// Registered client ids, their redirect URIs and secret (if any).
+    clients: Mutex<HashMap<String, (Vec<String>, Option<String>)>>,
     codes: Mutex<HashMap<String, Code>>,
     /// Access token → (client id, expiry in Unix seconds).
     access: Mutex<HashMap<String, (String, u64)>>,
@@ -129,7 +135,38 @@ impl OAuthFake {
                "refresh_token": refresh, "scope": "tools"})
     }
 
-    fn token(&self, form: HashMap<String, String>) -> Response {
+    /// Adds a client as an administrator would in the server's console.
+    pub fn add_client(&self, id: &str, secret: Option<&str>, redirect_uri: &str) {
+        lock(&self.clients).insert(
+            id.to_string(),
+            (vec![redirect_uri.to_string()], secret.map(String::from)),
+        );
+    }
+
+    /// The client a token request authenticates as: HTTP Basic for a client
+    /// with a secret, else the form's `client_id`; `None` if the secret is wrong.
+    fn client_of(&self, headers: &HeaderMap, form: &HashMap<String, String>) -> Option<String> {
+        let basic = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Basic "))
+            .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+            .and_then(|b| String::from_utf8(b).ok());
+        let clients = lock(&self.clients);
+        match basic {
+            Some(pair) => {
+                // (The ids and secrets the tests use need no form-encoding.)
+                let (id, secret) = pair.split_once(':')?;
+                (clients.get(id)?.1.as_deref() == Some(secret)).then(|| id.to_string())
+            }
+            None => {
+                let id = form.get("client_id")?;
+                clients.get(id)?.1.is_none().then(|| id.clone())
+            }
+        }
+    }
+
+    fn token(&self, headers: &HeaderMap, form: HashMap<String, String>) -> Response {
         let field = |name: &str| form.get(name).cloned().unwrap_or_default();
         if field("resource") != self.resource() {
             self.refused_grants.fetch_add(1, Ordering::SeqCst);
@@ -139,7 +176,14 @@ impl OAuthFake {
                 "resource must name the MCP server",
             );
         }
-        let client_id = field("client_id");
+        let Some(client_id) = self.client_of(headers, &form) else {
+            self.refused_grants.fetch_add(1, Ordering::SeqCst);
+            return oauth_error(
+                StatusCode::UNAUTHORIZED,
+                "invalid_client",
+                "unknown client or wrong secret",
+            );
+        };
         match field("grant_type").as_str() {
             "authorization_code" => {
                 let Some(code) = lock(&self.codes).remove(&field("code")) else {
@@ -185,7 +229,7 @@ impl OAuthFake {
         let redirect_uri = field("redirect_uri");
         let known = lock(&self.clients)
             .get(&field("client_id"))
-            .is_some_and(|uris| uris.contains(&redirect_uri));
+            .is_some_and(|(uris, _)| uris.contains(&redirect_uri));
         if !known {
             return oauth_error(
                 StatusCode::BAD_REQUEST,
@@ -289,10 +333,28 @@ fn form(body: &str) -> HashMap<String, String> {
         .collect()
 }
 
-/// Starts both servers; access tokens live `ttl_seconds`.
+/// How the authorization server behaves.
+pub struct Options {
+    /// Access tokens' lifetime in seconds.
+    pub ttl_seconds: u64,
+    /// Whether clients may register themselves (RFC 7591).
+    pub registration: bool,
+}
+
+/// Starts both servers with dynamic registration; access tokens live `ttl_seconds`.
 pub async fn start(ttl_seconds: u64) -> std::io::Result<OAuthServers> {
+    start_with(Options {
+        ttl_seconds,
+        registration: true,
+    })
+    .await
+}
+
+/// Starts both servers.
+pub async fn start_with(options: Options) -> std::io::Result<OAuthServers> {
     let fake = Arc::new(OAuthFake {
-        ttl: ttl_seconds,
+        ttl: options.ttl_seconds,
+        registration: options.registration,
         ..OAuthFake::default()
     });
     let watch_bearer = |fake: Arc<OAuthFake>| {
@@ -319,16 +381,19 @@ pub async fn start(ttl_seconds: u64) -> std::io::Result<OAuthServers> {
                 let f = f.clone();
                 move || async move {
                     let issuer = f.issuer();
-                    Json(json!({
+                    let mut metadata = json!({
                         "issuer": issuer,
                         "authorization_endpoint": format!("{issuer}/authorize"),
                         "token_endpoint": format!("{issuer}/token"),
-                        "registration_endpoint": format!("{issuer}/register"),
                         "response_types_supported": ["code"],
                         "grant_types_supported": ["authorization_code", "refresh_token"],
                         "code_challenge_methods_supported": ["S256"],
-                        "token_endpoint_auth_methods_supported": ["none"],
-                    }))
+                        "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
+                    });
+                    if f.registration {
+                        metadata["registration_endpoint"] = json!(format!("{issuer}/register"));
+                    }
+                    Json(metadata)
                 }
             }),
         )
@@ -337,6 +402,9 @@ pub async fn start(ttl_seconds: u64) -> std::io::Result<OAuthServers> {
             post({
                 let f = f.clone();
                 move |Json(body): Json<Value>| async move {
+                    if !f.registration {
+                        return StatusCode::NOT_FOUND.into_response();
+                    }
                     let uris: Vec<String> = body["redirect_uris"]
                         .as_array()
                         .map(|a| a.iter().filter_map(|u| u.as_str().map(String::from)).collect())
@@ -349,7 +417,7 @@ pub async fn start(ttl_seconds: u64) -> std::io::Result<OAuthServers> {
                         );
                     }
                     let id = format!("client-{}", random());
-                    lock(&f.clients).insert(id.clone(), uris.clone());
+                    lock(&f.clients).insert(id.clone(), (uris.clone(), None));
                     f.registrations.fetch_add(1, Ordering::SeqCst);
                     (
                         StatusCode::CREATED,
@@ -372,7 +440,7 @@ pub async fn start(ttl_seconds: u64) -> std::io::Result<OAuthServers> {
             "/token",
             post({
                 let f = f.clone();
-                move |body: String| async move { f.token(form(&body)) }
+                move |headers: HeaderMap, body: String| async move { f.token(&headers, form(&body)) }
             }),
         )
         .route(
@@ -384,6 +452,17 @@ pub async fn start(ttl_seconds: u64) -> std::io::Result<OAuthServers> {
                         *expires = 0;
                     }
                     Json(json!({"expired": true}))
+                }
+            }),
+        )
+        .route(
+            "/_fake/oauth/revoke",
+            post({
+                let f = f.clone();
+                move || async move {
+                    lock(&f.access).clear();
+                    lock(&f.refresh).clear();
+                    Json(json!({"revoked": true}))
                 }
             }),
         )

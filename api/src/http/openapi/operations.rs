@@ -17,11 +17,12 @@ use crate::http::views::{
     TaskView,
 };
 use crate::http::{
-    agents, keys, knowledge, login, memory as memory_routes, missions, notifications, operations,
+    agents, control, keys, knowledge, login, memory as memory_routes, missions, notifications,
 };
 use crate::http::{providers, sessions, subscriptions};
 use crate::inbox::InboxMessage;
 use crate::mcp_client::McpServerView;
+use crate::mcp_client::oauth::SignInStart;
 use crate::memory::{FileContent, FileInfo, SearchResults, Status as MemoryStatus, SyncReport, WriteOutcome};
 use crate::observability::tail::LogLine;
 use crate::orchestration::trust::ReviewInput;
@@ -248,16 +249,33 @@ fn admin_routes() -> Vec<Operation> {
             .answers::<McpServerView>(),
         delete("/v1/mcp/servers/{name}", "Removes an MCP server.").answers::<Deleted>(),
         post("/v1/mcp/servers/{name}/restart", "Restarts an MCP server.").answers::<McpServerView>(),
+        post(
+            "/v1/mcp/servers/{name}/oauth/start",
+            "Starts an OAuth sign-in to a remote MCP server: the authorization URL to open.",
+        )
+        .answers::<SignInStart>(),
+        get(
+            "/v1/mcp/oauth/callback",
+            "Where the authorization server sends the browser back: exchanges the code (its one-time state admits it).",
+        )
+        .query(&[
+            ("code", "The authorization code."),
+            ("state", "The sign-in's one-time state."),
+            ("iss", "The authorization server that answered (RFC 9207)."),
+            ("error", "The authorization server's refusal."),
+            ("error_description", "Its explanation."),
+        ])
+        .answers_with(Answer::Text("text/html")),
         get("/v1/policy", "The orchestration policies."),
         get("/v1/policy/{key}", "One policy."),
         put("/v1/policy/{key}", "Sets a policy.").takes::<Value>(),
         delete("/v1/policy/{key}", "Removes a policy.").answers::<Deleted>(),
         get("/v1/triggers", "Reaction triggers.").answers::<List<ReactionTrigger>>(),
         post("/v1/triggers", "Adds a reaction trigger.")
-            .takes::<operations::TriggerInput>()
+            .takes::<control::TriggerInput>()
             .creates::<ReactionTrigger>(),
         put("/v1/triggers/{id}", "Replaces a reaction trigger.")
-            .takes::<operations::TriggerInput>()
+            .takes::<control::TriggerInput>()
             .answers::<ReactionTrigger>(),
         delete("/v1/triggers/{id}", "Removes a reaction trigger.").answers::<Deleted>(),
         put("/v1/agents/{agent}/trust", "Sets what an agent is trusted with.").takes::<AnyObject>(),

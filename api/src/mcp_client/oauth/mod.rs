@@ -20,7 +20,9 @@ use sha2::{Digest, Sha256};
 use url::Url;
 
 pub use discovery::check_secure;
-use store::{Grant, Issuer, Pending, Store};
+use store::{ClientAuth, Grant, Issuer, OAuthClient, Pending, Store};
+
+use crate::config::McpOAuthClient;
 
 use crate::secrets::Vault;
 use crate::storage::Db;
@@ -51,7 +53,7 @@ pub struct Bearer {
 }
 
 /// What the owner opens to sign in.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SignInStart {
     pub authorization_url: String,
@@ -108,26 +110,39 @@ impl OAuth {
         discovery::probe(&self.http, resource, bearer.map(|b| b.token.expose_secret())).await
     }
 
-    /// Starts a sign-in for `server` at `resource`: discovery, registration,
-    /// a one-time state; the authorization URL to open.
+    /// Starts a sign-in for `server` at `resource`: discovery, the
+    /// `configured` client or a registration, a one-time state; the
+    /// authorization URL to open.
     pub async fn start(
         &self,
         server: &str,
         resource: &Url,
+        configured: Option<&McpOAuthClient>,
         redirect_uri: &Url,
     ) -> Result<SignInStart, OAuthError> {
         let challenge = self.challenge(resource, None).await?.unwrap_or_default();
         let found = discovery::discover(&self.http, resource, &challenge).await?;
         let redirect = redirect_uri.to_string();
-        let client = match &found.registration_endpoint {
-            Some(endpoint) => flow::register(&self.http, endpoint, &redirect).await?,
-            None => {
+        let client = match (configured, &found.registration_endpoint) {
+            (Some(configured), _) => OAuthClient {
+                id: configured.client_id.clone(),
+                secret: configured.client_secret.clone(),
+                auth: match configured.client_secret {
+                    Some(_) => ClientAuth::ClientSecretBasic,
+                    None => ClientAuth::None,
+                },
+            },
+            (None, Some(endpoint)) => flow::register(&self.http, endpoint, &redirect).await?,
+            (None, None) => {
                 return Err(OAuthError::Refused(format!(
-                    "the authorization server {} offers no dynamic client registration",
+                    "the authorization server {} offers no dynamic client registration: register a \
+                     client there with the redirect URI {redirect} and give the server \
+                     oauth.clientId (and oauth.clientSecret if it has one)",
                     found.issuer
                 )));
             }
         };
+        let scope = configured.and_then(|c| c.scope.clone()).or(found.scope);
         let verifier = random_token()?;
         let state = random_token()?;
         let expires_at = chrono::Utc::now().timestamp() + SIGN_IN_TTL;
@@ -142,7 +157,7 @@ impl OAuth {
                 .append_pair("code_challenge_method", "S256")
                 .append_pair("state", &state)
                 .append_pair("resource", resource.as_str());
-            if let Some(scope) = &found.scope {
+            if let Some(scope) = &scope {
                 query.append_pair("scope", scope);
             }
         }

@@ -17,6 +17,8 @@ export type McpServerInput = {
 	trust?: 'read' | 'write' | 'dangerous';
 	startup?: 'eager' | 'lazy';
 	callTimeoutSeconds?: number | null;
+	/** A client registered by hand, for an authorization server without dynamic registration. */
+	oauth?: { clientId: string; clientSecret?: string } | null;
 };
 
 export const listMcpServers = () => get<List<McpServerView>>('/v1/mcp/servers');

@@ -37,7 +37,12 @@ env: Array<string>,
 /**
  * Names of the headers sent (HTTP); values are never shown.
  */
-headers: Array<string>, callTimeoutSeconds: number | null, state: ServerState, 
+headers: Array<string>, 
+/**
+ * HTTP: the configured OAuth client's id, when one is configured (its
+ * secret is never shown); without one Onyx registers itself.
+ */
+oauthClientId: string | null, callTimeoutSeconds: number | null, state: ServerState, 
 /**
  * When it entered `state` (RFC 3339).
  */
