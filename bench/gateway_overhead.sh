@@ -65,13 +65,13 @@ cat > "$tmp/onyx.json5" <<JSON
     far: { type: "openai", baseUrl: "$far", apiKey: "$upstream_key", maxRetries: 0 },
   } }
 JSON
-# ONYX_BIN=path measures another build of onyx (an A/B against the same fakes and load);
+# BENCH_ONYX_BIN=path measures another build of onyx (an A/B against the same fakes and load);
 # ONYX_ENV="NAME=value …" runs it with those variables (MIMALLOC_ARENA_EAGER_COMMIT=0…).
 # Builds from before 2026-11-27 start themselves again unless
 # MIMALLOC_ARENA_EAGER_COMMIT and RUST_LIB_BACKTRACE are both set: for those,
 # ONYX_ENV="MIMALLOC_ARENA_EAGER_COMMIT=0 RUST_LIB_BACKTRACE=0" is what they ran with.
 # shellcheck disable=SC2086
-env ${ONYX_ENV:-} ONYX_LOG=${LOG:-warn} HOME=$tmp taskset -c 0 "${ONYX_BIN:-$bin/onyx}" serve --config "$tmp/onyx.json5" --listen 127.0.0.1:0 > "$tmp/onyx.out" 2>/dev/null &
+env ${ONYX_ENV:-} ONYX_LOG=${LOG:-warn} HOME=$tmp taskset -c 0 "${BENCH_ONYX_BIN:-$bin/onyx}" serve --config "$tmp/onyx.json5" --listen 127.0.0.1:0 > "$tmp/onyx.out" 2>/dev/null &
 onyx_pid=$!
 pids+=($onyx_pid)
 until grep -q '^listening on' "$tmp/onyx.out" 2>/dev/null; do sleep 0.05; done
@@ -231,7 +231,7 @@ memory_line "after the load"
 read -r dirty_after _ < <(private_dirty_kb "$onyx_pid")
 if command -v readelf > /dev/null; then
   echo "of which the onyx binary's pages, by section:"
-  onyx_bin=${ONYX_BIN:-$bin/onyx}
+  onyx_bin=${BENCH_ONYX_BIN:-$bin/onyx}
   python3 bench/rss_sections.py "$onyx_pid" "$onyx_bin" || true
 fi
 

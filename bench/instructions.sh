@@ -12,7 +12,7 @@
 #
 #   bench/instructions.sh                 chat completions (needs valgrind, wrk, python3)
 #   API=responses bench/instructions.sh   or messages
-#   ONYX_BIN=/tmp/onyx-before BUILD=0 bench/instructions.sh   another build, same fakes
+#   BENCH_ONYX_BIN=/tmp/onyx-before BUILD=0 bench/instructions.sh   another build, same fakes
 #   LIMITS=on   with a budget and rate limits configured; TOP=40 functions listed
 #   KEEP=/tmp/chat.callgrind   keeps the callgrind file (callers: bench/callgrind.py)
 #   LOG=info    at Onyx's default log level (each request has a tracing span); default warn
@@ -25,7 +25,7 @@ if [ "${BUILD:-1}" != 0 ]; then
   cargo build --release -q -p onyx-test-fakes
 fi
 bin=$CARGO_TARGET_DIR/release
-onyx_bin=${ONYX_BIN:-$bin/onyx}
+onyx_bin=${BENCH_ONYX_BIN:-$bin/onyx}
 api=${API:-chat}
 KEY=onyx_sk_bench_key_0000000000
 . bench/profile_setup.sh

@@ -3,7 +3,7 @@
 # once, each argon2id check allocating 19 MiB. Prints the process's peak RSS
 # (VmHWM) before and after the burst, and how many logins were checked.
 #
-#   bench/login_memory.sh [ONYX_BIN] [N]
+#   bench/login_memory.sh [BENCH_ONYX_BIN] [N]
 #
 # With PROXY=1 (the default) the gateway trusts 127.0.0.1's X-Forwarded-For
 # and each login names its own address, so none is throttled and all N are
@@ -12,7 +12,7 @@
 # with PROXY=0 to see the burst without the throttle's reservation or the
 # limit on checks at once.
 set -euo pipefail
-bin=${1:-${ONYX_BIN:-target/release/onyx}}
+bin=${1:-${BENCH_ONYX_BIN:-target/release/onyx}}
 n=${2:-32}
 proxy=${PROXY:-1}
 dir=$(mktemp -d)

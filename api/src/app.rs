@@ -206,7 +206,6 @@ impl App {
                 lease_db.clone(),
                 agents.clone(),
                 memory.clone(),
-                sessions.clone(),
                 config.orchestration.clone(),
             );
             agents.set_coordination(Arc::new(crate::orchestration::Coordinator(Arc::downgrade(

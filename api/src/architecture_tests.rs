@@ -7,6 +7,10 @@
 //! - a domain module imports the edge (`http`, `cli`) or the wiring (`app`);
 //! - a leaf module (shared vocabulary) imports any other module of the crate.
 //!
+//! And the seams that keep one place for each concept: only `lease.rs`
+//! writes leases, only `agents/conversation.rs` opens turns, and only
+//! `providers/transport.rs` speaks HTTP to model providers.
+//!
 //! `ONYX_ARCHITECTURE_SRC=/some/checkout/api/src` checks another tree (for
 //! example an older commit's, to see what it reports).
 
@@ -306,6 +310,32 @@ fn only_the_lease_module_writes_or_tests_leases() {
     assert!(
         offenders.is_empty(),
         "leases by hand in {offenders:?}: use crate::lease"
+    );
+}
+
+/// Every turn starts in `agents/conversation.rs`: only it builds a
+/// `RunRequest` (compaction's summary call aside, which is no turn), so no
+/// source can skip the agent's checks, its session or the session's settings.
+#[test]
+fn only_the_conversation_opens_turns() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let offenders: Vec<String> = sources(&root)
+        .into_iter()
+        .filter(|s| {
+            !matches!(
+                s.file.as_str(),
+                "agents/conversation.rs"
+                    | "agents/compaction.rs"
+                    | "agents/run_io.rs"
+                    | "architecture_tests.rs"
+            )
+        })
+        .filter(|s| s.text.contains("RunRequest {"))
+        .map(|s| s.file)
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "a turn built outside agents/conversation.rs in {offenders:?}: use Agents::open_turn"
     );
 }
 

@@ -3,21 +3,24 @@
 // (stdio): the server comes up with its tools without restarting Onyx, its
 // environment is shown only as names that are set (the value never reaches the
 // page or the API's answers), an edit and a restart give it a new process, a
-// config-file server offers no edit, and a removed one stops. Needs ONYX_BIN,
-// MCP_TIME_BIN (set by tests/run) and /usr/bin/chromium.
+// config-file server offers no edit, and a removed one stops. A remote server
+// behind OAuth 2.1 (the fake authorization server of `onyx-fake-upstream`)
+// waits for a sign-in, and the page's Sign in button takes the owner through
+// it in a new tab. Needs ONYX_BIN, MCP_TIME_BIN, FAKE_UPSTREAM_BIN (set by
+// tests/run) and /usr/bin/chromium.
 import assert from 'node:assert/strict';
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { hashPassword, killAll, launchBrowser, newContext, signIn, startOnyx, stopOnyx } from './harness.mjs';
+import { hashPassword, killAll, launchBrowser, newContext, signIn, startFakes, startOnyx, stopOnyx } from './harness.mjs';
 
 const TIME = process.env.MCP_TIME_BIN;
 const KEY = 'onyx_sk_mcp_page_test_key_0123456789';
 const PASSWORD = 'servers from the page';
 const SECRET = 'tz-token-never-shown-71c4e09d';
 
-let browser, home, onyx;
+let browser, home, onyx, fakes;
 const violations = [];
 
 const api = (path) => fetch(`${onyx.url}${path}`, { headers: { authorization: `Bearer ${KEY}` } });
@@ -34,6 +37,7 @@ async function serverWhen(name, done) {
 
 before(async () => {
 	assert.ok(TIME, 'MCP_TIME_BIN (a real MCP server) must be set (tests/run does)');
+	fakes = await startFakes('fake-key-not-used-here');
 	home = mkdtempSync(join(tmpdir(), 'onyx-mcp-page-'));
 	mkdirSync(join(home, 'data'));
 	onyx = await startOnyx(
@@ -101,6 +105,41 @@ test('an MCP server is added, edited, restarted and removed from the MCP page', 
 	await row.getByRole('button', { name: 'Remove' }).click();
 	await row.waitFor({ state: 'detached' });
 	await serverWhen('clock', (s) => s === undefined);
+
+	assert.deepEqual(violations, [], 'no Content-Security-Policy violation');
+	await context.close();
+});
+
+test('a remote MCP server behind OAuth signs in from the MCP page', async () => {
+	const context = await newContext(browser, violations);
+	const page = await context.newPage();
+	await page.goto(`${onyx.url}/mcp-servers`);
+	await signIn(page, PASSWORD);
+
+	await page.getByRole('button', { name: 'Add server' }).click();
+	const form = page.getByTestId('mcp-form');
+	await form.getByLabel(/^Name/).fill('guarded');
+	await form.getByLabel('Transport').selectOption('http');
+	await form.getByLabel('URL').fill(fakes.mcpOAuth.mcp);
+	await form.getByLabel('Trust').selectOption('read');
+	await form.getByRole('button', { name: 'Add server' }).click();
+	const row = page.getByTestId('mcp-server-guarded');
+	await row.getByTestId('mcp-state').getByText('needs_sign_in').waitFor({ timeout: 30000 });
+
+	// Sign in opens the authorization server in a new tab, which comes back to Onyx's callback.
+	const [tab] = await Promise.all([context.waitForEvent('page'), row.getByTestId('mcp-sign-in').click()]);
+	await tab.getByText('Onyx is signed in to the MCP server guarded').waitFor({ timeout: 30000 });
+	assert.match(tab.url(), /\/v1\/mcp\/oauth\/callback\?/);
+	await tab.close();
+
+	await row.getByTestId('mcp-state').getByText('ready').waitFor({ timeout: 30000 });
+	await row.getByRole('button', { name: /tools/ }).click();
+	await page.getByTestId('mcp-tools-guarded').getByText('mcp__guarded__whoami').waitFor();
+	const stats = await (await fetch(`${fakes.mcpOAuth.authServer}/_fake/oauth/stats`)).json();
+	assert.equal(stats.codeExchanges, 1);
+	assert.equal(stats.bearerAtAuthServer, 0, 'the token goes only to the MCP server');
+	const listed = await (await api('/v1/mcp/servers')).text();
+	assert.ok(!/access_token|refresh_token/i.test(listed), 'no answer carries a token');
 
 	assert.deepEqual(violations, [], 'no Content-Security-Policy violation');
 	await context.close();

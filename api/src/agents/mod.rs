@@ -4,6 +4,7 @@
 //! - `registry`: which agents exist (config `agents.list` + API changes)
 //! - `workspace`: their files in the object store, seeded from `config/workspace/`
 //! - `prompt`: composing the system prompt from those files, memory and the inbox
+//! - `conversation`: where every turn starts (agent, session, history, settings)
 //! - `run_io`: what goes into a run and the events that come out
 //! - `runtime`: starting a run in its own task and recording how it ended
 //! - `run_loop`: the tool-calling loop, emitting events as it goes
@@ -17,6 +18,7 @@ pub mod approvals;
 mod cli_runs;
 mod compaction;
 pub mod context;
+pub mod conversation;
 pub mod coordination;
 mod error;
 pub mod prompt;
@@ -32,6 +34,7 @@ pub mod workspace;
 use std::sync::Arc;
 
 pub use compaction::Compacted;
+pub use conversation::{Thread, Turn, TurnError};
 pub use error::AgentError;
 pub use registry::{AgentDef, AgentPatch, MAIN, Registry};
 pub use run_io::{Event, Outcome, RunRequest};
@@ -182,35 +185,46 @@ impl Agents {
     /// `sessions_send`, under the
     /// stricter of the sender's and the woken agent's permission modes.
     async fn run_woken(self: Arc<Self>, wake: tools::Wake) {
-        let mut agent = match self.registry.get(&wake.agent).await {
-            Ok(Some(agent)) if agent.enabled => agent,
-            _ => return,
+        let agent = match self.turn_agent(&wake.agent).await {
+            Ok(agent) => agent,
+            Err(err @ (TurnError::AgentGone(_) | TurnError::AgentDisabled(_))) => {
+                tracing::debug!(agent = %wake.agent, error = %err, "not woken");
+                return;
+            }
+            Err(err) => {
+                tracing::warn!(agent = %wake.agent, error = %err, "cannot wake the agent");
+                return;
+            }
         };
-        agent.permission_mode = agent.permission_mode.stricter(wake.mode);
-        if let Err(err) = self.prepare(&agent).await {
-            tracing::warn!(agent = %agent.id, error = %err, "cannot wake the agent");
-            return;
-        }
-        let (session, history, message, source) = match wake.into {
+        let turn = match wake.into {
             // `sessions_send`: the conversation goes on where it was.
-            Some(note) => {
-                let history = self.sessions.history(&note.session).await.unwrap_or_default();
-                let message = Message::user(format!(
+            Some(note) => Turn::of(
+                Thread::Open(note.session),
+                Message::user(format!(
                     "{} wrote into this conversation:\n{}",
                     wake.from, note.text
-                ));
-                (Some(note.session), history, message, "session")
-            }
-            None => {
-                let session = self.sessions.create(&agent.id, "inbox").await.ok();
-                let message = Message::user(format!(
-                    "{} sent you a message (see Inbox). Act on it.",
-                    wake.from
-                ));
-                (session, Default::default(), message, "inbox")
+                )),
+                "session",
+            ),
+            None => Turn {
+                history: false,
+                ..Turn::of(
+                    Thread::New("inbox".into()),
+                    Message::user(format!(
+                        "{} sent you a message (see Inbox). Act on it.",
+                        wake.from
+                    )),
+                    "inbox",
+                )
+            },
+        };
+        let request = match self.open_turn(agent, turn, Some(wake.mode)).await {
+            Ok(request) => request,
+            Err(err) => {
+                tracing::warn!(agent = %wake.agent, error = %err, "cannot wake the agent");
+                return;
             }
         };
-        let request = RunRequest::unattended(agent.clone(), history, message, None, session, source);
         // A failure is logged where the run ends.
         let _ = self.run_to_end(request).await;
     }

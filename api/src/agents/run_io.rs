@@ -47,9 +47,8 @@ pub struct RunRequest {
 impl RunRequest {
     /// Applies the session's own settings to the run: its model, its
     /// reasoning effort, and its permission mode, never above the agent's.
-    /// Every way a turn is built goes through here (`unattended` and the
-    /// HTTP agent chat).
-    pub fn apply_session_settings(&mut self) {
+    /// Every turn goes through here (`conversation::open_turn`).
+    pub(super) fn apply_session_settings(&mut self) {
         let Some(settings) = self.session.as_ref().map(|s| &s.settings) else {
             return;
         };
@@ -107,39 +106,6 @@ impl RunRequest {
             who,
             tool_token: None,
         })
-    }
-
-    /// A run nobody watches live (a schedule, a chat platform, a wake-up): the
-    /// session's history, then one new user message, with an optional system
-    /// note about the situation. In `ask` mode its dangerous calls wait on the
-    /// Approvals page (and in `ask_in`, when set). The session's settings apply.
-    pub fn unattended(
-        agent: AgentDef,
-        history: History,
-        message: Message,
-        note: Option<String>,
-        session: Option<SessionMeta>,
-        source: &str,
-    ) -> Self {
-        let mut request = Self {
-            agent,
-            turn: vec![LogMessage::from_message(&message, None)],
-            history,
-            messages: vec![message],
-            client_system: note.map(Message::system).into_iter().collect(),
-            client_tools: Vec::new(),
-            session,
-            source: source.into(),
-            include_memory: false,
-            ask_in: None,
-            stream: false,
-            temperature: None,
-            max_tokens: None,
-            reasoning_effort: None,
-            who: Attribution::default(),
-        };
-        request.apply_session_settings();
-        request
     }
 }
 

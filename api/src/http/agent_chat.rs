@@ -13,11 +13,10 @@ use super::answer::{Answer, Answered, Completion};
 use super::chat_session::{OnyxFields, source};
 use super::error::ApiError;
 use super::run_events::{self, RUN_HEADER};
-use crate::agents::RunRequest;
+use crate::agents::{Thread, Turn};
 use crate::app::App;
 use crate::providers::Attribution;
-use crate::providers::types::{ChatRequest, Message, Role};
-use crate::sessions::LogMessage;
+use crate::providers::types::{ChatRequest, Role};
 
 /// The agent a request names (`x-onyx-agent-id`, else `onyx:{agent}` in `model`), if any.
 fn agent_of(fields: &OnyxFields, model: &str) -> Option<String> {
@@ -64,62 +63,39 @@ pub async fn answer(
             Some("messages".into()),
         ));
     }
-    let agent = app
-        .agents
-        .registry
-        .get(agent_id.as_str())
-        .await?
-        .filter(|a| a.enabled)
-        .ok_or_else(|| ApiError::NotFound {
-            message: format!(
-                "no enabled agent {:?}; GET /v1/agents lists them",
-                agent_id.as_str()
-            ),
-            code: "model_not_found",
-        })?;
-    app.agents.prepare(&agent).await?;
+    let agent = app.agents.turn_agent(agent_id.as_str()).await?;
     let source = source(headers);
-    let session = match session_ref.as_deref() {
-        Some("new") | None => app.sessions.create(&agent.id, &source).await?,
-        Some(id) => app.sessions.get(id).await?,
+    let thread = match session_ref {
+        Some(id) if id != "new" => Thread::Existing(id),
+        _ => Thread::New(source.clone()),
     };
-    let history = app.sessions.history(&session).await.unwrap_or_default();
     let stream = chat.stream;
     let include_usage = chat.include_usage();
     let max_tokens = chat.max_output_tokens();
-    let (client_system, client_rest): (Vec<Message>, Vec<Message>) = chat
-        .messages
-        .into_iter()
-        .partition(|m| matches!(m.role, Role::System | Role::Developer));
-    let turn = client_rest
-        .iter()
-        .map(|m| LogMessage::from_message(m, None))
-        .collect();
-    let mut request = RunRequest {
-        agent,
-        history,
-        messages: client_rest,
-        client_system,
-        client_tools: chat.tools.unwrap_or_default(),
-        turn,
-        session: Some(session.clone()),
+    let turn = Turn {
+        thread,
+        history: true,
+        messages: chat.messages,
+        note: None,
         source,
-        include_memory,
-        ask_in: None,
-        stream,
-        temperature: chat.temperature,
-        max_tokens,
-        reasoning_effort: None,
         who,
     };
-    request.apply_session_settings();
+    let mut request = app.agents.open_turn(agent, turn, None).await?;
+    request.client_tools = chat.tools.unwrap_or_default();
+    request.include_memory = include_memory;
+    request.stream = stream;
+    request.temperature = chat.temperature;
+    request.max_tokens = max_tokens;
+    let session_id = request.session.as_ref().map(|s| s.id.clone());
     let run = app.agents.start_run(request).await?;
     let mut answered = Answered::new(if stream {
         Answer::Chunks(run_events::chunks(&run, include_usage))
     } else {
         Answer::Complete(Completion::Parsed(run_events::collect(&run).await?))
     });
-    answered.set_session(&session.id);
+    if let Some(id) = &session_id {
+        answered.set_session(id);
+    }
     answered.header(RUN_HEADER, &run.id);
     Ok(answered)
 }

@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::agents::AgentError;
+use crate::agents::{AgentError, TurnError};
 use crate::auth::KeyError;
 use crate::error_chain;
 use crate::memory::paths::PathError;
@@ -84,6 +84,20 @@ pub enum ApiError {
 impl From<ProviderError> for ApiError {
     fn from(err: ProviderError) -> Self {
         Self::Provider(Box::new(err))
+    }
+}
+
+impl From<TurnError> for ApiError {
+    fn from(err: TurnError) -> Self {
+        match err {
+            TurnError::AgentGone(id) | TurnError::AgentDisabled(id) => ApiError::NotFound {
+                message: format!("no enabled agent {id:?}; GET /v1/agents lists them"),
+                code: "model_not_found",
+            },
+            TurnError::Workspace(err) => err.into(),
+            TurnError::Session(err) => err.into(),
+            TurnError::Storage(err) => err.into(),
+        }
     }
 }
 

@@ -15,8 +15,9 @@ use serde_json::json;
 
 use super::model::{Mission, Step, WorkStatus};
 use super::{OrchestrationError, Orchestrator};
-use crate::agents::RunRequest;
+use crate::agents::{Thread, Turn};
 use crate::clock::stamp;
+use crate::providers::Attribution;
 use crate::providers::types::Message;
 
 /// With nothing to wake it, the worker looks again this often (steps made
@@ -194,41 +195,36 @@ impl Orchestrator {
 
     /// Runs the step's agent on its input with the mission's context.
     async fn perform(&self, step: &Step, context: &[Step]) -> Result<String, String> {
-        let agent = match self.agents.registry.get(&step.agent).await {
-            Ok(Some(agent)) if agent.enabled => agent,
-            Ok(Some(_)) => return Err(format!("agent {} is disabled", step.agent)),
-            Ok(None) => return Err(format!("agent {} no longer exists", step.agent)),
-            Err(err) => return Err(format!("storage is unavailable: {err}")),
-        };
+        let agent = self
+            .agents
+            .turn_agent(&step.agent)
+            .await
+            .map_err(|err| err.to_string())?;
         let mission = self
             .store
             .mission(&step.mission)
             .await
             .map_err(|err| format!("storage is unavailable: {err}"))?
             .ok_or("the mission is gone")?;
-        self.agents
-            .prepare(&agent)
-            .await
-            .map_err(|err| format!("could not set up the agent's workspace: {err}"))?;
-        let session = self
-            .sessions
-            .create(&agent.id, "mission")
-            .await
-            .map_err(|err| format!("could not open a session: {err}"))?;
         let prompt = step_prompt(&mission, step, context);
         let note = format!(
             "The mission worker started this run (step {} of mission {:?}). Nobody is watching it live: do the work, then answer with the result itself. If the step cannot be done, call report_step with status \"failed\" and say why.",
             step.key, mission.title
         );
-        let mut request = RunRequest::unattended(
-            agent,
-            Default::default(),
-            Message::user(prompt),
-            Some(note),
-            Some(session),
-            "mission",
-        );
-        request.who.task = Some(format!("step:{}", step.key));
+        let turn = Turn {
+            history: false,
+            note: Some(note),
+            who: Attribution {
+                task: Some(format!("step:{}", step.key)),
+                ..Attribution::default()
+            },
+            ..Turn::of(Thread::New("mission".into()), Message::user(prompt), "mission")
+        };
+        let request = self
+            .agents
+            .open_turn(agent, turn, None)
+            .await
+            .map_err(|err| err.to_string())?;
         let outcome = self
             .agents
             .run_to_end(request)

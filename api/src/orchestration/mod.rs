@@ -33,7 +33,6 @@ use crate::agents::Agents;
 use crate::clock::stamp;
 use crate::config::OrchestrationConfig;
 use crate::memory::Memory;
-use crate::sessions::Sessions;
 use crate::storage::{Db, DbError};
 
 /// Where a proposal came from.
@@ -69,7 +68,6 @@ pub struct Orchestrator {
     db: Db,
     agents: Arc<Agents>,
     memory: Arc<Memory>,
-    sessions: Arc<Sessions>,
     settings: OrchestrationConfig,
     dice: Dice,
     /// Wakes this replica's worker: a mission was created or a step ended here.
@@ -89,7 +87,6 @@ impl Orchestrator {
         lease_db: Db,
         agents: Arc<Agents>,
         memory: Arc<Memory>,
-        sessions: Arc<Sessions>,
         settings: OrchestrationConfig,
     ) -> Arc<Self> {
         Arc::new(Self {
@@ -100,7 +97,6 @@ impl Orchestrator {
             db,
             agents,
             memory,
-            sessions,
             dice: Dice::new(settings.reaction_seed),
             settings,
             wake: Notify::new(),

@@ -15,7 +15,7 @@ use onyx_plugin_sdk::{ButtonPress, IncomingMessage, OutgoingMessage, Plugin, Pre
 use super::chats::Chats;
 use super::routing;
 use crate::agents::approvals;
-use crate::agents::{AgentDef, AgentError, Agents, LiveRun, RunRequest};
+use crate::agents::{AgentDef, AgentError, Agents, LiveRun, Thread, Turn, TurnError};
 use crate::config::Binding;
 use crate::providers::types::Message;
 use crate::sessions::{SessionError, Sessions};
@@ -40,6 +40,18 @@ enum ConversationError {
     Db(#[from] DbError),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl From<TurnError> for ConversationError {
+    fn from(err: TurnError) -> Self {
+        match err {
+            TurnError::AgentGone(id) => Self::UnknownAgent(id),
+            TurnError::AgentDisabled(id) => Self::Disabled(id),
+            TurnError::Workspace(err) => Self::Store(err),
+            TurnError::Session(err) => Self::Session(err),
+            TurnError::Storage(err) => Self::Db(err),
+        }
+    }
 }
 
 impl ConversationError {
@@ -245,19 +257,14 @@ impl Conversations {
         send_all(plugin.as_ref(), reply_to(&message, text)).await;
     }
 
+    /// The agent the chat is bound to (else the default one), enabled and
+    /// its workspace seeded.
     async fn agent_for(&self, message: &IncomingMessage) -> Result<AgentDef, ConversationError> {
-        let registry = &self.agents.registry;
-        let agent = match routing::route(&self.bindings, message) {
-            Some(id) => registry
-                .get(id)
-                .await?
-                .ok_or_else(|| ConversationError::UnknownAgent(id.to_string()))?,
-            None => registry.default_agent().await?,
+        let id = match routing::route(&self.bindings, message) {
+            Some(id) => id.to_string(),
+            None => self.agents.registry.default_agent().await?.id,
         };
-        if !agent.enabled {
-            return Err(ConversationError::Disabled(agent.id));
-        }
-        Ok(agent)
+        Ok(self.agents.turn_agent(&id).await?)
     }
 
     async fn answer(
@@ -311,12 +318,10 @@ impl Conversations {
             }
             None => {}
         }
-        self.agents.prepare(&agent).await?;
         let session = self
             .chats
             .current(&self.sessions, chat, &agent.id, platform)
             .await?;
-        let history = self.sessions.history(&session).await.unwrap_or_default();
         let content = if message.direct {
             message.text.clone()
         } else {
@@ -337,7 +342,11 @@ impl Conversations {
             }
         );
         let agent_id = agent.id.clone();
-        let mut request = RunRequest::unattended(agent, history, user, Some(note), Some(session), platform);
+        let turn = Turn {
+            note: Some(note),
+            ..Turn::of(Thread::Open(session), user, platform)
+        };
+        let mut request = self.agents.open_turn(agent, turn, None).await?;
         request.ask_in = Some(chat.to_string());
         let typing = tokio::spawn({
             let chat_id = message.chat_id.clone();

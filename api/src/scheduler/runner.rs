@@ -9,11 +9,12 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 
-use crate::agents::{AgentError, Agents, RunRequest};
+use crate::agents::{AgentError, Agents, Thread, Turn, TurnError};
 use crate::channels::{ChannelError, Channels};
 use crate::clock::{parse_stamp, stamp};
 use crate::config::HeartbeatConfig;
 use crate::memory::Memory;
+use crate::providers::Attribution;
 use crate::providers::types::Message;
 use crate::sessions::{LogMessage, SessionError, Sessions};
 use crate::storage::{DbError, StoreError};
@@ -62,6 +63,18 @@ pub enum RunError {
     Db(#[from] DbError),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl From<TurnError> for RunError {
+    fn from(err: TurnError) -> Self {
+        match err {
+            TurnError::AgentGone(id) => Self::AgentGone(id),
+            TurnError::AgentDisabled(id) => Self::AgentDisabled(id),
+            TurnError::Workspace(err) => Self::Store(err),
+            TurnError::Session(err) => Self::OpenSession(err),
+            TurnError::Storage(err) => Self::Db(err),
+        }
+    }
 }
 
 impl RunError {
@@ -419,16 +432,7 @@ impl Runner {
 
     /// Runs the agent on the task's prompt, unattended.
     async fn perform(&self, task: &Task, run: &mut TaskRun) -> Result<Performed, RunError> {
-        let agent = self
-            .agents
-            .registry
-            .get(&task.agent)
-            .await?
-            .ok_or_else(|| RunError::AgentGone(task.agent.clone()))?;
-        if !agent.enabled {
-            return Err(RunError::AgentDisabled(agent.id));
-        }
-        self.agents.prepare(&agent).await?;
+        let agent = self.agents.turn_agent(&task.agent).await?;
         let prompt = match task.kind {
             TaskKind::Task => task.prompt.clone(),
             TaskKind::Heartbeat => match self.heartbeat_prompt(&agent.id).await {
@@ -436,19 +440,15 @@ impl Runner {
                 None => return Ok(Performed::Skipped("HEARTBEAT.md is empty".into())),
             },
         };
-        let session = match task.context_mode {
-            ContextMode::Isolated => self.sessions.create(&agent.id, "task").await,
-            ContextMode::Main => {
-                self.sessions
-                    .open_named(&format!("{}/main", agent.id), &agent.id, "main")
-                    .await
-            }
-        }
-        .map_err(RunError::OpenSession)?;
-        run.session_id = Some(session.id.clone());
-        let history = match task.context_mode {
-            ContextMode::Main => self.sessions.history(&session).await.unwrap_or_default(),
-            ContextMode::Isolated => Default::default(),
+        let (thread, history) = match task.context_mode {
+            ContextMode::Isolated => (Thread::New("task".into()), false),
+            ContextMode::Main => (
+                Thread::Named {
+                    name: format!("{}/main", agent.id),
+                    source: "main".into(),
+                },
+                true,
+            ),
         };
         let note = format!(
             "The scheduler started this run (task {:?}, {} {:?}). Nobody is watching it live: do the work, then answer with the result itself.",
@@ -456,9 +456,17 @@ impl Runner {
             task.schedule_type.as_str(),
             task.schedule_value
         );
-        let message = Message::user(prompt);
-        let mut request = RunRequest::unattended(agent, history, message, Some(note), Some(session), "task");
-        request.who.task = Some(task.id.clone());
+        let turn = Turn {
+            history,
+            note: Some(note),
+            who: Attribution {
+                task: Some(task.id.clone()),
+                ..Attribution::default()
+            },
+            ..Turn::of(thread, Message::user(prompt), "task")
+        };
+        let mut request = self.agents.open_turn(agent, turn, None).await?;
+        run.session_id = request.session.as_ref().map(|s| s.id.clone());
         request.ask_in = task
             .deliver_to
             .clone()

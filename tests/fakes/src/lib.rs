@@ -42,11 +42,16 @@ use serde_json::{Value, json};
 /// The API key every fake expects unless told otherwise.
 pub const DEFAULT_KEY: &str = "sk-fake-upstream-key-0001";
 
+/// Request bodies kept, the newest (a soak would otherwise grow the fake by
+/// gigabytes); every one received is counted.
+const KEPT_REQUESTS: usize = 10_000;
+
 #[derive(Default)]
 pub struct FakeState {
     /// Required `Authorization: Bearer` / `x-api-key`; `None` accepts anything.
     pub key: Option<String>,
-    requests: Mutex<Vec<Value>>,
+    requests: Mutex<std::collections::VecDeque<Value>>,
+    received: AtomicU64,
     attempts: Mutex<std::collections::HashMap<String, u64>>,
     pub streams_completed: AtomicU64,
     pub streams_cancelled: AtomicU64,
@@ -73,18 +78,25 @@ impl FakeState {
     }
 
     pub fn record(&self, body: &Value) {
+        self.received.fetch_add(1, Ordering::SeqCst);
         if let Ok(mut requests) = self.requests.lock() {
-            requests.push(body.clone());
+            if requests.len() == KEPT_REQUESTS {
+                requests.pop_front();
+            }
+            requests.push_back(body.clone());
         }
     }
 
-    /// Every request body received, oldest first.
+    /// The request bodies received (the newest 10,000), oldest first.
     pub fn requests(&self) -> Vec<Value> {
-        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+        self.requests
+            .lock()
+            .map(|r| r.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     pub fn last_request(&self) -> Option<Value> {
-        self.requests.lock().ok().and_then(|r| r.last().cloned())
+        self.requests.lock().ok().and_then(|r| r.back().cloned())
     }
 
     /// Counts calls per model (1 for the first call).
@@ -100,7 +112,7 @@ impl FakeState {
 
     pub fn stats(&self) -> Value {
         json!({
-            "requests": self.requests.lock().map(|r| r.len()).unwrap_or(0),
+            "requests": self.received.load(Ordering::SeqCst),
             "streamsCompleted": self.streams_completed.load(Ordering::SeqCst),
             "streamsCancelled": self.streams_cancelled.load(Ordering::SeqCst),
         })

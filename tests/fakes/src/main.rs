@@ -3,7 +3,9 @@
 //! until killed. Ports: `--openai-port`, `--anthropic-port`, `--ollama-port`, `--gemini-port`,
 //! `--bedrock-port` (0 = any free port); the API key: `--key` (default the fakes' default key).
 //! `--menos-authorized-keys FILE` (and `--menos-port`) also starts the menos
-//! stand-in, trusting the ed25519 keys of that authorized_keys file.
+//! stand-in, trusting the ed25519 keys of that authorized_keys file. The
+//! OAuth-protected MCP server and its authorization server (`mcp_oauth`,
+//! with dynamic registration, tokens for an hour) always run.
 
 use std::process::ExitCode;
 
@@ -28,7 +30,8 @@ async fn main() -> ExitCode {
         let ollama = onyx_test_fakes::ollama::start(port("--ollama-port")).await?;
         let gemini = onyx_test_fakes::gemini::start(Some(key.clone()), port("--gemini-port")).await?;
         let bedrock = onyx_test_fakes::bedrock::start(Some(key.clone()), port("--bedrock-port")).await?;
-        Ok::<_, std::io::Error>((openai, anthropic, ollama, gemini, bedrock))
+        let oauth = onyx_test_fakes::mcp_oauth::start(3600).await?;
+        Ok::<_, std::io::Error>((openai, anthropic, ollama, gemini, bedrock, oauth))
     };
     // The menos stand-in, trusting the keys of an authorized_keys file.
     let menos = match arg("--menos-authorized-keys") {
@@ -47,7 +50,7 @@ async fn main() -> ExitCode {
         },
         None => None,
     };
-    let (openai, anthropic, ollama, gemini, bedrock) = match started.await {
+    let (openai, anthropic, ollama, gemini, bedrock, oauth) = match started.await {
         Ok(servers) => servers,
         Err(err) => {
             eprintln!("onyx-fake-upstream: {err}");
@@ -71,6 +74,8 @@ async fn main() -> ExitCode {
             "key": key,
             // With --menos-authorized-keys: the menos stand-in.
             "menos": menos.as_ref().map(|m| m.url()),
+            // An MCP server behind OAuth 2.1, and the authorization server that signs in to it.
+            "mcpOAuth": { "mcp": oauth.mcp_url(), "authServer": oauth.auth_server.url() },
         })
     );
     let _ = tokio::signal::ctrl_c().await;
