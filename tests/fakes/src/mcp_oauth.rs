@@ -33,6 +33,12 @@ use serde_json::{Value, json};
 
 use crate::{FakeServer, FakeState};
 
+/// A client the server knows: its redirect URIs and its secret (a public client has none).
+struct Client {
+    redirect_uris: Vec<String>,
+    secret: Option<String>,
+}
+
 struct Code {
     client_id: String,
     challenge: String,
@@ -49,7 +55,7 @@ pub struct OAuthFake {
     /// Whether the metadata names a registration endpoint.
     registration: bool,
     /// Registered client ids, their redirect URIs and secret (if any).
-    clients: Mutex<HashMap<String, (Vec<String>, Option<String>)>>,
+    clients: Mutex<HashMap<String, Client>>,
     codes: Mutex<HashMap<String, Code>>,
     /// Access token → (client id, expiry in Unix seconds).
     access: Mutex<HashMap<String, (String, u64)>>,
@@ -139,7 +145,10 @@ impl OAuthFake {
     pub fn add_client(&self, id: &str, secret: Option<&str>, redirect_uri: &str) {
         lock(&self.clients).insert(
             id.to_string(),
-            (vec![redirect_uri.to_string()], secret.map(String::from)),
+            Client {
+                redirect_uris: vec![redirect_uri.to_string()],
+                secret: secret.map(String::from),
+            },
         );
     }
 
@@ -157,11 +166,11 @@ impl OAuthFake {
             Some(pair) => {
                 // (The ids and secrets the tests use need no form-encoding.)
                 let (id, secret) = pair.split_once(':')?;
-                (clients.get(id)?.1.as_deref() == Some(secret)).then(|| id.to_string())
+                (clients.get(id)?.secret.as_deref() == Some(secret)).then(|| id.to_string())
             }
             None => {
                 let id = form.get("client_id")?;
-                clients.get(id)?.1.is_none().then(|| id.clone())
+                clients.get(id)?.secret.is_none().then(|| id.clone())
             }
         }
     }
@@ -229,7 +238,7 @@ impl OAuthFake {
         let redirect_uri = field("redirect_uri");
         let known = lock(&self.clients)
             .get(&field("client_id"))
-            .is_some_and(|(uris, _)| uris.contains(&redirect_uri));
+            .is_some_and(|client| client.redirect_uris.contains(&redirect_uri));
         if !known {
             return oauth_error(
                 StatusCode::BAD_REQUEST,
@@ -417,7 +426,13 @@ pub async fn start_with(options: Options) -> std::io::Result<OAuthServers> {
                         );
                     }
                     let id = format!("client-{}", random());
-                    lock(&f.clients).insert(id.clone(), (uris.clone(), None));
+                    lock(&f.clients).insert(
+                        id.clone(),
+                        Client {
+                            redirect_uris: uris.clone(),
+                            secret: None,
+                        },
+                    );
                     f.registrations.fetch_add(1, Ordering::SeqCst);
                     (
                         StatusCode::CREATED,
