@@ -196,6 +196,22 @@ async fn a_remote_server_signs_in_with_oauth_and_its_token_is_refreshed() {
     assert_eq!(status, 404, "{body}");
 }
 
+/// Waits until `name` is ready, then has the agent call its `whoami`: the
+/// server must see `client`'s token.
+async fn ready_and_signed_in(onyx: &Onyx, name: &str, client: &str) {
+    wait_until(secs(30), &format!("{name} is ready"), async || {
+        server(onyx, name).await.filter(|s| s["state"] == "ready")
+    })
+    .await;
+    let answer = onyx
+        .agent_answer("main", &format!("script: mcp__{name}__whoami {{}} ; answer"))
+        .await;
+    assert!(
+        answer.contains(&format!("signed in as OAuth client {client}")),
+        "{answer}"
+    );
+}
+
 #[tokio::test]
 async fn a_configured_client_signs_in_without_registration_keeps_its_tokens_over_a_restart_and_a_revocation_asks_again()
  {
@@ -260,17 +276,7 @@ async fn a_configured_client_signs_in_without_registration_keeps_its_tokens_over
     let callback = approved.headers()["location"].to_str().unwrap().to_string();
     let signed = browser.get(&callback).send().await.unwrap();
     assert_eq!(signed.status(), 200, "{}", signed.text().await.unwrap());
-    wait_until(secs(30), "the server is ready", async || {
-        server(&onyx, "byhand").await.filter(|s| s["state"] == "ready")
-    })
-    .await;
-    let answer = onyx
-        .agent_answer("main", "script: mcp__byhand__whoami {} ; answer")
-        .await;
-    assert!(
-        answer.contains("signed in as OAuth client onyx-by-hand"),
-        "{answer}"
-    );
+    ready_and_signed_in(&onyx, "byhand", "onyx-by-hand").await;
     let counted = stats(&oauth).await;
     assert_eq!(counted["registrations"], 0, "{counted}");
     assert_eq!(counted["codeExchanges"], 1, "{counted}");
@@ -278,17 +284,7 @@ async fn a_configured_client_signs_in_without_registration_keeps_its_tokens_over
     // A restart keeps the sign-in: ready again with no second code exchange.
     let (dir, _) = onyx.stop().await;
     let onyx = Onyx::start_in(dir, Some(&config), &env).await;
-    wait_until(secs(30), "the server is ready after the restart", async || {
-        server(&onyx, "byhand").await.filter(|s| s["state"] == "ready")
-    })
-    .await;
-    let answer = onyx
-        .agent_answer("main", "script: mcp__byhand__whoami {} ; answer")
-        .await;
-    assert!(
-        answer.contains("signed in as OAuth client onyx-by-hand"),
-        "{answer}"
-    );
+    ready_and_signed_in(&onyx, "byhand", "onyx-by-hand").await;
     assert_eq!(stats(&oauth).await["codeExchanges"], 1);
 
     // The owner revokes Onyx at the authorization server: the next call is
