@@ -80,6 +80,12 @@ impl Agents {
             .get(id)
             .await?
             .ok_or_else(|| TurnError::AgentGone(id.to_string()))?;
+        self.ready_for_turn(agent).await
+    }
+
+    /// `agent`, if enabled, with its workspace seeded (for a caller that
+    /// already has the definition, such as the default agent).
+    pub async fn ready_for_turn(&self, agent: AgentDef) -> Result<AgentDef, TurnError> {
         if !agent.enabled {
             return Err(TurnError::AgentDisabled(agent.id));
         }

@@ -260,11 +260,13 @@ impl Conversations {
     /// The agent the chat is bound to (else the default one), enabled and
     /// its workspace seeded.
     async fn agent_for(&self, message: &IncomingMessage) -> Result<AgentDef, ConversationError> {
-        let id = match routing::route(&self.bindings, message) {
-            Some(id) => id.to_string(),
-            None => self.agents.registry.default_agent().await?.id,
-        };
-        Ok(self.agents.turn_agent(&id).await?)
+        Ok(match routing::route(&self.bindings, message) {
+            Some(id) => self.agents.turn_agent(id).await?,
+            None => {
+                let agent = self.agents.registry.default_agent().await?;
+                self.agents.ready_for_turn(agent).await?
+            }
+        })
     }
 
     async fn answer(
