@@ -64,14 +64,14 @@ impl CliRunGuard {
         }
         let requested: Vec<ToolCall> = calls.iter().map(|(call, _)| call.clone()).collect();
         let assistant = Message::assistant(String::new(), requested);
-        progress.turn.push(LogMessage::from_message(&assistant, None));
+        progress.turn.push(LogMessage::new(assistant));
         for (call, output) in calls {
             let name = &call.function.name;
             if !progress.tools_used.contains(name) {
                 progress.tools_used.push(name.clone());
             }
             let result = Message::tool_result(call.id.clone(), output.content);
-            progress.turn.push(LogMessage::from_message(&result, None));
+            progress.turn.push(LogMessage::new(result));
         }
     }
 }

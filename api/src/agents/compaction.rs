@@ -20,7 +20,7 @@ use super::context;
 use super::error::AgentError;
 use super::run_io::{RunRequest, reply_of};
 use super::tools::{self, ToolContext, ToolSpec};
-use crate::providers::types::{Message, ToolDef};
+use crate::providers::types::{Message, Role, ToolDef};
 use crate::providers::{ModelTarget, ProviderError};
 use crate::sessions::{History, LogMessage, SessionMeta};
 
@@ -294,7 +294,6 @@ fn kept_turns(history: &History, budget: usize) -> usize {
     for (_, messages) in history.turns.iter().rev() {
         let tokens: usize = messages
             .iter()
-            .filter(|m| m.role != crate::sessions::COMPACTION_ROLE)
             .filter_map(LogMessage::to_message)
             .map(|m| context::count_message(&m))
             .sum();
@@ -313,8 +312,8 @@ fn transcript(history: &History, older: usize, budget: usize) -> String {
     let mut lines: Vec<String> = history.turns[..older]
         .iter()
         .flat_map(|(_, messages)| messages)
-        .filter(|m| matches!(m.role.as_str(), "user" | "assistant" | "tool"))
-        .map(|m| format!("{}: {}", m.role, crate::text::one_line(&m.text(), 1_500)))
+        .filter(|m| !m.is_compaction() && matches!(m.role(), Role::User | Role::Assistant | Role::Tool))
+        .map(|m| format!("{}: {}", m.role_name(), crate::text::one_line(&m.text(), 1_500)))
         .filter(|line| !line.ends_with(": "))
         .collect();
     let mut used: usize = lines.iter().map(|l| context::count_text(l)).sum();
@@ -366,8 +365,8 @@ mod tests {
         (
             seq,
             vec![
-                LogMessage::plain("user", text.clone()),
-                LogMessage::plain("assistant", text),
+                LogMessage::plain(Role::User, text.clone()),
+                LogMessage::plain(Role::Assistant, text),
             ],
         )
     }

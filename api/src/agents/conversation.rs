@@ -130,7 +130,8 @@ impl Agents {
             history,
             turn: messages
                 .iter()
-                .map(|m| LogMessage::from_message(m, None))
+                .cloned()
+                .map(LogMessage::new)
                 .collect(),
             messages,
             client_system,

@@ -7,7 +7,7 @@
 //! record it.
 
 use futures::StreamExt;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Agents;
 use super::approvals::Decision;
@@ -186,7 +186,9 @@ impl Agents {
             let assistant = Message::assistant(step.content.clone(), step.tool_calls.clone());
             progress.partial.clear();
             progress.turn.push(
-                LogMessage::from_message(&assistant, Some(&model)).with_usage(step.usage.map(|u| json!(u))),
+                LogMessage::new(assistant.clone())
+                    .with_model(model.clone())
+                    .with_usage(step.usage),
             );
             rest.push(assistant);
             if step.tool_calls.is_empty() {
@@ -223,7 +225,7 @@ impl Agents {
                     progress.tools_used.push(name.clone());
                 }
                 let message = Message::tool_result(call.id.clone(), output.content.clone());
-                progress.turn.push(LogMessage::from_message(&message, None));
+                progress.turn.push(LogMessage::new(message));
                 // The log keeps the whole result; the model gets it clipped.
                 rest.push(Message::tool_result(
                     call.id.clone(),
@@ -437,6 +439,7 @@ pub(super) fn last_user_text(messages: &[Message]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn streamed_tool_calls_are_assembled() {

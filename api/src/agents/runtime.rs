@@ -18,6 +18,7 @@ use super::run_loop::{Answer, Progress};
 use super::runs::{AgentRun, Ending, LiveRun, RunStatus};
 use crate::memory::NoteTarget;
 use crate::providers::ModelTarget;
+use crate::providers::types::{Message, Role};
 use crate::sessions::{LogMessage, SessionMeta};
 
 impl Agents {
@@ -200,61 +201,58 @@ pub async fn outcome(run: &Arc<LiveRun>) -> Result<Outcome, Arc<AgentError>> {
 /// saying so (a model rejects a history with unanswered calls), and the
 /// answer cut short is kept, marked aborted.
 fn close_cancelled_turn(progress: &mut Progress) {
-    let answered: Vec<String> = progress
+    let answered: Vec<&str> = progress
         .turn
         .iter()
-        .filter_map(|m| m.tool_call_id.clone())
+        .filter_map(|m| m.message.tool_call_id.as_deref())
         .collect();
     let unanswered: Vec<String> = progress
         .turn
         .iter()
-        .filter_map(|m| m.tool_calls.as_ref()?.as_array().cloned())
-        .flatten()
-        .filter_map(|call| call["id"].as_str().map(String::from))
+        .flat_map(LogMessage::tool_call_ids)
         .filter(|id| !answered.contains(id))
+        .map(String::from)
         .collect();
     for id in unanswered {
-        let mut result = LogMessage::plain("tool", "(cancelled before this tool finished)");
-        result.tool_call_id = Some(id);
-        progress.turn.push(result);
+        let result = Message::tool_result(id, "(cancelled before this tool finished)");
+        progress.turn.push(LogMessage::new(result));
     }
     let partial = std::mem::take(&mut progress.partial);
-    let mut answer = LogMessage::plain(
-        "assistant",
+    let answer = LogMessage::plain(
+        Role::Assistant,
         if partial.is_empty() {
             "(cancelled)".to_string()
         } else {
             partial
         },
     );
-    answer.aborted = true;
-    progress.turn.push(answer);
+    progress.turn.push(answer.aborted());
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::providers::types::ToolCall;
 
     #[test]
     fn a_cancelled_turn_answers_its_open_tool_calls_and_keeps_the_partial_answer() {
-        let call = json!({"role": "assistant", "content": "", "tool_calls": [
-            {"id": "a", "type": "function", "function": {"name": "exec", "arguments": "{}"}},
-            {"id": "b", "type": "function", "function": {"name": "exec", "arguments": "{}"}}
-        ]});
-        let done = json!({"role": "tool", "tool_call_id": "a", "content": "ok"});
+        let call = Message::assistant(
+            "",
+            vec![
+                ToolCall::function("a", "exec", "{}"),
+                ToolCall::function("b", "exec", "{}"),
+            ],
+        );
+        let done = Message::tool_result("a", "ok");
         let mut progress = Progress {
-            turn: [call, done]
-                .iter()
-                .filter_map(|m| LogMessage::from_openai(m, None))
-                .collect(),
+            turn: vec![LogMessage::new(call), LogMessage::new(done)],
             partial: "half an ans".into(),
             ..Progress::default()
         };
         close_cancelled_turn(&mut progress);
-        let roles: Vec<&str> = progress.turn.iter().map(|m| m.role.as_str()).collect();
-        assert_eq!(roles, ["assistant", "tool", "tool", "assistant"]);
-        assert_eq!(progress.turn[2].tool_call_id.as_deref(), Some("b"));
+        let roles: Vec<Role> = progress.turn.iter().map(LogMessage::role).collect();
+        assert_eq!(roles, [Role::Assistant, Role::Tool, Role::Tool, Role::Assistant]);
+        assert_eq!(progress.turn[2].message.tool_call_id.as_deref(), Some("b"));
         assert_eq!(progress.turn[3].text(), "half an ans");
         assert!(progress.turn[3].aborted);
     }

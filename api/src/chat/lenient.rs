@@ -28,9 +28,25 @@ pub(crate) fn count_u32<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u3
 
 /// [`count_u32`] for a field that may be missing or `null` (then `None`).
 pub(crate) fn maybe_count_u32<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u32>, D::Error> {
+    Ok(maybe_count(deserializer)?.map(|n| u32::try_from(n).unwrap_or(u32::MAX)))
+}
+
+/// [`count`] for a field that may be missing or `null` (then `None`).
+pub(crate) fn maybe_count<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
     Ok(Option::<serde_json::Value>::deserialize(deserializer)?
         .filter(|value| !value.is_null())
-        .map(|value| count_u32(value).unwrap_or(0)))
+        .map(|value| count(value).unwrap_or(0)))
+}
+
+/// An optional field whose `null` is kept apart from its absence (with
+/// `default`, absent is `None` and `null` is `Some(None)`), so it is written
+/// back as it came.
+pub(crate) fn null_kept<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
 }
 
 struct CountVisitor;
@@ -103,11 +119,6 @@ pub(crate) fn text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String,
         serde_json::Value::Null => String::new(),
         other => other.to_string(),
     })
-}
-
-/// `true` for the zero a field is left out at.
-pub(crate) fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 #[cfg(test)]

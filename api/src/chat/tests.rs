@@ -53,14 +53,17 @@ fn maybe(map: &mut Value, key: &str, value: Option<Value>) {
 }
 
 fn usage() -> impl Strategy<Value = Value> {
+    // OpenRouter reports a zero of cache writes; vLLM sends `null` details.
     let prompt_details =
-        (0..1000u64, prop::option::of(1..1000u64), extras()).prop_map(|(read, written, extras)| {
+        (0..1000u64, prop::option::of(0..1000u64), extras()).prop_map(|(read, written, extras)| {
             let mut details = json!({"cached_tokens": read});
             maybe(&mut details, "cache_write_tokens", written.map(Value::from));
             with_extras(details, extras)
         });
+    let prompt_details = prop_oneof![Just(Value::Null), prompt_details];
     let completion_details = (0..1000u64, extras())
         .prop_map(|(reasoning, extras)| with_extras(json!({"reasoning_tokens": reasoning}), extras));
+    let completion_details = prop_oneof![Just(Value::Null), completion_details];
     (
         (0..100_000u64, 0..100_000u64),
         prop::option::of(prompt_details),

@@ -160,8 +160,7 @@ async fn with_session_history(
         .into_tree()
         .map_err(|err| ApiError::bad_request(format!("the request body could not be read: {err}"), None))?;
     let mut body = Value::Object(body);
-    let client_messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let turn = recorder::client_messages(&client_messages);
+    let turn = recorder::client_messages(&request.messages);
     let mut history_missing = false;
     let history = match app.sessions.messages(session).await {
         Ok(history) => history,
@@ -175,10 +174,15 @@ async fn with_session_history(
     let request = if history.is_empty() {
         request
     } else {
-        body["messages"] = Value::Array(with_history(
-            client_messages,
-            history.iter().map(|m| m.to_openai()),
-        ));
+        let client_messages = match body["messages"].take() {
+            Value::Array(messages) => messages,
+            _ => Vec::new(),
+        };
+        let history = history
+            .iter()
+            .filter_map(LogMessage::to_message)
+            .filter_map(|m| serde_json::to_value(m).ok());
+        body["messages"] = Value::Array(with_history(client_messages, history));
         super::body::typed(&body)?
     };
     let body = super::body::into_map(body).into();

@@ -49,6 +49,7 @@ pub struct SessionDetail {
     #[serde(flatten)]
     pub session: SessionMeta,
     pub object: &'static str,
+    #[cfg_attr(test, ts(as = "Vec<crate::sessions::LogMessageShape>"))]
     pub messages: Vec<LogMessage>,
     pub total_messages: usize,
 }

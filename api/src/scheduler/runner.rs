@@ -515,7 +515,7 @@ impl Runner {
             match self.sessions.get(id).await {
                 Ok(session) => {
                     let line = LogMessage::plain(
-                        "assistant",
+                        crate::providers::types::Role::Assistant,
                         format!("**{}** (scheduled task)\n\n{text}", task.name),
                     );
                     self.sessions

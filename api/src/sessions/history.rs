@@ -4,11 +4,8 @@
 //! moves where the history starts, so reading it stays bounded however long
 //! the session gets.
 
-use super::types::LogMessage;
+use super::log_message::LogMessage;
 use crate::providers::types::Message;
-
-/// The role of the log record a compaction leaves (never sent to a model).
-pub const COMPACTION_ROLE: &str = "compaction";
 
 #[derive(Debug, Default, Clone)]
 pub struct History {
@@ -24,7 +21,7 @@ impl History {
         self.turns
             .iter()
             .flat_map(|(_, messages)| messages)
-            .filter(|m| m.role != COMPACTION_ROLE)
+            .filter(|m| !m.is_compaction())
     }
 
     /// As chat messages for the model: the summary first (as a system note).
@@ -57,11 +54,11 @@ mod tests {
                 (
                     7,
                     vec![
-                        LogMessage::plain("user", "hi"),
-                        LogMessage::plain("assistant", "hello"),
+                        LogMessage::plain(Role::User, "hi"),
+                        LogMessage::plain(Role::Assistant, "hello"),
                     ],
                 ),
-                (9, vec![LogMessage::plain(COMPACTION_ROLE, "we planned a trip")]),
+                (9, vec![LogMessage::compaction("we planned a trip", 7)]),
             ],
         };
         let sent = history.to_messages();

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
-use super::types::LogMessage;
+use super::log_message::LogMessage;
 use crate::storage::{Bucket, ObjectKey, ObjectStore, PutCondition, StoreError};
 
 /// How many sessions' next `seq` are kept before idle ones are forgotten.
@@ -252,6 +252,7 @@ impl SessionLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chat::Role;
 
     #[tokio::test]
     async fn a_tail_is_read_by_number_and_finds_what_another_replica_appended() {
@@ -259,7 +260,7 @@ mod tests {
         let store: Arc<dyn ObjectStore> = Arc::new(crate::storage::LocalStore::new(dir.path()));
         store.ensure_buckets().await.unwrap();
         let (here, there) = (SessionLog::new(store.clone()), SessionLog::new(store));
-        let line = |text: &str| vec![LogMessage::plain("user", text)];
+        let line = |text: &str| vec![LogMessage::plain(Role::User, text)];
         for i in 0..5 {
             here.append("main", "s1", &line(&format!("turn {i}")))
                 .await
@@ -285,7 +286,7 @@ mod tests {
         let store: Arc<dyn ObjectStore> = Arc::new(crate::storage::LocalStore::new(dir.path()));
         store.ensure_buckets().await.unwrap();
         let log = SessionLog::new(store);
-        let line = vec![LogMessage::plain("user", "hi")];
+        let line = vec![LogMessage::plain(Role::User, "hi")];
         assert_eq!(log.append("main", "first", &line).await.unwrap(), 0);
         for i in 0..REMEMBERED_SESSIONS {
             log.mark_new(&format!("s{i}"));

@@ -5,7 +5,8 @@
 use base64::Engine;
 use serde_json::json;
 
-use super::types::{ListFilter, LogMessage, SessionMeta, SessionSettings, Status};
+use super::log_message::LogMessage;
+use super::types::{ListFilter, SessionMeta, SessionSettings, Status};
 use crate::storage::{Db, DbError};
 
 const FIELDS: &str = "record::id(id) AS id, agent_id, title, created_at, updated_at, message_count, \
@@ -31,7 +32,7 @@ pub async fn record_append(
     };
     let title = messages
         .iter()
-        .find(|m| m.role == "user")
+        .find(|m| m.role() == crate::chat::Role::User)
         .map(|m| truncate(&m.text(), 80))
         .unwrap_or_default();
     let text: String = messages

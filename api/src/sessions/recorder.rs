@@ -5,36 +5,37 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde::Deserialize;
+use serde_json::Value;
 
+use super::log_message::LogMessage;
 use super::service::Sessions;
-use super::types::{LogMessage, SessionMeta};
-use crate::clock::now_stamp;
+use super::types::SessionMeta;
+use crate::chat::{Assembler, ChatChunk, Completion, Message, Role};
 
 /// The client's messages, as log lines (system prompts are not part of the log).
-pub fn client_messages(messages: &[Value]) -> Vec<LogMessage> {
+pub fn client_messages(messages: &[Message]) -> Vec<LogMessage> {
     messages
         .iter()
-        .filter(|m| !matches!(m["role"].as_str(), Some("system" | "developer")))
-        .filter_map(|m| LogMessage::from_openai(m, None))
+        .filter(|m| !matches!(m.role, Role::System | Role::Developer))
+        .cloned()
+        .map(LogMessage::new)
         .collect()
 }
 
-/// The assistant message of a complete `chat.completion`.
+/// The assistant message of a complete `chat.completion` (as an upstream
+/// sent it: read leniently, and an answer without a message is an empty one).
 pub fn assistant_from_completion(completion: &Value, model: &str) -> LogMessage {
-    let message = &completion["choices"][0]["message"];
-    LogMessage {
-        ts: now_stamp(),
-        role: "assistant".into(),
-        content: message.get("content").cloned().unwrap_or(Value::Null),
-        name: None,
-        tool_calls: message.get("tool_calls").filter(|t| !t.is_null()).cloned(),
-        tool_call_id: None,
-        model: Some(model.to_string()),
-        usage: completion.get("usage").filter(|u| u.is_object()).cloned(),
-        aborted: false,
-        kept_from: None,
-    }
+    let completion = Completion::deserialize(completion).ok();
+    let mut message = completion
+        .as_ref()
+        .and_then(Completion::message)
+        .cloned()
+        .unwrap_or_else(|| Message::answer(None, Vec::new()));
+    message.role = Role::Assistant;
+    LogMessage::new(message)
+        .with_model(model)
+        .with_usage(completion.and_then(|c| c.usage))
 }
 
 /// Assembles an assistant message from streamed chunks.
@@ -43,9 +44,7 @@ pub struct StreamRecorder {
     session: SessionMeta,
     turn: Vec<LogMessage>,
     model: String,
-    content: String,
-    tool_calls: Vec<(String, String, String)>,
-    usage: Option<Value>,
+    answer: Assembler,
     handed_off: bool,
 }
 
@@ -56,65 +55,26 @@ impl StreamRecorder {
             session,
             turn,
             model,
-            content: String::new(),
-            tool_calls: Vec::new(),
-            usage: None,
+            answer: Assembler::new(),
             handed_off: false,
         }
     }
 
+    /// Adds a chunk as the upstream sent it (one that is not a chunk adds nothing).
     pub fn observe(&mut self, chunk: &Value) {
-        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
-            self.usage = Some(usage.clone());
-        }
-        let delta = &chunk["choices"][0]["delta"];
-        if let Some(text) = delta["content"].as_str() {
-            self.content.push_str(text);
-        }
-        for call in delta["tool_calls"].as_array().into_iter().flatten() {
-            let index = call["index"].as_u64().unwrap_or(0) as usize;
-            if self.tool_calls.len() <= index {
-                self.tool_calls.resize(index + 1, Default::default());
-            }
-            let slot = &mut self.tool_calls[index];
-            if let Some(id) = call["id"].as_str() {
-                slot.0 = id.to_string();
-            }
-            if let Some(name) = call["function"]["name"].as_str() {
-                slot.1.push_str(name);
-            }
-            if let Some(args) = call["function"]["arguments"].as_str() {
-                slot.2.push_str(args);
-            }
+        if let Ok(chunk) = ChatChunk::deserialize(chunk) {
+            self.answer.push(&chunk);
         }
     }
 
     fn turn(&mut self, aborted: bool) -> Vec<LogMessage> {
-        let tool_calls = (!self.tool_calls.is_empty()).then(|| {
-            Value::Array(
-                self.tool_calls
-                    .iter()
-                    .map(|(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}))
-                    .collect(),
-            )
-        });
+        let assembled = std::mem::take(&mut self.answer).finish();
+        let mut answer = LogMessage::new(assembled.message)
+            .with_model(self.model.clone())
+            .with_usage(assembled.usage);
+        answer.aborted = aborted;
         let mut turn = std::mem::take(&mut self.turn);
-        turn.push(LogMessage {
-            ts: now_stamp(),
-            role: "assistant".into(),
-            content: if self.content.is_empty() && tool_calls.is_some() {
-                Value::Null
-            } else {
-                json!(self.content)
-            },
-            name: None,
-            tool_calls,
-            tool_call_id: None,
-            model: Some(self.model.clone()),
-            usage: self.usage.take(),
-            aborted,
-            kept_from: None,
-        });
+        turn.push(answer);
         turn
     }
 

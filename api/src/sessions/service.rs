@@ -13,10 +13,11 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::history::{COMPACTION_ROLE, History};
+use super::history::History;
 use super::log::SessionLog;
 use super::meta;
-use super::types::{ListFilter, LogMessage, SessionMeta, SessionSettings, Status};
+use super::log_message::LogMessage;
+use super::types::{ListFilter, SessionMeta, SessionSettings, Status};
 use crate::clock::now_stamp;
 use crate::storage::{Db, DbError, ObjectStore, StoreError};
 
@@ -163,8 +164,7 @@ impl Sessions {
         summary: &str,
         kept_from: u64,
     ) -> Result<(), SessionError> {
-        let mut record = LogMessage::plain(COMPACTION_ROLE, summary);
-        record.kept_from = Some(kept_from);
+        let record = LogMessage::compaction(summary, kept_from);
         self.log
             .append(&session.agent_id, &session.id, std::slice::from_ref(&record))
             .await?;
@@ -328,7 +328,7 @@ impl Sessions {
                 .read(agent, session)
                 .await?
                 .into_iter()
-                .partition(|m| m.role == COMPACTION_ROLE);
+                .partition(LogMessage::is_compaction);
             let kept = existing.iter().find(|m| &m.id == session);
             let source = kept.map_or("api", |m| m.source.as_str());
             meta::record_append(&self.db, session, agent, source, &messages).await?;

@@ -189,12 +189,11 @@ impl Runs {
                 continue;
             };
             let mut turn = orphan.turn;
-            let mut note = LogMessage::plain(
-                "assistant",
-                "(interrupted: the server working on this answer stopped before it finished)".to_string(),
+            let note = LogMessage::plain(
+                crate::providers::types::Role::Assistant,
+                "(interrupted: the server working on this answer stopped before it finished)",
             );
-            note.aborted = true;
-            turn.push(note);
+            turn.push(note.aborted());
             if let Err(err) = self.sessions.append(&session, turn).await {
                 tracing::warn!(run = %orphan.id, error = %err, "could not note the interrupted run in its session");
             }

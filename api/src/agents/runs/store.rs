@@ -320,6 +320,7 @@ mod tests {
 
     use super::*;
     use crate::clock::{ManualClock, SharedClock};
+    use crate::providers::types::Role;
 
     async fn store(clock: SharedClock) -> RunStore {
         let db = Db::scratch().await;
@@ -349,7 +350,7 @@ mod tests {
         let clock = ManualClock::at(crate::clock::parse_stamp("2026-11-27T09:00:00Z").unwrap());
         let store = store(clock.clone()).await;
         let run = AgentRun::starting("main", Some("s1"), "api", "openai/fake".into());
-        let turn = [LogMessage::plain("user", "hello")];
+        let turn = [LogMessage::plain(Role::User, "hello")];
         let held = store.start(&run, &turn).await.unwrap();
         assert_eq!((held.token, held.owner.as_str()), (1, run.replica.as_str()));
         let heard = Arc::new(std::sync::Mutex::new(Vec::new()));

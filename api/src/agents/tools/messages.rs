@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use super::tool::{Needs, Tool};
 use super::{ToolContext, ToolError, ToolKind, fail, text};
 use crate::config::Config;
+use crate::providers::types::Role;
 use crate::sessions::LogMessage;
 
 pub const SEND_MESSAGE: Tool = Tool {
@@ -142,7 +143,7 @@ async fn call(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
             return Err(fail!("session {id:?} is not one of yours"));
         }
         ctx.sessions
-            .append(&session, vec![LogMessage::plain("assistant", message)])
+            .append(&session, vec![LogMessage::plain(Role::Assistant, message)])
             .await?;
         crate::notifications::Notifier::new(ctx.sessions.db().clone())
             .message(&ctx.agent.id, id, message)

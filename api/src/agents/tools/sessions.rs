@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use super::tool::{Needs, Tool};
 use super::{SessionNote, ToolContext, ToolError, ToolKind, Wake, fail, number, text};
+use crate::providers::types::Content;
 use crate::sessions::{ListFilter, SessionError, parse_id};
 
 pub const LIST: Tool = Tool {
@@ -92,11 +93,13 @@ async fn history(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
     Ok(messages[skip..]
         .iter()
         .map(|m| {
-            let text = match &m.content {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
+            let text = match &m.message.content {
+                Some(Content::Text(text)) => text.clone(),
+                Some(parts) => serde_json::to_string(parts).unwrap_or_default(),
+                // `null`, or content kept as the log stored it.
+                None => serde_json::to_string(&m.message.extra.get("content")).unwrap_or_default(),
             };
-            format!("[{} {}] {}", m.ts, m.role, text)
+            format!("[{} {}] {}", m.ts, m.role_name(), text)
         })
         .collect::<Vec<_>>()
         .join("\n"))

@@ -8,6 +8,7 @@
  */
 export type PromptTokensDetails = { cached_tokens: number, 
 /**
- * 0 is left out of the JSON.
+ * Present when reported (a reported 0 included); Onyx's own answers
+ * report it only when there were writes.
  */
 cache_write_tokens?: number | undefined, };

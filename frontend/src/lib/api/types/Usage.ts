@@ -7,10 +7,12 @@ import type { PromptTokensDetails } from "./PromptTokensDetails";
  */
 export type Usage = { prompt_tokens: number, completion_tokens: number, total_tokens: number, 
 /**
- * Present when the provider reported prompt caching.
+ * Present when the provider reported prompt caching; `null` when it
+ * sent `null` (`Some(None)`).
  */
-prompt_tokens_details?: PromptTokensDetails, 
+prompt_tokens_details?: PromptTokensDetails | null, 
 /**
- * Present when the provider reported reasoning tokens.
+ * Present when the provider reported reasoning tokens; `null` when it
+ * sent `null` (`Some(None)`).
  */
-completion_tokens_details?: CompletionTokensDetails, };
+completion_tokens_details?: CompletionTokensDetails | null, };
