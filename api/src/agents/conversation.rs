@@ -128,11 +128,7 @@ impl Agents {
         let mut request = RunRequest {
             agent,
             history,
-            turn: messages
-                .iter()
-                .cloned()
-                .map(LogMessage::new)
-                .collect(),
+            turn: messages.iter().cloned().map(LogMessage::new).collect(),
             messages,
             client_system,
             client_tools: Vec::new(),

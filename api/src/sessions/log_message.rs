@@ -72,7 +72,9 @@ pub struct LogMessage {
 impl LogMessage {
     /// `message` as a log line, stamped now.
     pub fn new(mut message: Message) -> Self {
-        message.extra.retain(|key, _| !LINE_FIELDS.contains(&key.as_str()));
+        message
+            .extra
+            .retain(|key, _| !LINE_FIELDS.contains(&key.as_str()));
         Self {
             ts: now_stamp(),
             kind: LineKind::Message,
@@ -264,8 +266,7 @@ impl Serialize for LogMessage {
             ts: &self.ts,
             role: self.role_name(),
             // Always written: `null` when there is none.
-            content: Field::of(message.content.as_ref(), extra, "content")
-                .unwrap_or(Field::Typed(None)),
+            content: Field::of(message.content.as_ref(), extra, "content").unwrap_or(Field::Typed(None)),
             name: message.name.as_ref(),
             tool_calls: Field::of(message.tool_calls.as_ref(), extra, "tool_calls"),
             tool_call_id: message.tool_call_id.as_ref(),

@@ -83,7 +83,11 @@ fn every_shape_the_log_has_written_reads_and_writes_back_as_stored() {
         assert_eq!(serde_json::to_value(&read).unwrap(), value(line), "{line}");
         // And through JSON text, as the log and the API write it.
         let written = serde_json::to_string(&read).unwrap();
-        assert_eq!(serde_json::from_str::<Value>(&written).unwrap(), value(line), "{line}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&written).unwrap(),
+            value(line),
+            "{line}"
+        );
     }
 }
 
@@ -152,9 +156,15 @@ fn values_the_types_would_change_stay_as_stored_and_replay_as_text() {
 
     let refused_parts = read(STORED_ODD[1]);
     assert_eq!(refused_parts.message.content, None);
-    assert_eq!(refused_parts.to_message().unwrap().content, Some(Content::Text(String::new())));
+    assert_eq!(
+        refused_parts.to_message().unwrap().content,
+        Some(Content::Text(String::new()))
+    );
     let object = read(STORED_ODD[2]);
-    assert_eq!(object.to_message().unwrap().content, Some(Content::Text(String::new())));
+    assert_eq!(
+        object.to_message().unwrap().content,
+        Some(Content::Text(String::new()))
+    );
 
     let untyped_call = read(STORED_ODD[3]);
     assert_eq!(untyped_call.message.tool_calls, None);
@@ -171,7 +181,9 @@ fn values_the_types_would_change_stay_as_stored_and_replay_as_text() {
 
 #[test]
 fn a_line_without_content_writes_null_as_the_log_always_has() {
-    let read = read(r#"{"ts":"t","role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}"#);
+    let read = read(
+        r#"{"ts":"t","role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}"#,
+    );
     assert_eq!(serde_json::to_value(&read).unwrap()["content"], Value::Null);
 }
 
@@ -228,7 +240,11 @@ fn new_lines_keep_the_whole_message_and_its_metadata() {
     );
     let compaction = serde_json::to_value(LogMessage::compaction("sum", 3)).unwrap();
     assert_eq!(
-        (&compaction["role"], &compaction["content"], &compaction["kept_from"]),
+        (
+            &compaction["role"],
+            &compaction["content"],
+            &compaction["kept_from"]
+        ),
         (&json!("compaction"), &json!("sum"), &json!(3))
     );
     assert_eq!(read(&compaction.to_string()).kind, LineKind::Compaction);

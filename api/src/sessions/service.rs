@@ -15,8 +15,8 @@ use serde_json::json;
 
 use super::history::History;
 use super::log::SessionLog;
-use super::meta;
 use super::log_message::LogMessage;
+use super::meta;
 use super::types::{ListFilter, SessionMeta, SessionSettings, Status};
 use crate::clock::now_stamp;
 use crate::storage::{Db, DbError, ObjectStore, StoreError};
