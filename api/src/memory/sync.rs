@@ -202,14 +202,19 @@ impl Memory {
         let Some(embedding) = self.state.ready_fingerprint() else {
             return Ok(0);
         };
-        let total = self.index.count(true).await?;
-        if total == 0 {
+        // The first batch before any count: this runs every tick, and most
+        // ticks find nothing to embed.
+        let mut batch = self.index.pending(DRAIN_BATCH).await?;
+        if batch.is_empty() {
             return Ok(0);
         }
+        let total = self.index.count(true).await?.max(batch.len());
         let mut done = 0;
         self.progress.set(Phase::Embedding, 0, total);
         loop {
-            let batch = self.index.pending(DRAIN_BATCH).await?;
+            if done > 0 {
+                batch = self.index.pending(DRAIN_BATCH).await?;
+            }
             if batch.is_empty() {
                 break;
             }

@@ -129,7 +129,7 @@ async fn read_all(
 /// Adds snapshot chunks to `state` with the words they were saved with (no
 /// analysis: stemming every chunk again was most of a restart's time);
 /// returns how many were added.
-fn restore_chunks(
+pub(super) fn restore_chunks(
     state: &mut State,
     vocabulary: Vec<String>,
     chunks: impl Iterator<Item = (ResidentChunk, DocTerms)>,

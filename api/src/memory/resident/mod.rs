@@ -237,17 +237,18 @@ impl Resident {
     }
 
     /// Saves the index to `path` when it changed since the last save; whether
-    /// it wrote. Writes here wait while it runs (reads do not).
+    /// it wrote. Writes to the index wait only while it is encoded in memory
+    /// (a copy of the chunks), not while the copy goes to disk.
     pub fn save(&self, path: &Path) -> std::io::Result<bool> {
         let changes = self.changes.load(Ordering::Relaxed);
         if changes == self.saved.load(Ordering::Relaxed) {
             return Ok(false);
         }
-        let phase = self.read();
-        let Phase::Ready(state) = &*phase else {
-            return Ok(false);
+        let encoded = match &*self.read() {
+            Phase::Ready(state) => snapshot::encode(state),
+            _ => return Ok(false),
         };
-        snapshot::write(state, path)?;
+        snapshot::write(&encoded, path)?;
         self.saved.store(changes, Ordering::Relaxed);
         Ok(true)
     }

@@ -12,65 +12,78 @@
 //! Format (little-endian): magic, the analyser's version, the file versions
 //! (count, then agent, path, version), the vocabulary (count, then words by
 //! id), the chunks (count, then id, agent, path, kind, day, lines, heading,
-//! text, vector, then the word count and (word id, frequency) pairs as u32),
+//! text, the vector as held (its dimension count, then its scale as f32 and
+//! one i8 per dimension: what the index holds, so a load quantizes it back to
+//! the same row), then the word count and (word id, frequency) pairs as u32),
 //! and the magic again, so a torn write is refused.
 
 use std::fs;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 use super::analyzer;
 use super::text::DocTerms;
 use super::{ResidentChunk, State};
 
-const MAGIC: &[u8; 8] = b"ONYXMI02";
+const MAGIC: &[u8; 8] = b"ONYXMI03";
 
-/// Writes `state` to `path` (through a temporary file, renamed into place).
-pub fn write(state: &State, path: &Path) -> io::Result<()> {
+/// The snapshot of `state`, encoded in memory: the caller holds the index's
+/// lock only for this, not for the write to disk.
+pub fn encode(state: &State) -> Vec<u8> {
+    let mut out = Vec::with_capacity(state.chunks() * 1024);
+    out.extend_from_slice(MAGIC);
+    put_u64(&mut out, analyzer::VERSION);
+    let versions = state.versions();
+    put_u64(&mut out, versions.len() as u64);
+    for ((agent, file), version) in versions {
+        put_str(&mut out, agent);
+        put_str(&mut out, file);
+        put_str(&mut out, version);
+    }
+    let vocabulary = state.vocabulary();
+    put_u64(&mut out, vocabulary.len() as u64);
+    for word in vocabulary {
+        put_str(&mut out, word);
+    }
+    put_u64(&mut out, state.chunks() as u64);
+    for chunk in state.each_chunk() {
+        put_str(&mut out, chunk.id);
+        put_str(&mut out, chunk.agent);
+        put_str(&mut out, chunk.path);
+        put_str(&mut out, chunk.kind);
+        put_str(&mut out, chunk.day.unwrap_or(""));
+        put_u64(&mut out, chunk.start_line as u64);
+        put_u64(&mut out, chunk.end_line as u64);
+        put_str(&mut out, chunk.heading);
+        put_str(&mut out, chunk.text);
+        match chunk.vector {
+            Some(row) => {
+                put_u64(&mut out, row.values.len() as u64);
+                out.extend_from_slice(&row.scale.to_le_bytes());
+                out.extend(row.values.iter().map(|q| q.to_le_bytes()[0]));
+            }
+            None => put_u64(&mut out, 0),
+        }
+        put_u64(&mut out, u64::from(chunk.terms.length));
+        put_u64(&mut out, chunk.terms.terms.len() as u64);
+        for &(word, frequency) in chunk.terms.terms.iter() {
+            out.extend_from_slice(&word.to_le_bytes());
+            out.extend_from_slice(&frequency.to_le_bytes());
+        }
+    }
+    out.extend_from_slice(MAGIC);
+    out
+}
+
+/// Writes an encoded snapshot to `path` (through a temporary file, synced,
+/// then renamed into place).
+pub fn write(encoded: &[u8], path: &Path) -> io::Result<()> {
     if let Some(parent) = path.parent() {
         fs::create_dir_all(parent)?;
     }
     let temporary = path.with_extension("tmp");
-    let mut out = BufWriter::with_capacity(1 << 20, fs::File::create(&temporary)?);
-    out.write_all(MAGIC)?;
-    put_u64(&mut out, analyzer::VERSION)?;
-    let versions = state.versions();
-    put_u64(&mut out, versions.len() as u64)?;
-    for ((agent, file), version) in versions {
-        put_str(&mut out, agent)?;
-        put_str(&mut out, file)?;
-        put_str(&mut out, version)?;
-    }
-    let vocabulary = state.vocabulary();
-    put_u64(&mut out, vocabulary.len() as u64)?;
-    for word in vocabulary {
-        put_str(&mut out, word)?;
-    }
-    put_u64(&mut out, state.chunks() as u64)?;
-    for chunk in state.each_chunk() {
-        put_str(&mut out, chunk.id)?;
-        put_str(&mut out, chunk.agent)?;
-        put_str(&mut out, chunk.path)?;
-        put_str(&mut out, chunk.kind)?;
-        put_str(&mut out, chunk.day.unwrap_or(""))?;
-        put_u64(&mut out, chunk.start_line as u64)?;
-        put_u64(&mut out, chunk.end_line as u64)?;
-        put_str(&mut out, chunk.heading)?;
-        put_str(&mut out, chunk.text)?;
-        let vector = chunk.vector.unwrap_or_default();
-        put_u64(&mut out, vector.len() as u64)?;
-        for value in &vector {
-            out.write_all(&value.to_le_bytes())?;
-        }
-        put_u64(&mut out, u64::from(chunk.terms.length))?;
-        put_u64(&mut out, chunk.terms.terms.len() as u64)?;
-        for &(word, frequency) in chunk.terms.terms.iter() {
-            out.write_all(&word.to_le_bytes())?;
-            out.write_all(&frequency.to_le_bytes())?;
-        }
-    }
-    out.write_all(MAGIC)?;
-    let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+    let mut file = fs::File::create(&temporary)?;
+    file.write_all(encoded)?;
     file.sync_all()?;
     fs::rename(&temporary, path)
 }
@@ -125,11 +138,16 @@ pub fn read(path: &Path) -> io::Result<Option<Snapshot>> {
         let heading = input.string()?;
         let text = input.string()?;
         let dimensions = input.count()?;
-        let vector: Vec<f32> = input
-            .take(dimensions * 4)?
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
+        let vector: Vec<f32> = if dimensions == 0 {
+            Vec::new()
+        } else {
+            let scale = f32::from_le_bytes(input.u32()?.to_le_bytes());
+            let values = input.take(dimensions)?;
+            values
+                .iter()
+                .map(|q| f32::from(i8::from_le_bytes([*q])) * scale)
+                .collect()
+        };
         let length = u32::try_from(input.count()?).map_err(|_| invalid("word count too large"))?;
         let pairs = input.count()?;
         let mut terms = Vec::with_capacity(pairs.min(bytes.len()));
@@ -171,13 +189,13 @@ pub fn read(path: &Path) -> io::Result<Option<Snapshot>> {
     }))
 }
 
-fn put_u64(out: &mut impl Write, value: u64) -> io::Result<()> {
-    out.write_all(&value.to_le_bytes())
+fn put_u64(out: &mut Vec<u8>, value: u64) {
+    out.extend_from_slice(&value.to_le_bytes());
 }
 
-fn put_str(out: &mut impl Write, value: &str) -> io::Result<()> {
-    put_u64(out, value.len() as u64)?;
-    out.write_all(value.as_bytes())
+fn put_str(out: &mut Vec<u8>, value: &str) {
+    put_u64(out, value.len() as u64);
+    out.extend_from_slice(value.as_bytes());
 }
 
 fn invalid(what: &str) -> io::Error {
@@ -262,7 +280,7 @@ mod tests {
         });
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index.snapshot");
-        write(&state, &path).unwrap();
+        write(&encode(&state), &path).unwrap();
         let snapshot = read(&path).unwrap().unwrap();
         assert_eq!(
             snapshot.versions,
@@ -288,6 +306,45 @@ mod tests {
     }
 
     #[test]
+    fn a_row_saved_and_loaded_is_the_row_held_so_restarts_do_not_drift() {
+        let mut state = State::default();
+        let vectors = [
+            vec![0.11, -0.73, 0.3, 0.2, 0.05],
+            vec![-0.9, 0.01, 0.44, -0.02, 0.3],
+        ];
+        state.apply(Change::ReplaceFile {
+            agent: "main".into(),
+            path: "MEMORY.md".into(),
+            chunks: vec![
+                chunk("a", "MEMORY.md", "first", Some(vectors[0].clone())),
+                chunk("b", "MEMORY.md", "second", Some(vectors[1].clone())),
+            ],
+            version: Some("v1".into()),
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.snapshot");
+        let mut generations = Vec::new();
+        for _ in 0..3 {
+            write(&encode(&state), &path).unwrap();
+            let snapshot = read(&path).unwrap().unwrap();
+            let rows: Vec<Vec<f32>> = snapshot
+                .chunks
+                .iter()
+                .map(|(chunk, _)| chunk.embedding.clone().unwrap())
+                .collect();
+            generations.push(rows);
+            state = State::default();
+            super::super::load::restore_chunks(&mut state, snapshot.vocabulary, snapshot.chunks.into_iter());
+        }
+        assert_eq!(
+            generations[0], generations[1],
+            "a second save holds the same rows"
+        );
+        assert_eq!(generations[1], generations[2]);
+        assert_eq!(generations[0].len(), 2);
+    }
+
+    #[test]
     fn a_torn_or_foreign_file_is_refused_and_a_missing_one_is_none() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index.snapshot");
@@ -299,7 +356,7 @@ mod tests {
             chunks: vec![chunk("a", "MEMORY.md", "text", None)],
             version: Some("v1".into()),
         });
-        write(&state, &path).unwrap();
+        write(&encode(&state), &path).unwrap();
         let bytes = fs::read(&path).unwrap();
         fs::write(&path, &bytes[..bytes.len() - 3]).unwrap();
         assert!(read(&path).is_err());
@@ -323,7 +380,7 @@ mod tests {
         });
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index.snapshot");
-        write(&state, &path).unwrap();
+        write(&encode(&state), &path).unwrap();
         let snapshot = read(&path).unwrap().unwrap();
         let (_, terms) = &snapshot.chunks[0];
         let words: Vec<(&str, u32)> = terms

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::analyzer;
 use super::text::{DocTerms, TextIndex};
-use super::vectors::VectorIndex;
+use super::vectors::{QuantizedRow, VectorIndex};
 use super::{Change, FilePatch, LegResults, Query, ResidentChunk, Shown, StoredVector};
 use crate::clock::day_number;
 use crate::memory::chunker::indexed_text;
@@ -70,8 +70,8 @@ pub struct ChunkView<'a> {
     pub end_line: usize,
     pub heading: &'a str,
     pub text: &'a str,
-    /// Read back from the index's 8-bit rows (unit length, within rounding).
-    pub vector: Option<Vec<f32>>,
+    /// The index's 8-bit row (unit length, within rounding).
+    pub vector: Option<QuantizedRow<'a>>,
     /// The chunk's words as this index counted them (ids into [`State::vocabulary`]).
     pub terms: &'a DocTerms,
 }
@@ -256,7 +256,9 @@ impl State {
             end_line: doc.end_line,
             heading: &doc.heading,
             text: &doc.text,
-            vector: doc.vector_row.and_then(|row| self.vectors.row(doc.agent, row)),
+            vector: doc
+                .vector_row
+                .and_then(|row| self.vectors.quantized_row(doc.agent, row)),
             terms: &doc.terms,
         })
     }
@@ -632,9 +634,12 @@ mod tests {
     }
 
     /// A distinct unit vector per `i` (a quarter circle in 800 steps).
+    /// A direction of its own per `i` (8 pseudo-random dimensions: far
+    /// apart from each other even as 8-bit rows).
     fn direction(i: usize) -> Vec<f32> {
-        let angle = i as f32 / 800.0 * std::f32::consts::FRAC_PI_2;
-        vec![angle.cos(), angle.sin()]
+        (0..8)
+            .map(|d| ((i * 2_654_435_761 + d * 40_503) % 1_000) as f32 / 1_000.0 - 0.5)
+            .collect()
     }
 
     #[test]

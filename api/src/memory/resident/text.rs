@@ -312,13 +312,33 @@ pub type TieBreak<'a> = &'a dyn Fn(u32, u32) -> std::cmp::Ordering;
 
 /// The `k` highest-scoring entries, best first (ties as `tie` says, so every
 /// replica returns the same).
+///
+/// Scores are compared first, alone: the tie-break reads each chunk's id, a
+/// cache miss or two apiece, so it only decides among the entries whose score
+/// equals the k-th best (a one-word query over short notes ties thousands).
 pub fn top_k(mut scored: Vec<(u32, f32)>, k: usize, tie: TieBreak<'_>) -> Vec<(u32, f32)> {
-    let order = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then_with(|| tie(a.0, b.0));
-    if scored.len() > k {
-        scored.select_nth_unstable_by(k, order);
-        scored.truncate(k);
+    if k == 0 {
+        return Vec::new();
     }
-    scored.sort_unstable_by(order);
+    let by_score = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1);
+    if scored.len() > k {
+        scored.select_nth_unstable_by(k - 1, by_score);
+        let kth = scored[k - 1].1;
+        // At most k - 1 score above the k-th; the rest of the k come from
+        // those equal to it, wherever the selection left them.
+        let (mut kept, mut tied): (Vec<_>, Vec<_>) = scored
+            .into_iter()
+            .filter(|entry| entry.1.total_cmp(&kth).is_ge())
+            .partition(|entry| entry.1.total_cmp(&kth).is_gt());
+        let wanted = k - kept.len();
+        if tied.len() > wanted {
+            tied.select_nth_unstable_by(wanted, |a, b| tie(a.0, b.0));
+            tied.truncate(wanted);
+        }
+        kept.append(&mut tied);
+        scored = kept;
+    }
+    scored.sort_unstable_by(|a, b| by_score(a, b).then_with(|| tie(a.0, b.0)));
     scored
 }
 
@@ -328,6 +348,38 @@ mod tests {
 
     fn words(text: &str) -> Vec<String> {
         text.split(' ').map(String::from).collect()
+    }
+
+    #[test]
+    fn the_top_k_are_those_a_full_sort_puts_first_however_many_tie() {
+        let tie = |a: u32, b: u32| a.cmp(&b);
+        let mut seed = 7u64;
+        let mut next = move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as u32
+        };
+        for round in 0..400 {
+            let n = (next() % 60) as usize;
+            // Few distinct scores, so most entries tie (as one-word queries do).
+            let distinct = 1 + next() % if round % 2 == 0 { 3 } else { 50 };
+            let mut scored: Vec<(u32, f32)> = (0..n as u32)
+                .map(|slot| (slot * 7 % 61, (next() % distinct) as f32 / 4.0))
+                .collect();
+            scored.sort_unstable_by_key(|e| e.0);
+            scored.dedup_by_key(|e| e.0);
+            let mut full = scored.clone();
+            full.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| tie(a.0, b.0)));
+            for k in [0, 1, 2, 5, 10, 70] {
+                let want: Vec<_> = full.iter().copied().take(k).collect();
+                assert_eq!(
+                    top_k(scored.clone(), k, &tie),
+                    want,
+                    "n={n} k={k} distinct={distinct}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -21,8 +21,21 @@ struct Partition {
     docs: Vec<u32>,
     /// Rows of `dimensions` integers, back to back: a value is `q * scale`.
     rows: Vec<i8>,
-    /// Each row's scale (its largest magnitude over 127).
+    /// Each row's scale (one over the integers' length: rows are unit length).
     scales: Vec<f32>,
+}
+
+/// A row as the index holds it: a value is `values[i] * scale`.
+#[derive(Debug, Clone, Copy)]
+pub struct QuantizedRow<'a> {
+    pub values: &'a [i8],
+    pub scale: f32,
+}
+
+impl QuantizedRow<'_> {
+    pub fn to_floats(self) -> Vec<f32> {
+        self.values.iter().map(|q| f32::from(*q) * self.scale).collect()
+    }
 }
 
 #[derive(Default)]
@@ -54,7 +67,11 @@ impl VectorIndex {
             return None;
         }
         let unit: Vec<f32> = vector.iter().map(|x| x / norm).collect();
-        let (row, scale) = quantize(&unit);
+        let (row, _) = quantize(&unit);
+        // The row's own length for its scale: the row held is exactly unit
+        // length, so a row saved and loaded again is the same row and scale.
+        let length = row.iter().map(|q| f32::from(*q).powi(2)).sum::<f32>().sqrt();
+        let scale = if length > 0.0 { 1.0 / length } else { 0.0 };
         let partition = self.partitions.entry(agent).or_default();
         partition.rows.extend(row);
         partition.scales.push(scale);
@@ -90,13 +107,19 @@ impl VectorIndex {
     }
 
     /// Row `row` of `agent` as floats (unit length, within rounding).
+    #[cfg(test)]
     pub fn row(&self, agent: u16, row: u32) -> Option<Vec<f32>> {
+        self.quantized_row(agent, row).map(QuantizedRow::to_floats)
+    }
+
+    /// Row `row` of `agent` as held: its integers and their scale.
+    pub fn quantized_row(&self, agent: u16, row: u32) -> Option<QuantizedRow<'_>> {
         let dimensions = self.dimensions?;
         let partition = self.partitions.get(&agent)?;
         let start = row as usize * dimensions;
         let scale = *partition.scales.get(row as usize)?;
         let values = partition.rows.get(start..start + dimensions)?;
-        Some(values.iter().map(|q| f32::from(*q) * scale).collect())
+        Some(QuantizedRow { values, scale })
     }
 
     /// The bytes the vectors take (rows, scales, document ids).
