@@ -23,6 +23,7 @@ use std::time::Instant;
 use onyx::agents::prompt::{self, Inputs};
 use onyx::agents::runs::{AgentRun, Ending, RunStatus, Runs};
 use onyx::agents::workspace;
+use onyx::chat::Role;
 use onyx::clock;
 use onyx::config::SurrealConfig;
 use onyx::inbox::Inbox;
@@ -122,7 +123,7 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
         }
         let question = format!("what do you remember about project{}?", turn % 7);
-        let asked = vec![LogMessage::plain("user", question.clone())];
+        let asked = vec![LogMessage::plain(Role::User, question.clone())];
         let started = Instant::now();
         let run = runs
             .begin(
@@ -148,7 +149,7 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
         let composed_at = started.elapsed();
         let answered = Instant::now();
         let mut turn_messages = asked;
-        turn_messages.push(LogMessage::plain("assistant", format!("answer {turn}")));
+        turn_messages.push(LogMessage::plain(Role::Assistant, format!("answer {turn}")));
         let (settled, appended) =
             tokio::join!(inbox.commit(&run.id), sessions.append(&session, turn_messages));
         settled.map_err(|e| e.to_string())?;

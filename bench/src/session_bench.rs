@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use onyx::chat::Role;
 use onyx::config::SurrealConfig;
 use onyx::sessions::{ListFilter, LogMessage, Sessions};
 use onyx::storage::{Db, LocalStore, ObjectStore, S3Settings, S3Store};
@@ -20,7 +21,11 @@ use onyx_bench::{ms, percentile};
 use secrecy::SecretString;
 
 fn message(i: usize) -> LogMessage {
-    let role = if i.is_multiple_of(2) { "user" } else { "assistant" };
+    let role = if i.is_multiple_of(2) {
+        Role::User
+    } else {
+        Role::Assistant
+    };
     LogMessage::plain(
         role,
         format!("message number {i}: a sentence of ordinary length for a chat turn"),
