@@ -16,6 +16,7 @@
 //! - `resident`: the in-process search index each replica answers queries from
 //! - `search`: the two legs, and hits with snippets
 //! - `fusion`: how the legs' candidates become one ranking
+//! - `neighbours`: a chunk's context among the candidates (hybrid search)
 //! - `rerank`: the optional reranking endpoint after fusion
 //! - `service`: the files API and search
 //! - `sync`: the background worker (file sync, re-embedding, pending queue)
@@ -30,6 +31,7 @@ pub mod embedder;
 mod excerpt;
 mod fusion;
 mod index;
+mod neighbours;
 #[cfg(feature = "local-embedder")]
 pub mod local_embedder;
 pub mod paths;

@@ -21,8 +21,10 @@ const COMPACT_AFTER: usize = 1024;
 #[derive(Debug, Clone)]
 pub struct Candidate {
     pub id: String,
-    pub path: String,
+    /// (agent, path) of the chunk's file.
+    pub file: Arc<(String, String)>,
     pub start_line: usize,
+    pub end_line: usize,
     /// Days since 1970 of a daily log (which decays with age); `None` otherwise.
     pub daily: Option<i64>,
     /// Cosine similarity (vector leg), or BM25 as the share of the query
@@ -476,8 +478,9 @@ impl State {
         let doc = &self.docs[slot as usize];
         Candidate {
             id: doc.id.clone(),
-            path: doc.file.1.clone(),
+            file: Arc::clone(&doc.file),
             start_line: doc.start_line,
+            end_line: doc.end_line,
             daily: doc.daily,
             score,
         }
