@@ -466,6 +466,57 @@ mod tests {
     }
 
     #[test]
+    fn adaptive_hybrid_search_prefers_the_chunk_that_continues_a_strong_hit() {
+        // "near" and "far" score alike in both legs and "far" ranks above it
+        // in each; "near" holds the lines right after the best hit's.
+        let chunk = |id: &str, path: &str, lines: (usize, usize), score: f64| Candidate {
+            id: id.into(),
+            file: std::sync::Arc::new(("main".into(), path.into())),
+            start_line: lines.0,
+            end_line: lines.1,
+            daily: None,
+            score,
+        };
+        let legs = || {
+            (
+                vec![
+                    chunk("best", "memory/s.md", (3, 6), 0.8),
+                    chunk("far", "memory/a.md", (10, 12), 0.5),
+                    chunk("near", "memory/s.md", (7, 9), 0.5),
+                    chunk("other", "memory/b.md", (1, 2), 0.4),
+                ],
+                vec![
+                    chunk("best", "memory/s.md", (3, 6), 1.0),
+                    chunk("far", "memory/a.md", (10, 12), 0.3),
+                    chunk("near", "memory/s.md", (7, 9), 0.3),
+                    chunk("other", "memory/b.md", (1, 2), 0.1),
+                ],
+            )
+        };
+        let order = |ranking: Ranking| {
+            let (vector, text) = legs();
+            fuse(vector, text, ranking, 10, "2026-11-22")
+                .into_iter()
+                .map(|h| h.id)
+                .collect::<Vec<_>>()
+        };
+        let adaptive = Ranking {
+            fusion: Fusion::Adaptive,
+            ..LINEAR
+        };
+        assert_eq!(order(adaptive), ["best", "near", "far", "other"]);
+        // The other fusions keep their documented formulas.
+        assert_eq!(order(LINEAR), ["best", "far", "near", "other"]);
+        // One leg alone keeps its own order.
+        let (vector, _) = legs();
+        let alone: Vec<String> = fuse(vector, Vec::new(), adaptive, 10, "2026-11-22")
+            .into_iter()
+            .map(|h| h.id)
+            .collect();
+        assert_eq!(alone, ["best", "far", "near", "other"]);
+    }
+
+    #[test]
     fn min_score_drops_weak_hits() {
         let ranking = Ranking {
             min_score: 0.5,
