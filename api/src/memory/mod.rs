@@ -31,9 +31,9 @@ pub mod embedder;
 mod excerpt;
 mod fusion;
 mod index;
-mod neighbours;
 #[cfg(feature = "local-embedder")]
 pub mod local_embedder;
+mod neighbours;
 pub mod paths;
 #[cfg(test)]
 mod paths_fuzz;

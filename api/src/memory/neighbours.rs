@@ -113,7 +113,10 @@ mod tests {
                 .filter(|(j, b)| *j != i && touching(a, b))
                 .map(|(j, _)| scores[j])
                 .fold(0.0, f64::max);
-            assert!((lifted[i] - (scores[i] + NEIGHBOUR_SHARE * best)).abs() < 1e-12, "{i}: {lifted:?}");
+            assert!(
+                (lifted[i] - (scores[i] + NEIGHBOUR_SHARE * best)).abs() < 1e-12,
+                "{i}: {lifted:?}"
+            );
         }
         // The long chunk holds the others: each gains from it, it from the best of them.
         assert!((lifted[1] - (0.5 + NEIGHBOUR_SHARE * 0.7)).abs() < 1e-12);
@@ -122,6 +125,9 @@ mod tests {
     #[test]
     fn a_negative_neighbour_takes_nothing_away() {
         let spans = [span("a", "s.md", 1, 1), span("a", "s.md", 2, 2)];
-        assert_eq!(with_neighbours(&spans, &[0.4, -0.2]), vec![0.4, -0.2 + NEIGHBOUR_SHARE * 0.4]);
+        assert_eq!(
+            with_neighbours(&spans, &[0.4, -0.2]),
+            vec![0.4, -0.2 + NEIGHBOUR_SHARE * 0.4]
+        );
     }
 }
