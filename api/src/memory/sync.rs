@@ -211,13 +211,7 @@ impl Memory {
         let total = self.index.count(true).await?.max(batch.len());
         let mut done = 0;
         self.progress.set(Phase::Embedding, 0, total);
-        loop {
-            if done > 0 {
-                batch = self.index.pending(DRAIN_BATCH).await?;
-            }
-            if batch.is_empty() {
-                break;
-            }
+        while !batch.is_empty() {
             let hashes: Vec<String> = batch.iter().map(|c| c.hash.clone()).collect();
             let cached = self.index.cached_vectors(&embedding, &hashes).await?;
             let missing: Vec<&super::index::PendingChunk> =
@@ -258,6 +252,7 @@ impl Memory {
             if total >= 500 && before * 10 / total != done * 10 / total {
                 tracing::info!(done = done.min(total), total, "embedding memory chunks");
             }
+            batch = self.index.pending(DRAIN_BATCH).await?;
         }
         self.progress.set(Phase::Idle, 0, 0);
         tracing::info!(chunks = done, "embedded pending memory chunks");
