@@ -13,13 +13,12 @@
 //! the oldest turns are dropped instead (with a notice saying so). Nothing
 //! here can hang a run or lose the log.
 
-use serde_json::Value;
-
 use super::Agents;
 use super::context;
 use super::error::AgentError;
 use super::run_io::{RunRequest, reply_of};
 use super::tools::{self, ToolContext, ToolSpec};
+use crate::chat::Completion;
 use crate::providers::types::{Message, Role, ToolDef};
 use crate::providers::{ModelTarget, ProviderError};
 use crate::sessions::{History, LogMessage, SessionMeta};
@@ -280,10 +279,10 @@ impl Agents {
         targets: &[ModelTarget],
         messages: &[Message],
         tool_defs: &[ToolDef],
-    ) -> Result<Value, ProviderError> {
+    ) -> Result<Completion, ProviderError> {
         let call = request.model_call(messages, tool_defs, false)?;
-        let (completion, _) = self.router.chat(targets, &call).await?;
-        Ok(completion)
+        let (reply, _, _) = self.router.complete(targets, &call).await?;
+        reply.into_completion()
     }
 }
 

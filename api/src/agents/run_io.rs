@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 use super::error::AgentError;
 use super::prompt;
 use super::registry::AgentDef;
+use crate::chat::Completion;
 use crate::providers::types::{ChatRequest, Message, ToolCall, ToolDef};
 use crate::providers::{Attribution, ChatCall, ProviderError, Usage};
 use crate::sessions::{History, LogMessage, ReasoningEffort, SessionMeta};
@@ -157,30 +158,11 @@ pub struct Outcome {
     pub notices: Vec<String>,
 }
 
-/// The text and tool calls of a completion's message. Calls are read
-/// leniently (a missing id is empty): the upstream's output is not the
-/// client's input to validate, and a broken call still reaches the model as
-/// an error result.
-pub(super) fn reply_of(completion: &Value) -> (String, Vec<ToolCall>) {
-    let message = &completion["choices"][0]["message"];
-    let calls = message["tool_calls"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .map(|call| {
-            let arguments = match &call["function"]["arguments"] {
-                Value::String(text) => text.clone(),
-                Value::Null => String::new(),
-                other => other.to_string(),
-            };
-            ToolCall::function(
-                call["id"].as_str().unwrap_or_default(),
-                call["function"]["name"].as_str().unwrap_or_default(),
-                arguments,
-            )
-        })
-        .collect();
-    let content = message["content"].as_str().unwrap_or_default().to_string();
+/// The text and tool calls of a completion's (first) message; none for a
+/// completion without a choice.
+pub(super) fn reply_of(completion: &Completion) -> (String, Vec<ToolCall>) {
+    let message = completion.message();
+    let content = message.map(Message::text_content).unwrap_or_default();
+    let calls = message.and_then(|m| m.tool_calls.clone()).unwrap_or_default();
     (content, calls)
 }

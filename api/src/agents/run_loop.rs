@@ -18,6 +18,7 @@ use super::prompt::{self, Inputs};
 use super::run_io::{Event, RunRequest, reply_of};
 use super::runs::LiveRun;
 use super::tools::{self, ToolContext, ToolOutput, ToolSpec};
+use crate::chat::Assembler;
 use crate::clock;
 use crate::config::PermissionMode;
 use crate::providers::types::{Message, Role, ToolCall, ToolDef};
@@ -283,39 +284,34 @@ impl Agents {
         partial: &mut String,
     ) -> Result<Step, ProviderError> {
         if !stream {
-            let (completion, _) = self.router.chat(targets, &call).await?;
+            let (reply, _, _) = self.router.complete(targets, &call).await?;
+            let completion = reply.into_completion()?;
             let (content, tool_calls) = reply_of(&completion);
             return Ok(Step {
                 content,
                 tool_calls,
-                usage: Usage::from_response(&completion),
+                usage: completion.usage,
             });
         }
-        let (mut stream, _) = self.router.chat_stream(targets, &call).await?;
-        let mut calls: Vec<ToolCall> = Vec::new();
-        let mut usage = None;
+        let (mut stream, _) = self.router.stream(targets, &call).await?;
+        let mut answer = Assembler::new();
         while let Some(chunk) = stream.next().await {
             let chunk = chunk?;
-            if let Some(u) = Usage::from_response(&chunk) {
-                usage = Some(u);
-            }
-            let delta = &chunk["choices"][0]["delta"];
-            if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+            if let Some(text) = chunk
+                .delta()
+                .and_then(|d| d.content.as_deref())
+                .filter(|t| !t.is_empty())
+            {
                 partial.push_str(text);
                 run.emit(Event::Text(text.to_string()), false);
             }
-            for part in delta["tool_calls"]
-                .as_array()
-                .map(Vec::as_slice)
-                .unwrap_or_default()
-            {
-                merge_tool_delta(&mut calls, part);
-            }
+            answer.push(&chunk);
         }
+        let assembled = answer.finish();
         Ok(Step {
             content: partial.clone(),
-            tool_calls: calls,
-            usage,
+            tool_calls: assembled.message.tool_calls.unwrap_or_default(),
+            usage: assembled.usage,
         })
     }
 
@@ -409,24 +405,6 @@ impl Agents {
     }
 }
 
-/// Folds one streamed tool-call delta into the calls assembled so far.
-fn merge_tool_delta(calls: &mut Vec<ToolCall>, part: &Value) {
-    let index = part["index"].as_u64().unwrap_or(calls.len() as u64) as usize;
-    while calls.len() <= index {
-        calls.push(ToolCall::function("", "", ""));
-    }
-    let call = &mut calls[index];
-    if let Some(id) = part["id"].as_str() {
-        call.id = id.to_string();
-    }
-    if let Some(name) = part["function"]["name"].as_str() {
-        call.function.name.push_str(name);
-    }
-    if let Some(args) = part["function"]["arguments"].as_str() {
-        call.function.arguments.push_str(args);
-    }
-}
-
 pub(super) fn last_user_text(messages: &[Message]) -> String {
     messages
         .iter()
@@ -434,26 +412,4 @@ pub(super) fn last_user_text(messages: &[Message]) -> String {
         .find(|m| m.role == Role::User)
         .map(Message::text_content)
         .unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn streamed_tool_calls_are_assembled() {
-        let mut calls = Vec::new();
-        for part in [
-            json!({"index": 0, "id": "a", "function": {"name": "fs_", "arguments": ""}}),
-            json!({"index": 1, "id": "b", "function": {"name": "exec", "arguments": "{\"com"}}),
-            json!({"index": 0, "function": {"name": "read", "arguments": "{}"}}),
-            json!({"index": 1, "function": {"arguments": "mand\":\"ls\"}"}}),
-        ] {
-            merge_tool_delta(&mut calls, &part);
-        }
-        assert_eq!(calls[0].function.name, "fs_read");
-        assert_eq!(calls[1].function.arguments, "{\"command\":\"ls\"}");
-        assert_eq!(calls[1].id, "b");
-    }
 }

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{FinishReason, Role, Usage, lenient};
+use super::{FinishReason, Role, ToolCall, Usage, lenient};
 
 /// One streamed chunk.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
@@ -182,6 +182,21 @@ impl ToolCallDelta {
         }
     }
 
+    /// A whole call as one piece (the `index`th of its answer).
+    pub fn whole(index: u32, call: &ToolCall) -> Self {
+        Self {
+            index: Some(index),
+            id: Some(call.id.clone()),
+            kind: Some(call.kind.clone()),
+            function: FunctionDelta {
+                name: Some(call.function.name.clone()),
+                arguments: Some(call.function.arguments.clone()),
+                extra: call.function.extra.clone(),
+            },
+            extra: call.extra.clone(),
+        }
+    }
+
     /// A later piece: more of the call's arguments.
     pub fn arguments(index: u32, arguments: String) -> Self {
         Self {
@@ -229,6 +244,12 @@ impl ChunkFactory {
     /// The trailing usage-only chunk of `stream_options.include_usage`.
     pub fn usage(&self, usage: Usage) -> ChatChunk {
         self.chunk(Vec::new(), Some(usage))
+    }
+
+    /// A chunk without choices, for fields a gateway adds beside the answer
+    /// (set in its `extra`).
+    pub fn bare(&self) -> ChatChunk {
+        self.chunk(Vec::new(), None)
     }
 
     fn chunk(&self, choices: Vec<ChunkChoice>, usage: Option<Usage>) -> ChatChunk {

@@ -9,14 +9,14 @@ use std::sync::Arc;
 use axum::http::HeaderMap;
 
 use super::agent_scope::{AgentReach, CheckedAgent};
-use super::answer::{Answer, Answered, Completion};
+use super::answer::{Answer, Answered};
 use super::chat_session::{OnyxFields, source};
 use super::error::ApiError;
 use super::run_events::{self, RUN_HEADER};
 use crate::agents::{Thread, Turn};
 use crate::app::App;
-use crate::providers::Attribution;
 use crate::providers::types::{ChatRequest, Role};
+use crate::providers::{Attribution, CompletionReply};
 
 /// The agent a request names (`x-onyx-agent-id`, else `onyx:{agent}` in `model`), if any.
 fn agent_of(fields: &OnyxFields, model: &str) -> Option<String> {
@@ -91,7 +91,7 @@ pub async fn answer(
     let mut answered = Answered::new(if stream {
         Answer::Chunks(run_events::chunks(&run, include_usage))
     } else {
-        Answer::Complete(Completion::Parsed(run_events::collect(&run).await?))
+        Answer::Complete(Box::new(CompletionReply::Typed(run_events::collect(&run).await?)))
     });
     if let Some(id) = &session_id {
         answered.set_session(id);

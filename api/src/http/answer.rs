@@ -5,12 +5,12 @@
 
 use axum::http::{HeaderMap, HeaderValue};
 use futures::stream::BoxStream;
-use serde_json::Value;
-
-pub use crate::providers::Completion;
+use serde_json::{Map, Value};
 
 use super::chat_session::SESSION_HEADER;
 use super::error::ApiError;
+use crate::chat::{ChatChunk, Completion};
+use crate::providers::CompletionReply;
 
 /// The body field Onyx's own answers carry beside the wire protocol's
 /// (`{"x_onyx": {"session_id": …}}`); clients that do not know it ignore it.
@@ -18,17 +18,21 @@ pub const BODY_FIELD: &str = "x_onyx";
 
 /// `object` with `x_onyx.session_id` set, when there is a session and `object` is a JSON object.
 pub fn with_session(mut object: Value, session: Option<&str>) -> Value {
-    let Some((id, fields)) = session.zip(object.as_object_mut()) else {
-        return object;
-    };
+    if let Some((id, fields)) = session.zip(object.as_object_mut()) {
+        set_session(fields, id);
+    }
+    object
+}
+
+/// Sets `x_onyx.session_id` among an object's fields (a typed answer's `extra`).
+pub fn set_session(fields: &mut Map<String, Value>, id: &str) {
     // An agent's answer has its own `x_onyx` (`iterations`): added to, not replaced.
     let onyx = fields
         .entry(BODY_FIELD)
-        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        .or_insert_with(|| Value::Object(Map::new()));
     if let Some(onyx) = onyx.as_object_mut() {
         onyx.insert("session_id".into(), Value::String(id.into()));
     }
-    object
 }
 
 /// The chunks with `x_onyx.session_id` on the first one (when there is a session).
@@ -40,21 +44,35 @@ pub fn first_with_session(chunks: Chunks, session: Option<String>) -> Chunks {
     let mut session = Some(session);
     chunks
         .map(move |item| match (item, session.take()) {
-            (Ok(chunk), Some(id)) => Ok(with_session(chunk, Some(&id))),
+            (Ok(mut chunk), Some(id)) => {
+                set_session(&mut chunk.extra, &id);
+                Ok(chunk)
+            }
             (item, _) => item,
         })
         .boxed()
 }
 
-/// `chat.completion.chunk` objects in order (no `[DONE]`); an `Err` item is a
+/// `chat.completion.chunk`s in order (no `[DONE]`); an `Err` item is a
 /// mid-stream failure and the last item.
-pub type Chunks = BoxStream<'static, Result<Value, ApiError>>;
+pub type Chunks = BoxStream<'static, Result<ChatChunk, ApiError>>;
 
 /// What the chat path answers, in chat-completions shape, before any wire encoding.
 pub enum Answer {
-    /// One `chat.completion` object.
-    Complete(Completion),
+    /// One `chat.completion`: typed, or a plain upstream's own bytes
+    /// (boxed: a typed completion is large beside a stream).
+    Complete(Box<CompletionReply>),
     Chunks(Chunks),
+}
+
+/// The answer typed, for a caller that reads it, with `x_onyx.session_id`
+/// when there is a session.
+pub fn completion(reply: CompletionReply, session: Option<&str>) -> Result<Completion, ApiError> {
+    let mut completion = reply.into_completion()?;
+    if let Some(id) = session {
+        set_session(&mut completion.extra, id);
+    }
+    Ok(completion)
 }
 
 pub struct Answered {

@@ -17,16 +17,16 @@ use serde_json::Value;
 
 use super::agent_chat::chat_agent;
 use super::agent_scope::AgentReach;
-use super::answer::{first_with_session, with_session};
+use super::answer::{self, first_with_session};
 use super::body::{JsonBytes, into_map, parse_object, typed};
-use super::chat_core::{self, Answer, Answered, Asker, Chunks, Completion};
+use super::chat_core::{self, Answer, Answered, Asker, Chunks};
 use super::chat_session::OnyxFields;
 use super::error::ApiError;
 use super::middleware::Caller;
 use super::sse;
 use crate::app::App;
 use crate::providers::types::ChatRequest;
-use crate::providers::{ChatBody, RawObject};
+use crate::providers::{ChatBody, CompletionReply, RawObject};
 
 pub async fn chat_completions(
     State(app): State<Arc<App>>,
@@ -53,9 +53,7 @@ fn read_chat(
     json: axum::body::Bytes,
 ) -> Result<(ChatBody, ChatRequest, OnyxFields), ApiError> {
     // From text, serde_json does not check each string's UTF-8 again.
-    if let Some((mut raw, request)) = RawObject::scan_with(json.clone(), |text| {
-        serde_json::from_str::<ChatRequest>(text).ok()
-    }) {
+    if let Ok((mut raw, request)) = RawObject::parse::<ChatRequest>(json.clone()) {
         let fields = OnyxFields::take_with(headers, |name| {
             raw.remove(name)
                 .map(|text| serde_json::from_str(&text))
@@ -79,16 +77,19 @@ pub fn into_response(answered: Answered) -> Response {
         headers,
         session,
     } = answered;
-    let mut response = match (answer, session) {
-        (Answer::Complete(Completion::Forwarded { json, .. }), None) => (
-            [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
-            json,
-        )
-            .into_response(),
-        (Answer::Complete(completion), session) => {
-            Json(with_session(completion.into_value(), session.as_deref())).into_response()
-        }
-        (Answer::Chunks(chunks), session) => chunks_sse(first_with_session(chunks, session)),
+    let mut response = match answer {
+        Answer::Chunks(chunks) => chunks_sse(first_with_session(chunks, session)),
+        Answer::Complete(reply) => match (*reply, session) {
+            (CompletionReply::Verbatim { bytes, .. }, None) => (
+                [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+                bytes,
+            )
+                .into_response(),
+            (reply, session) => match answer::completion(reply, session.as_deref()) {
+                Ok(completion) => Json(completion).into_response(),
+                Err(err) => err.into_response(),
+            },
+        },
     };
     response.headers_mut().extend(headers);
     response

@@ -15,19 +15,19 @@ use std::sync::Arc;
 
 use axum::http::HeaderMap;
 use futures::StreamExt;
-use serde_json::Value;
 
 use super::agent_scope::{AgentReach, CheckedAgent};
-use super::chat_session::{OnyxFields, source, split_system};
+use super::chat_session::{OnyxFields, source};
 use super::error::ApiError;
 use crate::agents::MAIN as DEFAULT_AGENT;
 use crate::app::App;
+use crate::chat::{Message, Role};
 use crate::providers::types::ChatRequest;
-use crate::providers::{Attribution, ChatBody, ChatCall, ChunkStream};
+use crate::providers::{Attribution, ChatBody, ChatCall, ChatChunkStream, CompletionReply};
 use crate::sessions::recorder::{self, StreamRecorder};
 use crate::sessions::{LogMessage, SessionMeta, Sessions};
 
-pub use super::answer::{Answer, Answered, Chunks, Completion};
+pub use super::answer::{Answer, Answered, Chunks};
 
 /// Who asks, and the agent the request runs (`None`: a plain model), as
 /// `agent_chat::chat_agent` decided it.
@@ -99,25 +99,26 @@ pub async fn answer(
     };
     let mut cost = None;
     let answer = if call.request.stream {
-        let (stream, served_by) = app.router.chat_stream(&targets, &call).await?;
+        let (stream, served_by) = app.router.stream(&targets, &call).await?;
         let recorder = session
             .clone()
             .map(|s| StreamRecorder::new(app.sessions.clone(), s, turn, served_by.to_string()));
         Answer::Chunks(recorded(stream, recorder))
     } else {
-        let (mut completion, served_by, priced) = app.router.chat_to_forward(&targets, &call).await?;
+        let (mut reply, served_by, priced) = app.router.complete(&targets, &call).await?;
         cost = priced;
         if let Some(session) = &session {
-            let parsed = completion.into_value();
+            // Read once: the session keeps its message, the client gets the same typed answer.
+            let completion = reply.into_completion()?;
             let mut turn = turn;
             turn.push(recorder::assistant_from_completion(
-                &parsed,
+                &completion,
                 &served_by.to_string(),
             ));
             Box::pin(record(app.sessions.clone(), session.clone(), turn)).await;
-            completion = Completion::Parsed(parsed);
+            reply = CompletionReply::Typed(completion);
         }
-        Answer::Complete(completion)
+        Answer::Complete(Box::new(reply))
     };
     let mut answered = Answered::new(answer);
     if let Some(cost) = cost {
@@ -153,13 +154,9 @@ async fn with_session_history(
     app: &App,
     session: &SessionMeta,
     body: ChatBody,
-    request: ChatRequest,
+    mut request: ChatRequest,
     who: Attribution,
 ) -> Result<(ChatCall, Vec<LogMessage>, bool), ApiError> {
-    let body = body
-        .into_tree()
-        .map_err(|err| ApiError::bad_request(format!("the request body could not be read: {err}"), None))?;
-    let mut body = Value::Object(body);
     let turn = recorder::client_messages(&request.messages);
     let mut history_missing = false;
     let history = match app.sessions.messages(session).await {
@@ -171,21 +168,20 @@ async fn with_session_history(
             Vec::new()
         }
     };
-    let request = if history.is_empty() {
-        request
+    let body = if history.is_empty() {
+        body
     } else {
-        let client_messages = match body["messages"].take() {
-            Value::Array(messages) => messages,
-            _ => Vec::new(),
-        };
-        let history = history
-            .iter()
-            .filter_map(LogMessage::to_message)
-            .filter_map(|m| serde_json::to_value(m).ok());
-        body["messages"] = Value::Array(with_history(client_messages, history));
-        super::body::typed(&body)?
+        let client = std::mem::take(&mut request.messages);
+        request.messages = with_history(client, history.iter().filter_map(LogMessage::to_message));
+        // The body upstreams receive says the same: its other fields as they came.
+        let mut tree = body.into_tree().map_err(|err| {
+            ApiError::bad_request(format!("the request body could not be read: {err}"), None)
+        })?;
+        let messages = serde_json::to_value(&request.messages)
+            .map_err(|err| ApiError::bad_request(format!("messages: {err}"), Some("messages".into())))?;
+        tree.insert("messages".into(), messages);
+        ChatBody::Tree(tree)
     };
-    let body = super::body::into_map(body).into();
     Ok((
         ChatCall {
             body,
@@ -212,8 +208,10 @@ async fn open_session(
 }
 
 /// The client's system messages first, then the stored history, then the rest.
-fn with_history(client: Vec<Value>, history: impl Iterator<Item = Value>) -> Vec<Value> {
-    let (system, rest) = split_system(client);
+fn with_history(client: Vec<Message>, history: impl Iterator<Item = Message>) -> Vec<Message> {
+    let (system, rest): (Vec<_>, Vec<_>) = client
+        .into_iter()
+        .partition(|m| matches!(m.role, Role::System | Role::Developer));
     system.into_iter().chain(history).chain(rest).collect()
 }
 
@@ -225,7 +223,7 @@ async fn record(sessions: Arc<Sessions>, session: SessionMeta, turn: Vec<LogMess
 /// The upstream's chunks, observed by the session recorder, which stores the
 /// turn once the stream ends: before the consumer's end-of-stream marker, so a
 /// client that saw it finds the turn stored.
-fn recorded(stream: ChunkStream, mut recorder: Option<StreamRecorder>) -> Chunks {
+fn recorded(stream: ChatChunkStream, mut recorder: Option<StreamRecorder>) -> Chunks {
     async_stream::stream! {
         let mut stream = stream;
         while let Some(item) = stream.next().await {

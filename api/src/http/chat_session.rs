@@ -27,13 +27,6 @@ pub fn source(headers: &HeaderMap) -> String {
     }
 }
 
-/// The client's `system` and `developer` messages, then the others, each in order.
-pub fn split_system(messages: Vec<Value>) -> (Vec<Value>, Vec<Value>) {
-    messages
-        .into_iter()
-        .partition(|m| matches!(m["role"].as_str(), Some("system" | "developer")))
-}
-
 /// The session the `x-onyx-session-id` header names, if any.
 pub fn session_header(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     let Some(value) = headers.get(SESSION_HEADER) else {

@@ -71,7 +71,7 @@ pub async fn stream(State(app): State<Arc<App>>, Params(query): Params) -> Resul
                     for event in fresh {
                         last = Some(event.key.clone());
                         last_sent = tokio::time::Instant::now();
-                        yield Ok(crate::http::sse::json(&serde_json::to_value(&event).unwrap_or_default()));
+                        yield Ok(crate::http::sse::json(&event));
                     }
                 }
                 Err(err) => tracing::warn!(error = %err, "the event feed could not read events"),

@@ -10,19 +10,14 @@ use std::sync::Arc;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use super::answer::Chunks;
+use super::answer::{BODY_FIELD, Chunks};
 use super::error::ApiError;
 use super::views::ToolActivity;
 use crate::agents::{AgentError, Event, LiveRun, Outcome};
+use crate::chat::{ChatChunk, ChunkFactory, Completion, Delta, FinishReason, Message, ToolCallDelta};
 
 /// Names the run a streaming (or any) agent response belongs to.
 pub const RUN_HEADER: &str = "x-onyx-run-id";
-
-fn created() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
 
 /// The completion id of a run: the same for every client that follows it.
 fn completion_id(run: &LiveRun) -> String {
@@ -70,7 +65,7 @@ fn activity(event: &Event) -> Option<Value> {
 }
 
 /// Waits for the run to end; its answer as one `chat.completion`.
-pub async fn collect(run: &Arc<LiveRun>) -> Result<Value, ApiError> {
+pub async fn collect(run: &Arc<LiveRun>) -> Result<Completion, ApiError> {
     let mut events = run.subscribe();
     let mut log = Vec::new();
     while let Some(event) = events.next().await {
@@ -88,16 +83,22 @@ pub async fn collect(run: &Arc<LiveRun>) -> Result<Value, ApiError> {
                     model,
                     ..
                 } = outcome.as_ref();
-                let mut message = json!({"role": "assistant", "content": content, "refusal": null});
-                if let Some(calls) = client_tool_calls {
-                    message["tool_calls"] = json!(calls);
-                }
-                return Ok(json!({
-                    "id": completion_id(run), "object": "chat.completion", "created": created(), "model": model,
-                    "choices": [{"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": null}],
-                    "usage": usage,
-                    "x_onyx": {"events": log, "iterations": iterations, "run_id": run.id},
-                }));
+                let message = Message::answer(
+                    Some(content.clone()),
+                    client_tool_calls.clone().unwrap_or_default(),
+                );
+                let mut completion = Completion::single(
+                    completion_id(run),
+                    model.clone(),
+                    message,
+                    FinishReason::parse(finish_reason),
+                    usage.clone(),
+                );
+                completion.extra.insert(
+                    BODY_FIELD.into(),
+                    json!({"events": log, "iterations": iterations, "run_id": run.id}),
+                );
+                return Ok(completion);
             }
             Event::Failed(err) => return Err(ApiError::Agent(err.clone())),
             _ => {}
@@ -106,44 +107,40 @@ pub async fn collect(run: &Arc<LiveRun>) -> Result<Value, ApiError> {
     Err(AgentError::NoAnswer.into())
 }
 
+/// `chunk` with Onyx's `x_onyx` field.
+fn with_onyx(mut chunk: ChatChunk, onyx: Value) -> ChatChunk {
+    chunk.extra.insert(BODY_FIELD.into(), onyx);
+    chunk
+}
+
 /// The run as `chat.completion.chunk` objects, from its first event to its last.
 pub fn chunks(run: &Arc<LiveRun>, include_usage: bool) -> Chunks {
-    let (id, model) = (completion_id(run), format!("onyx:{}", run.agent));
-    let chunk = move |choices: Value, extra: Option<(&str, Value)>| {
-        let mut chunk = json!({"id": id, "object": "chat.completion.chunk", "created": created(), "model": model, "choices": choices});
-        if let Some((key, value)) = extra {
-            chunk[key] = value;
-        }
-        chunk
-    };
+    let chunks = ChunkFactory::new(completion_id(run), format!("onyx:{}", run.agent));
     let run_id = run.id.clone();
     let mut events = run.subscribe();
     let body = async_stream::stream! {
-        yield Ok::<_, ApiError>(chunk(
-            json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]),
-            Some(("x_onyx", json!({"type": "run_started", "run_id": run_id}))),
-        ));
+        let started = json!({"type": "run_started", "run_id": run_id});
+        yield Ok::<_, ApiError>(with_onyx(chunks.delta(Delta::start(), None), started));
         while let Some(event) = events.next().await {
             if let Some(entry) = activity(&event) {
-                yield Ok(chunk(json!([]), Some(("x_onyx", entry))));
+                yield Ok(with_onyx(chunks.bare(), entry));
                 continue;
             }
             match event.as_ref() {
-                Event::Text(text) => {
-                    yield Ok(chunk(json!([{"index": 0, "delta": {"content": text}, "finish_reason": null}]), None));
-                }
+                Event::Text(text) => yield Ok(chunks.delta(Delta::text(text.as_str()), None)),
                 Event::Done(outcome) => {
                     if let Some(calls) = &outcome.client_tool_calls {
-                        let indexed: Vec<Value> = calls.iter().enumerate().map(|(i, c)| {
-                            let mut c = json!(c);
-                            c["index"] = json!(i);
-                            c
-                        }).collect();
-                        yield Ok(chunk(json!([{"index": 0, "delta": {"tool_calls": indexed}, "finish_reason": null}]), None));
+                        let delta = Delta {
+                            tool_calls: Some(calls.iter().zip(0..).map(|(call, i)| ToolCallDelta::whole(i, call)).collect()),
+                            ..Delta::default()
+                        };
+                        yield Ok(chunks.delta(delta, None));
                     }
-                    yield Ok(chunk(json!([{"index": 0, "delta": {}, "finish_reason": outcome.finish_reason}]), Some(("x_onyx", json!({"type": "run_finished", "iterations": outcome.iterations, "tools_used": outcome.tools_used})))));
+                    let finish = FinishReason::parse(outcome.finish_reason);
+                    let finished = json!({"type": "run_finished", "iterations": outcome.iterations, "tools_used": outcome.tools_used});
+                    yield Ok(with_onyx(chunks.delta(Delta::default(), Some(finish)), finished));
                     if include_usage {
-                        yield Ok(chunk(json!([]), Some(("usage", json!(outcome.usage)))));
+                        yield Ok(chunks.usage(outcome.usage.clone()));
                     }
                 }
                 Event::Failed(err) => {

@@ -6,7 +6,7 @@
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, header};
 use axum::response::Response;
-use serde_json::Value;
+use serde::Serialize;
 
 /// One event carrying `data` (which must not contain a blank line).
 pub fn event(data: &[u8]) -> Bytes {
@@ -17,14 +17,15 @@ pub fn event(data: &[u8]) -> Bytes {
     Bytes::from(event)
 }
 
-/// One event carrying a JSON value (compact, so on one line).
-pub fn json(value: &Value) -> Bytes {
-    event(value.to_string().as_bytes())
+/// One event carrying a value as JSON (compact, so on one line). A value
+/// that cannot be written (a map with non-string keys) is sent as `null`.
+pub fn json<T: Serialize + ?Sized>(value: &T) -> Bytes {
+    event(&serde_json::to_vec(value).unwrap_or_else(|_| b"null".to_vec()))
 }
 
 /// One event carrying a JSON value under `id` (what a reconnecting browser
 /// sends back as `Last-Event-ID`; `id` must be one line).
-pub fn json_with_id(id: &str, value: &Value) -> Bytes {
+pub fn json_with_id<T: Serialize + ?Sized>(id: &str, value: &T) -> Bytes {
     let mut event = format!("id: {id}\n").into_bytes();
     event.extend_from_slice(&json(value));
     Bytes::from(event)

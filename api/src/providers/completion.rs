@@ -11,12 +11,15 @@ use serde_json::value::RawValue;
 use super::ProviderError;
 use crate::chat::{Completion, Usage};
 
+#[derive(Debug)]
 pub enum CompletionReply {
     Typed(Completion),
     /// A JSON object, checked, with the usage it reports.
     Verbatim {
         bytes: Bytes,
         usage: Option<Usage>,
+        /// Who sent it, to name in the error if it must be read and is not a completion.
+        provider: String,
     },
 }
 
@@ -43,7 +46,11 @@ impl CompletionReply {
         let usage = field
             .usage
             .and_then(|raw| serde_json::from_str::<Usage>(raw.get()).ok());
-        Ok(Self::Verbatim { bytes, usage })
+        Ok(Self::Verbatim {
+            bytes,
+            usage,
+            provider: provider.to_string(),
+        })
     }
 
     pub fn usage(&self) -> Option<&Usage> {
@@ -53,11 +60,14 @@ impl CompletionReply {
         }
     }
 
-    /// The answer typed (a verbatim one is parsed now).
-    pub fn into_completion(self) -> Result<Completion, serde_json::Error> {
+    /// The answer typed (a verbatim one is parsed now: one that is not a
+    /// `chat.completion` is the upstream's bad answer).
+    pub fn into_completion(self) -> Result<Completion, ProviderError> {
         match self {
             Self::Typed(completion) => Ok(completion),
-            Self::Verbatim { bytes, .. } => serde_json::from_slice(&bytes),
+            Self::Verbatim { bytes, provider, .. } => serde_json::from_slice(&bytes).map_err(|err| {
+                ProviderError::bad_response(&provider, format!("the answer is not a chat completion: {err}"))
+            }),
         }
     }
 }
@@ -110,6 +120,11 @@ mod tests {
                 String::from_utf8_lossy(bad)
             );
         }
+        let not_a_completion = CompletionReply::verbatim("p", Bytes::from_static(br#"{"choices":"none"}"#));
+        assert!(matches!(
+            not_a_completion.unwrap().into_completion(),
+            Err(ProviderError::BadResponse { provider, .. }) if provider == "p"
+        ));
         let odd_usage = CompletionReply::verbatim("p", Bytes::from_static(br#"{"usage":"n/a"}"#)).unwrap();
         assert_eq!(odd_usage.usage(), None);
         let null_usage = CompletionReply::verbatim("p", Bytes::from_static(br#" {"usage":null}"#)).unwrap();

@@ -16,7 +16,6 @@
 //! ones Responses API requests ([`Provider::responses`]); those pass-through
 //! protocols stay JSON.
 
-mod adapters;
 pub mod anthropic;
 mod azure;
 #[cfg(feature = "bedrock")]
@@ -50,7 +49,6 @@ use serde_json::{Map, Value};
 
 pub use crate::chat::{ChatChunk, Usage};
 pub use crate::model_ref::{ModelRef, ModelRefError};
-pub use adapters::{ChunkStream, Completion};
 pub(crate) use call::push_turn;
 pub use call::{ChatCall, EmbeddingsCall};
 pub use completion::CompletionReply;

@@ -5,9 +5,6 @@
 
 use std::sync::Arc;
 
-use serde::Deserialize;
-use serde_json::Value;
-
 use super::log_message::LogMessage;
 use super::service::Sessions;
 use super::types::SessionMeta;
@@ -23,19 +20,17 @@ pub fn client_messages(messages: &[Message]) -> Vec<LogMessage> {
         .collect()
 }
 
-/// The assistant message of a complete `chat.completion` (as an upstream
-/// sent it: read leniently, and an answer without a message is an empty one).
-pub fn assistant_from_completion(completion: &Value, model: &str) -> LogMessage {
-    let completion = Completion::deserialize(completion).ok();
+/// The assistant message of a complete `chat.completion` (an answer without
+/// a choice is an empty one).
+pub fn assistant_from_completion(completion: &Completion, model: &str) -> LogMessage {
     let mut message = completion
-        .as_ref()
-        .and_then(Completion::message)
+        .message()
         .cloned()
         .unwrap_or_else(|| Message::answer(None, Vec::new()));
     message.role = Role::Assistant;
     LogMessage::new(message)
         .with_model(model)
-        .with_usage(completion.and_then(|c| c.usage))
+        .with_usage(completion.usage.clone())
 }
 
 /// Assembles an assistant message from streamed chunks.
@@ -60,11 +55,9 @@ impl StreamRecorder {
         }
     }
 
-    /// Adds a chunk as the upstream sent it (one that is not a chunk adds nothing).
-    pub fn observe(&mut self, chunk: &Value) {
-        if let Ok(chunk) = ChatChunk::deserialize(chunk) {
-            self.answer.push(&chunk);
-        }
+    /// Adds a chunk of the answer.
+    pub fn observe(&mut self, chunk: &ChatChunk) {
+        self.answer.push(chunk);
     }
 
     fn turn(&mut self, aborted: bool) -> Vec<LogMessage> {

@@ -26,7 +26,7 @@ use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
 use super::agent_scope::{AgentReach, CheckedAgent};
-use super::answer::with_session;
+use super::answer::{self, with_session};
 use super::body::{JsonObject, into_map, typed};
 use super::chat_core::{self, Answer, Asker};
 use super::chat_session::OnyxFields;
@@ -172,8 +172,8 @@ async fn translated(
     .await?;
     let session = answered.session;
     let mut response = match answered.answer {
-        Answer::Complete(completion) => Json(with_session(
-            response::to_message(&completion.into_value(), model),
+        Answer::Complete(reply) => Json(with_session(
+            response::to_message(&answer::completion(*reply, None)?, model),
             session.as_deref(),
         ))
         .into_response(),

@@ -4,8 +4,9 @@
 //! from or written to the cache are reported apart from `input_tokens`, as
 //! Anthropic does.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
+use crate::chat::{Completion, FinishReason};
 use crate::providers::Usage;
 use crate::providers::anthropic::stop_reason;
 
@@ -32,11 +33,13 @@ pub fn tool_input(arguments: &str) -> Value {
     }
 }
 
-/// The reasoning text some OpenAI-compatible servers send beside the content.
-pub fn reasoning_of(message: &Value) -> Option<&str> {
-    ["reasoning_content", "reasoning"]
-        .iter()
-        .find_map(|field| message[field].as_str())
+/// The reasoning text some OpenAI-compatible servers send beside the
+/// content: `reasoning_content` (typed in a delta, `typed`) or `reasoning`
+/// among the fields Onyx does not model.
+pub fn reasoning_of<'a>(typed: Option<&'a str>, extra: &'a Map<String, Value>) -> Option<&'a str> {
+    typed
+        .or_else(|| extra.get("reasoning_content").and_then(Value::as_str))
+        .or_else(|| extra.get("reasoning").and_then(Value::as_str))
         .filter(|text| !text.is_empty())
 }
 
@@ -53,37 +56,34 @@ pub fn usage(usage: &Usage) -> Value {
 }
 
 /// The `message` for a completion, answering a request for `model`.
-pub fn to_message(completion: &Value, model: &str) -> Value {
-    let choice = &completion["choices"][0];
-    let message = &choice["message"];
+pub fn to_message(completion: &Completion, model: &str) -> Value {
+    let choice = completion.choices.first();
+    let message = choice.map(|choice| &choice.message);
     let mut content = Vec::new();
-    if let Some(thinking) = reasoning_of(message) {
+    if let Some(thinking) = message.and_then(|m| reasoning_of(None, &m.extra)) {
         content.push(json!({"type": "thinking", "thinking": thinking, "signature": ""}));
     }
-    if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
+    let text = message.map(|m| m.text_content()).unwrap_or_default();
+    if !text.is_empty() {
         content.push(json!({"type": "text", "text": text}));
     }
-    let calls = message["tool_calls"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
+    let calls = message.and_then(|m| m.tool_calls.as_deref()).unwrap_or_default();
     for call in calls {
-        let function = &call["function"];
         content.push(json!({
             "type": "tool_use",
-            "id": tool_use_id(call["id"].as_str().unwrap_or_default()),
-            "name": function["name"],
-            "input": tool_input(function["arguments"].as_str().unwrap_or_default()),
+            "id": tool_use_id(&call.id),
+            "name": call.function.name,
+            "input": tool_input(&call.function.arguments),
         }));
     }
-    let finish = choice["finish_reason"].as_str().unwrap_or("stop");
+    let finish = choice.and_then(|c| c.finish_reason.as_ref());
     // Some servers finish a turn of tool calls with "stop".
     let stop = if calls.is_empty() {
-        stop_reason(finish)
+        stop_reason(finish.map_or("stop", FinishReason::as_str))
     } else {
         "tool_use"
     };
-    let usage = Usage::from_response(completion).unwrap_or_default();
+    let usage = completion.usage.clone().unwrap_or_default();
     json!({
         "id": message_id(),
         "type": "message",
@@ -110,7 +110,7 @@ mod tests {
             "usage": {"prompt_tokens": 30, "completion_tokens": 7, "total_tokens": 37,
                       "prompt_tokens_details": {"cached_tokens": 20, "cache_write_tokens": 4}}
         });
-        let message = to_message(&completion, "openai/gpt-4o");
+        let message = to_message(&serde_json::from_value(completion).unwrap(), "openai/gpt-4o");
         assert!(message["id"].as_str().unwrap().starts_with("msg_"));
         assert_eq!(message["model"], "openai/gpt-4o");
         assert_eq!(message["stop_reason"], "tool_use");
@@ -130,8 +130,8 @@ mod tests {
 
     #[test]
     fn length_is_max_tokens() {
-        let completion = json!({"choices": [{"finish_reason": "length", "message": {"content": "cut"}}]});
-        let message = to_message(&completion, "m");
+        let completion = json!({"choices": [{"finish_reason": "length", "message": {"role": "assistant", "content": "cut"}}]});
+        let message = to_message(&serde_json::from_value(completion).unwrap(), "m");
         assert_eq!(message["stop_reason"], "max_tokens");
         assert_eq!(message["usage"]["input_tokens"], 0);
     }

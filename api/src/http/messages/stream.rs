@@ -10,7 +10,8 @@
 use axum::body::Bytes;
 use serde_json::{Value, json};
 
-use super::response::{message_id, tool_use_id, usage as anthropic_usage};
+use super::response::{message_id, reasoning_of, tool_use_id, usage as anthropic_usage};
+use crate::chat::{ChatChunk, FinishReason};
 use crate::providers::Usage;
 use crate::providers::anthropic::stop_reason;
 
@@ -25,7 +26,7 @@ enum Block {
     Thinking,
     Text,
     /// A tool call, by its chunk index.
-    Tool(u64),
+    Tool(u32),
 }
 
 /// Translation state of one stream.
@@ -36,7 +37,7 @@ pub struct Translator {
     /// The open block and its index.
     open: Option<(Block, usize)>,
     next_index: usize,
-    finish: Option<String>,
+    finish: Option<FinishReason>,
     saw_tool_call: bool,
     usage: Usage,
     /// Onyx's own count of the prompt, for `message_start` (the upstream's
@@ -101,42 +102,41 @@ impl Translator {
 
     /// The events one chunk becomes (often none). Fields Onyx adds to agent
     /// chunks (`x_onyx`) and chunks without choices are only read for usage.
-    pub fn on_chunk(&mut self, chunk: &Value) -> Vec<Value> {
+    pub fn on_chunk(&mut self, chunk: &ChatChunk) -> Vec<Value> {
         let mut out = Vec::new();
         self.start(&mut out);
-        if let Some(usage) = Usage::from_response(chunk) {
-            self.usage = usage;
+        if let Some(usage) = &chunk.usage {
+            self.usage = usage.clone();
         }
-        let Some(choice) = chunk["choices"].get(0) else {
+        let Some(choice) = chunk.choices.first() else {
             return out;
         };
-        let delta = &choice["delta"];
-        if let Some(thinking) = super::response::reasoning_of(delta) {
+        let delta = &choice.delta;
+        if let Some(thinking) = reasoning_of(delta.reasoning_content.as_deref(), &delta.extra) {
             let start = json!({"type": "thinking", "thinking": "", "signature": ""});
             let index = self.open(Block::Thinking, start, &mut out);
             out.push(json!({"type": "content_block_delta", "index": index,
                 "delta": {"type": "thinking_delta", "thinking": thinking}}));
         }
-        if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+        if let Some(text) = delta.content.as_deref().filter(|t| !t.is_empty()) {
             let index = self.open(Block::Text, json!({"type": "text", "text": ""}), &mut out);
             out.push(json!({"type": "content_block_delta", "index": index,
                 "delta": {"type": "text_delta", "text": text}}));
         }
-        for call in delta["tool_calls"].as_array().into_iter().flatten() {
+        for call in delta.tool_calls.iter().flatten() {
             self.saw_tool_call = true;
-            let tool = call["index"].as_u64().unwrap_or(0);
-            let function = &call["function"];
+            let function = &call.function;
             let start = json!({"type": "tool_use",
-                "id": tool_use_id(call["id"].as_str().unwrap_or_default()),
-                "name": function["name"].as_str().unwrap_or_default(), "input": {}});
-            let index = self.open(Block::Tool(tool), start, &mut out);
-            if let Some(arguments) = function["arguments"].as_str().filter(|a| !a.is_empty()) {
+                "id": tool_use_id(call.id.as_deref().unwrap_or_default()),
+                "name": function.name.as_deref().unwrap_or_default(), "input": {}});
+            let index = self.open(Block::Tool(call.index.unwrap_or(0)), start, &mut out);
+            if let Some(arguments) = function.arguments.as_deref().filter(|a| !a.is_empty()) {
                 out.push(json!({"type": "content_block_delta", "index": index,
                     "delta": {"type": "input_json_delta", "partial_json": arguments}}));
             }
         }
-        if let Some(finish) = choice["finish_reason"].as_str() {
-            self.finish = Some(finish.to_string());
+        if let Some(finish) = &choice.finish_reason {
+            self.finish = Some(finish.clone());
         }
         out
     }
@@ -146,9 +146,9 @@ impl Translator {
         let mut out = Vec::new();
         self.start(&mut out);
         self.close(&mut out);
-        let stop = match self.finish.as_deref() {
+        let stop = match &self.finish {
             _ if self.saw_tool_call => "tool_use",
-            Some(finish) => stop_reason(finish),
+            Some(finish) => stop_reason(finish.as_str()),
             None => "end_turn",
         };
         out.push(json!({"type": "message_delta",
@@ -163,8 +163,14 @@ impl Translator {
 mod tests {
     use super::*;
 
-    fn chunk(delta: Value, finish: Option<&str>) -> Value {
-        json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    fn chunk(delta: Value, finish: Option<&str>) -> ChatChunk {
+        typed(
+            json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
+        )
+    }
+
+    fn typed(chunk: Value) -> ChatChunk {
+        serde_json::from_value(chunk).unwrap()
     }
 
     #[test]
@@ -193,7 +199,9 @@ mod tests {
                 None,
             ),
             chunk(json!({}), Some("tool_calls")),
-            json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}),
+            typed(
+                json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}),
+            ),
         ] {
             events.extend(t.on_chunk(&c));
         }

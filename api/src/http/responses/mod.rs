@@ -27,7 +27,7 @@ use serde_json::{Map, Value, json};
 use self::keep::Keeper;
 use super::agent_chat::chat_agent;
 use super::agent_scope::AgentReach;
-use super::answer::with_session;
+use super::answer::{self, with_session};
 use super::body::{JsonObject, into_map, query_number, typed};
 use super::chat_core::{self, Answer, Asker};
 use super::chat_session::{OnyxFields, keeps_a_session};
@@ -139,8 +139,8 @@ pub async fn create(
         provider: None,
     };
     let mut response = match answered.answer {
-        Answer::Complete(completion) => {
-            let response = output::from_completion(skeleton, &completion.into_value());
+        Answer::Complete(reply) => {
+            let response = output::from_completion(skeleton, &answer::completion(*reply, None)?);
             keeper.save(&response).await;
             Json(response).into_response()
         }

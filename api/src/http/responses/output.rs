@@ -7,6 +7,7 @@
 use serde_json::{Map, Value, json};
 
 use super::ids;
+use crate::chat::{Completion, FinishReason, Usage};
 
 /// The response to `request` before anything is answered: `in_progress`, no output.
 pub fn skeleton(id: &str, request: &Map<String, Value>, conversation_model: &str) -> Value {
@@ -71,27 +72,23 @@ pub fn function_call_item(id: &str, call_id: &str, name: &str, arguments: &str, 
 }
 
 /// Chat usage (`prompt_tokens`, …) as Responses usage (`input_tokens`, …).
-pub fn usage(chat: &Value) -> Value {
-    if !chat.is_object() {
-        return Value::Null;
-    }
-    let count = |v: &Value| v.as_u64().unwrap_or(0);
-    let (input, output) = (count(&chat["prompt_tokens"]), count(&chat["completion_tokens"]));
+pub fn usage(chat: &Usage) -> Value {
     json!({
-        "input_tokens": input,
-        "input_tokens_details": {"cached_tokens": count(&chat["prompt_tokens_details"]["cached_tokens"])},
-        "output_tokens": output,
-        "output_tokens_details": {"reasoning_tokens": count(&chat["completion_tokens_details"]["reasoning_tokens"])},
-        "total_tokens": input + output,
+        "input_tokens": chat.prompt_tokens,
+        "input_tokens_details": {"cached_tokens": chat.cached_tokens()},
+        "output_tokens": chat.completion_tokens,
+        "output_tokens_details": {"reasoning_tokens": chat.reasoning_tokens()},
+        "total_tokens": chat.prompt_tokens + chat.completion_tokens,
     })
 }
 
 /// Sets the final status from the chat finish reason: `length` and
-/// `content_filter` leave the response `incomplete`.
-pub fn finish(response: &mut Value, finish_reason: Option<&str>, usage: Value) {
+/// `content_filter` leave the response `incomplete`. `usage` is `None` when
+/// the upstream reported none (written as `null`).
+pub fn finish(response: &mut Value, finish_reason: Option<&FinishReason>, usage: Option<&Usage>) {
     let incomplete = match finish_reason {
-        Some("length") => Some("max_output_tokens"),
-        Some("content_filter") => Some("content_filter"),
+        Some(FinishReason::Length) => Some("max_output_tokens"),
+        Some(FinishReason::ContentFilter) => Some("content_filter"),
         _ => None,
     };
     match incomplete {
@@ -101,34 +98,39 @@ pub fn finish(response: &mut Value, finish_reason: Option<&str>, usage: Value) {
         }
         None => response["status"] = json!("completed"),
     }
-    response["usage"] = usage;
+    response["usage"] = usage.map_or(Value::Null, self::usage);
 }
 
 /// The whole response for a `chat.completion`.
-pub fn from_completion(mut response: Value, completion: &Value) -> Value {
-    let choice = &completion["choices"][0];
-    let message = &choice["message"];
+pub fn from_completion(mut response: Value, completion: &Completion) -> Value {
+    let choice = completion.choices.first();
+    let message = choice.map(|choice| &choice.message);
     let mut output = Vec::new();
-    if let Some(reasoning) = message["reasoning_content"].as_str().filter(|r| !r.is_empty()) {
+    let reasoning = message
+        .and_then(|m| m.extra.get("reasoning_content"))
+        .and_then(Value::as_str)
+        .filter(|r| !r.is_empty());
+    if let Some(reasoning) = reasoning {
         output.push(reasoning_item(reasoning));
     }
-    if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
-        output.push(message_item(&ids::message(), Some(text), "completed"));
+    let text = message.map(|m| m.text_content()).unwrap_or_default();
+    if !text.is_empty() {
+        output.push(message_item(&ids::message(), Some(&text), "completed"));
     }
-    for call in message["tool_calls"].as_array().into_iter().flatten() {
+    for call in message.and_then(|m| m.tool_calls.as_deref()).unwrap_or_default() {
         output.push(function_call_item(
             &ids::function_call(),
-            call["id"].as_str().unwrap_or_default(),
-            call["function"]["name"].as_str().unwrap_or_default(),
-            call["function"]["arguments"].as_str().unwrap_or_default(),
+            &call.id,
+            &call.function.name,
+            &call.function.arguments,
             "completed",
         ));
     }
     response["output"] = Value::Array(output);
     finish(
         &mut response,
-        choice["finish_reason"].as_str(),
-        usage(&completion["usage"]),
+        choice.and_then(|c| c.finish_reason.as_ref()),
+        completion.usage.as_ref(),
     );
     response
 }
@@ -146,7 +148,7 @@ mod tests {
             "function": {"name": "f", "arguments": "{}"}}]}, "finish_reason": "length"}],
             "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5,
                 "prompt_tokens_details": {"cached_tokens": 1}}});
-        let response = from_completion(skeleton, &completion);
+        let response = from_completion(skeleton, &serde_json::from_value(completion).unwrap());
         let types: Vec<_> = response["output"]
             .as_array()
             .unwrap()

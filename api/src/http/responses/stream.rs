@@ -11,10 +11,11 @@ use axum::body::{Body, Bytes};
 use axum::response::Response;
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use futures::stream::BoxStream;
 use serde_json::{Value, json};
 
 use super::{ids, output};
+use crate::chat::{ChatChunk, FinishReason, ToolCallDelta, Usage};
+use crate::http::answer::Chunks;
 use crate::http::error::ApiError;
 use crate::http::sse;
 
@@ -30,7 +31,7 @@ enum Open {
         text: String,
     },
     Call {
-        index: u64,
+        index: u32,
         id: String,
         call_id: String,
         name: String,
@@ -44,8 +45,8 @@ pub struct Translator {
     sequence: u64,
     open: Option<Open>,
     reasoning: String,
-    finish_reason: Option<String>,
-    usage: Value,
+    finish_reason: Option<FinishReason>,
+    usage: Option<Usage>,
 }
 
 impl Translator {
@@ -56,7 +57,7 @@ impl Translator {
             open: None,
             reasoning: String::new(),
             finish_reason: None,
-            usage: Value::Null,
+            usage: None,
         }
     }
 
@@ -80,26 +81,26 @@ impl Translator {
         events
     }
 
-    pub fn chunk(&mut self, chunk: &Value) -> Vec<Value> {
+    pub fn chunk(&mut self, chunk: &ChatChunk) -> Vec<Value> {
         let mut events = Vec::new();
-        if chunk["usage"].is_object() {
-            self.usage = output::usage(&chunk["usage"]);
+        if let Some(usage) = &chunk.usage {
+            self.usage = Some(usage.clone());
         }
-        let Some(choice) = chunk["choices"].get(0) else {
+        let Some(choice) = chunk.choices.first() else {
             return events;
         };
-        let delta = &choice["delta"];
-        if let Some(reasoning) = delta["reasoning_content"].as_str() {
+        let delta = &choice.delta;
+        if let Some(reasoning) = &delta.reasoning_content {
             self.reasoning.push_str(reasoning);
         }
-        if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+        if let Some(text) = delta.content.as_deref().filter(|t| !t.is_empty()) {
             self.text(&mut events, text);
         }
-        for call in delta["tool_calls"].as_array().into_iter().flatten() {
+        for call in delta.tool_calls.iter().flatten() {
             self.call(&mut events, call);
         }
-        if let Some(reason) = choice["finish_reason"].as_str() {
-            self.finish_reason = Some(reason.to_string());
+        if let Some(reason) = &choice.finish_reason {
+            self.finish_reason = Some(reason.clone());
         }
         events
     }
@@ -133,16 +134,13 @@ impl Translator {
         }
     }
 
-    fn call(&mut self, events: &mut Vec<Value>, call: &Value) {
-        let index = call["index"].as_u64().unwrap_or(0);
+    fn call(&mut self, events: &mut Vec<Value>, call: &ToolCallDelta) {
+        let index = call.index.unwrap_or(0);
         let same = matches!(&self.open, Some(Open::Call { index: open, .. }) if *open == index);
         if !same {
             self.close(events);
-            let (id, call_id) = (
-                ids::function_call(),
-                call["id"].as_str().unwrap_or_default().to_string(),
-            );
-            let name = call["function"]["name"].as_str().unwrap_or_default().to_string();
+            let (id, call_id) = (ids::function_call(), call.id.clone().unwrap_or_default());
+            let name = call.function.name.clone().unwrap_or_default();
             let item = output::function_call_item(&id, &call_id, &name, "", "in_progress");
             let output_index = self.output_index();
             self.push(
@@ -159,7 +157,7 @@ impl Translator {
         }
         let output_index = self.output_index();
         if let (Some(piece), Some(Open::Call { id, arguments, .. })) = (
-            call["function"]["arguments"].as_str().filter(|a| !a.is_empty()),
+            call.function.arguments.as_deref().filter(|a| !a.is_empty()),
             &mut self.open,
         ) {
             arguments.push_str(piece);
@@ -239,8 +237,11 @@ impl Translator {
     pub fn finish(&mut self) -> (Vec<Value>, Value) {
         let mut events = Vec::new();
         self.close(&mut events);
-        let usage = std::mem::take(&mut self.usage);
-        output::finish(&mut self.response, self.finish_reason.as_deref(), usage);
+        output::finish(
+            &mut self.response,
+            self.finish_reason.as_ref(),
+            self.usage.as_ref(),
+        );
         let kind = if self.response["status"] == "incomplete" {
             "response.incomplete"
         } else {
@@ -272,11 +273,7 @@ impl Translator {
 pub type OnFinish = Box<dyn FnOnce(Value) -> BoxFuture<'static, ()> + Send>;
 
 /// The SSE response for `chunks`, translated.
-pub fn sse(
-    chunks: BoxStream<'static, Result<Value, ApiError>>,
-    mut translator: Translator,
-    on_finish: OnFinish,
-) -> Response {
+pub fn sse(chunks: Chunks, mut translator: Translator, on_finish: OnFinish) -> Response {
     let events = async_stream::stream! {
         let mut chunks = chunks;
         for event in translator.start() {
@@ -310,8 +307,12 @@ pub fn sse(
 mod tests {
     use super::*;
 
-    fn chunk(delta: Value, finish: Option<&str>) -> Value {
-        json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    fn chunk(delta: Value, finish: Option<&str>) -> ChatChunk {
+        typed(json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}))
+    }
+
+    fn typed(chunk: Value) -> ChatChunk {
+        serde_json::from_value(chunk).unwrap()
     }
 
     #[test]
@@ -330,7 +331,7 @@ mod tests {
                 json!({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
                 Some("tool_calls"),
             ),
-            json!({"choices": [], "usage": {"prompt_tokens": 2, "completion_tokens": 3}}),
+            typed(json!({"choices": [], "usage": {"prompt_tokens": 2, "completion_tokens": 3}})),
         ] {
             events.extend(t.chunk(&c));
         }
