@@ -238,8 +238,7 @@ impl Memory {
             text,
         };
         let mut rows = vec![ChunkRow::new(agent, path, FileKind::Daily, chunk, 0)];
-        // Unique per segment, whatever the note says.
-        rows[0].id = content_hash(&format!("{agent}\n{path}\nsegment {seq}"))[..32].to_string();
+        rows[0].id = segments::chunk_id(agent, path, seq);
         self.attach_vectors(&mut rows).await?;
         let pending = rows.iter().filter(|r| r.pending).count();
         let etag = segments::etag(seq);
@@ -412,6 +411,78 @@ mod tests {
         // Its lines are where the note is in the log.
         let line = log.content.lines().nth(hit.start_line - 1).unwrap();
         assert!(line.contains("turn 137"), "{line}");
+    }
+
+    #[tokio::test]
+    async fn a_sync_behind_the_appends_reads_no_segment_again() {
+        let (_dir, store, memory, db) = setup().await;
+        let daily = NoteTarget::Daily(chrono_tz::UTC);
+        let today = crate::clock::now();
+        let path = paths::daily_path(&crate::clock::day(today));
+        for i in 0..40 {
+            memory
+                .append_note_at("main", daily, &format!("note {i}"), today)
+                .await
+                .unwrap();
+        }
+        let indexed = memory.index.file("main", &path).await.unwrap().unwrap();
+        assert_eq!(indexed.etag, segments::etag(40));
+        // The index row as a sync reads it while appends go on: five behind the bucket.
+        let behind = 40 - 5;
+        let tail: u64 = (behind + 1..=40)
+            .map(|seq| {
+                format!(
+                    "- {} note {}\n",
+                    crate::clock::hour_minute_in(today, chrono_tz::UTC),
+                    seq - 1
+                )
+                .len() as u64
+            })
+            .sum();
+        assert!(
+            memory
+                .index
+                .advance_file(
+                    "main",
+                    &path,
+                    &indexed.etag,
+                    &segments::etag(behind),
+                    indexed.size - tail
+                )
+                .await
+                .unwrap()
+        );
+        let reads = store.reads.load(Ordering::Relaxed);
+        let report = memory.sync_files(&|_, _| {}).await.unwrap();
+        // The listing alone: no segment read, nothing re-indexed.
+        assert_eq!(store.reads.load(Ordering::Relaxed) - reads, 1);
+        assert_eq!(report.reindexed, 0, "{report:?}");
+        let caught_up = memory.index.file("main", &path).await.unwrap().unwrap();
+        assert_eq!((caught_up.etag, caught_up.size), (indexed.etag, indexed.size));
+        assert_eq!(chunk_rows(&db).await, 40, "one chunk per note, as appended");
+
+        // A segment whose note was never indexed (its replica stopped in
+        // between): the whole log is read and indexed again.
+        let orphan = segments::key("main", &path, 41).unwrap();
+        store
+            .put(
+                Bucket::Memory,
+                &orphan,
+                Bytes::from_static(b"- 23:59 the orphan\n"),
+                PutCondition::IfAbsent,
+            )
+            .await
+            .unwrap();
+        let report = memory.sync_files(&|_, _| {}).await.unwrap();
+        assert_eq!(report.reindexed, 1, "{report:?}");
+        let found = memory
+            .search("main", "orphan", 3, crate::memory::Mode::Text)
+            .await
+            .unwrap();
+        assert!(
+            found.data.iter().any(|hit| hit.text.contains("the orphan")),
+            "{found:?}"
+        );
     }
 
     #[test]

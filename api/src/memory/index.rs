@@ -381,6 +381,32 @@ impl Index {
         Ok(())
     }
 
+    /// Moves a file's change token and size on from `from` to `to`, unless
+    /// another writer moved it meanwhile; whether it moved it.
+    pub async fn advance_file(
+        &self,
+        agent: &str,
+        path: &str,
+        from: &str,
+        to: &str,
+        size: u64,
+    ) -> Result<bool, DbError> {
+        let moved: Vec<String> = self
+            .db
+            .rows(
+                "UPDATE type::record('memory_file', $key) SET etag = $to, size = $size WHERE etag = $from RETURN VALUE etag",
+                json!({"key": file_key(agent, path), "from": from, "to": to, "size": size}),
+                0,
+            )
+            .await?;
+        Ok(!moved.is_empty())
+    }
+
+    /// Whether the resident index holds every chunk named (`None` while it loads).
+    pub fn holds_all<'a>(&self, ids: impl Iterator<Item = &'a str>) -> Option<bool> {
+        self.resident.holds_all(ids)
+    }
+
     pub async fn remove_file(&self, agent: &str, path: &str) -> Result<(), DbError> {
         self.db
             .execute_retrying(

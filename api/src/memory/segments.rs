@@ -10,6 +10,7 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 
+use super::chunker::content_hash;
 use super::paths::{self, PathError};
 use crate::locks::lock;
 use crate::storage::{ObjectInfo, ObjectKey};
@@ -73,6 +74,19 @@ pub const ETAG_PREFIX: &str = "segments-";
 /// what `If-Match` compares (it changes with every append).
 pub fn etag(last_seq: u64) -> String {
     format!("{ETAG_PREFIX}{last_seq}")
+}
+
+/// The last sequence number a log's change token names (`None` for a plain file's).
+pub fn seq_of(etag: &str) -> Option<u64> {
+    etag.strip_prefix(ETAG_PREFIX)?.parse().ok()
+}
+
+/// The id of the one chunk a segment is indexed as: unique per segment,
+/// whatever its note says.
+pub fn chunk_id(agent: &str, path: &str, seq: u64) -> String {
+    let mut id = content_hash(&format!("{agent}\n{path}\nsegment {seq}"));
+    id.truncate(32);
+    id
 }
 
 /// Where a day's log ends, as far as this replica knows.

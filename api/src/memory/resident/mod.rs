@@ -279,6 +279,14 @@ impl Resident {
         }
     }
 
+    /// Whether every chunk named is held; `None` until the index has loaded.
+    pub fn holds_all<'a>(&self, mut ids: impl Iterator<Item = &'a str>) -> Option<bool> {
+        match &*self.read() {
+            Phase::Ready(state) => Some(ids.all(|id| state.holds(id))),
+            _ => None,
+        }
+    }
+
     /// The chunks with these ids as hits show them (ids no longer held are
     /// left out); `None` until the index has loaded.
     pub fn shown(&self, ids: &[&str]) -> Option<Vec<Shown>> {

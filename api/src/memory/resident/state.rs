@@ -143,6 +143,11 @@ impl State {
         self.by_id.len()
     }
 
+    /// Whether the chunk with this id is held.
+    pub fn holds(&self, id: &str) -> bool {
+        self.by_id.contains_key(id)
+    }
+
     pub fn apply(&mut self, change: Change) {
         match change {
             Change::ReplaceFile {
@@ -364,12 +369,9 @@ impl State {
         doc.alive = false;
         self.text.remove(&doc.terms);
         self.by_id.remove(&doc.id);
-        if let Some(slots) = self.by_file.get_mut(&doc.file) {
-            slots.retain(|s| *s != slot);
-            if slots.is_empty() {
-                self.by_file.remove(&doc.file);
-            }
-        }
+        // The file's slot list keeps the dead slot until the next compaction:
+        // taking it out here would cost the whole list per chunk, so
+        // replacing a file of n chunks would cost n².
         self.dead += 1;
     }
 
@@ -394,9 +396,11 @@ impl State {
         self.by_id
             .values_mut()
             .for_each(|slot| *slot = new_ids[*slot as usize]);
-        for slots in self.by_file.values_mut() {
+        self.by_file.retain(|_, slots| {
+            slots.retain(|slot| new_ids[*slot as usize] != u32::MAX);
             slots.iter_mut().for_each(|slot| *slot = new_ids[*slot as usize]);
-        }
+            !slots.is_empty()
+        });
         self.dead = 0;
     }
 
