@@ -37,6 +37,26 @@ pub enum Kind {
 pub struct Entry {
     pub name: String,
     pub kind: Kind,
+    /// A regular file's size and modification time (`None` for anything else).
+    pub file: Option<FileStat>,
+}
+
+/// What a listing tells of a regular file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStat {
+    pub size: u64,
+    /// Nanoseconds since the epoch.
+    pub modified: u128,
+}
+
+impl FileStat {
+    fn of(stat: &rustix::fs::Stat) -> Self {
+        let secs = u128::try_from(stat.st_mtime).unwrap_or(0);
+        Self {
+            size: u64::try_from(stat.st_size).unwrap_or(0),
+            modified: secs * 1_000_000_000 + u128::from(stat.st_mtime_nsec),
+        }
+    }
 }
 
 /// A handle on a directory; every path given to it stays beneath it.
@@ -330,39 +350,38 @@ impl Beneath {
         Ok(rustix::fs::unlinkat(&parent, name, AtFlags::REMOVEDIR)?)
     }
 
-    /// The entries of the directory `relative` (`""`: the root), unsorted.
+    /// The entries of the directory `relative` (`""`: the root), unsorted,
+    /// files with their size and modification time.
     pub fn list(&self, relative: &str) -> io::Result<Vec<Entry>> {
         let parts = components(relative)?;
         let fd = self.open_beneath(&parts, OFlags::RDONLY | OFlags::DIRECTORY)?;
         let mut out = Vec::new();
         for entry in rustix::fs::Dir::read_from(&fd)? {
             let entry = entry?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name == "." || name == ".." {
+            let name = entry.file_name();
+            if name == c"." || name == c".." {
                 continue;
             }
-            let kind = match entry.file_type() {
-                FileType::Unknown => {
-                    match rustix::fs::statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW) {
-                        Ok(stat) => kind_of(FileType::from_raw_mode(stat.st_mode)),
-                        Err(_) => Kind::Other,
+            // Files are stated on the open directory: one call, no path walk
+            // (a listing of a busy day's segments stats thousands).
+            let (kind, file) = match entry.file_type() {
+                FileType::RegularFile | FileType::Unknown => {
+                    match rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                        Ok(stat) => {
+                            let kind = kind_of(FileType::from_raw_mode(stat.st_mode));
+                            (kind, (kind == Kind::File).then(|| FileStat::of(&stat)))
+                        }
+                        // Removed since the directory was read: not listed.
+                        Err(Errno::NOENT) => continue,
+                        Err(_) => (Kind::Other, None),
                     }
                 }
-                file_type => kind_of(file_type),
+                file_type => (kind_of(file_type), None),
             };
-            out.push(Entry { name, kind });
+            let name = name.to_string_lossy().into_owned();
+            out.push(Entry { name, kind, file });
         }
         Ok(out)
-    }
-
-    /// The size and modification time (nanoseconds since the epoch) of the file `relative`.
-    pub fn size_and_mtime(&self, relative: &str) -> io::Result<(u64, u128)> {
-        let (parent, name) = self.parent(relative, false)?;
-        let stat = rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW)?;
-        let size = u64::try_from(stat.st_size).unwrap_or(0);
-        let secs = u128::try_from(stat.st_mtime).unwrap_or(0);
-        let nanos = u128::from(stat.st_mtime_nsec);
-        Ok((size, secs * 1_000_000_000 + nanos))
     }
 }
 
@@ -414,9 +433,19 @@ mod tests {
             ws.rename("new/t", "new/u").unwrap();
             ws.hard_link("new/u", "new/v").unwrap();
             ws.remove_file("new/u").unwrap();
-            let mut names: Vec<String> = ws.list("new").unwrap().into_iter().map(|e| e.name).collect();
-            names.sort();
-            assert_eq!(names, ["deep", "v"]);
+            let mut entries = ws.list("new").unwrap();
+            entries.sort_by(|a, b| a.name.cmp(&b.name));
+            let shown: Vec<_> = entries
+                .iter()
+                .map(|e| (e.name.as_str(), e.kind, e.file.map(|f| f.size)))
+                .collect();
+            assert_eq!(shown, [("deep", Kind::Dir, None), ("v", Kind::File, Some(1))]);
+            let on_disk = std::fs::metadata(_dir.path().join("ws/new/v"))
+                .unwrap()
+                .modified()
+                .unwrap();
+            let nanos = on_disk.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+            assert_eq!(entries[1].file.unwrap().modified, nanos);
             ws.remove_file("new/v").unwrap();
             ws.remove_file("new/deep/b.txt").unwrap();
             ws.remove_dir("new/deep").unwrap();
@@ -432,6 +461,11 @@ mod tests {
             std::os::unix::fs::symlink(dir.path().join("secret"), root.join("file-link")).unwrap();
             std::os::unix::fs::symlink(dir.path(), root.join("dir-link")).unwrap();
             std::os::unix::fs::symlink("sub", root.join("inner-link")).unwrap();
+            for entry in ws.list("").unwrap() {
+                if entry.name.ends_with("-link") {
+                    assert_eq!((entry.kind, entry.file), (Kind::Other, None), "{}", entry.name);
+                }
+            }
             for path in ["file-link", "dir-link/secret", "inner-link/a.txt"] {
                 let err = ws.read(path).unwrap_err();
                 assert!(is_link_refusal(&err), "{path}: {err}");

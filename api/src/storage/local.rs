@@ -231,17 +231,14 @@ fn list_dir(store: &Beneath, bucket: &str, prefix: &str) -> Result<Vec<ObjectInf
             } else {
                 format!("{dir}/{}", entry.name)
             };
-            match entry.kind {
-                Kind::Dir => pending.push(key),
-                Kind::File if key.starts_with(prefix) => {
-                    let (size, modified) = store
-                        .size_and_mtime(&format!("{path}/{}", entry.name))
-                        .map_err(io_error)?;
+            match (entry.kind, entry.file) {
+                (Kind::Dir, _) => pending.push(key),
+                (Kind::File, Some(stat)) if key.starts_with(prefix) => {
                     // A cheap change token; the content hash would mean reading every file.
                     out.push(ObjectInfo {
                         key,
-                        size,
-                        etag: format!("{modified}-{size}"),
+                        size: stat.size,
+                        etag: format!("{}-{}", stat.modified, stat.size),
                     });
                 }
                 // Links are never followed (nor listed).

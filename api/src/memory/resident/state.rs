@@ -16,6 +16,8 @@ use crate::memory::paths::SHARED;
 /// Compact once this many removed documents are still in the postings and
 /// they outnumber a quarter of the live ones.
 const COMPACT_AFTER: usize = 1024;
+/// The owner of a removed slot: no agent's id (ids count agents from 0).
+const REMOVED: u16 = u16::MAX;
 
 /// A chunk a leg found, with what ranking needs.
 #[derive(Debug, Clone)]
@@ -81,6 +83,9 @@ pub struct ChunkView<'a> {
 #[derive(Default)]
 pub struct State {
     docs: Vec<Doc>,
+    /// Each slot's agent ([`REMOVED`] once removed), apart from `docs`: the
+    /// text leg asks it once per posting.
+    owners: Vec<u16>,
     by_id: HashMap<String, u32>,
     by_file: HashMap<Arc<(String, String)>, Vec<u32>>,
     agent_ids: HashMap<String, u16>,
@@ -122,7 +127,7 @@ impl State {
             vectors: self.vectors.bytes(),
             postings: self.text.bytes(),
             text: 0,
-            metadata: self.docs.capacity() * std::mem::size_of::<Doc>(),
+            metadata: self.docs.capacity() * std::mem::size_of::<Doc>() + self.owners.capacity() * 2,
         };
         let entry = std::mem::size_of::<(String, u32)>() + 8;
         for doc in &self.docs {
@@ -319,6 +324,7 @@ impl State {
             .then(|| chunk.day.as_deref().and_then(day_number))
             .flatten();
         let terms = count(&mut self.text, slot);
+        self.owners.push(agent);
         self.docs.push(Doc {
             id: chunk.id.clone(),
             agent,
@@ -367,7 +373,8 @@ impl State {
             return;
         }
         doc.alive = false;
-        self.text.remove(&doc.terms);
+        self.owners[slot as usize] = REMOVED;
+        self.text.remove(slot, &doc.terms);
         self.by_id.remove(&doc.id);
         // The file's slot list keeps the dead slot until the next compaction:
         // taking it out here would cost the whole list per chunk, so
@@ -386,6 +393,7 @@ impl State {
             }
         }
         self.docs = kept;
+        self.owners = self.docs.iter().map(|doc| doc.agent).collect();
         self.vectors.renumber(&new_ids);
         self.text.rebuild(
             self.docs
@@ -450,14 +458,15 @@ impl State {
         }
         if let Some(words) = query.words {
             let accept = |slot: u32| {
-                let doc = &self.docs[slot as usize];
-                (doc.alive && agents.contains(&doc.agent) && visible(slot)).then_some(&doc.terms)
+                let owner = self.owners[slot as usize];
+                agents.contains(&owner) && (Some(owner) != shared || visible(slot))
             };
+            let terms_of = |slot: u32| &self.docs[slot as usize].terms;
             // Scores as the share of the query matched (see `TextIndex::full_match`).
             let full = f64::from(self.text.full_match(words)).max(f64::EPSILON);
             results.text = self
                 .text
-                .search(words, query.k, accept, &by_id)
+                .search(words, query.k, accept, terms_of, &by_id)
                 .into_iter()
                 .map(|(slot, score)| self.candidate(slot, f64::from(score) / full))
                 .collect();

@@ -78,6 +78,11 @@ pub struct TextIndex {
     words: HashMap<String, u32>,
     postings: Vec<Postings>,
     document_frequency: Vec<u32>,
+    /// Each document's length in words, by id; 0 once removed (a document
+    /// without words has no postings). Read per posting, so kept apart from
+    /// the documents themselves: a walk over a common word's postings then
+    /// reads 4 bytes a document, in order.
+    lengths: Vec<u32>,
     live_documents: u32,
     live_length: u64,
     /// One past the highest document id with postings.
@@ -93,7 +98,7 @@ impl TextIndex {
             .map(|p| p.bytes.capacity() + std::mem::size_of::<Postings>())
             .sum();
         let words: usize = self.words.keys().map(|w| w.capacity() + 8 + 24).sum();
-        postings + words + self.document_frequency.capacity() * 4
+        postings + words + (self.document_frequency.capacity() + self.lengths.capacity()) * 4
     }
 
     /// Counts a document's analysed words and adds its postings.
@@ -141,13 +146,20 @@ impl TextIndex {
             self.postings[word as usize].push(doc, frequency);
             self.document_frequency[word as usize] += 1;
         }
+        if self.lengths.len() <= doc as usize {
+            self.lengths.resize(doc as usize + 1, 0);
+        }
+        self.lengths[doc as usize] = length;
         self.live_documents += 1;
         self.live_length += u64::from(length);
         self.doc_bound = self.doc_bound.max(doc + 1);
     }
 
     /// Forgets a document's counts (its postings are skipped from now on).
-    pub fn remove(&mut self, terms: &DocTerms) {
+    pub fn remove(&mut self, doc: u32, terms: &DocTerms) {
+        if let Some(length) = self.lengths.get_mut(doc as usize) {
+            *length = 0;
+        }
         for &(word, _) in terms.terms.iter() {
             let df = &mut self.document_frequency[word as usize];
             *df = df.saturating_sub(1);
@@ -162,6 +174,7 @@ impl TextIndex {
             list.clear();
         }
         self.document_frequency.iter_mut().for_each(|df| *df = 0);
+        self.lengths.clear();
         self.live_documents = 0;
         self.live_length = 0;
         self.doc_bound = 0;
@@ -214,11 +227,15 @@ impl TextIndex {
     /// only add to the documents already found, looked up in each one's word
     /// list. The result is exact; a word in most documents (`the`, or every
     /// chunk's heading word) costs almost nothing.
+    ///
+    /// `accept` says whether a live document may be a hit (its owner, its
+    /// folder); `terms_of` gives an accepted document's words.
     pub fn search<'a>(
         &self,
         words: &[String],
         k: usize,
-        accept: impl Fn(u32) -> Option<&'a DocTerms>,
+        accept: impl Fn(u32) -> bool,
+        terms_of: impl Fn(u32) -> &'a DocTerms,
         tie: TieBreak<'_>,
     ) -> Vec<(u32, f32)> {
         if self.live_documents == 0 || k == 0 {
@@ -263,14 +280,15 @@ impl TextIndex {
             }
             let (id, idf) = terms[next];
             for (posted, frequency) in self.postings[id as usize].iter() {
-                let Some(doc) = accept(posted) else {
+                let length = self.lengths[posted as usize];
+                if length == 0 || !accept(posted) {
                     continue;
-                };
+                }
                 let score = &mut scores[posted as usize];
                 if *score == 0.0 {
                     touched.push(posted);
                 }
-                *score += contribution(idf, frequency, doc.length);
+                *score += contribution(idf, frequency, length);
             }
             next += 1;
         }
@@ -281,9 +299,7 @@ impl TextIndex {
                 if *score + left[next] < threshold {
                     continue;
                 }
-                let Some(found) = accept(doc) else {
-                    continue;
-                };
+                let found = terms_of(doc);
                 for &(id, idf) in &terms[next..] {
                     if let Ok(at) = found.terms.binary_search_by_key(&id, |t| t.0) {
                         *score += contribution(idf, found.terms[at].1, found.length);
@@ -423,20 +439,19 @@ mod tests {
             index.add(1, words("the server the server")),
             index.add(2, words("the cat")),
         ];
-        let hits = index.search(
-            &words("deploy server"),
-            10,
-            |doc| docs.get(doc as usize),
-            &|a, b| a.cmp(&b),
-        );
+        let terms_of = |doc: u32| &docs[doc as usize];
+        let hits = index.search(&words("deploy server"), 10, |_| true, terms_of, &|a, b| a.cmp(&b));
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [0, 1]);
-        index.remove(&docs[0]);
-        let hits = index.search(
-            &words("deploy server"),
-            10,
-            |doc| (doc != 0).then(|| &docs[doc as usize]),
-            &|a, b| a.cmp(&b),
+        let hits = index.search(&words("deploy server"), 10, |doc| doc != 1, terms_of, &|a, b| {
+            a.cmp(&b)
+        });
+        assert_eq!(
+            hits.iter().map(|h| h.0).collect::<Vec<_>>(),
+            [0],
+            "a document not accepted is no hit"
         );
+        index.remove(0, &docs[0]);
+        let hits = index.search(&words("deploy server"), 10, |_| true, terms_of, &|a, b| a.cmp(&b));
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [1]);
     }
 
@@ -492,7 +507,7 @@ mod tests {
         ] {
             let query: Vec<String> = query.iter().map(|w| w.to_string()).collect();
             for k in [1, 10, 30] {
-                let pruned = index.search(&query, k, |doc| docs.get(doc as usize), &|a, b| a.cmp(&b));
+                let pruned = index.search(&query, k, |_| true, |doc| &docs[doc as usize], &|a, b| a.cmp(&b));
                 let expected = exhaustive(&query, k);
                 let ids = |v: &[(u32, f32)]| v.iter().map(|h| h.0).collect::<Vec<_>>();
                 assert_eq!(ids(&pruned), ids(&expected), "{query:?} k={k}");
