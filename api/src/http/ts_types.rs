@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use ts_rs::{Config, TS};
 
-use super::views;
+use super::ui_bodies;
 use crate::{agents, auth, inbox, memory, observability};
 
 fn committed_dir() -> PathBuf {
