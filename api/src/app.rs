@@ -15,8 +15,8 @@ use crate::health::HealthCache;
 use crate::memory::Memory;
 use crate::observability::Metrics;
 use crate::plugins::{Conversations, Plugins};
+use crate::providers::api_added::ProviderStore;
 use crate::providers::catalog::ModelCatalog;
-use crate::providers::stored::ProviderStore;
 use crate::providers::{ProviderError, ProviderRegistry, Router, Routes};
 use crate::scheduler::Runner;
 use crate::sessions::{SessionError, Sessions};
@@ -176,7 +176,7 @@ impl App {
         let channels = Arc::new(Channels::default());
         let mcp = crate::mcp_client::McpClients::new(&config.mcp);
         mcp.start();
-        mcp.attach_store(crate::mcp_client::stored::server_store(db.clone()), vault)
+        mcp.attach_store(crate::mcp_client::api_added::server_store(db.clone()), vault)
             .await;
         background.spawn(
             "mcp: follow server changes from every replica",

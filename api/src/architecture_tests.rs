@@ -326,7 +326,7 @@ fn only_the_conversation_opens_turns() {
                 s.file.as_str(),
                 "agents/conversation.rs"
                     | "agents/compaction.rs"
-                    | "agents/run_io.rs"
+                    | "agents/run_contract.rs"
                     | "architecture_tests.rs"
             )
         })

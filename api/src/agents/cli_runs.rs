@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use super::Agents;
-use super::run_loop::{Asking, Progress};
+use super::run_loop::{Asking, RunProgress};
 use super::tools::{ToolContext, ToolOutput, ToolSpec};
 use crate::auth::{RUN_TOKEN_TTL, RunGrant, RunToken};
 use crate::config::PermissionMode;
@@ -52,7 +52,7 @@ impl CliRunGuard {
     /// Records the calls the CLI made since the last time, as one assistant
     /// message calling them and their results, the way the run loop records
     /// its own.
-    pub fn record(&self, progress: &mut Progress) {
+    pub fn record(&self, progress: &mut RunProgress) {
         let calls = self
             .run
             .calls

@@ -16,7 +16,7 @@
 use super::Agents;
 use super::context;
 use super::error::AgentError;
-use super::run_io::{RunRequest, reply_of};
+use super::run_contract::{RunRequest, reply_of};
 use super::tools::{self, ToolContext, ToolSpec};
 use crate::chat::Completion;
 use crate::providers::types::{Message, Role, ToolDef};

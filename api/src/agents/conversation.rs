@@ -8,7 +8,7 @@
 
 use super::Agents;
 use super::registry::AgentDef;
-use super::run_io::RunRequest;
+use super::run_contract::RunRequest;
 use crate::config::PermissionMode;
 use crate::providers::Attribution;
 use crate::providers::types::{Message, Role};

@@ -5,14 +5,14 @@
 //! - `workspace`: their files in the object store, seeded from `config/workspace/`
 //! - `prompt`: composing the system prompt from those files, memory and the inbox
 //! - `conversation`: where every turn starts (agent, session, history, settings)
-//! - `run_io`: what goes into a run and the events that come out
+//! - `run_contract`: what goes into a run and the events that come out
 //! - `runtime`: starting a run in its own task and recording how it ended
 //! - `run_loop`: the tool-calling loop, emitting events as it goes
 //! - `runs/`: durable runs (records, leases, re-attaching, cancelling)
 //! - `tools/`: the built-in tools, one file per group
 //! - `approvals`: dangerous calls waiting for a person in `ask` mode
 //! - `context`, `compaction`: keeping a conversation within the model's window
-//! - `reach`: where the owner last talked to each agent
+//! - `last_chats`: where the owner last talked to each agent
 
 pub mod approvals;
 mod cli_runs;
@@ -21,10 +21,10 @@ pub mod context;
 pub mod conversation;
 pub mod coordination;
 mod error;
+pub mod last_chats;
 pub mod prompt;
-pub mod reach;
 pub mod registry;
-mod run_io;
+mod run_contract;
 mod run_loop;
 pub mod runs;
 pub mod runtime;
@@ -37,7 +37,7 @@ pub use compaction::Compacted;
 pub use conversation::{Thread, Turn, TurnError};
 pub use error::AgentError;
 pub use registry::{AgentDef, AgentPatch, MAIN, Registry};
-pub use run_io::{Event, Outcome, RunRequest};
+pub use run_contract::{Outcome, RunEvent, RunRequest};
 pub use runs::{LiveRun, Runs};
 pub use runtime::outcome;
 
@@ -57,7 +57,7 @@ pub struct Agents {
     pub approvals: approvals::Approvals,
     pub inbox: Inbox,
     pub runs: Arc<Runs>,
-    pub reach: reach::Reach,
+    pub last_chats: last_chats::LastChats,
     /// Skill folders, listed in the prompt and loaded by the `skill` tool.
     pub skills: Arc<crate::skills::Skills>,
     /// The background commands of agents on this replica (stopped on shutdown).
@@ -128,7 +128,7 @@ impl Agents {
         background.spawn("agents: run leases and interrupted runs", runs.upkeep());
         let agents = Arc::new(Self {
             registry: Registry::new(config, parts.db.clone()),
-            reach: reach::Reach::new(parts.db.clone()),
+            last_chats: last_chats::LastChats::new(parts.db.clone()),
             skills: Arc::new(crate::skills::Skills::new(parts.objects.clone())),
             processes: Arc::default(),
             approvals: approvals::Approvals::new(parts.db),

@@ -3,7 +3,7 @@
 //! with permission checks and approvals), feed the results back, and repeat
 //! until it answers or the iteration limit. Events (text deltas, tool
 //! activity, approval requests) go to the live run as they happen; what has
-//! been done so far is kept in `Progress`, so a cancelled run can still
+//! been done so far is kept in `RunProgress`, so a cancelled run can still
 //! record it.
 
 use futures::StreamExt;
@@ -15,7 +15,7 @@ use super::compaction::{self, clip_tool_result};
 use super::context;
 use super::error::AgentError;
 use super::prompt::{self, Inputs};
-use super::run_io::{Event, RunRequest, reply_of};
+use super::run_contract::{RunEvent, RunRequest, reply_of};
 use super::runs::LiveRun;
 use super::tools::{self, ToolContext, ToolOutput, ToolSpec};
 use crate::chat::Assembler;
@@ -27,7 +27,7 @@ use crate::sessions::LogMessage;
 
 /// What a run has done so far.
 #[derive(Default)]
-pub struct Progress {
+pub struct RunProgress {
     /// The turn to record: the client's messages, then each model answer and
     /// tool result as they come.
     pub turn: Vec<LogMessage>,
@@ -41,7 +41,7 @@ pub struct Progress {
 }
 
 /// How the loop ended.
-pub struct Answer {
+pub struct FinalAnswer {
     pub content: String,
     /// `stop`, `tool_calls` (the client's tools) or `length` (iteration limit).
     pub finish_reason: &'static str,
@@ -78,8 +78,8 @@ impl Agents {
         request: &RunRequest,
         targets: &[ModelTarget],
         run: &LiveRun,
-        progress: &mut Progress,
-    ) -> Result<Answer, AgentError> {
+        progress: &mut RunProgress,
+    ) -> Result<FinalAnswer, AgentError> {
         let agent = &request.agent;
         let model = agent.model.clone().unwrap_or_default();
         let mode = agent.permission_mode;
@@ -157,7 +157,7 @@ impl Agents {
             if let Some(done) = self.compact_if_needed(fit, &mut history, false).await {
                 past = history.to_messages();
                 run.emit(
-                    Event::Compacted {
+                    RunEvent::Compacted {
                         notice: done.notice(),
                         before_tokens: done.before_tokens,
                         after_tokens: done.after_tokens,
@@ -193,7 +193,7 @@ impl Agents {
             );
             rest.push(assistant);
             if step.tool_calls.is_empty() {
-                return Ok(Answer {
+                return Ok(FinalAnswer {
                     content: step.content,
                     finish_reason: "stop",
                     client_tool_calls: None,
@@ -207,7 +207,7 @@ impl Agents {
                 .cloned()
                 .collect();
             if !to_client.is_empty() {
-                return Ok(Answer {
+                return Ok(FinalAnswer {
                     content: step.content,
                     finish_reason: "tool_calls",
                     client_tool_calls: Some(to_client),
@@ -234,7 +234,7 @@ impl Agents {
                 ));
             }
         }
-        Ok(Answer {
+        Ok(FinalAnswer {
             content: format!(
                 "(stopped after {} steps without a final answer: the iteration limit)",
                 progress.iterations
@@ -263,7 +263,7 @@ impl Agents {
                 .collect(),
             wake: self.wake.clone(),
             channels: self.channels.clone(),
-            reach: self.reach.clone(),
+            last_chats: self.last_chats.clone(),
             owner_chats: self.owner_chats.clone(),
             skills: self.skills.clone(),
             mcp: self.mcp.clone(),
@@ -303,7 +303,7 @@ impl Agents {
                 .filter(|t| !t.is_empty())
             {
                 partial.push_str(text);
-                run.emit(Event::Text(text.to_string()), false);
+                run.emit(RunEvent::Text(text.to_string()), false);
             }
             answer.push(&chunk);
         }
@@ -328,7 +328,7 @@ impl Agents {
         let name = call.function.name.clone();
         let arguments = call.arguments();
         run.emit(
-            Event::ToolStarted {
+            RunEvent::ToolStarted {
                 id: id.clone(),
                 name: name.clone(),
                 arguments: arguments.clone(),
@@ -346,7 +346,7 @@ impl Agents {
             Some(_) => tools::call(context, &name, &arguments).await,
         };
         run.emit(
-            Event::ToolFinished {
+            RunEvent::ToolFinished {
                 id,
                 name,
                 summary: output.summary(),
@@ -377,7 +377,7 @@ impl Agents {
             Err(err) => return ToolOutput::error(format!("could not ask for approval: {err}")),
         };
         run.emit(
-            Event::ApprovalRequired {
+            RunEvent::ApprovalRequired {
                 id: approval.id.clone(),
                 tool: name.into(),
                 arguments: arguments.clone(),

@@ -13,8 +13,8 @@ use futures::StreamExt;
 use super::Agents;
 use super::error::AgentError;
 use super::registry::AgentDef;
-use super::run_io::{Event, Outcome, RunRequest};
-use super::run_loop::{Answer, Progress};
+use super::run_contract::{Outcome, RunEvent, RunRequest};
+use super::run_loop::{FinalAnswer, RunProgress};
 use super::runs::{AgentRun, Ending, LiveRun, RunStatus};
 use crate::memory::NoteTarget;
 use crate::providers::ModelTarget;
@@ -40,9 +40,9 @@ impl Agents {
         let agents = self.clone();
         let live = run.clone();
         tokio::spawn(async move {
-            let mut progress = Progress {
+            let mut progress = RunProgress {
                 turn: request.turn.clone(),
-                ..Progress::default()
+                ..RunProgress::default()
             };
             let result = tokio::select! {
                 result = agents.drive(&request, &targets, &live, &mut progress) => result,
@@ -78,8 +78,8 @@ impl Agents {
         &self,
         request: &RunRequest,
         run: &Arc<LiveRun>,
-        mut progress: Progress,
-        result: Result<Answer, AgentError>,
+        mut progress: RunProgress,
+        result: Result<FinalAnswer, AgentError>,
     ) {
         let agent = &request.agent;
         let status = match &result {
@@ -130,7 +130,7 @@ impl Agents {
         };
         self.runs.end(run, &ending).await;
         let last = match result {
-            Ok(answer) => Event::Done(Box::new(Outcome {
+            Ok(answer) => RunEvent::Done(Box::new(Outcome {
                 content: answer.content,
                 finish_reason: answer.finish_reason,
                 client_tool_calls: answer.client_tool_calls,
@@ -144,7 +144,7 @@ impl Agents {
                 if !matches!(err, AgentError::Cancelled) {
                     tracing::warn!(run = %run.id, agent = %agent.id, error = %crate::error_chain::chain(&err), "agent run failed");
                 }
-                Event::Failed(Arc::new(err))
+                RunEvent::Failed(Arc::new(err))
             }
         };
         run.emit(last, true);
@@ -156,7 +156,7 @@ impl Agents {
         &self,
         agent: &AgentDef,
         session: Option<&SessionMeta>,
-        answer: &Answer,
+        answer: &FinalAnswer,
         tools: &[String],
     ) {
         let short = |text: &str| crate::text::one_line(text, 80);
@@ -189,8 +189,8 @@ pub async fn outcome(run: &Arc<LiveRun>) -> Result<Outcome, Arc<AgentError>> {
     let mut events = run.subscribe();
     while let Some(event) = events.next().await {
         match event.as_ref() {
-            Event::Done(outcome) => return Ok(outcome.as_ref().clone()),
-            Event::Failed(err) => return Err(err.clone()),
+            RunEvent::Done(outcome) => return Ok(outcome.as_ref().clone()),
+            RunEvent::Failed(err) => return Err(err.clone()),
             _ => {}
         }
     }
@@ -200,7 +200,7 @@ pub async fn outcome(run: &Arc<LiveRun>) -> Result<Outcome, Arc<AgentError>> {
 /// A cancelled turn stays replayable: tool calls that got no result get one
 /// saying so (a model rejects a history with unanswered calls), and the
 /// answer cut short is kept, marked aborted.
-fn close_cancelled_turn(progress: &mut Progress) {
+fn close_cancelled_turn(progress: &mut RunProgress) {
     let answered: Vec<&str> = progress
         .turn
         .iter()
@@ -244,10 +244,10 @@ mod tests {
             ],
         );
         let done = Message::tool_result("a", "ok");
-        let mut progress = Progress {
+        let mut progress = RunProgress {
             turn: vec![LogMessage::new(call), LogMessage::new(done)],
             partial: "half an ans".into(),
-            ..Progress::default()
+            ..RunProgress::default()
         };
         close_cancelled_turn(&mut progress);
         let roles: Vec<Role> = progress.turn.iter().map(LogMessage::role).collect();

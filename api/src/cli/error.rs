@@ -36,7 +36,7 @@ pub enum CliError {
     #[error("{0}")]
     Io(String),
     #[error("stored providers: {0}")]
-    Providers(#[from] crate::providers::stored::StoreError),
+    Providers(#[from] crate::storage::SpecError),
 }
 
 impl From<ProviderError> for CliError {

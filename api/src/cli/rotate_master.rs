@@ -10,7 +10,7 @@ use secrecy::ExposeSecret;
 
 use super::error::CliError;
 use crate::config::Config;
-use crate::providers::stored::ProviderStore;
+use crate::providers::api_added::ProviderStore;
 use crate::secrets::{KeySource, MasterKey, MasterKeyFiles, vault_from_env};
 use crate::storage::Db;
 
@@ -29,7 +29,7 @@ pub async fn rotate(config: &Config, db: &Db) -> Result<(), CliError> {
     let vault = old.rotated(new_key);
     let store = ProviderStore::new(db.clone());
     let resealed = store.reseal_all(&vault).await?;
-    let mcp_resealed = crate::mcp_client::stored::server_store(db.clone())
+    let mcp_resealed = crate::mcp_client::api_added::server_store(db.clone())
         .reseal_all(&vault)
         .await
         .map_err(|err| CliError::Io(format!("MCP servers: {err}")))?;

@@ -17,7 +17,7 @@ use super::body::{JsonObject, TextDocument, query_number, typed};
 use super::error::ApiError;
 use super::middleware::CallerScope;
 use super::query::Params;
-use super::views::{AgentDetail, AgentView, ApprovalDecision, List};
+use super::ui_bodies::{AgentDetail, AgentView, ApprovalDecision, List};
 use crate::agents::approvals::Approval;
 use crate::agents::registry::parse_mode;
 use crate::agents::{AgentDef, AgentPatch, workspace};

@@ -1,4 +1,4 @@
-//! What the shared chat path (`chat_core`) answers, before any wire
+//! What the shared chat path (`inbound_chat`) answers, before any wire
 //! encoding: a completion or its chunks, Onyx's own response headers, and
 //! the session id each wire protocol also puts in its body (`x_onyx`).
 //! Each inbound protocol and the agent path speak these types.

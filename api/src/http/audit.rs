@@ -8,7 +8,7 @@ use axum::extract::State;
 
 use super::error::ApiError;
 use super::query::Params;
-use super::views::List;
+use super::ui_bodies::List;
 use crate::app::App;
 use crate::audit::{AuditEvent, MAX_LIMIT};
 

@@ -1,5 +1,5 @@
 //! `POST /v1/chat/completions`: JSON or server-sent events, in OpenAI's wire
-//! format, over the shared chat path (`chat_core`). Onyx's request fields
+//! format, over the shared chat path (`inbound_chat`). Onyx's request fields
 //! (`x-onyx-agent-id`, `x-onyx-session-id`, `x-onyx-include-memory`) come as
 //! headers or body fields (`OnyxFields`); a session's id comes back in the
 //! `x-onyx-session-id` response header and in the body's `x_onyx.session_id`
@@ -19,9 +19,9 @@ use super::agent_chat::chat_agent;
 use super::agent_scope::AgentReach;
 use super::answer::{self, first_with_session};
 use super::body::{JsonBytes, into_map, parse_object, typed};
-use super::chat_core::{self, Answer, Answered, Asker, Chunks};
 use super::chat_session::OnyxFields;
 use super::error::ApiError;
+use super::inbound_chat::{self, Answer, Answered, Asker, Chunks};
 use super::middleware::Caller;
 use super::sse;
 use crate::app::App;
@@ -40,7 +40,7 @@ pub async fn chat_completions(
         agent: chat_agent(&reach, &fields, &request.model)?,
         reach: &reach,
     };
-    let answered = chat_core::answer(&app, &headers, asker, body, request, fields, who).await?;
+    let answered = inbound_chat::answer(&app, &headers, asker, body, request, fields, who).await?;
     Ok(into_response(answered))
 }
 

@@ -17,17 +17,17 @@ use super::body::{JsonBytes, JsonObject, typed};
 use super::error::ApiError;
 use super::missions::orchestrator;
 use super::query::Params;
-use super::views::{Deleted, List};
+use super::ui_bodies::{Deleted, List};
 use crate::app::App;
 use crate::orchestration::trust::ReviewInput;
-use crate::orchestration::{Event, ReactionTrigger, Review};
+use crate::orchestration::{OpsEvent, ReactionTrigger, Review};
 
 const FEED_POLL: Duration = Duration::from_secs(1);
 
 pub async fn events(
     State(app): State<Arc<App>>,
     Params(query): Params,
-) -> Result<Json<List<Event>>, ApiError> {
+) -> Result<Json<List<OpsEvent>>, ApiError> {
     let orch = orchestrator(&app)?;
     let limit = query
         .get("limit")

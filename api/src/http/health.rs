@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::error::ApiError;
-use super::views::{Health, HealthSummary};
+use super::ui_bodies::{Health, HealthSummary};
 use crate::app::App;
 use crate::health::State as DepState;
 
@@ -54,9 +54,9 @@ pub async fn health(
     .into_response()
 }
 
-fn exec_health(tools: &crate::config::ToolsConfig) -> super::views::ExecHealth {
+fn exec_health(tools: &crate::config::ToolsConfig) -> super::ui_bodies::ExecHealth {
     let support = crate::sandbox::support();
-    super::views::ExecHealth {
+    super::ui_bodies::ExecHealth {
         confined: support.confined(),
         network_cut: !tools.exec_sandbox.network && support.network_namespace,
         require_sandbox: tools.exec_sandbox.require,

@@ -12,7 +12,7 @@ use super::body::{JsonObject, typed};
 use super::client::ClientIp;
 use super::error::ApiError;
 use super::middleware::Caller;
-use super::views::{CreatedKey, KeyRevoked, List};
+use super::ui_bodies::{CreatedKey, KeyRevoked, List};
 use crate::app::App;
 use crate::audit::{Action, NewEvent};
 use crate::auth::{KeyBounds, KeyError, Scope, StoredKey};

@@ -112,9 +112,9 @@ pub async fn logout(_: SentAsJson, session: Session) -> Result<Json<serde_json::
     Ok(Json(json!({"ok": true})))
 }
 
-pub async fn me(State(app): State<Arc<App>>, session: Session) -> Json<super::views::Me> {
+pub async fn me(State(app): State<Arc<App>>, session: Session) -> Json<super::ui_bodies::Me> {
     let required = app.auth.required();
-    Json(super::views::Me {
+    Json(super::ui_bodies::Me {
         authenticated: !required || signed_in(&session).await,
         auth_required: required,
         password_configured: app.password_hash.is_some(),

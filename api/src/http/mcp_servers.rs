@@ -16,18 +16,18 @@ use super::client::ClientIp;
 use super::error::ApiError;
 use super::middleware::Caller;
 use super::providers::{field_names, invalid_fields, take_name};
-use super::views::{Deleted, List};
+use super::ui_bodies::{Deleted, List};
 use crate::app::App;
 use crate::audit::Action;
-use crate::mcp_client::stored::{StoreError, parse_spec};
+use crate::mcp_client::api_added::{SpecError, parse_spec};
 use crate::mcp_client::{ChangeError, McpServerView};
 
 impl From<ChangeError> for ApiError {
     fn from(err: ChangeError) -> Self {
         match err {
-            ChangeError::Store(StoreError::Db(err)) => ApiError::Db(err),
-            ChangeError::Store(StoreError::Invalid(err)) => invalid_fields(err),
-            err @ (ChangeError::NotFound(_) | ChangeError::Store(StoreError::NotFound(..))) => {
+            ChangeError::Store(SpecError::Db(err)) => ApiError::Db(err),
+            ChangeError::Store(SpecError::Invalid(err)) => invalid_fields(err),
+            err @ (ChangeError::NotFound(_) | ChangeError::Store(SpecError::NotFound(..))) => {
                 ApiError::NotFound {
                     message: err.to_string(),
                     code: "mcp_server_not_found",

@@ -14,7 +14,7 @@ use super::body::{TextDocument, query_number};
 use super::error::ApiError;
 use super::middleware::CallerScope;
 use super::query::Params;
-use super::views::{List, MemoryFileDeleted};
+use super::ui_bodies::{List, MemoryFileDeleted};
 use crate::app::App;
 use crate::auth::Scope;
 use crate::memory::paths::SHARED;

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::body::{JsonObject, typed};
 use super::error::ApiError;
 use super::query::Params;
-use super::views::List;
+use super::ui_bodies::List;
 use crate::app::App;
 use crate::orchestration::{
     Mission, OrchestrationError, Orchestrator, Proposal, ProposalInput, ProposedStep, Step,

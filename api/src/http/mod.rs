@@ -10,16 +10,15 @@ mod answer;
 mod audit;
 mod body;
 mod chat;
-mod chat_core;
 mod chat_session;
 mod client;
-mod console;
 mod control;
 mod edge;
 mod embeddings;
 mod error;
 mod health;
 mod heartbeat;
+mod inbound_chat;
 mod keys;
 mod knowledge;
 mod login;
@@ -43,15 +42,16 @@ mod runs;
 mod sessions;
 mod skills;
 mod sse;
+mod status_logs;
 mod subscriptions;
 mod tasks;
 #[cfg(test)]
 mod ts_types;
 mod ui;
+mod ui_bodies;
 mod ui_headers;
 mod ui_sessions;
 mod usage;
-mod views;
 
 use std::sync::Arc;
 
@@ -176,7 +176,7 @@ fn tables() -> Tables {
             "/v1/subscriptions/{name}/login/code",
             post(subscriptions::login_code),
         )
-        .route("/v1/logs", get(console::logs))
+        .route("/v1/logs", get(status_logs::logs))
         // MCP servers: their commands, URLs and the names of their secrets.
         .route(
             "/v1/mcp/servers",
@@ -244,7 +244,7 @@ fn tables() -> Tables {
         .route("/v1/notifications", get(notifications::list))
         .route("/v1/notifications/read", post(notifications::mark_read))
         .route("/v1/notifications/stream", get(notifications::stream))
-        .route("/v1/status", get(console::status))
+        .route("/v1/status", get(status_logs::status))
         .route("/v1/usage", get(usage::report))
         .route("/v1/usage/limits", get(usage::limits))
         .route("/metrics", get(health::metrics));

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 
-use super::views::{List, ModelView};
+use super::ui_bodies::{List, ModelView};
 use crate::app::App;
 
 pub async fn list_models(State(app): State<Arc<App>>) -> Json<List<ModelView>> {

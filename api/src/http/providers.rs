@@ -18,21 +18,21 @@ use super::client::ClientIp;
 use super::error::ApiError;
 use super::keys::actor;
 use super::middleware::Caller;
-use super::views::{Deleted, List};
+use super::ui_bodies::{Deleted, List};
 use crate::app::App;
 use crate::audit::{Action, NewEvent};
 use crate::config::ConfigError;
 use crate::health::DependencyHealth;
+use crate::providers::api_added::{SpecError, parse_spec};
 use crate::providers::registry::{AliasView, ProviderView, RegistryError};
-use crate::providers::stored::{StoreError, parse_spec};
 
 impl From<RegistryError> for ApiError {
     fn from(err: RegistryError) -> Self {
         let not_found = |message: String, code| ApiError::NotFound { message, code };
         match err {
-            RegistryError::Store(StoreError::Db(err)) => ApiError::Db(err),
-            RegistryError::Store(StoreError::Invalid(err)) => invalid_fields(err),
-            RegistryError::Store(err @ StoreError::NotFound(..)) => {
+            RegistryError::Store(SpecError::Db(err)) => ApiError::Db(err),
+            RegistryError::Store(SpecError::Invalid(err)) => invalid_fields(err),
+            RegistryError::Store(err @ SpecError::NotFound(..)) => {
                 not_found(err.to_string(), "provider_not_found")
             }
             err @ RegistryError::AliasNotFound(_) => not_found(err.to_string(), "alias_not_found"),

@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use super::answer::{BODY_FIELD, Chunks};
 use super::error::ApiError;
-use super::views::ToolActivity;
-use crate::agents::{AgentError, Event, LiveRun, Outcome};
+use super::ui_bodies::ToolActivity;
+use crate::agents::{AgentError, LiveRun, Outcome, RunEvent};
 use crate::chat::{ChatChunk, ChunkFactory, Completion, Delta, FinishReason, Message, ToolCallDelta};
 
 /// Names the run a streaming (or any) agent response belongs to.
@@ -25,14 +25,14 @@ fn completion_id(run: &LiveRun) -> String {
 }
 
 /// What `x_onyx` says about one event, if it is tool activity or a notice.
-fn activity(event: &Event) -> Option<Value> {
+fn activity(event: &RunEvent) -> Option<Value> {
     let activity = match event {
-        Event::ToolStarted { id, name, arguments } => ToolActivity::ToolCallStarted {
+        RunEvent::ToolStarted { id, name, arguments } => ToolActivity::ToolCallStarted {
             id: id.clone(),
             name: name.clone(),
             arguments: arguments.clone(),
         },
-        Event::ToolFinished {
+        RunEvent::ToolFinished {
             id,
             name,
             summary,
@@ -43,12 +43,12 @@ fn activity(event: &Event) -> Option<Value> {
             result_summary: summary.clone(),
             is_error: *is_error,
         },
-        Event::ApprovalRequired { id, tool, arguments } => ToolActivity::ApprovalRequired {
+        RunEvent::ApprovalRequired { id, tool, arguments } => ToolActivity::ApprovalRequired {
             approval_id: id.clone(),
             name: tool.clone(),
             arguments: arguments.clone(),
         },
-        Event::Compacted {
+        RunEvent::Compacted {
             notice,
             before_tokens,
             after_tokens,
@@ -73,7 +73,7 @@ pub async fn collect(run: &Arc<LiveRun>) -> Result<Completion, ApiError> {
             log.push(entry);
         }
         match event.as_ref() {
-            Event::Done(outcome) => {
+            RunEvent::Done(outcome) => {
                 let Outcome {
                     content,
                     finish_reason,
@@ -100,7 +100,7 @@ pub async fn collect(run: &Arc<LiveRun>) -> Result<Completion, ApiError> {
                 );
                 return Ok(completion);
             }
-            Event::Failed(err) => return Err(ApiError::Agent(err.clone())),
+            RunEvent::Failed(err) => return Err(ApiError::Agent(err.clone())),
             _ => {}
         }
     }
@@ -127,8 +127,8 @@ pub fn chunks(run: &Arc<LiveRun>, include_usage: bool) -> Chunks {
                 continue;
             }
             match event.as_ref() {
-                Event::Text(text) => yield Ok(chunks.delta(Delta::text(text.as_str()), None)),
-                Event::Done(outcome) => {
+                RunEvent::Text(text) => yield Ok(chunks.delta(Delta::text(text.as_str()), None)),
+                RunEvent::Done(outcome) => {
                     if let Some(calls) = &outcome.client_tool_calls {
                         let delta = Delta {
                             tool_calls: Some(calls.iter().zip(0..).map(|(call, i)| ToolCallDelta::whole(i, call)).collect()),
@@ -143,7 +143,7 @@ pub fn chunks(run: &Arc<LiveRun>, include_usage: bool) -> Chunks {
                         yield Ok(chunks.usage(outcome.usage.clone()));
                     }
                 }
-                Event::Failed(err) => {
+                RunEvent::Failed(err) => {
                     yield Err(ApiError::Agent(err.clone()));
                     break;
                 }

@@ -14,7 +14,7 @@ use super::error::ApiError;
 use super::owned::RunId;
 use super::query::Params;
 use super::run_events;
-use super::views::List;
+use super::ui_bodies::List;
 use crate::agents::runs::{AgentRun, RunFilter, RunStatus};
 use crate::app::App;
 

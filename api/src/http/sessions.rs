@@ -17,7 +17,7 @@ use super::body::{JsonObject, query_number, typed};
 use super::error::ApiError;
 use super::owned::SessionId;
 use super::query::Params;
-use super::views::{CompactionReport, Deleted, SessionDetail, SessionPage};
+use super::ui_bodies::{CompactionReport, Deleted, SessionDetail, SessionPage};
 use crate::agents::registry::mode_name;
 use crate::app::App;
 use crate::config::PermissionMode;

@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use super::body::TextDocument;
 use super::error::ApiError;
 use super::query::Params;
-use super::views::{Deleted, List};
+use super::ui_bodies::{Deleted, List};
 use crate::app::App;
 use crate::memory::paths::SHARED;
 use crate::skills::{SKILL_FILE, Skill, SkillError, SkillSummary};

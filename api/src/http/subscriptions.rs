@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ApiError;
 use super::body::{JsonObject, typed};
-use super::views::List;
+use super::ui_bodies::List;
 use crate::app::App;
 use crate::providers::subscription::device_login::{self, SignInView};
 use crate::providers::subscription::{self, status::SubscriptionStatus};

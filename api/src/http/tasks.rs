@@ -13,7 +13,7 @@ use super::body::{JsonObject, query_number, typed};
 use super::error::ApiError;
 use super::owned::TaskId;
 use super::query::Params;
-use super::views::{Deleted, List, RunView, TaskView};
+use super::ui_bodies::{Deleted, List, RunView, TaskView};
 use crate::app::App;
 use crate::tasks::{NewTask, TaskPatch, TaskStatus};
 

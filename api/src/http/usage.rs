@@ -13,7 +13,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 
 use super::error::ApiError;
 use super::query::Params;
-use super::views::List;
+use super::ui_bodies::List;
 use crate::app::App;
 use crate::auth::Scope;
 use crate::providers::Attribution;

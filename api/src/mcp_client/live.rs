@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::stored::{ServerStore, StoreError};
+use super::api_added::{ServerStore, SpecError};
 use super::supervisor::Server;
 use super::{McpClients, McpServerView};
 use crate::config::{McpServerConfig, McpServerSpec, McpStartup};
@@ -37,7 +37,7 @@ pub(super) struct Stored {
 #[derive(Debug, thiserror::Error)]
 pub enum ChangeError {
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(#[from] SpecError),
     #[error("the MCP server {0:?} comes from the config file; change it there")]
     ReadOnly(String),
     #[error("no MCP server {0:?}; GET /v1/mcp/servers lists them")]
@@ -79,7 +79,7 @@ impl McpClients {
     }
 
     /// Reads the stored servers and swaps the clients of those that changed.
-    pub async fn reload(&self) -> Result<(), StoreError> {
+    pub async fn reload(&self) -> Result<(), SpecError> {
         let Some(stored) = self.stored.get() else {
             return Ok(());
         };
@@ -191,7 +191,7 @@ impl McpClients {
     /// Stores a new server and starts it here (other replicas follow).
     pub async fn add(&self, name: &str, spec: McpServerSpec) -> Result<McpServerView, ChangeError> {
         let stored = self.writable(name).map_err(|err| match err {
-            ChangeError::ReadOnly(name) => ChangeError::Store(StoreError::Exists("MCP server", name)),
+            ChangeError::ReadOnly(name) => ChangeError::Store(SpecError::Exists("MCP server", name)),
             other => other,
         })?;
         stored.store.create(&stored.vault, name, spec).await?;
@@ -212,7 +212,7 @@ impl McpClients {
     /// A stored server that could not be built after a write: its reason.
     fn stored_failure(&self, name: &str) -> Result<(), ChangeError> {
         match self.stored_error(name) {
-            Some(error) => Err(ChangeError::Store(StoreError::Invalid(
+            Some(error) => Err(ChangeError::Store(SpecError::Invalid(
                 crate::config::ConfigError::invalid("", error),
             ))),
             None => Ok(()),

@@ -6,6 +6,7 @@
 //! run: its tools are simply absent, and a call that fails or outlasts its
 //! timeout is an error the model reads.
 
+pub mod api_added;
 mod connect;
 mod live;
 mod naming;
@@ -13,7 +14,6 @@ pub mod oauth;
 mod results;
 mod sign_in;
 mod sse;
-pub mod stored;
 mod supervisor;
 
 use std::collections::BTreeMap;

@@ -18,7 +18,7 @@ use super::index::{ChunkRow, FileRow, Index};
 use super::paths::{self, PathError, SHARED};
 use super::search::{self, Hit, Legs, Mode};
 use super::segments::{self, SegmentCache};
-use super::state::{EmbedderState, Progress};
+use super::state::{EmbedderState, MemoryProgress};
 use crate::storage::{Bucket, Db, DbError, ObjectStore, PutCondition, StoreError, Version};
 
 /// How long a write or search waits for the embedder before carrying on without it.
@@ -74,7 +74,7 @@ pub struct Memory {
     pub(super) embedder: Option<Arc<dyn Embedder>>,
     pub(super) state: EmbedderState,
     pub(super) settings: Settings,
-    pub(super) progress: Progress,
+    pub(super) progress: MemoryProgress,
     /// The embedder's input limit in tokens, once known (0 until then).
     pub(super) input_tokens: std::sync::atomic::AtomicUsize,
     locks: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
@@ -150,7 +150,7 @@ impl Memory {
             state: EmbedderState::new(embedder.is_some()),
             embedder,
             settings,
-            progress: Progress::default(),
+            progress: MemoryProgress::default(),
             input_tokens: std::sync::atomic::AtomicUsize::new(0),
             locks: std::sync::Mutex::new(HashMap::new()),
             segments: SegmentCache::default(),

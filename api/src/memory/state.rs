@@ -168,11 +168,11 @@ pub struct ProgressSnapshot {
     pub last_error: Option<String>,
 }
 
-pub struct Progress {
+pub struct MemoryProgress {
     inner: Mutex<ProgressSnapshot>,
 }
 
-impl Default for Progress {
+impl Default for MemoryProgress {
     fn default() -> Self {
         Self {
             inner: Mutex::new(ProgressSnapshot {
@@ -186,7 +186,7 @@ impl Default for Progress {
     }
 }
 
-impl Progress {
+impl MemoryProgress {
     pub fn update(&self, change: impl FnOnce(&mut ProgressSnapshot)) {
         let mut inner = match self.inner.lock() {
             Ok(inner) => inner,

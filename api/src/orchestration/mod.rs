@@ -22,7 +22,7 @@ use tokio::sync::{Notify, broadcast};
 pub use coordination::Coordinator;
 pub use heartbeat::HeartbeatReport;
 pub use model::{
-    Event, Mission, Proposal, ProposalStatus, ProposedStep, Reaction, ReactionStatus, ReactionTrigger,
+    Mission, OpsEvent, Proposal, ProposalStatus, ProposedStep, Reaction, ReactionStatus, ReactionTrigger,
     Review, Step, WorkStatus,
 };
 pub use policy::{KEYS as POLICY_KEYS, check as check_policy};
@@ -74,7 +74,7 @@ pub struct Orchestrator {
     wake: Notify,
     replica: String,
     /// Events as this replica writes them (the SSE feed also polls the table).
-    events: broadcast::Sender<Event>,
+    events: broadcast::Sender<OpsEvent>,
     /// Steps started by heartbeats on this replica and still running.
     heartbeat_running: Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -110,7 +110,7 @@ impl Orchestrator {
         &self.settings
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+    pub fn subscribe(&self) -> broadcast::Receiver<OpsEvent> {
         self.events.subscribe()
     }
 
@@ -462,7 +462,7 @@ impl Orchestrator {
     /// and the reaction matrix act on it (in the background). A failure to
     /// record is logged: the work it describes already happened.
     pub async fn emit(self: &Arc<Self>, agent: &str, kind: &str, tags: &[&str], payload: Value) {
-        let event = Event {
+        let event = OpsEvent {
             key: model::new_key(),
             agent: agent.into(),
             kind: kind.into(),

@@ -197,10 +197,8 @@ impl Step {
 
 /// The audit trail: everything the loop does is an event.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-#[schemars(rename = "OpsEvent")]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[cfg_attr(test, ts(rename = "OpsEvent"))]
-pub struct Event {
+pub struct OpsEvent {
     pub key: String,
     pub agent: String,
     /// `proposal.created`, `mission.failed`, `step.succeeded`, …

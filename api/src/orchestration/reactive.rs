@@ -10,7 +10,7 @@ use chrono::Utc;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::model::{Event, ProposedStep, Reaction, ReactionStatus, ReactionTrigger, new_key};
+use super::model::{OpsEvent, ProposedStep, Reaction, ReactionStatus, ReactionTrigger, new_key};
 use super::policy::{Stored, reaction_patterns};
 use super::rules::{fill, matches, pattern_applies};
 use super::{OrchestrationError, Orchestrator, ProposalInput};
@@ -64,7 +64,7 @@ pub async fn seed_builtin_triggers(orch: &Orchestrator) -> Result<(), DbError> {
 
 /// Runs the triggers and the reaction matrix on one new event. (Boxed: the
 /// proposals it makes emit events that come back here.)
-pub fn on_event(orch: Arc<Orchestrator>, event: Event) -> futures::future::BoxFuture<'static, ()> {
+pub fn on_event(orch: Arc<Orchestrator>, event: OpsEvent) -> futures::future::BoxFuture<'static, ()> {
     Box::pin(async move {
         if let Err(err) = fire_triggers(&orch, &event).await {
             tracing::warn!(event = %event.key, error = %err, "could not evaluate triggers");
@@ -75,7 +75,7 @@ pub fn on_event(orch: Arc<Orchestrator>, event: Event) -> futures::future::BoxFu
     })
 }
 
-async fn fire_triggers(orch: &Arc<Orchestrator>, event: &Event) -> Result<(), OrchestrationError> {
+async fn fire_triggers(orch: &Arc<Orchestrator>, event: &OpsEvent) -> Result<(), OrchestrationError> {
     // A trigger's own events never set off triggers (no loops through them).
     if event.kind.starts_with("trigger.") {
         return Ok(());
@@ -131,7 +131,7 @@ async fn fire_triggers(orch: &Arc<Orchestrator>, event: &Event) -> Result<(), Or
 async fn proposal_from(
     orch: &Orchestrator,
     template: &Value,
-    event: &Event,
+    event: &OpsEvent,
     source: &str,
 ) -> Result<ProposalInput, String> {
     let diagnosis = match orch.store.policy("diagnosis_agent").await {
@@ -161,7 +161,7 @@ async fn proposal_from(
 
 /// Rolls each pattern of the matrix that applies; a hit outside its
 /// cooldown queues a reaction for the target agent.
-async fn queue_reactions(orch: &Arc<Orchestrator>, event: &Event) -> Result<(), DbError> {
+async fn queue_reactions(orch: &Arc<Orchestrator>, event: &OpsEvent) -> Result<(), DbError> {
     if event.kind.starts_with("reaction.") {
         return Ok(());
     }

@@ -6,14 +6,14 @@ use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 
-use super::model::Event;
+use super::model::OpsEvent;
 use super::policy::ReactionPattern;
 
 /// Whether `event` meets a trigger's condition:
 /// `{ "type": "mission.failed", "tags": ["a"], "agent": "x", "payload": { "field": 3 | { "gt": 3 } } }`.
 /// A field path may be dotted (`"result.score"`); comparisons are `eq`, `ne`,
 /// `gt`, `gte`, `lt`, `lte` and `contains`.
-pub fn matches(condition: &Value, event: &Event) -> bool {
+pub fn matches(condition: &Value, event: &OpsEvent) -> bool {
     if let Some(kind) = condition["type"].as_str()
         && kind != event.kind
     {
@@ -72,14 +72,14 @@ const OPS: &[&str] = &["eq", "ne", "gt", "gte", "lt", "lte", "contains"];
 
 /// Whether a reaction-matrix pattern applies: its `source` agent (`*` for
 /// any) and all its `tags` on the event.
-pub fn pattern_applies(pattern: &ReactionPattern, event: &Event) -> bool {
+pub fn pattern_applies(pattern: &ReactionPattern, event: &OpsEvent) -> bool {
     (pattern.source == "*" || pattern.source == event.agent)
         && pattern.tags.iter().all(|t| event.tags.iter().any(|e| e == t))
 }
 
 /// A template with `{{agent}}`, `{{type}}` and `{{payload.path}}` filled in
 /// every string.
-pub fn fill(template: &Value, event: &Event) -> Value {
+pub fn fill(template: &Value, event: &OpsEvent) -> Value {
     match template {
         Value::String(text) => Value::String(fill_text(text, event)),
         Value::Array(items) => Value::Array(items.iter().map(|v| fill(v, event)).collect()),
@@ -92,7 +92,7 @@ pub fn fill(template: &Value, event: &Event) -> Value {
     }
 }
 
-fn fill_text(text: &str, event: &Event) -> String {
+fn fill_text(text: &str, event: &OpsEvent) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("{{") {
@@ -152,8 +152,8 @@ mod tests {
 
     use super::*;
 
-    fn event(kind: &str, tags: &[&str], payload: Value) -> Event {
-        Event {
+    fn event(kind: &str, tags: &[&str], payload: Value) -> OpsEvent {
+        OpsEvent {
             key: "k".into(),
             agent: "writer".into(),
             kind: kind.into(),

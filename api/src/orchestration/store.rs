@@ -355,7 +355,7 @@ impl MissionStore {
 
     // Events.
 
-    pub async fn insert_event(&self, event: &Event) -> Result<(), DbError> {
+    pub async fn insert_event(&self, event: &OpsEvent) -> Result<(), DbError> {
         self.db
             .execute_retrying(
                 "CREATE type::record('event', $e.key) CONTENT $e",
@@ -371,7 +371,7 @@ impl MissionStore {
         agent: Option<&str>,
         after: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<Event>, DbError> {
+    ) -> Result<Vec<OpsEvent>, DbError> {
         self.rows(
             "SELECT * OMIT id FROM event
              WHERE (!$type OR `type` = $type) AND (!$agent OR agent = $agent) AND (!$after OR key > $after)
@@ -694,8 +694,8 @@ mod tests {
         assert_eq!(again.lease().unwrap().token, 2);
     }
 
-    fn event(key: &str, kind: &str) -> Event {
-        Event {
+    fn event(key: &str, kind: &str) -> OpsEvent {
+        OpsEvent {
             key: key.into(),
             agent: "a".into(),
             kind: kind.into(),

@@ -377,7 +377,7 @@ impl Conversations {
             text.push_str(&format!("\n\n({notice})"));
         }
         // Only admitted (allowlisted) users get this far.
-        if let Err(err) = self.agents.reach.record(&agent_id, chat).await {
+        if let Err(err) = self.agents.last_chats.record(&agent_id, chat).await {
             tracing::warn!(chat = %chat, error = %err, "could not record where the owner talks to the agent");
         }
         Ok(if text.trim().is_empty() {

@@ -17,6 +17,7 @@
 //! protocols stay JSON.
 
 pub mod anthropic;
+pub mod api_added;
 mod azure;
 #[cfg(feature = "bedrock")]
 mod bedrock;
@@ -36,7 +37,6 @@ pub mod registry;
 mod request_body;
 mod router;
 mod sse;
-pub mod stored;
 pub mod subscription;
 mod transport;
 pub mod types;

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::ProviderError;
-use super::transport::{Answer, Endpoint, Transport};
+use super::transport::{Endpoint, Transport, UpstreamReply};
 
 /// The endpoint `path` (`/chat/completions`) under `config`'s base, with its
 /// query and headers (secrets marked sensitive, so they are never logged).
@@ -72,7 +72,7 @@ impl Wire<'_> {
             ProviderError::InvalidRequest(format!("the request could not be encoded: {err}"))
         })?;
         let exchange = self.transport.post_json(endpoint, body);
-        let Answer { status, body: bytes } =
+        let UpstreamReply { status, body: bytes } =
             super::within(self.provider, self.timeout, exchange, |err| err).await?;
         if !status.is_success() {
             return Err(upstream_error(self.provider, status.as_u16(), &bytes));

@@ -15,9 +15,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde::Serialize;
 
+use super::api_added::{ProviderStore, SpecError, StoredProvider};
 use super::breaker::{Breaker, CircuitView};
 use super::router::{RoutedProvider, Routes};
-use super::stored::{ProviderStore, StoreError, StoredProvider};
 use super::{ModelRef, ProviderError, Router};
 use crate::config::{ProviderConfig, ProviderSpec};
 use crate::secrets::{Vault, hint};
@@ -113,7 +113,7 @@ pub struct AliasView {
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(#[from] SpecError),
     #[error("{0:?} comes from the {1}; change it there (it is read-only here)")]
     ReadOnly(String, &'static str),
     #[error("provider {provider:?} is used by alias {alias:?}; change or remove the alias first")]
@@ -301,7 +301,7 @@ impl ProviderRegistry {
 
     /// Reads the stored providers and aliases and routes to them, rebuilding
     /// only what changed.
-    pub async fn reload(&self) -> Result<(), StoreError> {
+    pub async fn reload(&self) -> Result<(), SpecError> {
         let _one_at_a_time = self.reloading.lock().await;
         let stored = self.store.list().await?;
         let aliases = self.store.aliases().await?;
@@ -456,7 +456,7 @@ impl ProviderRegistry {
     /// Adds a provider; it routes on this replica when this returns.
     pub async fn create(&self, name: &str, spec: ProviderSpec) -> Result<ProviderView, RegistryError> {
         self.refuse_file_provider(name)?;
-        let config = crate::config::provider_from_spec(name, spec.clone()).map_err(StoreError::from)?;
+        let config = crate::config::provider_from_spec(name, spec.clone()).map_err(SpecError::from)?;
         build(&config)?;
         self.store.create(&self.vault, name, spec).await?;
         self.reload().await?;
@@ -489,7 +489,7 @@ impl ProviderRegistry {
             });
         }
         if !self.store.delete(name).await? {
-            return Err(StoreError::NotFound("provider", name.into()).into());
+            return Err(SpecError::NotFound("provider", name.into()).into());
         }
         self.reload().await?;
         Ok(())

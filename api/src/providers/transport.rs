@@ -57,7 +57,7 @@ pub(crate) struct Endpoint {
 }
 
 /// The answer's status and whole body.
-pub(crate) struct Answer {
+pub(crate) struct UpstreamReply {
     pub status: http::StatusCode,
     pub body: Bytes,
 }
@@ -82,7 +82,7 @@ impl Transport {
         &self,
         endpoint: &Endpoint,
         body: Vec<u8>,
-    ) -> Result<Answer, ProviderError> {
+    ) -> Result<UpstreamReply, ProviderError> {
         let map = |err| ProviderError::from_reqwest(&self.provider, err, self.timeout);
         let response = self
             .client
@@ -94,7 +94,7 @@ impl Transport {
             .map_err(map)?;
         let status = response.status();
         let body = response.bytes().await.map_err(map)?;
-        Ok(Answer { status, body })
+        Ok(UpstreamReply { status, body })
     }
 }
 

@@ -12,7 +12,7 @@ use futures::stream::BoxStream;
 use tokio::sync::watch;
 
 use super::store::Renewed;
-use crate::agents::run_io::Event;
+use crate::agents::run_contract::RunEvent;
 use crate::lease::{Holding, Lease};
 
 pub struct LiveRun {
@@ -25,7 +25,7 @@ pub struct LiveRun {
     holding: Mutex<Option<Holding<Renewed>>>,
     /// Set when the run starts recording its end (its lease is released then).
     ending: AtomicBool,
-    events: Mutex<Vec<Arc<Event>>>,
+    events: Mutex<Vec<Arc<RunEvent>>>,
     /// How many events there are, and whether the last one has come.
     progress: watch::Sender<(usize, bool)>,
     cancel: watch::Sender<bool>,
@@ -74,14 +74,14 @@ impl LiveRun {
         self.ending.load(Ordering::SeqCst)
     }
 
-    fn events(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Event>>> {
+    fn events(&self) -> std::sync::MutexGuard<'_, Vec<Arc<RunEvent>>> {
         self.events
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Adds an event; `last` ends the run's stream.
-    pub fn emit(&self, event: Event, last: bool) {
+    pub fn emit(&self, event: RunEvent, last: bool) {
         let count = {
             let mut events = self.events();
             events.push(Arc::new(event));
@@ -122,14 +122,14 @@ impl LiveRun {
     }
 
     /// Every event from the first, then each new one until the last.
-    pub fn subscribe(self: &Arc<Self>) -> BoxStream<'static, Arc<Event>> {
+    pub fn subscribe(self: &Arc<Self>) -> BoxStream<'static, Arc<RunEvent>> {
         let run = self.clone();
         let mut progress = self.progress.subscribe();
         async_stream::stream! {
             let mut next = 0;
             loop {
                 let (count, finished) = *progress.borrow_and_update();
-                let batch: Vec<Arc<Event>> = run.events()[next..count].to_vec();
+                let batch: Vec<Arc<RunEvent>> = run.events()[next..count].to_vec();
                 next = count;
                 for event in batch {
                     yield event;
@@ -155,9 +155,9 @@ mod tests {
 
     use super::*;
 
-    fn text(event: &Event) -> &str {
+    fn text(event: &RunEvent) -> &str {
         match event {
-            Event::Text(text) => text,
+            RunEvent::Text(text) => text,
             _ => "",
         }
     }
@@ -165,15 +165,15 @@ mod tests {
     #[tokio::test]
     async fn a_late_subscriber_gets_every_event_then_the_rest() {
         let run = LiveRun::new("r".into(), "main".into(), None, lease());
-        run.emit(Event::Text("a".into()), false);
-        run.emit(Event::Text("b".into()), false);
+        run.emit(RunEvent::Text("a".into()), false);
+        run.emit(RunEvent::Text("b".into()), false);
         let mut late = run.subscribe();
         assert_eq!(text(&late.next().await.unwrap()), "a");
         assert_eq!(text(&late.next().await.unwrap()), "b");
         let writer = run.clone();
         tokio::spawn(async move {
             tokio::task::yield_now().await;
-            writer.emit(Event::Text("c".into()), true);
+            writer.emit(RunEvent::Text("c".into()), true);
         });
         assert_eq!(text(&late.next().await.unwrap()), "c");
         assert!(

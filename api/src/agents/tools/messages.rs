@@ -118,7 +118,7 @@ pub async fn asks_first(ctx: &ToolContext, args: &Value) -> bool {
     if target.starts_with("session:") || ctx.owner_chats.contains(&ctx.agent.id, target) {
         return false;
     }
-    match ctx.reach.last(&ctx.agent.id).await {
+    match ctx.last_chats.last(&ctx.agent.id).await {
         Ok(last) => last.as_deref() != Some(target),
         // Cannot tell: ask.
         Err(_) => true,
@@ -133,7 +133,7 @@ async fn call(ctx: &ToolContext, args: &Value) -> Result<String, ToolError> {
     let target =
         match given_target(args) {
             Some(to) => to.to_string(),
-            None => ctx.reach.last(&ctx.agent.id).await?.ok_or_else(|| {
+            None => ctx.last_chats.last(&ctx.agent.id).await?.ok_or_else(|| {
                 fail!("nobody has talked to you on a chat platform yet; say where with `to`")
             })?,
         };

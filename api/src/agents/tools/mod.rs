@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::reach::Reach;
+use super::last_chats::LastChats;
 use super::registry::AgentDef;
 use crate::channels::Channels;
 use crate::config::{PermissionMode, ToolTrust, ToolsConfig};
@@ -205,7 +205,7 @@ pub struct ToolContext {
     pub disabled_agents: Vec<String>,
     pub wake: tokio::sync::mpsc::UnboundedSender<Wake>,
     pub channels: Arc<Channels>,
-    pub reach: Reach,
+    pub last_chats: LastChats,
     /// The chats the config sets up for each agent (`send_message` asks before others).
     pub owner_chats: Arc<OwnerChats>,
     pub skills: Arc<crate::skills::Skills>,

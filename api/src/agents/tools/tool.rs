@@ -11,10 +11,10 @@ use super::{ToolContext, ToolError, ToolKind};
 use crate::config::ToolsConfig;
 
 /// What a tool call gives back, later.
-pub type Answer<'a> = Pin<Box<dyn Future<Output = Result<String, ToolError>> + Send + 'a>>;
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolError>> + Send + 'a>>;
 
 /// Runs one call of a tool with its arguments.
-pub type Call = for<'a> fn(&'a ToolContext, &'a Value) -> Answer<'a>;
+pub type Call = for<'a> fn(&'a ToolContext, &'a Value) -> ToolFuture<'a>;
 
 /// Whether a call waits for a person in `ask` mode although its kind alone
 /// would not say so (`send_message` to a chat the owner did not set up).

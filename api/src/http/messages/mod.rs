@@ -28,9 +28,9 @@ use serde_json::{Map, Value, json};
 use super::agent_scope::{AgentReach, CheckedAgent};
 use super::answer::{self, with_session};
 use super::body::{JsonObject, into_map, typed};
-use super::chat_core::{self, Answer, Asker};
 use super::chat_session::OnyxFields;
 use super::error::ApiError;
+use super::inbound_chat::{self, Answer, Asker};
 use super::middleware::Caller;
 use super::{health, middleware, sse};
 use crate::agents::context::count_request;
@@ -160,7 +160,7 @@ async fn translated(
     } else {
         0
     };
-    let answered = chat_core::answer(
+    let answered = inbound_chat::answer(
         app,
         headers,
         asker,

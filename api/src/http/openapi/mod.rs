@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 use super::Access;
 use super::error::ErrorBody;
 use super::messages::errors::AnthropicError;
-use operations::{Answer, Body, Operation, Verb};
+use operations::{Body, Operation, SuccessBody, Verb};
 
 /// The document, built once (it depends only on the code).
 static DOCUMENT: LazyLock<Arc<Value>> = LazyLock::new(|| Arc::new(document()));
@@ -189,18 +189,18 @@ fn request_body(body: &Body, generator: &mut SchemaGenerator) -> Option<Value> {
     Some(json!({"required": required, "content": content}))
 }
 
-fn responses(answer: &Answer, error: &Schema, generator: &mut SchemaGenerator) -> Value {
+fn responses(answer: &SuccessBody, error: &Schema, generator: &mut SchemaGenerator) -> Value {
     let failure = json!({
         "description": "An error, in this route family's shape.",
         "content": {"application/json": {"schema": error}},
     });
     let mut responses = json!({"default": failure});
     let (status, success) = match answer {
-        Answer::Json(status, schema) => (
+        SuccessBody::Json(status, schema) => (
             *status,
             json!({"description": "Success.", "content": {"application/json": {"schema": schema(generator)}}}),
         ),
-        Answer::JsonOrStream(schema) => (
+        SuccessBody::JsonOrStream(schema) => (
             200,
             json!({"description": "The answer; with `\"stream\": true`, server-sent events instead.",
             "content": {
@@ -208,19 +208,19 @@ fn responses(answer: &Answer, error: &Schema, generator: &mut SchemaGenerator) -
                 "text/event-stream": {"schema": {"type": "string"}},
             }}),
         ),
-        Answer::EventStream => (
+        SuccessBody::EventStream => (
             200,
             json!({"description": "Server-sent events.",
                    "content": {"text/event-stream": {"schema": {"type": "string"}}}}),
         ),
-        Answer::Text(kind) => {
+        SuccessBody::Text(kind) => {
             let kind = *kind;
             (
                 200,
                 json!({"description": "The document.", "content": {kind: {"schema": {"type": "string"}}}}),
             )
         }
-        Answer::JsonOrText(schema, kind) => {
+        SuccessBody::JsonOrText(schema, kind) => {
             let kind = *kind;
             (
                 200,
@@ -231,7 +231,7 @@ fn responses(answer: &Answer, error: &Schema, generator: &mut SchemaGenerator) -
                 }}),
             )
         }
-        Answer::Empty(status) => (*status, json!({"description": "Done; no body."})),
+        SuccessBody::Empty(status) => (*status, json!({"description": "Done; no body."})),
     };
     responses[status.to_string()] = success;
     responses

@@ -11,7 +11,7 @@ use crate::agents::runs::AgentRun;
 use crate::audit::AuditEvent;
 use crate::chat::{ChatRequest, Completion, EmbeddingsRequest};
 use crate::health::DependencyHealth;
-use crate::http::views::{
+use crate::http::ui_bodies::{
     AgentDetail, AgentView, ApprovalDecision, CompactionReport, CreatedKey, Deleted, GatewayStatus, Health,
     HealthSummary, KeyRevoked, List, Me, MemoryFileDeleted, ModelView, RunView, SessionDetail, SessionPage,
     TaskView,
@@ -53,7 +53,7 @@ pub enum Body {
 }
 
 /// What a successful request answers.
-pub enum Answer {
+pub enum SuccessBody {
     /// JSON with this status.
     Json(u16, SchemaFn),
     /// JSON, or server-sent events when the request asks to stream.
@@ -74,7 +74,7 @@ pub struct Operation {
     /// `(name, what it does)`; every query parameter is optional.
     pub query: &'static [(&'static str, &'static str)],
     pub body: Body,
-    pub answer: Answer,
+    pub answer: SuccessBody,
 }
 
 fn op(verb: Verb, path: &'static str, summary: &'static str) -> Operation {
@@ -84,7 +84,7 @@ fn op(verb: Verb, path: &'static str, summary: &'static str) -> Operation {
         summary,
         query: &[],
         body: Body::None,
-        answer: Answer::Json(200, schema_of::<Value>),
+        answer: SuccessBody::Json(200, schema_of::<Value>),
     }
 }
 
@@ -122,18 +122,18 @@ impl Operation {
         self
     }
     fn answers<T: schemars::JsonSchema>(mut self) -> Self {
-        self.answer = Answer::Json(200, schema_of::<T>);
+        self.answer = SuccessBody::Json(200, schema_of::<T>);
         self
     }
     fn creates<T: schemars::JsonSchema>(mut self) -> Self {
-        self.answer = Answer::Json(201, schema_of::<T>);
+        self.answer = SuccessBody::Json(201, schema_of::<T>);
         self
     }
     fn accepts<T: schemars::JsonSchema>(mut self) -> Self {
-        self.answer = Answer::Json(202, schema_of::<T>);
+        self.answer = SuccessBody::Json(202, schema_of::<T>);
         self
     }
-    fn answers_with(mut self, answer: Answer) -> Self {
+    fn answers_with(mut self, answer: SuccessBody) -> Self {
         self.answer = answer;
         self
     }
@@ -170,7 +170,7 @@ fn open_routes() -> Vec<Operation> {
             "/health",
             "Whether Onyx and each dependency are up (the status alone without a key).",
         )
-        .answers_with(Answer::Json(200, health)),
+        .answers_with(SuccessBody::Json(200, health)),
         post(
             "/auth/login",
             "The control UI's password sign-in (sets the session cookie).",
@@ -222,7 +222,7 @@ fn admin_routes() -> Vec<Operation> {
             .answers::<List<subscriptions::SubscriptionView>>(),
         get("/v1/subscriptions/{name}/login", "A sign-in in progress.").answers::<SignInView>(),
         post("/v1/subscriptions/{name}/login", "Starts a device sign-in.").accepts::<SignInView>(),
-        delete("/v1/subscriptions/{name}/login", "Cancels a sign-in.").answers_with(Answer::Empty(204)),
+        delete("/v1/subscriptions/{name}/login", "Cancels a sign-in.").answers_with(SuccessBody::Empty(204)),
         post(
             "/v1/subscriptions/{name}/login/code",
             "Hands the sign-in the code the vendor showed.",
@@ -238,7 +238,7 @@ fn admin_routes() -> Vec<Operation> {
                 ("q", "Only lines containing this."),
                 ("follow", "`true` streams new lines as server-sent events."),
             ])
-            .answers_with(Answer::JsonOrStream(schema_of::<List<LogLine>>)),
+            .answers_with(SuccessBody::JsonOrStream(schema_of::<List<LogLine>>)),
         get("/v1/mcp/servers", "MCP servers and their tools.").answers::<List<McpServerView>>(),
         post("/v1/mcp/servers", "Adds an MCP server (its config entry).")
             .takes::<AnyObject>()
@@ -265,7 +265,7 @@ fn admin_routes() -> Vec<Operation> {
             ("error", "The authorization server's refusal."),
             ("error_description", "Its explanation."),
         ])
-        .answers_with(Answer::Text("text/html")),
+        .answers_with(SuccessBody::Text("text/html")),
         get("/v1/policy", "The orchestration policies."),
         get("/v1/policy/{key}", "One policy."),
         put("/v1/policy/{key}", "Sets a policy.").takes::<Value>(),
@@ -331,14 +331,14 @@ fn owner_routes() -> Vec<Operation> {
                 ("after", "Only events after this key."),
                 LIMIT,
             ])
-            .answers::<List<crate::orchestration::Event>>(),
+            .answers::<List<crate::orchestration::OpsEvent>>(),
         get("/v1/events/stream", "Orchestration events as server-sent events.")
             .query(&[
                 AGENT,
                 ("type", "Only events of this type."),
                 ("after", "Start after this key."),
             ])
-            .answers_with(Answer::EventStream),
+            .answers_with(SuccessBody::EventStream),
         get("/v1/agents/standing", "Each agent's trust and standing."),
         get("/v1/skills", "Skills (shared and per agent).")
             .query(&[AGENT])
@@ -349,7 +349,7 @@ fn owner_routes() -> Vec<Operation> {
             .answers::<Skill>(),
         delete("/v1/skills/{scope}/{name}", "Removes a skill.").answers::<Deleted>(),
         get("/v1/skills/{scope}/{name}/files/{*file}", "A file of a skill.")
-            .answers_with(Answer::Text("text/plain")),
+            .answers_with(SuccessBody::Text("text/plain")),
         put(
             "/v1/skills/{scope}/{name}/files/{*file}",
             "Writes a file of a skill.",
@@ -373,7 +373,7 @@ fn owner_routes() -> Vec<Operation> {
             .answers::<notifications::MarkedRead>(),
         get("/v1/notifications/stream", "Notifications as server-sent events.")
             .query(&[("after", "Start after this id.")])
-            .answers_with(Answer::EventStream),
+            .answers_with(SuccessBody::EventStream),
         get(
             "/v1/status",
             "The gateway at a glance: agents, providers, plugins, counters.",
@@ -387,7 +387,7 @@ fn owner_routes() -> Vec<Operation> {
             ])
             .answers::<Report>(),
         get("/v1/usage/limits", "Budgets and rate limits with what is spent.").answers::<List<LimitStatus>>(),
-        get("/metrics", "Prometheus metrics.").answers_with(Answer::Text("text/plain")),
+        get("/metrics", "Prometheus metrics.").answers_with(SuccessBody::Text("text/plain")),
     ]
 }
 
@@ -403,13 +403,13 @@ fn agent_routes() -> Vec<Operation> {
             "OpenAI-compatible chat completions (JSON or streamed).",
         )
         .takes::<ChatRequest>()
-        .answers_with(Answer::JsonOrStream(schema_of::<Completion>)),
+        .answers_with(SuccessBody::JsonOrStream(schema_of::<Completion>)),
         post(
             "/v1/responses",
             "OpenAI-compatible Responses API (JSON or streamed).",
         )
         .takes::<ModelRequest>()
-        .answers_with(Answer::JsonOrStream(schema_of::<Value>)),
+        .answers_with(SuccessBody::JsonOrStream(schema_of::<Value>)),
         get("/v1/responses/{id}", "A stored response."),
         delete("/v1/responses/{id}", "Deletes a stored response."),
         get(
@@ -441,7 +441,7 @@ fn agent_routes() -> Vec<Operation> {
         patch("/v1/sessions/{id}", "Renames a session or changes its settings.").takes::<sessions::Patch>(),
         delete("/v1/sessions/{id}", "Deletes a session.").answers::<Deleted>(),
         get("/v1/sessions/{id}/export", "The session log as JSONL.")
-            .answers_with(Answer::Text("application/x-ndjson")),
+            .answers_with(SuccessBody::Text("application/x-ndjson")),
         post("/v1/sessions/{id}/compact", "Summarises a session's older turns.")
             .answers::<CompactionReport>(),
         post("/v1/memory", "Appends a note to an agent's daily memory log.")
@@ -454,7 +454,7 @@ fn agent_routes() -> Vec<Operation> {
             "/v1/memory/files/{agent}/{*path}",
             "A memory file (text with `Accept: text/markdown`).",
         )
-        .answers_with(Answer::JsonOrText(schema_of::<FileContent>, "text/markdown")),
+        .answers_with(SuccessBody::JsonOrText(schema_of::<FileContent>, "text/markdown")),
         put("/v1/memory/files/{agent}/{*path}", "Writes a memory file.")
             .takes_text()
             .answers::<WriteOutcome>(),
@@ -509,12 +509,12 @@ fn agent_routes() -> Vec<Operation> {
             "/v1/runs/{id}/events",
             "A run's events as server-sent events, from the start.",
         )
-        .answers_with(Answer::EventStream),
+        .answers_with(SuccessBody::EventStream),
         post("/mcp", "Onyx's own MCP server (streamable HTTP, JSON-RPC).").takes::<Value>(),
         get("/mcp", "Not offered: Onyx's MCP server does not push (405).")
-            .answers_with(Answer::Json(405, schema_of::<crate::http::error::ErrorBody>)),
+            .answers_with(SuccessBody::Json(405, schema_of::<crate::http::error::ErrorBody>)),
         delete("/mcp", "Not offered: Onyx's MCP server keeps no session (405).")
-            .answers_with(Answer::Json(405, schema_of::<crate::http::error::ErrorBody>)),
+            .answers_with(SuccessBody::Json(405, schema_of::<crate::http::error::ErrorBody>)),
     ]
 }
 
@@ -525,7 +525,7 @@ fn anthropic_routes() -> Vec<Operation> {
             "Anthropic-compatible Messages API (JSON or streamed).",
         )
         .takes::<ModelRequest>()
-        .answers_with(Answer::JsonOrStream(schema_of::<Value>)),
+        .answers_with(SuccessBody::JsonOrStream(schema_of::<Value>)),
         post("/v1/messages/count_tokens", "Anthropic-compatible token count.").takes::<ModelRequest>(),
     ]
 }

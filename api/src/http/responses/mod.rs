@@ -3,7 +3,7 @@
 //!
 //! A provider with `responses: true` gets the request as sent
 //! (`passthrough`); any other model, and agents (`onyx:{agent}`), answer
-//! through `chat_core`: the request is translated to chat completions
+//! through `inbound_chat`: the request is translated to chat completions
 //! (`request`) and the answer back into a `response` object (`output`) or
 //! its stream events (`stream`). Responses are stored (unless `store: false`)
 //! with their whole conversation, so `previous_response_id` works on every
@@ -29,9 +29,9 @@ use super::agent_chat::chat_agent;
 use super::agent_scope::AgentReach;
 use super::answer::{self, with_session};
 use super::body::{JsonObject, into_map, query_number, typed};
-use super::chat_core::{self, Answer, Asker};
 use super::chat_session::{OnyxFields, keeps_a_session};
 use super::error::ApiError;
+use super::inbound_chat::{self, Answer, Asker};
 use super::middleware::Caller;
 use super::owned::ResponseId;
 use super::query::Params;
@@ -118,7 +118,7 @@ pub async fn create(
     let chat = Value::Object(chat);
     let chat_request: ChatRequest = typed(&chat)?;
     let asker = Asker { reach: &reach, agent };
-    let answered = chat_core::answer(
+    let answered = inbound_chat::answer(
         &app,
         &headers,
         asker,

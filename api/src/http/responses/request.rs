@@ -1,7 +1,7 @@
 //! A Responses API request in chat-completions terms: the `input` items in
 //! their stored form (every item typed and named by an id, checked field by
 //! field), and the chat body they become when Onyx answers through
-//! `chat_core` (messages, function tools, `text.format`, reasoning effort).
+//! `inbound_chat` (messages, function tools, `text.format`, reasoning effort).
 //! What chat completions cannot express is refused with a 400 naming it.
 
 use serde_json::{Map, Value, json};

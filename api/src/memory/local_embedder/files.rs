@@ -27,7 +27,7 @@ const KNOWN: [(&str, &str, u64, &str); 1] = [(
 
 /// Download progress: the file, its bytes so far, its size when known.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Progress {
+pub struct DownloadProgress {
     pub file: String,
     pub done: u64,
     pub total: Option<u64>,
@@ -51,7 +51,7 @@ pub async fn download(
     model: &str,
     base: &url::Url,
     dir: &Path,
-    on_progress: &(dyn Fn(Progress) + Send + Sync),
+    on_progress: &(dyn Fn(DownloadProgress) + Send + Sync),
 ) -> Result<(), LocalError> {
     tokio::fs::create_dir_all(dir)
         .await
@@ -97,7 +97,7 @@ async fn fetch(
     name: &str,
     target: &Path,
     required: bool,
-    on_progress: &(dyn Fn(Progress) + Send + Sync),
+    on_progress: &(dyn Fn(DownloadProgress) + Send + Sync),
 ) -> Result<(), LocalError> {
     let failed = |message: String| LocalError::Download {
         url: url.to_string(),
@@ -136,7 +136,7 @@ async fn fetch(
     let mut hasher = Sha256::new();
     let mut done = 0u64;
     let mut body = response.bytes_stream();
-    on_progress(Progress {
+    on_progress(DownloadProgress {
         file: name.into(),
         done,
         total,
@@ -148,7 +148,7 @@ async fn fetch(
             .await
             .map_err(|source| LocalError::io(&part, source))?;
         done += chunk.len() as u64;
-        on_progress(Progress {
+        on_progress(DownloadProgress {
             file: name.into(),
             done,
             total,

@@ -24,7 +24,7 @@ use tokio::sync::{OnceCell, Semaphore, watch};
 
 use crate::config::LocalEmbedderConfig;
 use bert::Pooling;
-pub use files::Progress;
+pub use files::DownloadProgress;
 
 /// Texts each thread embeds per turn (one turn holds the threads it uses).
 const TEXTS_PER_THREAD: usize = 4;
@@ -76,7 +76,7 @@ pub struct LocalEmbedder {
     loaded: OnceCell<Arc<Model>>,
     /// Held by the task that downloads and loads, so two never write one file.
     loading: Arc<tokio::sync::Mutex<()>>,
-    progress: watch::Sender<Progress>,
+    progress: watch::Sender<DownloadProgress>,
     /// The last failure to load, repeated without a new attempt until
     /// `RETRY_AFTER` has passed (the memory worker asks on every tick).
     failed: std::sync::Mutex<Option<(Instant, String)>>,
@@ -111,7 +111,7 @@ impl LocalEmbedder {
             cpu: Arc::new(Semaphore::new(threads)),
             loaded: OnceCell::new(),
             loading: Arc::new(tokio::sync::Mutex::new(())),
-            progress: watch::channel(Progress::default()).0,
+            progress: watch::channel(DownloadProgress::default()).0,
             failed: std::sync::Mutex::new(None),
             automatic: false,
         }
@@ -235,7 +235,7 @@ impl LocalEmbedder {
 
 /// Makes sure the model files are on disk: downloads what is missing (with
 /// a log line at every tenth of the weights) or, for a configured directory, names what lacks.
-async fn obtain(source: &Source, progress: &watch::Sender<Progress>) -> Result<(), LocalError> {
+async fn obtain(source: &Source, progress: &watch::Sender<DownloadProgress>) -> Result<(), LocalError> {
     if files::complete(&source.dir) {
         return Ok(());
     }
@@ -247,7 +247,7 @@ async fn obtain(source: &Source, progress: &watch::Sender<Progress>) -> Result<(
     };
     tracing::info!(model = %source.model, from = %url, to = %source.dir.display(), "downloading the local embedding model");
     let logged = AtomicUsize::new(usize::MAX);
-    let report = |now: Progress| {
+    let report = |now: DownloadProgress| {
         // Only the weights take long enough to be worth a line (the JSON files are kilobytes).
         if let Some(total) = now.total.filter(|t| *t >= 1_000_000) {
             let tenth = (now.done * 10 / total) as usize;

@@ -10,7 +10,7 @@ use crate::clock::now_stamp;
 use crate::storage::{Db, DbError};
 
 #[derive(Clone)]
-pub struct Reach {
+pub struct LastChats {
     db: Db,
 }
 
@@ -19,7 +19,7 @@ struct Row {
     target: String,
 }
 
-impl Reach {
+impl LastChats {
     pub fn new(db: Db) -> Self {
         Self { db }
     }

@@ -10,7 +10,7 @@ use crate::config::{ConfigError, McpServerConfig, McpServerSpec, McpStartup, mcp
 use crate::secrets::{SecretError, Vault};
 use crate::storage::{Db, SealedSpec, SealedSpecs, Stored};
 
-pub use crate::storage::SpecError as StoreError;
+pub use crate::storage::SpecError;
 
 /// A server as stored: its spec with secrets still sealed.
 pub type StoredServer = Stored<McpServerSpec>;
@@ -52,7 +52,7 @@ impl SealedSpec for McpServerSpec {
 
 impl StoredServer {
     /// The server's settings with its secrets opened.
-    pub fn config(&self, vault: &Vault, default_startup: McpStartup) -> Result<McpServerConfig, StoreError> {
+    pub fn config(&self, vault: &Vault, default_startup: McpStartup) -> Result<McpServerConfig, SpecError> {
         Ok(mcp_server_from_spec(
             &self.name,
             self.opened(vault)?,
@@ -134,7 +134,7 @@ mod tests {
         assert_eq!(args, ["--flag"]);
         assert!(matches!(
             store.create(&vault, "tools", spec()).await,
-            Err(StoreError::Exists(..))
+            Err(SpecError::Exists(..))
         ));
         // A sealed value moved to another server's record does not open there.
         let tools = store.get("tools").await.unwrap().unwrap();
@@ -144,7 +144,7 @@ mod tests {
         };
         assert!(matches!(
             moved.config(&vault, McpStartup::Eager),
-            Err(StoreError::Secret(_))
+            Err(SpecError::Secret(_))
         ));
     }
 
@@ -197,14 +197,14 @@ mod tests {
             .update(&vault, "tools", json!({"url": "http://127.0.0.1:9/mcp"}))
             .await
             .unwrap_err();
-        assert!(matches!(err, StoreError::Invalid(_)), "{err}");
+        assert!(matches!(err, SpecError::Invalid(_)), "{err}");
         assert!(matches!(
             store.update(&vault, "nobody", json!({})).await,
-            Err(StoreError::NotFound(..))
+            Err(SpecError::NotFound(..))
         ));
         assert!(matches!(
             store.create(&vault, "bad__name", spec()).await,
-            Err(StoreError::Invalid(_))
+            Err(SpecError::Invalid(_))
         ));
     }
 }

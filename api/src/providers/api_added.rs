@@ -13,7 +13,7 @@ use crate::config::{ConfigError, ProviderConfig, ProviderSpec, provider_from_spe
 use crate::secrets::{SecretError, Vault};
 use crate::storage::{Db, SealedSpec, SealedSpecs, Stored};
 
-pub use crate::storage::SpecError as StoreError;
+pub use crate::storage::SpecError;
 
 /// A provider as stored: its spec with secrets still sealed.
 pub type StoredProvider = Stored<ProviderSpec>;
@@ -51,7 +51,7 @@ impl SealedSpec for ProviderSpec {
 
 impl StoredProvider {
     /// The provider's settings with its secrets opened.
-    pub fn config(&self, vault: &Vault) -> Result<ProviderConfig, StoreError> {
+    pub fn config(&self, vault: &Vault) -> Result<ProviderConfig, SpecError> {
         Ok(provider_from_spec(&self.name, self.opened(vault)?)?)
     }
 }
@@ -75,11 +75,11 @@ impl ProviderStore {
         }
     }
 
-    pub async fn list(&self) -> Result<Vec<StoredProvider>, StoreError> {
+    pub async fn list(&self) -> Result<Vec<StoredProvider>, SpecError> {
         self.providers.list().await
     }
 
-    pub async fn get(&self, name: &str) -> Result<Option<StoredProvider>, StoreError> {
+    pub async fn get(&self, name: &str) -> Result<Option<StoredProvider>, SpecError> {
         self.providers.get(name).await
     }
 
@@ -89,29 +89,24 @@ impl ProviderStore {
         vault: &Vault,
         name: &str,
         spec: ProviderSpec,
-    ) -> Result<StoredProvider, StoreError> {
+    ) -> Result<StoredProvider, SpecError> {
         self.providers.create(vault, name, spec).await
     }
 
     /// Applies a JSON merge patch to a provider's spec (secrets given in the
     /// patch replace the stored ones; `null` removes a field or header).
-    pub async fn update(
-        &self,
-        vault: &Vault,
-        name: &str,
-        patch: Value,
-    ) -> Result<StoredProvider, StoreError> {
+    pub async fn update(&self, vault: &Vault, name: &str, patch: Value) -> Result<StoredProvider, SpecError> {
         self.providers.update(vault, name, patch).await
     }
 
     /// Removes a provider; `false` when there was none.
-    pub async fn delete(&self, name: &str) -> Result<bool, StoreError> {
+    pub async fn delete(&self, name: &str) -> Result<bool, SpecError> {
         self.providers.delete(name).await
     }
 
     /// Seals every stored secret under `vault`'s current key (what
     /// `onyx keys rotate-master` does); returns how many providers changed.
-    pub async fn reseal_all(&self, vault: &Vault) -> Result<usize, StoreError> {
+    pub async fn reseal_all(&self, vault: &Vault) -> Result<usize, SpecError> {
         self.providers.reseal_all(vault).await
     }
 
@@ -119,11 +114,11 @@ impl ProviderStore {
     pub async fn changes(
         &self,
         table: &'static str,
-    ) -> Result<futures::stream::BoxStream<'static, ()>, StoreError> {
+    ) -> Result<futures::stream::BoxStream<'static, ()>, SpecError> {
         Ok(self.db.changes(table).await?)
     }
 
-    pub async fn aliases(&self) -> Result<BTreeMap<String, Vec<String>>, StoreError> {
+    pub async fn aliases(&self) -> Result<BTreeMap<String, Vec<String>>, SpecError> {
         #[derive(Deserialize)]
         struct AliasRow {
             name: String,
@@ -136,7 +131,7 @@ impl ProviderStore {
         Ok(rows.into_iter().map(|r| (r.name, r.targets)).collect())
     }
 
-    pub async fn put_alias(&self, name: &str, targets: &[String]) -> Result<(), StoreError> {
+    pub async fn put_alias(&self, name: &str, targets: &[String]) -> Result<(), SpecError> {
         self.db
             .execute(
                 "UPSERT type::record('model_alias', $name) SET name = $name, targets = $targets, updated_at = $now",
@@ -147,7 +142,7 @@ impl ProviderStore {
     }
 
     /// Removes an alias; `false` when there was none.
-    pub async fn delete_alias(&self, name: &str) -> Result<bool, StoreError> {
+    pub async fn delete_alias(&self, name: &str) -> Result<bool, SpecError> {
         let gone: Vec<Value> = self
             .db
             .rows(
@@ -194,7 +189,7 @@ mod tests {
         assert_eq!(config.headers[0].1.expose_secret(), "org-secret-value");
         assert!(matches!(
             store.create(&vault, "acme", spec("k")).await,
-            Err(StoreError::Exists(..))
+            Err(SpecError::Exists(..))
         ));
     }
 
@@ -229,10 +224,10 @@ mod tests {
             .update(&vault, "acme", json!({"baseUrl": "not a url"}))
             .await
             .unwrap_err();
-        assert!(matches!(err, StoreError::Invalid(_)), "{err}");
+        assert!(matches!(err, SpecError::Invalid(_)), "{err}");
         assert!(matches!(
             store.update(&vault, "nobody", json!({})).await,
-            Err(StoreError::NotFound(..))
+            Err(SpecError::NotFound(..))
         ));
     }
 
@@ -261,7 +256,7 @@ mod tests {
         assert_eq!(config.api_key.unwrap().expose_secret(), "sk-acme-0123456789");
         assert!(matches!(
             stored.config(&before),
-            Err(StoreError::Secret(SecretError::UnknownKey(_)))
+            Err(SpecError::Secret(SecretError::UnknownKey(_)))
         ));
     }
 }

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use super::error::ApiError;
 use super::query::Params;
-use super::views::{GatewayStatus, List};
+use super::ui_bodies::{GatewayStatus, List};
 use crate::app::App;
 use crate::observability::tail::{LogLine, tail};
 

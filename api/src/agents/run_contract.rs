@@ -1,5 +1,5 @@
 //! What goes into an agent run (`RunRequest`) and what comes out of it
-//! (`Event`s, ending with `Done(Outcome)` or `Failed`): the vocabulary
+//! (`RunEvent`s, ending with `Done(Outcome)` or `Failed`): the vocabulary
 //! `runtime`, `run_loop` and `runs` share.
 
 use std::sync::Arc;
@@ -112,7 +112,7 @@ impl RunRequest {
 
 /// What a run emits, in order; the last is `Done` or `Failed`.
 #[derive(Debug)]
-pub enum Event {
+pub enum RunEvent {
     Text(String),
     ToolStarted {
         id: String,
