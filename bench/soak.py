@@ -137,6 +137,16 @@ class Soak:
         self.total_errors.update(errors)
         return requests, errors, {k: 1000 * seconds[k] / n for k, n in requests.items()}
 
+    def index_size(self):
+        """(chunks, MB) of the resident search index, from /v1/memory/status."""
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
+        try:
+            conn.request("GET", "/v1/memory/status", headers={"Authorization": f"Bearer {self.key}"})
+            info = json.loads(conn.getresponse().read()).get("search_index", {})
+        finally:
+            conn.close()
+        return info.get("chunks", 0), sum(info.get("bytes", {}).values()) / 1e6
+
     def rss_mb(self):
         with open(f"/proc/{self.pid}/status") as status:
             fields = dict(line.split(":", 1) for line in status)
@@ -178,29 +188,36 @@ def main():
     print(f"RSS before load: {rss:.1f} MB (anonymous {anon:.1f} MB)")
     print()
     kinds = [k for k, _ in MIX]
-    print("| minute | RSS MB | anon MB | data MB | requests | req/s | " + " | ".join(kinds) + " | errors |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in kinds) + " | --- |")
+    print("| minute | RSS MB | anon MB | data MB | chunks | index MB | requests | req/s | " + " | ".join(kinds) + " | "
+          + " | ".join(f"{k} ms" for k in kinds) + " | errors |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in 2 * kinds) + " | --- |")
     workers = [Worker(soak, seed) for seed in range(args.workers)]
     for worker in workers:
         worker.start()
-    samples, latencies = [], []
+    samples, latencies, rates = [], [], []
     start = time.monotonic()
     for minute in range(1, args.minutes + 1):
         time.sleep(max(0.0, start + 60 * minute - time.monotonic()))
         requests, errors, latency = soak.take()
         latencies.append(latency)
         rss, anon = soak.rss_mb()
-        samples.append((minute, rss, anon))
+        chunks, index_mb = soak.index_size()
+        samples.append((minute, rss, anon, chunks, index_mb))
         total = sum(requests.values())
+        rates.append(total / 60)
         shown = ", ".join(f"{k} {n}" for k, n in sorted(errors.items())) or "none"
-        print(f"| {minute} | {rss:.1f} | {anon:.1f} | {tree_mb(soak.data_dir):.1f} | {total} | {total / 60:.1f} | "
-              + " | ".join(str(requests[k]) for k in kinds) + f" | {shown} |", flush=True)
+        print(f"| {minute} | {rss:.1f} | {anon:.1f} | {tree_mb(soak.data_dir):.1f} | {chunks} | {index_mb:.1f} "
+              f"| {total} | {total / 60:.1f} | "
+              + " | ".join(str(requests[k]) for k in kinds) + " | "
+              + " | ".join(f"{latency.get(k, 0):.1f}" for k in kinds) + f" | {shown} |", flush=True)
     soak.done.set()
     for worker in workers:
         worker.join(timeout=70)
     window = samples[-10:] if len(samples) >= 20 else samples[len(samples) // 2:]
-    rss_slope = slope([(m, r) for m, r, _ in window])
-    anon_slope = slope([(m, a) for m, _, a in window])
+    rss_slope = slope([(s[0], s[1]) for s in window])
+    anon_slope = slope([(s[0], s[2]) for s in window])
+    chunk_slope = slope([(s[0], s[3]) for s in window])
+    index_slope = slope([(s[0], s[4]) for s in window])
     first, last = window[0], window[-1]
     print()
     print(f"requests: {sum(soak.total_requests.values())} ({dict(soak.total_requests)}), "
@@ -209,8 +226,17 @@ def main():
           f"slope {rss_slope:+.2f} MB/min (anonymous {anon_slope:+.2f} MB/min)")
     flat = abs(rss_slope) < 1.0
     print(f"verdict: RSS {'flat' if flat else 'NOT flat'} after warm-up (|slope| < 1 MB/min)")
-    print("mean latency (ms), first minute -> last minute: " + ", ".join(
-        f"{k} {latencies[0].get(k, 0):.0f} -> {latencies[-1].get(k, 0):.0f}" for k in kinds))
+    if chunk_slope > 0:
+        print(f"resident index over minutes {first[0]}-{last[0]}: {chunk_slope:+.0f} chunks/min, "
+              f"{index_slope:+.2f} MB/min ({1e6 * index_slope / chunk_slope:.0f} B a chunk); "
+              f"the index is {100 * index_slope / rss_slope if rss_slope else 0:.0f} % of the RSS slope")
+    # Issue 39's bar compares the last minute with the second (the first warms up).
+    base = 1 if len(latencies) > 1 else 0
+    print(f"mean latency (ms), minute {base + 1} -> last minute: " + ", ".join(
+        f"{k} {latencies[base].get(k, 0):.1f} -> {latencies[-1].get(k, 0):.1f} "
+        f"({latencies[-1].get(k, 0) / max(latencies[base].get(k, 0), 1e-9):.2f}x)" for k in kinds))
+    print(f"requests a second, minute {base + 1} -> last minute: {rates[base]:.1f} -> {rates[-1]:.1f} "
+          f"({100 * rates[-1] / max(rates[base], 1e-9):.0f} %; the bar is 80 %)")
     for error in soak.first_errors:
         print(f"error: {error}")
     return 1 if soak.total_errors else 0

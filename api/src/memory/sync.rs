@@ -25,8 +25,9 @@ const MAX_PROBE_BACKOFF: Duration = Duration::from_secs(60);
 const DRAIN_BATCH: usize = 64;
 /// How often an idle, healthy embedder is asked whether it still answers.
 const LIVENESS_EVERY: Duration = Duration::from_secs(30);
-/// How often the search index is saved for the next start, when it changed.
-/// What a crash loses is read again from SurrealDB at the next start.
+/// How often the worker asks whether the search index is due a save for the
+/// next start (`Resident::snapshot_due`). What a crash loses is read again
+/// from SurrealDB at the next start.
 const SNAPSHOT_EVERY: Duration = Duration::from_secs(60);
 
 /// What a comparison with the files changed.
@@ -93,7 +94,10 @@ impl Memory {
                 };
                 next_load = Instant::now() + wait;
             }
-            if save_now || last_snapshot.elapsed() >= SNAPSHOT_EVERY {
+            if save_now
+                || (last_snapshot.elapsed() >= SNAPSHOT_EVERY
+                    && self.index.resident().snapshot_due(last_snapshot.elapsed()))
+            {
                 last_snapshot = Instant::now();
                 save_now = false;
                 if let Err(err) = self.save_search_index().await {

@@ -117,6 +117,21 @@ pub enum Change {
     Delete(String),
 }
 
+impl Change {
+    /// How many chunks it adds, changes or removes (everything, for the
+    /// changes that touch every chunk): what it costs a snapshot to miss.
+    fn chunks_touched(&self) -> u64 {
+        let count = match self {
+            Change::ReplaceFile { chunks, .. } => chunks.len(),
+            Change::PatchFile(patch) => patch.removed.len() + patch.moved.len() + patch.added.len(),
+            Change::SetVectors { vectors, .. } => vectors.len(),
+            Change::RemoveFile { .. } | Change::Upsert(_) | Change::Delete(_) => 1,
+            Change::DropVectors { .. } | Change::Clear => return u64::from(u32::MAX),
+        };
+        count.max(1) as u64
+    }
+}
+
 /// What rewriting a file changed in its chunks.
 #[derive(Debug, Clone)]
 pub struct FilePatch {
@@ -141,7 +156,7 @@ pub struct Resident {
     phase: RwLock<Phase>,
     /// The live query feeding other replicas' writes, while one runs.
     feed: Mutex<Option<tokio::task::AbortHandle>>,
-    /// Changes applied, and how many of them the last snapshot held.
+    /// Chunks changed (`Change::chunks_touched`), and how many of those the last snapshot held.
     changes: AtomicU64,
     saved: AtomicU64,
     ready: tokio::sync::Notify,
@@ -157,6 +172,13 @@ impl Default for Resident {
             ready: tokio::sync::Notify::new(),
         }
     }
+}
+
+/// See [`Resident::snapshot_due`].
+pub const SNAPSHOT_AT_LEAST_EVERY: Duration = Duration::from_secs(600);
+
+fn snapshot_due(unsaved: u64, held: usize, since: Duration) -> bool {
+    unsaved > 0 && (unsaved.saturating_mul(8) >= held as u64 || since >= SNAPSHOT_AT_LEAST_EVERY)
 }
 
 /// What a search asks the resident index.
@@ -236,6 +258,16 @@ impl Resident {
         }
     }
 
+    /// Whether a snapshot is worth its cost now, `since` the last one. A save
+    /// encodes and writes the whole index, so a large index waits for more of
+    /// it to change (an eighth), or for [`SNAPSHOT_AT_LEAST_EVERY`]: a busy
+    /// day then spends the same on snapshots per change however large the
+    /// index grew, and a restart reads at most that much from SurrealDB.
+    pub fn snapshot_due(&self, since: Duration) -> bool {
+        let unsaved = self.changes.load(Ordering::Relaxed) - self.saved.load(Ordering::Relaxed);
+        snapshot_due(unsaved, self.chunks().unwrap_or(0), since)
+    }
+
     /// Saves the index to `path` when it changed since the last save; whether
     /// it wrote. Writes to the index wait only while it is encoded in memory
     /// (a copy of the chunks), not while the copy goes to disk.
@@ -263,7 +295,7 @@ impl Resident {
     }
 
     pub fn apply(&self, change: Change) {
-        self.changes.fetch_add(1, Ordering::Relaxed);
+        self.changes.fetch_add(change.chunks_touched(), Ordering::Relaxed);
         match &mut *self.write() {
             Phase::Off => {}
             Phase::Loading(changes) => changes.push(change),
@@ -308,5 +340,20 @@ impl Resident {
         self.phase
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_waits_for_an_eighth_of_the_index_to_change_or_ten_minutes() {
+        let minute = Duration::from_secs(60);
+        assert!(!snapshot_due(0, 10, SNAPSHOT_AT_LEAST_EVERY), "nothing changed");
+        assert!(snapshot_due(1, 8, minute), "a small index saves at every change");
+        assert!(!snapshot_due(10_000, 100_000, minute));
+        assert!(snapshot_due(12_500, 100_000, minute));
+        assert!(snapshot_due(1, 100_000, SNAPSHOT_AT_LEAST_EVERY));
     }
 }

@@ -86,6 +86,9 @@ pub struct State {
     /// Each slot's agent ([`REMOVED`] once removed), apart from `docs`: the
     /// text leg asks it once per posting.
     owners: Vec<u16>,
+    /// Each slot's [`id_key`], apart from `docs`: ties between equal scores
+    /// are broken by chunk id, and a tie-heavy query compares thousands.
+    id_keys: Vec<u64>,
     by_id: HashMap<String, u32>,
     by_file: HashMap<Arc<(String, String)>, Vec<u32>>,
     agent_ids: HashMap<String, u16>,
@@ -127,7 +130,9 @@ impl State {
             vectors: self.vectors.bytes(),
             postings: self.text.bytes(),
             text: 0,
-            metadata: self.docs.capacity() * std::mem::size_of::<Doc>() + self.owners.capacity() * 2,
+            metadata: self.docs.capacity() * std::mem::size_of::<Doc>()
+                + self.owners.capacity() * 2
+                + self.id_keys.capacity() * 8,
         };
         let entry = std::mem::size_of::<(String, u32)>() + 8;
         for doc in &self.docs {
@@ -325,6 +330,7 @@ impl State {
             .flatten();
         let terms = count(&mut self.text, slot);
         self.owners.push(agent);
+        self.id_keys.push(id_key(&chunk.id));
         self.docs.push(Doc {
             id: chunk.id.clone(),
             agent,
@@ -394,6 +400,7 @@ impl State {
         }
         self.docs = kept;
         self.owners = self.docs.iter().map(|doc| doc.agent).collect();
+        self.id_keys = self.docs.iter().map(|doc| id_key(&doc.id)).collect();
         self.vectors.renumber(&new_ids);
         self.text.rebuild(
             self.docs
@@ -432,7 +439,12 @@ impl State {
         if agents.is_empty() {
             return results;
         }
-        let by_id = |a: u32, b: u32| self.docs[a as usize].id.cmp(&self.docs[b as usize].id);
+        let by_id = |a: u32, b: u32| {
+            let (a, b) = (a as usize, b as usize);
+            self.id_keys[a]
+                .cmp(&self.id_keys[b])
+                .then_with(|| self.docs[a].id.cmp(&self.docs[b].id))
+        };
         let shared = self.agent_ids.get(SHARED).copied();
         let visible = |slot: u32| {
             let doc = &self.docs[slot as usize];
@@ -500,6 +512,16 @@ impl State {
     }
 }
 
+/// A chunk id's first eight bytes as a big-endian number (zero-padded):
+/// ordering keys orders ids the same way, except that equal keys need the
+/// ids themselves.
+fn id_key(id: &str) -> u64 {
+    let mut bytes = [0u8; 8];
+    let head = &id.as_bytes()[..id.len().min(8)];
+    bytes[..head.len()].copy_from_slice(head);
+    u64::from_be_bytes(bytes)
+}
+
 /// The words a chunk is indexed under (its heading and text, analysed).
 pub fn analysed_words(chunk: &ResidentChunk) -> Vec<String> {
     let body = indexed_text(&chunk.heading, &chunk.text);
@@ -543,6 +565,29 @@ mod tests {
             words: Some(words),
             k: 10,
         })
+    }
+
+    #[test]
+    fn id_keys_order_ids_as_the_ids_do_or_call_them_equal() {
+        let ids = [
+            "",
+            "a",
+            "ab",
+            "ab\0",
+            "abcdefgh",
+            "abcdefgh0",
+            "abcdefgi",
+            "b",
+            "0f3e",
+            "ff",
+            "é",
+        ];
+        for a in ids {
+            for b in ids {
+                let by_key = id_key(a).cmp(&id_key(b));
+                assert!(by_key.is_eq() || by_key == a.cmp(b), "{a:?} {b:?}");
+            }
+        }
     }
 
     #[test]

@@ -270,8 +270,13 @@ impl TextIndex {
             idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length as f32 / average_length))
         };
         // Dense accumulators: a common word touches most documents, and a
-        // hash map per posting costs several times a plain array.
-        let mut scores = vec![0f32; self.doc_bound as usize];
+        // hash map per posting costs several times a plain array. Kept per
+        // thread and zeroed where touched, not allocated zeroed per search:
+        // a fresh zeroed array is a page fault every 4 KB of the index.
+        let mut scores = SCRATCH.with(|scratch| std::mem::take(&mut *scratch.borrow_mut()));
+        if scores.len() < self.doc_bound as usize {
+            scores.resize(self.doc_bound as usize, 0.0);
+        }
         let mut touched: Vec<u32> = Vec::new();
         let mut next = 0;
         while next < terms.len() {
@@ -309,10 +314,18 @@ impl TextIndex {
         }
         let scored = touched
             .into_iter()
-            .map(|doc| (doc, scores[doc as usize]))
+            .map(|doc| (doc, std::mem::take(&mut scores[doc as usize])))
             .collect();
+        // Every touched entry is zero again; a search that panicked left its
+        // array behind, and the next one starts a new one.
+        SCRATCH.with(|scratch| *scratch.borrow_mut() = scores);
         top_k(scored, k, tie)
     }
+}
+
+thread_local! {
+    /// [`TextIndex::search`]'s score accumulators, all zero between searches.
+    static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// The `k`-th best score among `docs` (a lower bound on the final one).
