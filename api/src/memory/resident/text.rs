@@ -372,8 +372,18 @@ pub fn top_k(mut scored: Vec<(u32, f32)>, k: usize, tie: TieBreak<'_>) -> Vec<(u
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+
+    /// Repeatable pseudo-random numbers (a linear congruential generator).
+    pub(in crate::memory::resident) fn numbers(mut seed: u64) -> impl FnMut() -> u32 {
+        move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as u32
+        }
+    }
 
     fn words(text: &str) -> Vec<String> {
         text.split(' ').map(String::from).collect()
@@ -382,13 +392,7 @@ mod tests {
     #[test]
     fn the_top_k_are_those_a_full_sort_puts_first_however_many_tie() {
         let tie = |a: u32, b: u32| a.cmp(&b);
-        let mut seed = 7u64;
-        let mut next = move || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) as u32
-        };
+        let mut next = numbers(7);
         for round in 0..400 {
             let n = (next() % 60) as usize;
             // Few distinct scores, so most entries tie (as one-word queries do).

@@ -437,13 +437,7 @@ mod tests {
 
     #[test]
     fn the_scan_keeps_what_scoring_every_row_would_however_many_tie() {
-        let mut seed = 11u64;
-        let mut next = move || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) as u32
-        };
+        let mut next = super::super::text::tests::numbers(11);
         for round in 0..30 {
             // Few distinct vectors in tie-heavy rounds (a soak's repeated notes).
             let distinct = if round % 2 == 0 { 3 } else { 10_000 };
