@@ -119,7 +119,9 @@ pub enum Change {
 
 impl Change {
     /// How many chunks it adds, changes or removes (everything, for the
-    /// changes that touch every chunk): what it costs a snapshot to miss.
+    /// changes that touch every chunk): what it costs a snapshot to miss. A
+    /// removed file counts one (its chunks are not listed); the next load
+    /// compares the snapshot with SurrealDB file by file, so it loses nothing.
     fn chunks_touched(&self) -> u64 {
         let count = match self {
             Change::ReplaceFile { chunks, .. } => chunks.len(),
@@ -264,7 +266,10 @@ impl Resident {
     /// day then spends the same on snapshots per change however large the
     /// index grew, and a restart reads at most that much from SurrealDB.
     pub fn snapshot_due(&self, since: Duration) -> bool {
-        let unsaved = self.changes.load(Ordering::Relaxed) - self.saved.load(Ordering::Relaxed);
+        let unsaved = self
+            .changes
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.saved.load(Ordering::Relaxed));
         snapshot_due(unsaved, self.chunks().unwrap_or(0), since)
     }
 
