@@ -93,6 +93,9 @@ enum Command {
     /// Internal: run a command confined (what the `exec` tool starts).
     #[command(name = "sandbox-exec", hide = true)]
     SandboxExec(sandbox_exec::SandboxArgs),
+    /// Internal: run a command that dies with the gateway (MCP servers over stdio, sign-ins).
+    #[command(name = "tethered", hide = true)]
+    Tethered(sandbox_exec::TetheredArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -100,6 +103,7 @@ pub fn main() -> ExitCode {
     // Before any thread exists: unsharing a namespace needs a single thread.
     let command = match cli.command {
         Command::SandboxExec(args) => return sandbox_exec::run(args),
+        Command::Tethered(args) => return sandbox_exec::run_tethered(args),
         command => command,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -122,6 +126,7 @@ pub fn main() -> ExitCode {
             Command::Restore(args) => restore::run(args).await,
             // Handled above, before the runtime started.
             Command::SandboxExec(args) => sandbox_exec::run(args),
+            Command::Tethered(args) => sandbox_exec::run_tethered(args),
         }
     })
 }

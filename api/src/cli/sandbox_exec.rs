@@ -12,6 +12,9 @@ use crate::sandbox::{Limits, Policy, Stage};
 
 #[derive(Debug, Args)]
 pub struct SandboxArgs {
+    /// The gateway's PID: the helper dies with it (see `sandbox::tether`).
+    #[arg(long)]
+    parent: Option<u32>,
     /// Read-write directory (the agent's workspace).
     #[arg(long)]
     workspace: PathBuf,
@@ -63,7 +66,23 @@ pub fn run(args: SandboxArgs) -> std::process::ExitCode {
     let stage = match (args.init, args.init_with_proc) {
         (_, true) => Stage::Init { proc: true },
         (true, false) => Stage::Init { proc: false },
-        (false, false) => Stage::Outer,
+        (false, false) => Stage::Outer { gateway: args.parent },
     };
     std::process::ExitCode::from(crate::sandbox::enter_and_exec(&policy, &args.command, stage))
+}
+
+/// `onyx tethered` (hidden): what the gateway starts unconfined (MCP servers
+/// over stdio, the vendors' sign-ins) goes through it to die with the gateway.
+#[derive(Debug, Args)]
+pub struct TetheredArgs {
+    /// The gateway's PID.
+    #[arg(long)]
+    parent: u32,
+    /// The command and its arguments.
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+}
+
+pub fn run_tethered(args: TetheredArgs) -> std::process::ExitCode {
+    std::process::ExitCode::from(crate::sandbox::tether::run(args.parent, &args.command))
 }

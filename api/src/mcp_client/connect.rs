@@ -72,7 +72,8 @@ pub async fn start(
             env,
             cwd,
         } => {
-            let mut cmd = tokio::process::Command::new(command);
+            // Through `onyx tethered`: the server dies with the gateway, however it ends.
+            let mut cmd = crate::sandbox::tether::command(command, cwd.as_deref());
             cmd.args(args);
             // The allow-listed environment (and where home is: package
             // runners keep their caches there), plus what the server's config names.

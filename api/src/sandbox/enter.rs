@@ -7,7 +7,9 @@
 //! filter and execs the command: when the command (now the init) ends, the
 //! kernel kills everything it left behind, `setsid` and double forks
 //! included. Where no PID namespace can be made, the one helper does it all
-//! and execs. Also the probe of what the kernel offers.
+//! and execs. Both stages die with their parent (the gateway, then the outer
+//! helper: [`super::tether`]), so a gateway killed without its clean-up
+//! takes the namespace with it. Also the probe of what the kernel offers.
 
 use std::ffi::OsString;
 
@@ -136,8 +138,21 @@ fn refuse(message: &str) -> u8 {
 
 pub(super) fn enter_and_exec(policy: &Policy, command: &[String], stage: Stage) -> u8 {
     match stage {
-        Stage::Outer => outer(policy, command),
+        Stage::Outer { gateway } => {
+            if let Some(gateway) = gateway
+                && let Err(message) = super::tether::tie_to(gateway)
+            {
+                return refuse(&message);
+            }
+            outer(policy, command)
+        }
         Stage::Init { proc } => {
+            // The outer helper's death (itself on the gateway's) ends the
+            // namespace. Its parent is outside the namespace, where `getppid`
+            // reads 0: nothing to check.
+            if let Err(err) = processes::die_with_parent(None) {
+                return refuse(&format!("cannot tie the command to the helper's life: {err}"));
+            }
             let proc = proc && processes::mount_private_proc();
             if let Err(message) = processes::drop_kept_capabilities() {
                 return refuse(&message);

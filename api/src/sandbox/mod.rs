@@ -25,6 +25,7 @@ mod paths;
 mod processes;
 #[cfg(target_os = "linux")]
 mod seccomp;
+pub mod tether;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -38,8 +39,8 @@ pub use paths::{ETC_ENTRIES, SYSTEM_DIRS};
 /// Which side of the PID namespace a helper is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
-    /// Started by the gateway: unshares, then starts the init.
-    Outer,
+    /// Started by the gateway (whose PID is `gateway`): unshares, then starts the init.
+    Outer { gateway: Option<u32> },
     /// The PID namespace's init; `proc`: mount a private `/proc` first.
     Init { proc: bool },
 }
@@ -210,6 +211,8 @@ pub fn support() -> Support {
 pub fn helper_args(policy: &Policy, program: &str, args: &[&str]) -> Vec<String> {
     let mut out = vec![
         SUBCOMMAND.to_string(),
+        tether::PARENT_FLAG.into(),
+        std::process::id().to_string(),
         "--workspace".into(),
         path_arg(&policy.workspace),
     ];
@@ -345,5 +348,9 @@ mod tests {
         assert!(args.contains(&"--require".to_string()) && !args.contains(&"--network".to_string()));
         assert!(args.windows(2).any(|w| w == ["--read", "/opt/tool"]));
         assert_eq!(args[0], SUBCOMMAND);
+        assert_eq!(
+            args[1..3],
+            [tether::PARENT_FLAG.to_string(), std::process::id().to_string()]
+        );
     }
 }

@@ -93,6 +93,20 @@ pub(super) fn drop_kept_capabilities() -> Result<(), String> {
     set_capabilities(None, sets).map_err(|e| format!("cannot clear the inheritable capabilities: {e}"))
 }
 
+/// Asks the kernel to SIGKILL this new process when its parent ends, then
+/// checks that the parent (`expected`, where this process can see it) has
+/// not ended already, before the request was made. Runs between fork and
+/// exec: system calls only, no allocation.
+pub(super) fn die_with_parent(expected: Option<u32>) -> std::io::Result<()> {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
+    match expected {
+        Some(parent) if nix::unistd::getppid().as_raw().cast_unsigned() != parent => {
+            Err(nix::errno::Errno::ESRCH.into())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Mounts a `/proc` of the PID namespace this process is the init of:
 /// programs read their own `/proc/self` (a runtime's stack bounds from
 /// `maps`), and only the sandbox's processes are in it, not the gateway's

@@ -72,10 +72,6 @@ fn descendants(pid: u32) -> Vec<u32> {
     out
 }
 
-fn alive(pid: u64) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
-}
-
 #[tokio::test]
 async fn agents_call_real_mcp_servers_over_stdio_http_and_sse_and_bad_servers_stay_contained() {
     let fakes = Fakes::start().await;
@@ -140,7 +136,13 @@ async fn agents_call_real_mcp_servers_over_stdio_http_and_sse_and_bad_servers_st
     );
     assert_eq!(all["everything"]["transport"], "stdio");
     assert_eq!(all["legacy"]["transport"], "sse");
-    assert!(all["everything"]["pid"].as_u64().is_some_and(alive), "{all:?}");
+    assert!(
+        all["everything"]["pid"]
+            .as_u64()
+            .and_then(|pid| u32::try_from(pid).ok())
+            .is_some_and(alive),
+        "{all:?}"
+    );
     assert_eq!(
         all["later"]["state"], "idle",
         "lazy: not started before a run needs it"
@@ -224,10 +226,10 @@ async fn agents_call_real_mcp_servers_over_stdio_http_and_sse_and_bad_servers_st
     assert_eq!(servers(&onyx).await["later"]["state"], "ready");
 
     // Stopping the gateway stops every server it started.
-    let pids: Vec<u64> = servers(&onyx)
+    let pids: Vec<u32> = servers(&onyx)
         .await
         .values()
-        .filter_map(|s| s["pid"].as_u64())
+        .filter_map(|s| s["pid"].as_u64().and_then(|pid| u32::try_from(pid).ok()))
         .collect();
     assert!(pids.len() >= 4, "{pids:?}");
     let onyx_pid = onyx.pid();
@@ -356,4 +358,36 @@ async fn a_killed_mcp_server_restarts_and_fifty_scheduled_runs_start_no_processe
         "the same one process after 50 runs"
     );
     assert_eq!(servers(&onyx).await["time"]["restarts"], 1);
+}
+
+/// A `kill -9` of the gateway runs none of its clean-up: its stdio servers
+/// die with it all the same (`onyx tethered` asked for the parent-death
+/// signal). The server here is one that outlives the end of its stdin: the
+/// real time server, then a long sleep in the same process.
+#[tokio::test]
+async fn a_killed_gateway_takes_its_stdio_servers_with_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let install = tempfile::tempdir().unwrap();
+    let script = install.path().join("stubborn-server.sh");
+    let time = binary("MCP_TIME_BIN");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\n'{time}' \"$@\"\nexec sleep 1000000\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let server = json!({"command": script, "args": ["--local-timezone=UTC"], "trust": "read"});
+    let fakes = Fakes::start().await;
+    let config = TestConfig::new(&fakes)
+        .merge(json!({ "mcp": { "servers": { "time": server } } }))
+        .build();
+    let onyx = Onyx::start(Some(&config), &[]).await;
+    let ready = wait_for_state(&onyx, &["time"], "ready").await;
+    let pid = u32::try_from(ready["time"]["pid"].as_u64().unwrap()).unwrap();
+    assert!(alive(pid), "{ready:?}");
+    let _dir = onyx.crash().await;
+    assert_all_end(secs(10), "the killed gateway", || {
+        [pid].into_iter().filter(|&pid| alive(pid)).collect()
+    })
+    .await;
 }

@@ -326,3 +326,25 @@ async fn a_cancelled_runs_token_stops_working() {
     .await;
     hanging.abort();
 }
+
+/// A `kill -9` of the gateway runs none of its clean-up (no `KillOnDrop`):
+/// the CLI it started dies with it all the same, by the parent-death signal
+/// of the sandbox helper and of the namespace's init.
+#[tokio::test]
+async fn a_killed_gateway_takes_its_cli_with_it() {
+    let StandIn { onyx, _install } = with_stand_in().await;
+    let program = _install.path().join("claude-stand-in.mjs").display().to_string();
+    let hanging = in_background(&onyx, "HANG");
+    let leaked = onyx.dir.path().join("data/subscriptions/claude/leaked-token");
+    wait_until(secs(30), "the CLI runs", async || {
+        std::fs::read_to_string(&leaked).ok()
+    })
+    .await;
+    assert!(
+        !running_with(&program).is_empty(),
+        "the stand-in is not seen running"
+    );
+    let _dir = onyx.crash().await;
+    assert_all_end(secs(10), "the killed gateway", || running_with(&program)).await;
+    hanging.abort();
+}

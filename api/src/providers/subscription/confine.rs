@@ -39,17 +39,8 @@ fn resolve(program: &str) -> std::io::Result<PathBuf> {
     if program.contains('/') {
         return Ok(PathBuf::from(program));
     }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|candidate| is_executable(candidate))
+    sandbox::tether::on_path(program)
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, format!("{program} is not on PATH")))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    path.metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// What the CLI needs to read of its install: the outermost `node_modules`

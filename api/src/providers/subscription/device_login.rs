@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::{Child, ChildStdin};
 
 use super::status::status;
 use crate::locks::lock;
@@ -79,7 +79,8 @@ pub fn start(provider: &str, cli: &'static str, program: &str, home: &Path) -> R
     }
     std::fs::create_dir_all(home).map_err(|err| format!("cannot create {}: {err}", home.display()))?;
     let (args, home_var) = sign_in_command(cli);
-    let mut command = Command::new(program);
+    // Through `onyx tethered`: the sign-in dies with the gateway, however it ends.
+    let mut command = crate::sandbox::tether::command(program, None);
     command
         .args(args)
         // The allow-listed environment: no credential of the gateway's reaches the CLI.

@@ -13,7 +13,7 @@ pub mod unprivileged;
 pub mod wait;
 
 pub use config::TestConfig;
-pub use procs::running;
+pub use procs::{alive, assert_all_end, running, running_with};
 pub use wait::{poll_until, secs, wait_until};
 
 use std::process::Stdio;

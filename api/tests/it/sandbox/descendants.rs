@@ -22,20 +22,14 @@ async fn nothing_outlives_exec(who: RunAs) {
     assert!(out.contains("both-running"), "{out}");
     let workspace = onyx.workspace("main");
     assert!(workspace.join("setsid.txt").exists() && workspace.join("forked.txt").exists());
-    let left: Vec<u32> = [first.as_str(), second.as_str()]
-        .iter()
-        .flat_map(|d| running(&["sleep", d]))
-        .collect();
-    // Kill what is left before failing, so a failure leaves nothing behind.
-    for pid in &left {
-        let _ = std::process::Command::new("kill")
-            .args(["-9", &pid.to_string()])
-            .status();
-    }
-    assert!(
-        left.is_empty(),
-        "{who:?}: processes outlived the exec call: {left:?}"
-    );
+    let what = format!("the exec call ({who:?})");
+    assert_all_end(secs(0), &what, || {
+        [first.as_str(), second.as_str()]
+            .iter()
+            .flat_map(|d| running(&["sleep", d]))
+            .collect()
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -46,4 +40,46 @@ async fn exec_leaves_no_process_behind_as_nobody() {
 #[tokio::test]
 async fn exec_leaves_no_process_behind_as_root() {
     nothing_outlives_exec(RunAs::Root).await;
+}
+
+/// A `kill -9` of the gateway (or the OOM killer) runs none of its clean-up:
+/// the helper and the namespace's init die with it (the parent-death signal),
+/// and with the init everything the command started.
+async fn nothing_outlives_a_killed_gateway(who: RunAs) {
+    let fakes = Fakes::start().await;
+    let config = exec_config(&fakes, json!({ "timeoutSeconds": 300 }));
+    let onyx = Onyx::start_as(who, Some(&config), &[]).await;
+    let seed = std::process::id() % 10_000 + if who == RunAs::Root { 0 } else { 10_000 };
+    let durations: Vec<String> = [700_000, 600_000, 500_000]
+        .iter()
+        .map(|base| (base + seed).to_string())
+        .collect();
+    let [detached, forked, own] = [&durations[0], &durations[1], &durations[2]];
+    // A new session, a double fork, and the command itself: all still running when the gateway dies.
+    let command = format!(
+        "setsid -f sh -c 'exec sleep {detached}' </dev/null >/dev/null 2>&1 && (sh -c 'exec sleep {forked}' </dev/null >/dev/null 2>&1 &) && exec sleep {own}"
+    );
+    let script = format!("script: exec {} ; answer", json!({ "command": command }));
+    let turn = onyx
+        .post("/v1/chat/completions")
+        .json(&json!({"model": "onyx:main", "messages": [{"role": "user", "content": script}]}));
+    let turn = tokio::spawn(async move { turn.send().await });
+    let sleeping = || -> Vec<u32> { durations.iter().flat_map(|d| running(&["sleep", d])).collect() };
+    wait_until(secs(30), "the command and both children run", async || {
+        (sleeping().len() == 3).then_some(())
+    })
+    .await;
+    let _dir = onyx.crash().await;
+    assert_all_end(secs(10), &format!("the killed gateway ({who:?})"), sleeping).await;
+    turn.abort();
+}
+
+#[tokio::test]
+async fn a_killed_gateway_leaves_no_process_behind_as_nobody() {
+    nothing_outlives_a_killed_gateway(RunAs::Nobody).await;
+}
+
+#[tokio::test]
+async fn a_killed_gateway_leaves_no_process_behind_as_root() {
+    nothing_outlives_a_killed_gateway(RunAs::Root).await;
 }
