@@ -147,6 +147,12 @@ class Soak:
             conn.close()
         return info.get("chunks", 0), sum(info.get("bytes", {}).values()) / 1e6
 
+    def cpu_seconds(self):
+        """The gateway's CPU time so far (user + system), in seconds."""
+        with open(f"/proc/{self.pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def rss_mb(self):
         with open(f"/proc/{self.pid}/status") as status:
             fields = dict(line.split(":", 1) for line in status)
@@ -188,14 +194,15 @@ def main():
     print(f"RSS before load: {rss:.1f} MB (anonymous {anon:.1f} MB)")
     print()
     kinds = [k for k, _ in MIX]
-    print("| minute | RSS MB | anon MB | data MB | chunks | index MB | requests | req/s | " + " | ".join(kinds) + " | "
+    print("| minute | RSS MB | anon MB | data MB | chunks | index MB | requests | req/s | CPU % | CPU ms/req | " + " | ".join(kinds) + " | "
           + " | ".join(f"{k} ms" for k in kinds) + " | errors |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in 2 * kinds) + " | --- |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in 2 * kinds) + " | --- |")
     workers = [Worker(soak, seed) for seed in range(args.workers)]
     for worker in workers:
         worker.start()
     samples, latencies, rates = [], [], []
     start = time.monotonic()
+    cpu_before = soak.cpu_seconds()
     for minute in range(1, args.minutes + 1):
         time.sleep(max(0.0, start + 60 * minute - time.monotonic()))
         requests, errors, latency = soak.take()
@@ -205,9 +212,11 @@ def main():
         samples.append((minute, rss, anon, chunks, index_mb))
         total = sum(requests.values())
         rates.append(total / 60)
+        cpu_now = soak.cpu_seconds()
+        cpu, cpu_before = cpu_now - cpu_before, cpu_now
         shown = ", ".join(f"{k} {n}" for k, n in sorted(errors.items())) or "none"
         print(f"| {minute} | {rss:.1f} | {anon:.1f} | {tree_mb(soak.data_dir):.1f} | {chunks} | {index_mb:.1f} "
-              f"| {total} | {total / 60:.1f} | "
+              f"| {total} | {total / 60:.1f} | {100 * cpu / 60:.0f} | {1000 * cpu / max(total, 1):.2f} | "
               + " | ".join(str(requests[k]) for k in kinds) + " | "
               + " | ".join(f"{latency.get(k, 0):.1f}" for k in kinds) + f" | {shown} |", flush=True)
     soak.done.set()

@@ -370,7 +370,7 @@ async fn time_searches(
                 candidates: 30,
             };
             let started = Instant::now();
-            let hits = search::run(index, legs, ranking, 10, "2026-11-22")
+            let hits = search::run(index.resident(), legs, ranking, 10, "2026-11-22")
                 .ok_or("the resident index is not loaded")?;
             if q >= warm_up {
                 samples.push(started.elapsed());

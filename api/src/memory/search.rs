@@ -8,8 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::chunker::indexed_text;
 use super::fusion::{Ranked, Ranking, fuse};
-use super::index::Index;
-use super::resident::{Query, Shown, analyzer};
+use super::resident::{Query, Resident, Shown, analyzer};
 
 const SNIPPET_CHARS: usize = 300;
 const HIGHLIGHT: &str = "**";
@@ -85,7 +84,13 @@ pub struct Legs<'a> {
 
 /// Runs the requested legs in the resident index, fuses them and shows the
 /// winners; `None` until the index has loaded.
-pub fn run(index: &Index, legs: Legs<'_>, ranking: Ranking, limit: usize, today: &str) -> Option<Vec<Hit>> {
+pub fn run(
+    resident: &Resident,
+    legs: Legs<'_>,
+    ranking: Ranking,
+    limit: usize,
+    today: &str,
+) -> Option<Vec<Hit>> {
     let k = legs.candidates.max(limit);
     let words = legs.text.map(analyzer::query_terms).unwrap_or_default();
     let query = Query {
@@ -95,19 +100,19 @@ pub fn run(index: &Index, legs: Legs<'_>, ranking: Ranking, limit: usize, today:
         words: legs.text.map(|_| words.as_slice()),
         k,
     };
-    let found = index.resident().search(&query)?;
+    let found = resident.search(&query)?;
     let ranked = fuse(found.vector, found.text, ranking, limit, today);
-    show(index, ranked, &words)
+    show(resident, ranked, &words)
 }
 
 /// Builds the hits from the ranked chunks' text, held by the resident index
 /// (a chunk replaced since it was ranked is left out).
-fn show(index: &Index, ranked: Vec<Ranked>, words: &[String]) -> Option<Vec<Hit>> {
+fn show(resident: &Resident, ranked: Vec<Ranked>, words: &[String]) -> Option<Vec<Hit>> {
     if ranked.is_empty() {
         return Some(Vec::new());
     }
     let ids: Vec<&str> = ranked.iter().map(|r| r.id.as_str()).collect();
-    let rows = index.resident().shown(&ids)?;
+    let rows = resident.shown(&ids)?;
     let mut by_id: HashMap<String, Shown> = rows.into_iter().map(|r| (r.id.clone(), r)).collect();
     Some(
         ranked
@@ -194,7 +199,7 @@ mod tests {
 #[cfg(test)]
 mod engines {
     use super::*;
-    use crate::memory::index::test_file;
+    use crate::memory::index::{Index, test_file};
 
     const DOCS: &[(&str, &str, &str, [f32; 3])] = &[
         (
@@ -262,7 +267,7 @@ mod engines {
         };
         let ranking = crate::memory::Settings::default().ranking;
         Some(
-            run(index, legs, ranking, 10, "2026-11-22")?
+            run(index.resident(), legs, ranking, 10, "2026-11-22")?
                 .into_iter()
                 .map(|h| (h.snippet, h.legs))
                 .collect(),

@@ -557,20 +557,37 @@ impl Memory {
             (None, _) => Mode::Text,
         };
         let hidden = self.hidden_projects(agent).await?;
-        let legs = Legs {
-            agents: &agents,
-            hidden: &hidden,
-            vector: vector.as_deref(),
-            text: (run_text && !text.is_empty()).then_some(text.as_str()),
-            candidates: (limit * 3).max(20),
-        };
         if !self.index.resident().wait_ready(LOAD_WAIT).await {
             return Err(MemoryError::IndexLoading);
         }
         let reranker = self.settings.reranker.as_deref();
         let depth = reranker.map_or(limit, |r| r.candidates().max(limit));
-        let mut data = search::run(&self.index, legs, self.settings.ranking, depth, today)
-            .ok_or(MemoryError::IndexLoading)?;
+        // Milliseconds of CPU on a large index, under the index's read lock:
+        // on the blocking pool, so a search (or a write waiting for one)
+        // never holds up a runtime worker and the requests queued on it.
+        let resident = Arc::clone(self.index.resident());
+        let (ranking, today) = (self.settings.ranking, today.to_string());
+        let agents: Vec<String> = agents.into_iter().map(String::from).collect();
+        let text = (run_text && !text.is_empty()).then_some(text);
+        let found = tokio::task::spawn_blocking(move || {
+            let agents: Vec<&str> = agents.iter().map(String::as_str).collect();
+            let legs = Legs {
+                agents: &agents,
+                hidden: &hidden,
+                vector: vector.as_deref(),
+                text: text.as_deref(),
+                candidates: (limit * 3).max(20),
+            };
+            search::run(&resident, legs, ranking, depth, &today)
+        })
+        .await;
+        // A search that panicked panics here, as it did inline; one the
+        // shutting-down runtime cancelled is as if the index were not loaded.
+        let found = found.unwrap_or_else(|err| match err.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(_) => None,
+        });
+        let mut data = found.ok_or(MemoryError::IndexLoading)?;
         if let Some(reranker) = reranker
             && let Err(err) = super::rerank::reorder(reranker, query, &mut data).await
         {
