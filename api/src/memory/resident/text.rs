@@ -312,9 +312,16 @@ impl TextIndex {
                 }
             }
         }
+        // Only what may be among the best `k` goes on to the exact top `k`:
+        // a common word touches most documents, and selecting among all of
+        // them costs more than walking its postings did.
+        let floor = kth_best(&touched, &scores, k);
         let scored = touched
             .into_iter()
-            .map(|doc| (doc, std::mem::take(&mut scores[doc as usize])))
+            .filter_map(|doc| {
+                let score = std::mem::take(&mut scores[doc as usize]);
+                (score >= floor).then_some((doc, score))
+            })
             .collect();
         // Every touched entry is zero again; a search that panicked left its
         // array behind, and the next one starts a new one.
@@ -330,9 +337,22 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// The `k`-th best score among `docs` (a lower bound on the final one).
+/// Documents [`kth_best`] reads at most: a bounded cost per call, however
+/// many documents a common word touched.
+const KTH_SAMPLE: usize = 4096;
+
+/// A lower bound on the `k`-th best score among `docs`: the `k`-th best of an
+/// evenly spread sample of at most [`KTH_SAMPLE`] of them (the `k`-th best of
+/// some can only be lower than of all), or minus infinity when fewer than
+/// `k`. Scores only grow as words are added, so it also bounds the final
+/// `k`-th best from below: pruning by it never drops a document that could
+/// be in the top `k`.
 fn kth_best(docs: &[u32], scores: &[f32], k: usize) -> f32 {
-    let mut found: Vec<f32> = docs.iter().map(|d| scores[*d as usize]).collect();
+    let step = docs.len().div_ceil(KTH_SAMPLE).max(1);
+    let mut found: Vec<f32> = docs.iter().step_by(step).map(|d| scores[*d as usize]).collect();
+    if k == 0 || found.len() < k {
+        return f32::NEG_INFINITY;
+    }
     let (_, kth, _) = found.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
     *kth
 }
@@ -480,8 +500,10 @@ pub(super) mod tests {
         let mut index = TextIndex::default();
         let mut docs = Vec::new();
         let mut seed = 7u64;
-        for doc in 0..2_000u32 {
-            let text: Vec<String> = (0..20)
+        // More documents than `kth_best` samples, so its bound comes from a sample.
+        let n = 3 * KTH_SAMPLE as u32;
+        for doc in 0..n {
+            let text: Vec<String> = (0..12)
                 .map(|_| {
                     seed = seed
                         .wrapping_mul(6364136223846793005)
@@ -495,7 +517,7 @@ pub(super) mod tests {
             docs.push(index.add(doc, text));
         }
         let exhaustive = |query: &[String], k: usize| {
-            let n = 2_000f32;
+            let n = n as f32;
             let average = docs.iter().map(|d| d.length as f32).sum::<f32>() / n;
             let mut scored: Vec<(u32, f32)> = Vec::new();
             for (doc, terms) in docs.iter().enumerate() {
