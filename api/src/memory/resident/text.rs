@@ -297,7 +297,30 @@ impl TextIndex {
             }
             next += 1;
         }
-        if next < terms.len() {
+        if next < terms.len()
+            && self.walk_is_cheaper(
+                &terms[next..],
+                &touched,
+                &scores,
+                kth_best(&touched, &scores, k) - left[next],
+            )
+        {
+            // Most documents found are still in the running (a query of
+            // common words only): walking the words left, adding to the
+            // documents found, reads postings in order; looking each
+            // document's words up would miss the cache once a document.
+            for &(id, idf) in &terms[next..] {
+                for (posted, frequency) in self.postings[id as usize].iter() {
+                    let length = self.lengths[posted as usize];
+                    let score = &mut scores[posted as usize];
+                    // Not found (or not accepted) by the words walked: cannot be in the top `k`.
+                    if length == 0 || *score == 0.0 {
+                        continue;
+                    }
+                    *score += contribution(idf, frequency, length);
+                }
+            }
+        } else if next < terms.len() {
             let threshold = kth_best(&touched, &scores, k);
             for &doc in &touched {
                 let score = &mut scores[doc as usize];
@@ -335,6 +358,24 @@ thread_local! {
     /// Searches run on the runtime's worker threads, so this holds 4 bytes a
     /// slot per worker (1.5 MB each at 367,000 chunks), outside `State::bytes`.
     static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl TextIndex {
+    /// Whether adding `words` to the documents found is cheaper by walking
+    /// their postings (in order, a few nanoseconds each) than by looking up
+    /// the words of each document still in the running (those whose score is
+    /// at least `bar`): a cache miss or two apiece, so worth it only when few
+    /// documents are left, as when the words left are common and the query
+    /// also has rare ones.
+    fn walk_is_cheaper(&self, words: &[(u32, f32)], found: &[u32], scores: &[f32], bar: f32) -> bool {
+        const LOOKUP_COST_IN_POSTINGS: usize = 8;
+        let postings: usize = words
+            .iter()
+            .map(|(id, _)| self.document_frequency[*id as usize] as usize)
+            .sum();
+        let running = found.iter().filter(|doc| scores[**doc as usize] >= bar).count();
+        postings <= LOOKUP_COST_IN_POSTINGS * running
+    }
 }
 
 /// Documents [`kth_best`] reads at most: a bounded cost per call, however
