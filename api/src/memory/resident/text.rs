@@ -535,35 +535,20 @@ pub(super) mod tests {
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [1]);
     }
 
-    /// Pruning must not change the answer: compare with scoring every posting.
-    #[test]
-    fn maxscore_pruning_gives_the_exhaustive_top_k() {
-        let mut index = TextIndex::default();
-        let mut docs = Vec::new();
-        let mut seed = 7u64;
-        // More documents than `kth_best` samples, so its bound comes from a sample.
-        let n = 3 * KTH_SAMPLE as u32;
-        for doc in 0..n {
-            let text: Vec<String> = (0..12)
-                .map(|_| {
-                    seed = seed
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
-                    // Skewed: low word numbers are common, high ones rare.
-                    let rank = ((seed >> 33) % 1000) * ((seed >> 13) % 1000) / 1000;
-                    format!("w{rank}")
-                })
-                .chain(["every".to_string()])
-                .collect();
-            docs.push(index.add(doc, text));
-        }
+    /// Pruning must not change the answer: `index.search` against scoring
+    /// every word of every document (a word asked twice counts once), for
+    /// each query and k.
+    fn assert_pruning_is_exact(index: &TextIndex, docs: &[DocTerms], queries: &[&[&str]]) {
+        let n = docs.len() as f32;
+        let average = docs.iter().map(|d| d.length as f32).sum::<f32>() / n;
         let exhaustive = |query: &[String], k: usize| {
-            let n = n as f32;
-            let average = docs.iter().map(|d| d.length as f32).sum::<f32>() / n;
             let mut scored: Vec<(u32, f32)> = Vec::new();
+            let mut unique = query.to_vec();
+            unique.sort();
+            unique.dedup();
             for (doc, terms) in docs.iter().enumerate() {
                 let mut score = 0.0;
-                for word in query {
+                for word in &unique {
                     let Some(&id) = index.words.get(word) else {
                         continue;
                     };
@@ -581,12 +566,7 @@ pub(super) mod tests {
             }
             top_k(scored, k, &|a, b| a.cmp(&b))
         };
-        for query in [
-            &["w3", "w950", "every"][..],
-            &["every", "w1"],
-            &["w990", "w991", "w2"],
-            &["every"],
-        ] {
+        for query in queries {
             let query: Vec<String> = query.iter().map(|w| w.to_string()).collect();
             for k in [1, 10, 30] {
                 let pruned = index.search(&query, k, |_| true, |doc| &docs[doc as usize], &|a, b| a.cmp(&b));
@@ -598,6 +578,56 @@ pub(super) mod tests {
                 }
             }
         }
+    }
+
+    /// Rare words first, common ones looked up in the few documents left.
+    #[test]
+    fn maxscore_pruning_gives_the_exhaustive_top_k() {
+        let mut index = TextIndex::default();
+        let mut seed = 7u64;
+        // More documents than `kth_best` samples, so its bound comes from a sample.
+        let docs: Vec<DocTerms> = (0..3 * KTH_SAMPLE as u32)
+            .map(|doc| {
+                let text: Vec<String> = (0..12)
+                    .map(|_| {
+                        seed = seed
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        // Skewed: low word numbers are common, high ones rare.
+                        let rank = ((seed >> 33) % 1000) * ((seed >> 13) % 1000) / 1000;
+                        format!("w{rank}")
+                    })
+                    .chain(["every".to_string()])
+                    .collect();
+                index.add(doc, text)
+            })
+            .collect();
+        let queries: &[&[&str]] = &[
+            &["w3", "w950", "every"],
+            &["every", "w1"],
+            &["w990", "w991", "w2"],
+            &["every"],
+        ];
+        assert_pruning_is_exact(&index, &docs, queries);
+    }
+
+    /// The soak's notes (eight words drawn from ten): every word is common,
+    /// most documents stay in the running, and the words left are walked.
+    #[test]
+    fn pruning_is_exact_when_every_word_is_common() {
+        const WORDS: [&str; 10] = ["a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9"];
+        let mut index = TextIndex::default();
+        let mut next = numbers(11);
+        let docs: Vec<DocTerms> = (0..2 * KTH_SAMPLE as u32)
+            .map(|doc| index.add(doc, (0..8).map(|_| WORDS[next() as usize % 10].to_string())))
+            .collect();
+        let queries: &[&[&str]] = &[
+            &["a0", "a1", "a2", "a3", "a4", "a5"],
+            &["a9", "a9", "a3", "a7"],
+            &["a2"],
+            &["a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9"],
+        ];
+        assert_pruning_is_exact(&index, &docs, queries);
     }
 
     #[test]
