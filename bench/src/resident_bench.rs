@@ -1,8 +1,9 @@
 //! `resident-bench`: how a search's cost grows with the chunks held, on the
 //! soak's own data (`bench/soak.py`): notes of eight words drawn from ten,
 //! embedded by the fake Ollama's `fake-embed` (16 dimensions), all of one
-//! agent; queries are the agent turn's (eight such words, hybrid, 20
-//! candidates a leg). No HTTP and no SurrealDB: the resident index alone,
+//! agent. Queries: one such word (the soak's memory searches) and eight (a
+//! sentence, as a turn with `include_memory` asks), 20 candidates a leg.
+//! No HTTP and no SurrealDB: the resident index alone,
 //! filled through the changes a write applies, so the time per search is the
 //! index's. Prints each leg's mean and p99 at each size.
 //!
@@ -36,7 +37,11 @@ impl Rng {
     }
 
     fn sentence(&mut self) -> String {
-        (0..8)
+        self.words(8)
+    }
+
+    fn words(&mut self, n: usize) -> String {
+        (0..n)
             .map(|_| WORDS[self.below(WORDS.len())])
             .collect::<Vec<_>>()
             .join(" ")
@@ -68,8 +73,10 @@ fn main() {
         machine()
     );
     println!();
-    println!("| chunks | vector mean | vector p99 | text mean | text p99 | both mean | RSS MB |");
-    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!(
+        "| chunks | vector mean | vector p99 | text, 1 word: mean | p99 | text, 8 words: mean | p99 | hybrid, 8 words: mean | RSS MB |"
+    );
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     let mut state = State::default();
     let mut rng = Rng(7);
     let mut held = 0;
@@ -84,12 +91,26 @@ fn main() {
                 state.apply(Change::Upsert(chunk));
             }
         }
-        let (mut vector, mut text, mut both) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut vector, mut word, mut text, mut both) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let agents = ["main", "_shared"];
+        for _ in 0..queries {
+            let one = analyzer::query_terms(&rng.words(1));
+            let query = Query {
+                agents: &agents,
+                hidden: &[],
+                vector: None,
+                words: Some(&one),
+                k: CANDIDATES,
+            };
+            let started = Instant::now();
+            let found = state.search(&query);
+            word.push(started.elapsed());
+            assert!(found.text.len() >= CANDIDATES, "nothing found");
+        }
         for _ in 0..queries {
             let sentence = rng.sentence();
             let embedding = onyx_test_fakes::topics::embed(&sentence, 16);
             let words = analyzer::query_terms(&sentence);
-            let agents = ["main", "_shared"];
             let query = |vector: bool, text: bool| Query {
                 agents: &agents,
                 hidden: &[],
@@ -114,9 +135,11 @@ fn main() {
         let mean = |times: &[Duration]| times.iter().sum::<Duration>() / times.len() as u32;
         let ms = |d: Duration| format!("{:.2}", d.as_secs_f64() * 1000.0);
         println!(
-            "| {size} | {} | {} | {} | {} | {} | {:.0} |",
+            "| {size} | {} | {} | {} | {} | {} | {} | {} | {:.0} |",
             ms(mean(&vector)),
             ms(percentile(&mut vector, 0.99)),
+            ms(mean(&word)),
+            ms(percentile(&mut word, 0.99)),
             ms(mean(&text)),
             ms(percentile(&mut text, 0.99)),
             ms(mean(&both)),
