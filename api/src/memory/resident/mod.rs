@@ -21,6 +21,7 @@
 
 pub mod analyzer;
 mod load;
+mod postings;
 pub mod snapshot;
 mod state;
 mod text;

@@ -3,68 +3,14 @@
 //! postings stay until the owner rebuilds (`Resident` compacts when dead
 //! postings pile up), and scoring skips documents the owner says are gone.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use super::postings::Postings;
 
 /// BM25 parameters, as the SurrealDB index uses them (`BM25(1.2,0.75)`).
 const K1: f32 = 1.2;
 const B: f32 = 0.75;
-
-/// A word's postings, compressed: each (document, frequency) as the gap
-/// from the previous document and the frequency, both LEB128 varints.
-/// Documents are added in increasing order (slots only grow, and a rebuild
-/// goes in slot order), so gaps are small: 2–3 bytes a posting, not 8.
-#[derive(Default)]
-struct Postings {
-    bytes: Vec<u8>,
-    last: u32,
-}
-
-impl Postings {
-    fn push(&mut self, doc: u32, frequency: u32) {
-        // Wrapping both ways: any order decodes exactly (out of order only costs bytes).
-        put_varint(&mut self.bytes, doc.wrapping_sub(self.last));
-        put_varint(&mut self.bytes, frequency);
-        self.last = doc;
-    }
-
-    fn clear(&mut self) {
-        self.bytes.clear();
-        self.last = 0;
-    }
-
-    /// (document, frequency), in the order added.
-    fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
-        let mut at = 0;
-        let mut doc = 0u32;
-        std::iter::from_fn(move || {
-            let gap = get_varint(&self.bytes, &mut at)?;
-            let frequency = get_varint(&self.bytes, &mut at)?;
-            doc = doc.wrapping_add(gap);
-            Some((doc, frequency))
-        })
-    }
-}
-
-fn put_varint(out: &mut Vec<u8>, mut value: u32) {
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
-fn get_varint(bytes: &[u8], at: &mut usize) -> Option<u32> {
-    let mut value = 0u32;
-    for shift in (0..35).step_by(7) {
-        let byte = *bytes.get(*at)?;
-        *at += 1;
-        value |= u32::from(byte & 0x7f) << shift;
-        if byte < 0x80 {
-            return Some(value);
-        }
-    }
-    None
-}
 
 /// A document's words as the index counted them: (word id, frequency).
 #[derive(Debug, Default, Clone)]
@@ -92,11 +38,7 @@ pub struct TextIndex {
 impl TextIndex {
     /// The bytes the postings, word list and counts take.
     pub fn bytes(&self) -> usize {
-        let postings: usize = self
-            .postings
-            .iter()
-            .map(|p| p.bytes.capacity() + std::mem::size_of::<Postings>())
-            .sum();
+        let postings: usize = self.postings.iter().map(Postings::bytes).sum();
         let words: usize = self.words.keys().map(|w| w.capacity() + 8 + 24).sum();
         postings + words + (self.document_frequency.capacity() + self.lengths.capacity()) * 4
     }
@@ -143,7 +85,7 @@ impl TextIndex {
 
     fn insert_postings(&mut self, doc: u32, terms: &[(u32, u32)], length: u32) {
         for &(word, frequency) in terms {
-            self.postings[word as usize].push(doc, frequency);
+            self.postings[word as usize].push(doc, frequency, length);
             self.document_frequency[word as usize] += 1;
         }
         if self.lengths.len() <= doc as usize {
@@ -278,7 +220,12 @@ impl TextIndex {
             scores.resize(self.doc_bound as usize, 0.0);
         }
         let mut touched: Vec<u32> = Vec::new();
-        let mut next = 0;
+        if let Some(&(id, idf)) = terms.first() {
+            let rest = left.get(1).copied().unwrap_or(0.0);
+            let first = FirstWord { id, idf, rest };
+            self.walk_first(first, k, &accept, &contribution, &mut scores, &mut touched);
+        }
+        let mut next = terms.len().min(1);
         while next < terms.len() {
             if touched.len() >= k && left[next] < kth_best(&touched, &scores, k) {
                 break;
@@ -289,11 +236,12 @@ impl TextIndex {
                 if length == 0 || !accept(posted) {
                     continue;
                 }
-                let score = &mut scores[posted as usize];
-                if *score == 0.0 {
-                    touched.push(posted);
-                }
-                *score += contribution(idf, frequency, length);
+                accumulate(
+                    &mut scores,
+                    &mut touched,
+                    posted,
+                    contribution(idf, frequency, length),
+                );
             }
             next += 1;
         }
@@ -358,6 +306,97 @@ thread_local! {
     /// Searches run on the runtime's worker threads, so this holds 4 bytes a
     /// slot per worker (1.5 MB each at 367,000 chunks), outside `State::bytes`.
     static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The first word a search walks (the rarest), and the most the words
+/// after it can add to any document.
+struct FirstWord {
+    id: u32,
+    idf: f32,
+    rest: f32,
+}
+
+impl TextIndex {
+    /// Adds the first word's contributions to the documents `accept` keeps,
+    /// block by block (block-max pruning). A block is skipped when even its
+    /// best possible posting (its highest frequency in its shortest
+    /// document), plus the most the other words can add, stays below the
+    /// `k`-th best first-word score found so far. Scores only grow, so that
+    /// is below the final `k`-th best too: no document of the block can be a
+    /// hit. A later word may still touch such a document; its score then
+    /// lacks this word, stays below the bar, and is never returned.
+    fn walk_first(
+        &self,
+        first: FirstWord,
+        k: usize,
+        accept: &impl Fn(u32) -> bool,
+        contribution: &impl Fn(f32, u32, u32) -> f32,
+        scores: &mut [f32],
+        touched: &mut Vec<u32>,
+    ) {
+        // A margin for rounding: a sum of rounded contributions must never
+        // pass the bound it is compared with.
+        const SLACK: f32 = 1.0 + 1e-4;
+        let postings = &self.postings[first.id as usize];
+        // The best `k` first-word scores so far (a min-heap: the k-th on top).
+        let mut best: BinaryHeap<Reverse<Score>> = BinaryHeap::with_capacity(k + 1);
+        for (number, block) in postings.blocks().iter().enumerate() {
+            if best.len() == k {
+                let most = contribution(first.idf, block.max_frequency, block.min_length);
+                let kth = best.peek().map_or(f32::NEG_INFINITY, |s| s.0.0);
+                if (most + first.rest) * SLACK < kth {
+                    continue;
+                }
+            }
+            for (posted, frequency) in postings.block(number) {
+                let length = self.lengths[posted as usize];
+                if length == 0 || !accept(posted) {
+                    continue;
+                }
+                let score = accumulate(
+                    scores,
+                    touched,
+                    posted,
+                    contribution(first.idf, frequency, length),
+                );
+                if best.len() < k {
+                    best.push(Reverse(Score(score)));
+                } else if best.peek().is_some_and(|kth| kth.0.0 < score) {
+                    best.pop();
+                    best.push(Reverse(Score(score)));
+                }
+            }
+        }
+    }
+}
+
+/// Adds `value` to `doc`'s score, noting the document when it is first
+/// touched; returns the new score.
+fn accumulate(scores: &mut [f32], touched: &mut Vec<u32>, doc: u32, value: f32) -> f32 {
+    let score = &mut scores[doc as usize];
+    if *score == 0.0 {
+        touched.push(doc);
+    }
+    *score += value;
+    *score
+}
+
+/// A score ordered by `total_cmp`, for a heap.
+#[derive(PartialEq)]
+struct Score(f32);
+
+impl Eq for Score {}
+
+impl PartialOrd for Score {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Score {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
 }
 
 impl TextIndex {
@@ -437,6 +476,7 @@ pub fn top_k(mut scored: Vec<(u32, f32)>, k: usize, tie: TieBreak<'_>) -> Vec<(u
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use crate::memory::resident::postings::BLOCK;
 
     /// Repeatable pseudo-random numbers (a linear congruential generator).
     pub(in crate::memory::resident) fn numbers(mut seed: u64) -> impl FnMut() -> u32 {
@@ -479,39 +519,6 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn postings_round_trip_in_a_few_bytes_each() {
-        let mut postings = Postings::default();
-        let added = [
-            (0, 1),
-            (1, 3),
-            (2, 200),
-            (130, 1),
-            (20_000, 2),
-            (u32::MAX, 70_000),
-            (5, 1),
-        ];
-        for (doc, frequency) in added {
-            postings.push(doc, frequency);
-        }
-        assert_eq!(postings.iter().collect::<Vec<_>>(), added, "out of order too");
-        let mut dense = Postings::default();
-        for doc in 0..1_000 {
-            dense.push(doc * 3, 1 + doc % 4);
-        }
-        assert_eq!(
-            dense.bytes.len(),
-            2_000,
-            "two bytes a posting for close documents"
-        );
-        assert_eq!(dense.iter().nth(999), Some((2_997, 4)));
-        assert_eq!(
-            get_varint(&[0x80, 0x80], &mut 0),
-            None,
-            "a torn varint ends the list"
-        );
-    }
-
-    #[test]
     fn rare_words_outscore_common_ones_and_removed_documents_vanish() {
         let mut index = TextIndex::default();
         let docs = [
@@ -539,14 +546,30 @@ pub(super) mod tests {
     /// every word of every document (a word asked twice counts once), for
     /// each query and k.
     fn assert_pruning_is_exact(index: &TextIndex, docs: &[DocTerms], queries: &[&[&str]]) {
-        let n = docs.len() as f32;
-        let average = docs.iter().map(|d| d.length as f32).sum::<f32>() / n;
+        assert_pruning_is_exact_for(index, docs, queries, &|_| false, &|_| true);
+    }
+
+    /// [`assert_pruning_is_exact`] when some documents were removed (`gone`)
+    /// and the search keeps only those `accept` says.
+    fn assert_pruning_is_exact_for(
+        index: &TextIndex,
+        docs: &[DocTerms],
+        queries: &[&[&str]],
+        gone: &dyn Fn(u32) -> bool,
+        accept: &dyn Fn(u32) -> bool,
+    ) {
+        let live = || (0..docs.len() as u32).filter(|doc| !gone(*doc));
+        let n = live().count() as f32;
+        let average = live().map(|doc| docs[doc as usize].length as f32).sum::<f32>() / n;
         let exhaustive = |query: &[String], k: usize| {
             let mut scored: Vec<(u32, f32)> = Vec::new();
             let mut unique = query.to_vec();
             unique.sort();
             unique.dedup();
             for (doc, terms) in docs.iter().enumerate() {
+                if gone(doc as u32) || !accept(doc as u32) {
+                    continue;
+                }
                 let mut score = 0.0;
                 for word in &unique {
                     let Some(&id) = index.words.get(word) else {
@@ -569,7 +592,7 @@ pub(super) mod tests {
         for query in queries {
             let query: Vec<String> = query.iter().map(|w| w.to_string()).collect();
             for k in [1, 10, 30] {
-                let pruned = index.search(&query, k, |_| true, |doc| &docs[doc as usize], &|a, b| a.cmp(&b));
+                let pruned = index.search(&query, k, accept, |doc| &docs[doc as usize], &|a, b| a.cmp(&b));
                 let expected = exhaustive(&query, k);
                 let ids = |v: &[(u32, f32)]| v.iter().map(|h| h.0).collect::<Vec<_>>();
                 assert_eq!(ids(&pruned), ids(&expected), "{query:?} k={k}");
@@ -628,6 +651,42 @@ pub(super) mod tests {
             &["a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9"],
         ];
         assert_pruning_is_exact(&index, &docs, queries);
+    }
+
+    /// Block-max pruning of the first word: documents of many lengths and
+    /// frequencies (so blocks bound differently), some removed, some not
+    /// accepted, and queries of one word and of several.
+    #[test]
+    fn skipped_blocks_never_hold_a_hit() {
+        let mut index = TextIndex::default();
+        let mut next = numbers(23);
+        let docs: Vec<DocTerms> = (0..12 * BLOCK as u32)
+            .map(|doc| {
+                let length = 2 + next() % 40;
+                let words = (0..length).map(|_| {
+                    // "hot" is common and repeats; "cold" is rare; the rest fill.
+                    match next() % 20 {
+                        0..=5 => "hot".to_string(),
+                        6 if next().is_multiple_of(8) => "cold".to_string(),
+                        pick => format!("f{}", pick % 6),
+                    }
+                });
+                index.add(doc, words.collect::<Vec<_>>())
+            })
+            .collect();
+        let queries: &[&[&str]] = &[
+            &["hot"],
+            &["cold"],
+            &["hot", "f1"],
+            &["cold", "hot", "f2", "f3"],
+            &["f4"],
+        ];
+        assert_pruning_is_exact(&index, &docs, queries);
+        let gone = |doc: u32| doc % 7 == 3;
+        for doc in (0..docs.len() as u32).filter(|d| gone(*d)) {
+            index.remove(doc, &docs[doc as usize]);
+        }
+        assert_pruning_is_exact_for(&index, &docs, queries, &gone, &|doc| doc % 3 != 0);
     }
 
     #[test]
