@@ -68,6 +68,7 @@ impl Postings {
     }
 
     /// (document, frequency), in the order added.
+    #[inline]
     pub fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
         decode(&self.bytes, 0, 0)
     }
@@ -78,6 +79,7 @@ impl Postings {
     }
 
     /// The postings of block `number` (of [`Self::blocks`]).
+    #[inline]
     pub fn block(&self, number: usize) -> impl Iterator<Item = (u32, u32)> + '_ {
         let block = self.blocks[number];
         let end = self
@@ -88,6 +90,7 @@ impl Postings {
     }
 }
 
+#[inline]
 fn decode(bytes: &[u8], mut at: usize, mut doc: u32) -> impl Iterator<Item = (u32, u32)> + '_ {
     std::iter::from_fn(move || {
         let gap = get_varint(bytes, &mut at)?;
@@ -105,6 +108,7 @@ fn put_varint(out: &mut Vec<u8>, mut value: u32) {
     out.push(value as u8);
 }
 
+#[inline]
 fn get_varint(bytes: &[u8], at: &mut usize) -> Option<u32> {
     let mut value = 0u32;
     for shift in (0..35).step_by(7) {

@@ -220,29 +220,19 @@ impl TextIndex {
             scores.resize(self.doc_bound as usize, 0.0);
         }
         let mut touched: Vec<u32> = Vec::new();
-        if let Some(&(id, idf)) = terms.first() {
-            let rest = left.get(1).copied().unwrap_or(0.0);
-            let first = FirstWord { id, idf, rest };
-            self.walk_first(first, k, &accept, &contribution, &mut scores, &mut touched);
-        }
-        let mut next = terms.len().min(1);
+        let mut next = 0;
         while next < terms.len() {
             if touched.len() >= k && left[next] < kth_best(&touched, &scores, k) {
                 break;
             }
             let (id, idf) = terms[next];
-            for (posted, frequency) in self.postings[id as usize].iter() {
-                let length = self.lengths[posted as usize];
-                if length == 0 || !accept(posted) {
-                    continue;
-                }
-                accumulate(
-                    &mut scores,
-                    &mut touched,
-                    posted,
-                    contribution(idf, frequency, length),
-                );
-            }
+            let rest = left.get(next + 1).copied().unwrap_or(0.0);
+            // Blocks of the first word only (no document has a score yet),
+            // and only when the other words add less than its most: otherwise
+            // no block could be skipped and the bookkeeping is wasted.
+            let skip = (next == 0 && rest < idf * (K1 + 1.0)).then_some(rest);
+            let word = Walked { id, idf, skip };
+            self.walk(word, k, &accept, &contribution, &mut scores, &mut touched);
             next += 1;
         }
         if next < terms.len()
@@ -308,26 +298,27 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// The first word a search walks (the rarest), and the most the words
-/// after it can add to any document.
-struct FirstWord {
+/// A word whose postings a search walks.
+struct Walked {
     id: u32,
     idf: f32,
-    rest: f32,
+    /// When blocks may be skipped: the most the words after it can add to
+    /// any document.
+    skip: Option<f32>,
 }
 
 impl TextIndex {
-    /// Adds the first word's contributions to the documents `accept` keeps,
-    /// block by block (block-max pruning). A block is skipped when even its
-    /// best possible posting (its highest frequency in its shortest
-    /// document), plus the most the other words can add, stays below the
-    /// `k`-th best first-word score found so far. Scores only grow, so that
+    /// Adds a word's contributions to the documents `accept` keeps, block by
+    /// block. With `skip` (block-max pruning of the first word), a block is
+    /// skipped when even its best possible posting (its highest frequency in
+    /// its shortest document), plus the most the other words can add, stays
+    /// below the `k`-th best score found so far. Scores only grow, so that
     /// is below the final `k`-th best too: no document of the block can be a
     /// hit. A later word may still touch such a document; its score then
     /// lacks this word, stays below the bar, and is never returned.
-    fn walk_first(
+    fn walk(
         &self,
-        first: FirstWord,
+        word: Walked,
         k: usize,
         accept: &impl Fn(u32) -> bool,
         contribution: &impl Fn(f32, u32, u32) -> f32,
@@ -337,28 +328,27 @@ impl TextIndex {
         // A margin for rounding: a sum of rounded contributions must never
         // pass the bound it is compared with.
         const SLACK: f32 = 1.0 + 1e-4;
-        let postings = &self.postings[first.id as usize];
-        // The best `k` first-word scores so far (a min-heap: the k-th on top).
-        let mut best: BinaryHeap<Reverse<Score>> = BinaryHeap::with_capacity(k + 1);
+        let postings = &self.postings[word.id as usize];
+        // The best `k` scores so far (a min-heap: the k-th on top).
+        let mut best: BinaryHeap<Reverse<Score>> = BinaryHeap::new();
         for (number, block) in postings.blocks().iter().enumerate() {
-            if best.len() == k {
-                let most = contribution(first.idf, block.max_frequency, block.min_length);
-                let kth = best.peek().map_or(f32::NEG_INFINITY, |s| s.0.0);
-                if (most + first.rest) * SLACK < kth {
-                    continue;
-                }
+            if let Some(rest) = word.skip
+                && best.len() == k
+                && let Some(kth) = best.peek()
+                && (contribution(word.idf, block.max_frequency, block.min_length) + rest) * SLACK < kth.0.0
+            {
+                continue;
             }
             for (posted, frequency) in postings.block(number) {
                 let length = self.lengths[posted as usize];
                 if length == 0 || !accept(posted) {
                     continue;
                 }
-                let score = accumulate(
-                    scores,
-                    touched,
-                    posted,
-                    contribution(first.idf, frequency, length),
-                );
+                let value = contribution(word.idf, frequency, length);
+                let score = accumulate(scores, touched, posted, value);
+                if word.skip.is_none() {
+                    continue;
+                }
                 if best.len() < k {
                     best.push(Reverse(Score(score)));
                 } else if best.peek().is_some_and(|kth| kth.0.0 < score) {
@@ -372,6 +362,7 @@ impl TextIndex {
 
 /// Adds `value` to `doc`'s score, noting the document when it is first
 /// touched; returns the new score.
+#[inline(always)]
 fn accumulate(scores: &mut [f32], touched: &mut Vec<u32>, doc: u32, value: f32) -> f32 {
     let score = &mut scores[doc as usize];
     if *score == 0.0 {
