@@ -30,6 +30,14 @@ pub(super) fn folds_before(now: chrono::DateTime<chrono::Utc>) -> String {
     paths::daily_path(&crate::clock::day(now - chrono::Duration::hours(13)))
 }
 
+/// A daily-log line's chunk, embedded before its place in the log is
+/// known (`Memory::prepare_line`).
+pub(super) struct PreparedLine {
+    row: ChunkRow,
+    /// The embedding its vector is of, when it has one.
+    embedding: Option<String>,
+}
+
 /// A log kept as segments, read whole.
 pub(super) struct Segmented {
     pub content: String,
@@ -115,6 +123,7 @@ impl Memory {
         path: &str,
         header: &str,
         line: &str,
+        prepared: PreparedLine,
     ) -> Result<Option<WriteOutcome>, MemoryError> {
         let plain = paths::object_key(agent, path)?;
         let mut tail = match self.segments.tail(agent, path) {
@@ -173,7 +182,7 @@ impl Memory {
             };
             self.segments.set_tail(agent, path, Some(written));
             let outcome = self
-                .index_segment(agent, path, tail.next, first_line, line, written)
+                .index_segment(agent, path, tail.next, first_line, prepared, written)
                 .await?;
             return Ok(Some(outcome));
         }
@@ -218,6 +227,30 @@ impl Memory {
         })
     }
 
+    /// A line's chunk with its vector, made before the file's lock is taken:
+    /// the embedder's round trip (tens of milliseconds for a real model)
+    /// then does not hold up the agent's other notes to the same day.
+    pub(super) async fn prepare_line(
+        &self,
+        agent: &str,
+        path: &str,
+        line: &str,
+    ) -> Result<PreparedLine, MemoryError> {
+        let day = paths::daily_date(path).unwrap_or_default();
+        let text = line.trim_end().to_string();
+        let chunk = Chunk {
+            start_line: 1,
+            end_line: text.lines().count().max(1),
+            heading: day.to_string(),
+            hash: content_hash(&indexed_text(day, &text)),
+            text,
+        };
+        let mut row = ChunkRow::new(agent, path, FileKind::Daily, chunk, 0);
+        let embedding = self.state.ready_fingerprint();
+        self.attach_vectors(std::slice::from_mut(&mut row)).await?;
+        Ok(PreparedLine { row, embedding })
+    }
+
     /// Indexes one segment's note as one chunk, under the day's heading.
     async fn index_segment(
         &self,
@@ -225,21 +258,20 @@ impl Memory {
         path: &str,
         seq: u64,
         first_line: usize,
-        line: &str,
+        prepared: PreparedLine,
         tail: Tail,
     ) -> Result<WriteOutcome, MemoryError> {
-        let day = paths::daily_date(path).unwrap_or_default();
-        let text = line.trim_end().to_string();
-        let chunk = Chunk {
-            start_line: first_line,
-            end_line: first_line + text.lines().count().max(1) - 1,
-            heading: day.to_string(),
-            hash: content_hash(&indexed_text(day, &text)),
-            text,
-        };
-        let mut rows = vec![ChunkRow::new(agent, path, FileKind::Daily, chunk, 0)];
-        rows[0].id = segments::chunk_id(agent, path, seq);
-        self.attach_vectors(&mut rows).await?;
+        let PreparedLine { mut row, embedding } = prepared;
+        row.id = segments::chunk_id(agent, path, seq);
+        row.end_line = first_line + (row.end_line - row.start_line);
+        row.start_line = first_line;
+        // The embedder came up or changed model since: embed as of now.
+        if row.pending || embedding != self.state.ready_fingerprint() {
+            row.embedding = None;
+            row.pending = true;
+            self.attach_vectors(std::slice::from_mut(&mut row)).await?;
+        }
+        let rows = vec![row];
         let pending = rows.iter().filter(|r| r.pending).count();
         let etag = segments::etag(seq);
         let file = FileRow {
@@ -574,5 +606,72 @@ mod tests {
         let old_hits: Vec<_> = found.data.iter().filter(|h| h.path == old).collect();
         assert_eq!(old_hits.len(), 2, "{:?}", found.data);
         assert_eq!((old_hits[0].start_line, old_hits[1].start_line), (3, 4));
+    }
+
+    /// Embeds only once two calls are waiting at the same time.
+    struct Rendezvous(tokio::sync::Barrier);
+
+    impl crate::memory::embedder::Embedder for Rendezvous {
+        fn kind(&self) -> &'static str {
+            "ollama"
+        }
+
+        fn model(&self) -> &str {
+            "rendezvous"
+        }
+
+        fn embed<'a>(
+            &'a self,
+            texts: &'a [String],
+        ) -> futures::future::BoxFuture<'a, Result<Vec<Vec<f32>>, crate::memory::embedder::EmbedError>>
+        {
+            use futures::FutureExt;
+            async move {
+                self.0.wait().await;
+                Ok(texts.iter().map(|_| vec![1.0, 0.0]).collect())
+            }
+            .boxed()
+        }
+    }
+
+    /// A note embedding while it held its day's lock would keep the other
+    /// from ever reaching the embedder: both would end up pending (after
+    /// the embedder's timeout) instead of embedded.
+    #[tokio::test]
+    async fn notes_to_one_day_embed_at_once_not_one_after_the_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = std::sync::Arc::new(crate::storage::LocalStore::new(dir.path()));
+        store.ensure_buckets().await.unwrap();
+        let embedder = std::sync::Arc::new(Rendezvous(tokio::sync::Barrier::new(2)));
+        let memory = Memory::new(store, Db::scratch().await, Some(embedder), Default::default());
+        memory.load_search_index().await.unwrap();
+        memory.state.set_ready("rendezvous".into(), 2);
+        memory.state.mark_up();
+        let daily = NoteTarget::Daily(chrono_tz::UTC);
+        let (first, second) = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            tokio::join!(
+                memory.append_note_at("main", daily, "watered the herbs", at(24, 1)),
+                memory.append_note_at("main", daily, "fed the cat", at(24, 2)),
+            )
+        })
+        .await
+        .expect("both notes embedded together");
+        let (first, second) = (first.unwrap(), second.unwrap());
+        assert_eq!(first.pending, 0);
+        assert_eq!(
+            (second.pending, second.path.as_str()),
+            (0, "memory/2026-11-24.md")
+        );
+        let log = memory.read_file("main", "memory/2026-11-24.md").await.unwrap();
+        assert_eq!(log.content.lines().count(), 4, "{}", log.content);
+        let found = memory
+            .search("main", "cat", 5, crate::memory::Mode::Text)
+            .await
+            .unwrap();
+        assert_eq!(found.data.len(), 1);
+        assert_eq!(
+            found.data[0].start_line,
+            3 + usize::from(first.etag < second.etag)
+        );
     }
 }

@@ -342,10 +342,16 @@ impl Memory {
             ),
         };
         let key = paths::object_key(agent, &path)?;
+        let prepared = match target {
+            NoteTarget::Daily(_) => Some(self.prepare_line(agent, &path, &line).await?),
+            NoteTarget::Curated => None,
+        };
         let lock = self.lock_for(agent, &path);
         let _guard = lock.lock().await;
-        if matches!(target, NoteTarget::Daily(_))
-            && let Some(outcome) = self.append_segment(agent, &path, &header, &line).await?
+        if let Some(prepared) = prepared
+            && let Some(outcome) = self
+                .append_segment(agent, &path, &header, &line, prepared)
+                .await?
         {
             return Ok(outcome);
         }
