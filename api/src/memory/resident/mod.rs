@@ -16,11 +16,13 @@
 //! - `load`: filling the index at startup, the live feed from other replicas
 //! - `snapshot`: the index saved on local disk for the next start
 //! - `text`: BM25 postings
-//! - `vectors`: per-agent packed vectors, exact cosine search
+//! - `vectors`: per-agent packed vectors, cosine search (exact, then by cluster)
+//! - `partition`: an agent's vectors in lists, one per cluster past a size
 //! - `state`: the documents and the operations that change them
 
 pub mod analyzer;
 mod load;
+mod partition;
 mod postings;
 pub mod snapshot;
 mod state;

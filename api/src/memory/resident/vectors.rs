@@ -3,27 +3,20 @@
 //! searched exhaustively in two passes: every row scored in integers against
 //! the query quantized the same way, then the best few times `k` scored
 //! again against the query's exact floats (what a 32-bit row would score,
-//! within the row's rounding). Exact search (no graph walk), filtered by
-//! agent for free (only the agents asked for are read), and removal is a swap.
+//! within the row's rounding). Filtered by agent for free (only the agents
+//! asked for are read), and removal is a swap. An agent's first pass reads
+//! every row up to `partition::CLUSTER_FROM` rows; past it, only the lists
+//! of the clusters nearest the query (`partition`).
 
 use std::collections::HashMap;
 
+use super::partition::{CLUSTER_FROM, List, Partition};
 use super::text::{TieBreak, top_k};
 
 /// How many candidates per hit the integer pass keeps for the exact pass.
 const OVERSAMPLE: usize = 4;
 /// The integer pass keeps at least this many candidates.
 const MIN_CANDIDATES: usize = 40;
-
-#[derive(Default)]
-struct Partition {
-    /// The document each row belongs to.
-    docs: Vec<u32>,
-    /// Rows of `dimensions` integers, back to back: a value is `q * scale`.
-    rows: Vec<i8>,
-    /// Each row's scale (one over the integers' length: rows are unit length).
-    scales: Vec<f32>,
-}
 
 /// A row as the index holds it: a value is `values[i] * scale`.
 #[derive(Debug, Clone, Copy)]
@@ -38,14 +31,25 @@ impl QuantizedRow<'_> {
     }
 }
 
-#[derive(Default)]
 pub struct VectorIndex {
     dimensions: Option<usize>,
     partitions: HashMap<u16, Partition>,
+    /// An agent's rows are clustered once it has this many.
+    cluster_from: usize,
+}
+
+impl Default for VectorIndex {
+    fn default() -> Self {
+        Self {
+            dimensions: None,
+            partitions: HashMap::new(),
+            cluster_from: CLUSTER_FROM,
+        }
+    }
 }
 
 /// A vector as integers and the scale that maps them back.
-fn quantize(vector: &[f32]) -> (Vec<i8>, f32) {
+pub(super) fn quantize(vector: &[f32]) -> (Vec<i8>, f32) {
     let largest = vector.iter().fold(0f32, |m, x| m.max(x.abs()));
     if largest <= f32::EPSILON {
         return (vec![0; vector.len()], 0.0);
@@ -59,6 +63,16 @@ fn quantize(vector: &[f32]) -> (Vec<i8>, f32) {
 }
 
 impl VectorIndex {
+    /// An index that clusters an agent's rows from `rows` on (`usize::MAX`:
+    /// never, every search exact).
+    #[cfg(test)]
+    pub fn clustered_from(rows: usize) -> Self {
+        Self {
+            cluster_from: rows,
+            ..Self::default()
+        }
+    }
+
     /// Adds a document's vector under `agent`; returns its row, or `None`
     /// when the vector is empty or its dimension differs from the others.
     pub fn insert(&mut self, agent: u16, doc: u32, vector: &[f32]) -> Option<u32> {
@@ -73,37 +87,26 @@ impl VectorIndex {
         let length = row.iter().map(|q| f32::from(*q).powi(2)).sum::<f32>().sqrt();
         let scale = if length > 0.0 { 1.0 / length } else { 0.0 };
         let partition = self.partitions.entry(agent).or_default();
-        partition.rows.extend(row);
-        partition.scales.push(scale);
-        partition.docs.push(doc);
-        Some(partition.docs.len() as u32 - 1)
+        Some(partition.insert(doc, &row, scale, self.cluster_from))
     }
 
     /// Removes row `row` of `agent`; the last row moves into its place, and
     /// its document is returned so the caller can record the new row.
     pub fn remove(&mut self, agent: u16, row: u32) -> Option<u32> {
         let dimensions = self.dimensions?;
-        let partition = self.partitions.get_mut(&agent)?;
-        let row = row as usize;
-        let last = partition.docs.len().checked_sub(1)?;
-        partition.docs.swap_remove(row);
-        partition.scales.swap_remove(row);
-        if row != last {
-            let (head, tail) = partition.rows.split_at_mut(last * dimensions);
-            head[row * dimensions..(row + 1) * dimensions].copy_from_slice(&tail[..dimensions]);
-        }
-        partition.rows.truncate(last * dimensions);
-        (row != last).then(|| partition.docs[row])
+        self.partitions.get_mut(&agent)?.remove(row, dimensions)
     }
 
     /// Renames documents after the owner renumbered them (`new_ids[old]`).
     pub fn renumber(&mut self, new_ids: &[u32]) {
-        for partition in self.partitions.values_mut() {
-            partition
-                .docs
-                .iter_mut()
-                .for_each(|doc| *doc = new_ids[*doc as usize]);
+        for list in self.partitions.values_mut().flat_map(|p| p.lists.iter_mut()) {
+            list.docs.iter_mut().for_each(|doc| *doc = new_ids[*doc as usize]);
         }
+    }
+
+    #[cfg(test)]
+    fn partition(&self, agent: u16) -> &Partition {
+        &self.partitions[&agent]
     }
 
     /// Row `row` of `agent` as floats (unit length, within rounding).
@@ -114,20 +117,13 @@ impl VectorIndex {
 
     /// Row `row` of `agent` as held: its integers and their scale.
     pub fn quantized_row(&self, agent: u16, row: u32) -> Option<QuantizedRow<'_>> {
-        let dimensions = self.dimensions?;
-        let partition = self.partitions.get(&agent)?;
-        let start = row as usize * dimensions;
-        let scale = *partition.scales.get(row as usize)?;
-        let values = partition.rows.get(start..start + dimensions)?;
+        let (values, scale) = self.partitions.get(&agent)?.row(row, self.dimensions?)?;
         Some(QuantizedRow { values, scale })
     }
 
-    /// The bytes the vectors take (rows, scales, document ids).
+    /// The bytes the vectors take (rows, scales, document ids, lists, centres).
     pub fn bytes(&self) -> usize {
-        self.partitions
-            .values()
-            .map(|p| p.rows.capacity() + (p.scales.capacity() + p.docs.capacity()) * 4)
-            .sum()
+        self.partitions.values().map(Partition::bytes).sum()
     }
 
     pub fn clear(&mut self) {
@@ -156,103 +152,128 @@ impl VectorIndex {
         let (quantized, query_scale) = quantize(&query);
         let widened: Vec<i16> = quantized.iter().map(|q| i16::from(*q)).collect();
         let wanted = (k * OVERSAMPLE).max(MIN_CANDIDATES);
-        let mut kept = Kept::new(wanted);
+        let mut kept = Kept::new(wanted, tie);
         let mut block: Vec<f32> = Vec::with_capacity(BLOCK_ROWS);
         for &agent in agents {
             let Some(partition) = self.partitions.get(&agent) else {
                 continue;
             };
             let dimensions = query.len();
-            for (number, rows) in partition.rows.chunks(BLOCK_ROWS * dimensions).enumerate() {
-                let first = number * BLOCK_ROWS;
-                let scales = &partition.scales[first..first + rows.len() / dimensions];
-                block.clear();
-                score_rows(rows, scales, &widened, &mut block);
-                for (offset, score) in block.iter().enumerate() {
-                    let score = score * query_scale;
-                    let row = (first + offset) as u32;
-                    if score >= kept.threshold && keep.is_none_or(|keep| keep(partition.docs[row as usize])) {
-                        kept.push((agent, row), score);
+            // A filtered search reads every list: the nearest clusters could
+            // hold too few rows the filter lets through.
+            for list in partition.lists_for(&query, keep.is_some()) {
+                for (number, values) in list.values.chunks(BLOCK_ROWS * dimensions).enumerate() {
+                    let first = number * BLOCK_ROWS;
+                    let scales = &list.scales[first..first + values.len() / dimensions];
+                    block.clear();
+                    score_rows(values, scales, &widened, &mut block);
+                    for (offset, score) in block.iter().enumerate() {
+                        let score = score * query_scale;
+                        if score < kept.floor {
+                            continue;
+                        }
+                        let place = first + offset;
+                        let doc = list.docs[place];
+                        if kept.admits(score, doc) && keep.is_none_or(|keep| keep(doc)) {
+                            kept.push(Held {
+                                doc,
+                                list,
+                                place,
+                                score,
+                            });
+                        }
                     }
                 }
             }
         }
-        let Kept { located, scored, .. } = kept;
-        let doc_of = |at: u32| {
-            let (agent, row) = located[at as usize];
-            self.partitions[&agent].docs[row as usize]
-        };
-        let candidates = top_k(scored, wanted, &|a, b| tie(doc_of(a), doc_of(b)));
+        let held = kept.held;
+        let scored = held
+            .iter()
+            .enumerate()
+            .map(|(at, h)| (at as u32, h.score))
+            .collect();
+        let candidates = top_k(scored, wanted, &|a, b| {
+            tie(held[a as usize].doc, held[b as usize].doc)
+        });
         let rescored = candidates
             .into_iter()
             .map(|(at, _)| {
-                let (agent, row) = located[at as usize];
-                let partition = &self.partitions[&agent];
-                let start = row as usize * query.len();
-                let values = &partition.rows[start..start + query.len()];
-                let exact = values
+                let Held { doc, list, place, .. } = held[at as usize];
+                let exact = list
+                    .values_of(place, query.len())
                     .iter()
                     .zip(&query)
                     .map(|(q, x)| f32::from(*q) * x)
                     .sum::<f32>()
-                    * partition.scales[row as usize];
-                (partition.docs[row as usize], exact)
+                    * list.scales[place];
+                (doc, exact)
             })
             .collect();
         top_k(rescored, k, tie)
     }
 }
 
-/// The rows that may still be among the best `wanted` by their approximate
-/// score, as the scan goes: a row scoring below the `wanted`-th best seen so
-/// far never can be, so the scan keeps a few times `wanted` rows, not every
-/// row of the agent. Rows equal to that score are kept: the tie-break, not
-/// the scan's order, decides among them.
-struct Kept {
-    wanted: usize,
-    /// Prune when this many are kept (grows when ties fill it).
-    limit: usize,
-    threshold: f32,
-    located: Vec<(u16, u32)>,
-    /// (index into `located`, approximate score).
-    scored: Vec<(u32, f32)>,
+/// A row the scan keeps, for now.
+#[derive(Clone, Copy)]
+struct Held<'l> {
+    doc: u32,
+    list: &'l List,
+    place: usize,
+    /// Its approximate (integer) score.
+    score: f32,
 }
 
-impl Kept {
-    fn new(wanted: usize) -> Self {
+/// The best `wanted` rows by approximate score and tie-break, as the scan
+/// goes. Once four times `wanted` are held, the best `wanted` stay and the
+/// worst of those becomes the bar: a later row must beat it by score, or
+/// equal its score and win the tie-break. A scan through thousands of equal
+/// scores (a busy day's repeated notes) so holds a bounded number of rows,
+/// and the tie-break, not the scan's order, still decides among them.
+struct Kept<'t, 'l> {
+    wanted: usize,
+    tie: TieBreak<'t>,
+    /// The bar's score (below it nothing is admitted; `-inf` at first).
+    floor: f32,
+    /// The bar's document, which an equal score must precede.
+    bar: Option<u32>,
+    held: Vec<Held<'l>>,
+}
+
+impl<'t, 'l> Kept<'t, 'l> {
+    fn new(wanted: usize, tie: TieBreak<'t>) -> Self {
         Self {
             wanted,
-            limit: 4 * wanted,
-            threshold: f32::NEG_INFINITY,
-            located: Vec::new(),
-            scored: Vec::new(),
+            tie,
+            floor: f32::NEG_INFINITY,
+            bar: None,
+            held: Vec::with_capacity(4 * wanted),
         }
     }
 
-    fn push(&mut self, at: (u16, u32), score: f32) {
-        self.scored.push((self.located.len() as u32, score));
-        self.located.push(at);
-        if self.scored.len() >= self.limit {
+    fn admits(&self, score: f32, doc: u32) -> bool {
+        match self.bar {
+            Some(bar) if score == self.floor => (self.tie)(doc, bar) == std::cmp::Ordering::Less,
+            _ => score >= self.floor,
+        }
+    }
+
+    fn push(&mut self, held: Held<'l>) {
+        self.held.push(held);
+        if self.held.len() >= 4 * self.wanted {
             self.prune();
         }
     }
 
-    /// Drops the rows below the `wanted`-th best score, which becomes the bar.
+    /// Keeps the best `wanted`; the worst of them becomes the bar.
     fn prune(&mut self) {
-        let wanted = self.wanted;
-        self.scored
-            .select_nth_unstable_by(wanted - 1, |a, b| b.1.total_cmp(&a.1));
-        self.threshold = self.scored[wanted - 1].1;
-        let threshold = self.threshold;
-        self.scored.retain(|entry| entry.1 >= threshold);
-        let located = std::mem::take(&mut self.located);
-        for entry in &mut self.scored {
-            self.located.push(located[entry.0 as usize]);
-            entry.0 = (self.located.len() - 1) as u32;
-        }
-        // Ties at the bar can keep more than `wanted`: prune again only once
-        // as many again have come, so a tie-heavy scan stays linear.
-        self.limit = (4 * wanted).max(2 * self.scored.len());
+        let (wanted, tie) = (self.wanted, self.tie);
+        self.held.select_nth_unstable_by(wanted - 1, |a, b| {
+            b.score.total_cmp(&a.score).then_with(|| tie(a.doc, b.doc))
+        });
+        self.held.truncate(wanted);
+        let worst = self.held[wanted - 1];
+        self.floor = worst.score;
+        self.bar = Some(worst.doc);
     }
 }
 
@@ -273,7 +294,7 @@ fn score_rows(rows: &[i8], scales: &[f32], query: &[i16], out: &mut Vec<f32>) {
 
 /// Sixteen independent integer sums, so the compiler can use SIMD lanes.
 #[inline(always)]
-fn dot(a: &[i8], b: &[i16]) -> i32 {
+pub(super) fn dot(a: &[i8], b: &[i16]) -> i32 {
     let mut sums = [0i32; 16];
     let (a_blocks, b_blocks) = (a.chunks_exact(16), b.chunks_exact(16));
     let tail: i32 = a_blocks
@@ -387,9 +408,9 @@ mod tests {
         }
         // Re-inserting what was read back (a snapshot restored) gives the same integers.
         index.insert(0, 2, &row);
-        let partition = &index.partitions[&0];
-        assert_eq!(partition.rows.len(), 8, "a byte a dimension");
-        assert_eq!(partition.rows[..4], partition.rows[4..]);
+        let values = &index.partitions[&0].lists[0].values;
+        assert_eq!(values.len(), 8, "a byte a dimension");
+        assert_eq!(values[..4], values[4..]);
     }
 
     /// What the scan chose before it kept a running bar: every row's
@@ -401,10 +422,11 @@ mod tests {
         let widened: Vec<i16> = quantized.iter().map(|q| i16::from(*q)).collect();
         let mut scored = Vec::new();
         for agent in agents {
-            let partition = &index.partitions[agent];
-            for (row, values) in partition.rows.chunks_exact(query.len()).enumerate() {
-                let score = dot(values, &widened) as f32 * partition.scales[row] * query_scale;
-                scored.push((partition.docs[row], score));
+            for list in &index.partitions[agent].lists {
+                for (place, values) in list.values.chunks_exact(query.len()).enumerate() {
+                    let score = dot(values, &widened) as f32 * list.scales[place] * query_scale;
+                    scored.push((list.docs[place], score));
+                }
             }
         }
         top_k(scored, wanted, &|a, b| a.cmp(&b))
@@ -416,23 +438,18 @@ mod tests {
     /// A document's row against the query's unit floats, as the second pass scores it.
     fn exact_score(index: &VectorIndex, doc: u32, query: &[f32]) -> f32 {
         let norm = query.iter().map(|x| x * x).sum::<f32>().sqrt();
-        let (agent, row) = index
+        let (list, place) = index
             .partitions
-            .iter()
-            .find_map(|(agent, p)| {
-                p.docs
-                    .iter()
-                    .position(|d| *d == doc)
-                    .map(|row| (*agent, row as u32))
-            })
+            .values()
+            .flat_map(|p| p.lists.iter())
+            .find_map(|list| Some((list, list.docs.iter().position(|d| *d == doc)?)))
             .unwrap();
-        let held = index.quantized_row(agent, row).unwrap();
-        held.values
+        list.values_of(place, query.len())
             .iter()
             .zip(query)
             .map(|(q, x)| f32::from(*q) * (x / norm))
             .sum::<f32>()
-            * held.scale
+            * list.scales[place]
     }
 
     #[test]
@@ -465,5 +482,116 @@ mod tests {
                 assert_eq!(found, rescored, "round {round}, k {k}");
             }
         }
+    }
+
+    /// Vectors around `blobs` random directions (as embeddings of a few
+    /// topics are), from a fixed seed.
+    fn blobs(count: usize, dimensions: usize, blobs: usize, seed: u64) -> Vec<Vec<f32>> {
+        let mut state = seed;
+        let mut random = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 20_001) as f32 / 10_000.0 - 1.0
+        };
+        let centres: Vec<Vec<f32>> = (0..blobs)
+            .map(|_| (0..dimensions).map(|_| random()).collect())
+            .collect();
+        (0..count)
+            .map(|i| {
+                let centre = &centres[(i * 7919) % blobs];
+                centre.iter().map(|c| c + 0.35 * random()).collect()
+            })
+            .collect()
+    }
+
+    fn unit(vector: &[f32]) -> Vec<f32> {
+        let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+        vector.iter().map(|x| x / norm).collect()
+    }
+
+    #[test]
+    fn clustered_search_finds_the_exact_top_10_reading_a_fraction_of_the_rows() {
+        let dimensions = 32;
+        let vectors = blobs(12_000, dimensions, 60, 3);
+        let mut exact = VectorIndex::clustered_from(usize::MAX);
+        let mut clustered = VectorIndex::clustered_from(4_000);
+        for (doc, vector) in vectors.iter().enumerate() {
+            exact.insert(0, doc as u32, vector);
+            clustered.insert(0, doc as u32, vector);
+        }
+        let partition = clustered.partition(0);
+        assert!(partition.is_clustered());
+        partition.assert_consistent(dimensions);
+        let queries = blobs(100, dimensions, 60, 99);
+        let (mut found, mut read) = (0, 0);
+        for query in &queries {
+            let probed = partition.lists_for(&unit(query), false);
+            read += probed.iter().map(|list| list.docs.len()).sum::<usize>();
+            let truth = exact.search(&[0], query, 10, None, &|a, b| a.cmp(&b));
+            let got = clustered.search(&[0], query, 10, None, &|a, b| a.cmp(&b));
+            found += got.iter().filter(|g| truth.iter().any(|t| t.0 == g.0)).count();
+        }
+        let share = read as f64 / (queries.len() * vectors.len()) as f64;
+        assert!(found >= 970, "{found} of 1000 of the exact top 10 found");
+        assert!(share < 0.15, "read {share:.3} of the rows");
+        // A filtered search reads every list, so it is exact.
+        let everything = |_: u32| true;
+        for query in &queries[..10] {
+            assert_eq!(
+                clustered.search(&[0], query, 10, Some(&everything), &|a, b| a.cmp(&b)),
+                exact.search(&[0], query, 10, None, &|a, b| a.cmp(&b))
+            );
+        }
+    }
+
+    #[test]
+    fn rows_keep_their_numbers_through_clustering_removals_and_writes() {
+        let vectors = blobs(3_000, 16, 20, 5);
+        let mut index = VectorIndex::clustered_from(1_000);
+        // What each row number holds, as the caller (`State`) tracks it.
+        let mut docs_by_row: Vec<u32> = Vec::new();
+        for (doc, vector) in vectors.iter().enumerate() {
+            let row = index.insert(0, doc as u32, vector).unwrap();
+            assert_eq!(row as usize, docs_by_row.len());
+            docs_by_row.push(doc as u32);
+            // Remove now and then: a middle row, the first, the last.
+            if doc > 900 && doc % 3 == 0 {
+                let rows = docs_by_row.len();
+                let row = [rows / 2, 0, rows - 1][doc % 9 / 3];
+                let last = docs_by_row.pop().unwrap();
+                match index.remove(0, row as u32) {
+                    Some(moved) => {
+                        assert_eq!(moved, last, "the last row moves into the gap");
+                        docs_by_row[row] = moved;
+                    }
+                    None => assert_eq!(row, rows - 1),
+                }
+            }
+        }
+        let partition = index.partition(0);
+        assert!(partition.is_clustered());
+        partition.assert_consistent(16);
+        assert_eq!(partition.len(), docs_by_row.len());
+        // Every row number still reads its document's vector.
+        for (row, doc) in docs_by_row.iter().enumerate() {
+            let held = index.row(0, row as u32).unwrap();
+            let want = unit(&vectors[*doc as usize]);
+            let cosine: f32 = held.iter().zip(&want).map(|(a, b)| a * b).sum();
+            assert!(cosine > 0.999, "row {row}: {cosine}");
+        }
+    }
+
+    #[test]
+    fn nothing_is_clustered_below_the_threshold() {
+        let mut index = VectorIndex::clustered_from(100);
+        for (doc, vector) in blobs(99, 8, 3, 1).iter().enumerate() {
+            index.insert(0, doc as u32, vector);
+        }
+        assert!(!index.partition(0).is_clustered());
+        assert_eq!(index.partition(0).lists.len(), 1);
+        index.insert(0, 99, &[1.0; 8]);
+        assert!(index.partition(0).is_clustered());
+        index.partition(0).assert_consistent(8);
     }
 }
