@@ -1,7 +1,7 @@
 //! The resident vector index: unit-length vectors packed per agent as 8-bit
 //! integers (one scale per row: a quarter of the memory of 32-bit floats),
-//! searched exhaustively in two passes: every row scored in integers against
-//! the query quantized the same way, then the best few times `k` scored
+//! searched in two passes: rows scored in integers against the query
+//! quantized the same way, then the best few times `k` scored
 //! again against the query's exact floats (what a 32-bit row would score,
 //! within the row's rounding). Filtered by agent for free (only the agents
 //! asked for are read), and removal is a swap. An agent's first pass reads
