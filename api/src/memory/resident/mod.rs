@@ -18,12 +18,14 @@
 //! - `text`: BM25 postings
 //! - `vectors`: per-agent packed vectors, cosine search (exact, then by cluster)
 //! - `partition`: an agent's vectors in lists, one per cluster past a size
+//! - `quantized`: 8-bit rows and their integer dot product
 //! - `state`: the documents and the operations that change them
 
 pub mod analyzer;
 mod load;
 mod partition;
 mod postings;
+mod quantized;
 pub mod snapshot;
 mod state;
 mod text;

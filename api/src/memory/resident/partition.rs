@@ -16,7 +16,7 @@
 //! A row keeps its number (what `Doc::vector_row` holds) while it moves
 //! between and within lists: `home` says where each number is.
 
-use super::vectors::{dot, quantize};
+use super::quantized::{dot, quantize};
 
 /// An agent's rows are clustered once it has this many.
 pub const CLUSTER_FROM: usize = 32_768;

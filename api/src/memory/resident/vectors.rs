@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 
 use super::partition::{CLUSTER_FROM, List, Partition};
+use super::quantized::{dot, quantize};
 use super::text::{TieBreak, top_k};
 
 /// How many candidates per hit the integer pass keeps for the exact pass.
@@ -46,20 +47,6 @@ impl Default for VectorIndex {
             cluster_from: CLUSTER_FROM,
         }
     }
-}
-
-/// A vector as integers and the scale that maps them back.
-pub(super) fn quantize(vector: &[f32]) -> (Vec<i8>, f32) {
-    let largest = vector.iter().fold(0f32, |m, x| m.max(x.abs()));
-    if largest <= f32::EPSILON {
-        return (vec![0; vector.len()], 0.0);
-    }
-    let scale = largest / 127.0;
-    let rows = vector
-        .iter()
-        .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8)
-        .collect();
-    (rows, scale)
 }
 
 impl VectorIndex {
@@ -290,25 +277,6 @@ fn score_rows(rows: &[i8], scales: &[f32], query: &[i16], out: &mut Vec<f32>) {
             .zip(scales)
             .map(|(row, scale)| dot(row, query) as f32 * scale),
     );
-}
-
-/// Sixteen independent integer sums, so the compiler can use SIMD lanes.
-#[inline(always)]
-pub(super) fn dot(a: &[i8], b: &[i16]) -> i32 {
-    let mut sums = [0i32; 16];
-    let (a_blocks, b_blocks) = (a.chunks_exact(16), b.chunks_exact(16));
-    let tail: i32 = a_blocks
-        .remainder()
-        .iter()
-        .zip(b_blocks.remainder())
-        .map(|(x, y)| i32::from(*x) * i32::from(*y))
-        .sum();
-    for (x, y) in a_blocks.zip(b_blocks) {
-        for lane in 0..16 {
-            sums[lane] += i32::from(x[lane]) * i32::from(y[lane]);
-        }
-    }
-    sums.iter().sum::<i32>() + tail
 }
 
 #[cfg(test)]
