@@ -91,7 +91,7 @@ fn main() {
                 .map(|n| note(n, rng.sentence()))
                 .collect();
             held += chunks.len();
-            embeddings.extend(chunks.iter().filter_map(|c| c.embedding.clone()));
+            embeddings.extend(chunks.iter().filter_map(|c| c.embedding.as_deref().map(unit)));
             for chunk in chunks {
                 state.apply(Change::Upsert(chunk));
             }
@@ -164,16 +164,17 @@ fn main() {
     }
 }
 
-/// The `k`-th highest cosine of `query` against every vector.
+fn unit(vector: &[f32]) -> Vec<f32> {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    vector.iter().map(|x| x / norm).collect()
+}
+
+/// The `k`-th highest cosine of `query` against every (unit) vector.
 fn kth_similarity(vectors: &[Vec<f32>], query: &[f32], k: usize) -> f32 {
-    let unit = |v: &[f32]| {
-        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        v.iter().map(|x| x / norm).collect::<Vec<f32>>()
-    };
     let query = unit(query);
     let mut scores: Vec<f32> = vectors
         .iter()
-        .map(|v| unit(v).iter().zip(&query).map(|(a, b)| a * b).sum())
+        .map(|v| v.iter().zip(&query).map(|(a, b)| a * b).sum())
         .collect();
     let k = k.min(scores.len());
     scores.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));

@@ -114,16 +114,16 @@ impl Memory {
     }
 
     /// Appends `line` to a daily log as a new segment (`header` first when it
-    /// starts the log) and indexes it; `Ok(None)` when the day has a plain
-    /// file, which is appended to in place instead. The caller holds the
-    /// file's lock.
+    /// starts the log) and indexes it, with its chunk `prepared` beforehand
+    /// or here; `Ok(None)` when the day has a plain file, which is appended
+    /// to in place instead. The caller holds the file's lock.
     pub(super) async fn append_segment(
         &self,
         agent: &str,
         path: &str,
         header: &str,
         line: &str,
-        prepared: PreparedLine,
+        prepared: Option<PreparedLine>,
     ) -> Result<Option<WriteOutcome>, MemoryError> {
         let plain = paths::object_key(agent, path)?;
         let mut tail = match self.segments.tail(agent, path) {
@@ -134,6 +134,10 @@ impl Memory {
                 }
                 self.tail_from_store(agent, path).await?
             }
+        };
+        let prepared = match prepared {
+            Some(prepared) => prepared,
+            None => self.prepare_line(agent, path, line).await?,
         };
         for _ in 0..APPEND_ATTEMPTS {
             let starts = tail.next == 1 && tail.bytes == 0;
@@ -265,11 +269,12 @@ impl Memory {
         row.id = segments::chunk_id(agent, path, seq);
         row.end_line = first_line + (row.end_line - row.start_line);
         row.start_line = first_line;
-        // The embedder came up or changed model since: embed as of now.
-        if row.pending || embedding != self.state.ready_fingerprint() {
+        // The embedder changed model since: the vector is of the old one,
+        // so the chunk waits for the background drain like any pending one.
+        let now = self.state.ready_fingerprint();
+        if row.embedding.is_some() && now.is_some() && now != embedding {
             row.embedding = None;
             row.pending = true;
-            self.attach_vectors(std::slice::from_mut(&mut row)).await?;
         }
         let rows = vec![row];
         let pending = rows.iter().filter(|r| r.pending).count();
@@ -608,8 +613,12 @@ mod tests {
         assert_eq!((old_hits[0].start_line, old_hits[1].start_line), (3, 4));
     }
 
-    /// Embeds only once two calls are waiting at the same time.
-    struct Rendezvous(tokio::sync::Barrier);
+    /// Embeds its first call at once, and each later one only once two
+    /// calls are waiting at the same time.
+    struct Rendezvous {
+        calls: std::sync::atomic::AtomicUsize,
+        pair: tokio::sync::Barrier,
+    }
 
     impl crate::memory::embedder::Embedder for Rendezvous {
         fn kind(&self) -> &'static str {
@@ -627,27 +636,37 @@ mod tests {
         {
             use futures::FutureExt;
             async move {
-                self.0.wait().await;
+                if self.calls.fetch_add(1, Ordering::SeqCst) > 0 {
+                    self.pair.wait().await;
+                }
                 Ok(texts.iter().map(|_| vec![1.0, 0.0]).collect())
             }
             .boxed()
         }
     }
 
-    /// A note embedding while it held its day's lock would keep the other
-    /// from ever reaching the embedder: both would end up pending (after
-    /// the embedder's timeout) instead of embedded.
+    /// Once the day is under way, a note embedding while it held the day's
+    /// lock would keep the other from ever reaching the embedder: both
+    /// would end up pending (after the embedder's timeout), not embedded.
     #[tokio::test]
     async fn notes_to_one_day_embed_at_once_not_one_after_the_other() {
         let dir = tempfile::tempdir().unwrap();
         let store = std::sync::Arc::new(crate::storage::LocalStore::new(dir.path()));
         store.ensure_buckets().await.unwrap();
-        let embedder = std::sync::Arc::new(Rendezvous(tokio::sync::Barrier::new(2)));
+        let embedder = std::sync::Arc::new(Rendezvous {
+            calls: Default::default(),
+            pair: tokio::sync::Barrier::new(2),
+        });
         let memory = Memory::new(store, Db::scratch().await, Some(embedder), Default::default());
         memory.load_search_index().await.unwrap();
         memory.state.set_ready("rendezvous".into(), 2);
         memory.state.mark_up();
         let daily = NoteTarget::Daily(chrono_tz::UTC);
+        let opening = memory
+            .append_note_at("main", daily, "woke early", at(24, 0))
+            .await
+            .unwrap();
+        assert_eq!(opening.pending, 0);
         let (first, second) = tokio::time::timeout(std::time::Duration::from_secs(10), async {
             tokio::join!(
                 memory.append_note_at("main", daily, "watered the herbs", at(24, 1)),
@@ -663,7 +682,7 @@ mod tests {
             (0, "memory/2026-11-24.md")
         );
         let log = memory.read_file("main", "memory/2026-11-24.md").await.unwrap();
-        assert_eq!(log.content.lines().count(), 4, "{}", log.content);
+        assert_eq!(log.content.lines().count(), 5, "{}", log.content);
         let found = memory
             .search("main", "cat", 5, crate::memory::Mode::Text)
             .await
@@ -671,7 +690,7 @@ mod tests {
         assert_eq!(found.data.len(), 1);
         assert_eq!(
             found.data[0].start_line,
-            3 + usize::from(first.etag < second.etag)
+            4 + usize::from(first.etag < second.etag)
         );
     }
 }

@@ -342,13 +342,17 @@ impl Memory {
             ),
         };
         let key = paths::object_key(agent, &path)?;
-        let prepared = match target {
-            NoteTarget::Daily(_) => Some(self.prepare_line(agent, &path, &line).await?),
-            NoteTarget::Curated => None,
+        let daily = matches!(target, NoteTarget::Daily(_));
+        // A day this replica knows is kept as segments (every note after
+        // its first) has the note embedded before the lock: notes to one
+        // day then do not wait on each other's embedder call.
+        let prepared = match daily && self.segments.tail(agent, &path).is_some() {
+            true => Some(self.prepare_line(agent, &path, &line).await?),
+            false => None,
         };
         let lock = self.lock_for(agent, &path);
         let _guard = lock.lock().await;
-        if let Some(prepared) = prepared
+        if daily
             && let Some(outcome) = self
                 .append_segment(agent, &path, &header, &line, prepared)
                 .await?

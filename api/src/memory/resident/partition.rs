@@ -16,7 +16,7 @@
 //! A row keeps its number (what `Doc::vector_row` holds) while it moves
 //! between and within lists: `home` says where each number is.
 
-use super::quantized::{dot, quantize};
+use super::quantized::{dot, quantize, unit};
 
 /// An agent's rows are clustered once it has this many.
 pub const CLUSTER_FROM: usize = 32_768;
@@ -148,20 +148,19 @@ impl Partition {
         }
     }
 
-    /// Finds the centres and moves every row into its nearest centre's list.
+    /// Finds the centres and moves every row of the one list so far into
+    /// its nearest centre's list.
     fn cluster(&mut self, dimensions: usize) {
-        let rows = std::mem::take(&mut self.lists);
-        let values: Vec<i8> = rows.iter().flat_map(|l| l.values.iter().copied()).collect();
-        let centres = Centres::train(&values, dimensions);
+        let Some(all) = std::mem::take(&mut self.lists).pop() else {
+            return;
+        };
+        let centres = Centres::train(&all.values, dimensions);
         let mut lists = vec![List::default(); centres.count()];
-        for list in &rows {
-            for place in 0..list.numbers.len() {
-                let row = list.values_of(place, dimensions);
-                let nearest = centres.nearest(row);
-                let number = list.numbers[place];
-                let at = lists[nearest].push(number, list.docs[place], row, list.scales[place]);
-                self.home[number as usize] = (nearest as u32, at);
-            }
+        for (place, row) in all.values.chunks_exact(dimensions).enumerate() {
+            let nearest = centres.nearest(row);
+            let number = all.numbers[place];
+            let at = lists[nearest].push(number, all.docs[place], row, all.scales[place]);
+            self.home[number as usize] = (nearest as u32, at);
         }
         self.lists = lists;
         self.centres = Some(centres);
@@ -215,12 +214,12 @@ impl Centres {
         let sample: Vec<&[i8]> = rows.chunks_exact(dimensions).step_by(step).collect();
         // Start from rows spread evenly over the sample.
         let spacing = sample.len() / clusters;
-        let mut floats: Vec<f32> = (0..clusters)
-            .flat_map(|c| sample[c * spacing].iter().map(|v| f32::from(*v)))
+        let floats: Vec<f32> = (0..clusters)
+            .flat_map(|c| {
+                let row: Vec<f32> = sample[c * spacing].iter().map(|v| f32::from(*v)).collect();
+                unit(&row).unwrap_or(row)
+            })
             .collect();
-        for centre in floats.chunks_exact_mut(dimensions) {
-            normalize(centre);
-        }
         let mut centres = Self::from_floats(floats, dimensions);
         for _ in 0..ITERATIONS {
             let mut sums = vec![0f32; clusters * dimensions];
@@ -235,10 +234,10 @@ impl Centres {
             let mut floats = centres.floats;
             for (centre, sum) in floats
                 .chunks_exact_mut(dimensions)
-                .zip(sums.chunks_exact_mut(dimensions))
+                .zip(sums.chunks_exact(dimensions))
             {
-                if normalize(sum) {
-                    centre.copy_from_slice(sum);
+                if let Some(mean) = unit(sum) {
+                    centre.copy_from_slice(&mean);
                 }
             }
             centres = Self::from_floats(floats, dimensions);
@@ -308,14 +307,4 @@ fn nearest_centre(row: &[i8], centres: &[i16], scales: &[f32]) -> usize {
         }
     }
     best.0
-}
-
-/// Scales `values` to unit length; false when they are all zero.
-fn normalize(values: &mut [f32]) -> bool {
-    let norm = values.iter().map(|v| v * v).sum::<f32>().sqrt();
-    if norm <= f32::EPSILON {
-        return false;
-    }
-    values.iter_mut().for_each(|v| *v /= norm);
-    true
 }

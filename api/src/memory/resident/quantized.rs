@@ -1,6 +1,12 @@
 //! 8-bit rows: a vector as integers with one scale, and the integer dot
 //! product both the vector index's scan and its clusters' centres use.
 
+/// `vector` scaled to unit length; `None` when it is all zeros.
+pub fn unit(vector: &[f32]) -> Option<Vec<f32>> {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    (norm > f32::EPSILON).then(|| vector.iter().map(|x| x / norm).collect())
+}
+
 /// A vector as integers and the scale that maps them back.
 pub fn quantize(vector: &[f32]) -> (Vec<i8>, f32) {
     let largest = vector.iter().fold(0f32, |m, x| m.max(x.abs()));

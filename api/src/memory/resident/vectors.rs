@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use super::partition::{CLUSTER_FROM, List, Partition};
-use super::quantized::{dot, quantize};
+use super::quantized::{dot, quantize, unit};
 use super::text::{TieBreak, top_k};
 
 /// How many candidates per hit the integer pass keeps for the exact pass.
@@ -63,11 +63,10 @@ impl VectorIndex {
     /// Adds a document's vector under `agent`; returns its row, or `None`
     /// when the vector is empty or its dimension differs from the others.
     pub fn insert(&mut self, agent: u16, doc: u32, vector: &[f32]) -> Option<u32> {
-        let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
-        if norm <= f32::EPSILON || *self.dimensions.get_or_insert(vector.len()) != vector.len() {
+        let unit = unit(vector)?;
+        if *self.dimensions.get_or_insert(vector.len()) != vector.len() {
             return None;
         }
-        let unit: Vec<f32> = vector.iter().map(|x| x / norm).collect();
         let (row, _) = quantize(&unit);
         // The row's own length for its scale: the row held is exactly unit
         // length, so a row saved and loaded again is the same row and scale.
@@ -131,11 +130,9 @@ impl VectorIndex {
         if self.dimensions != Some(query.len()) {
             return Vec::new();
         }
-        let norm = query.iter().map(|x| x * x).sum::<f32>().sqrt();
-        if norm <= f32::EPSILON || k == 0 {
+        let Some(query) = unit(query).filter(|_| k > 0) else {
             return Vec::new();
-        }
-        let query: Vec<f32> = query.iter().map(|x| x / norm).collect();
+        };
         let (quantized, query_scale) = quantize(&query);
         let widened: Vec<i16> = quantized.iter().map(|q| i16::from(*q)).collect();
         let wanted = (k * OVERSAMPLE).max(MIN_CANDIDATES);
@@ -326,13 +323,7 @@ mod tests {
     /// the same top 10 (order within rounding), and scores within 1%.
     #[test]
     fn eight_bit_rows_rank_as_floats_do() {
-        let mut seed = 7u64;
-        let mut random = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % 20_001) as f32 / 10_000.0 - 1.0
-        };
+        let mut random = floats(7);
         let dimensions = 64;
         let vectors: Vec<Vec<f32>> = (0..3_000)
             .map(|_| (0..dimensions).map(|_| random()).collect())
@@ -341,18 +332,19 @@ mod tests {
         for (doc, vector) in vectors.iter().enumerate() {
             index.insert((doc % 3) as u16, doc as u32, vector);
         }
-        let unit = |v: &[f32]| {
-            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-            v.iter().map(|x| x / norm).collect::<Vec<f32>>()
-        };
         let mut same = 0;
         for _ in 0..20 {
             let query: Vec<f32> = (0..dimensions).map(|_| random()).collect();
-            let q = unit(&query);
+            let q = unit(&query).unwrap();
             let mut exact: Vec<(u32, f32)> = vectors
                 .iter()
                 .enumerate()
-                .map(|(doc, v)| (doc as u32, unit(v).iter().zip(&q).map(|(a, b)| a * b).sum()))
+                .map(|(doc, v)| {
+                    (
+                        doc as u32,
+                        unit(v).unwrap().iter().zip(&q).map(|(a, b)| a * b).sum(),
+                    )
+                })
                 .collect();
             exact.sort_by(|a, b| b.1.total_cmp(&a.1));
             let found = index.search(&[0, 1, 2], &query, 10, None, &|a, b| a.cmp(&b));
@@ -384,9 +376,7 @@ mod tests {
     /// What the scan chose before it kept a running bar: every row's
     /// approximate score, the best `wanted` by score and tie-break.
     fn every_row_candidates(index: &VectorIndex, agents: &[u16], query: &[f32], wanted: usize) -> Vec<u32> {
-        let norm = query.iter().map(|x| x * x).sum::<f32>().sqrt();
-        let unit: Vec<f32> = query.iter().map(|x| x / norm).collect();
-        let (quantized, query_scale) = quantize(&unit);
+        let (quantized, query_scale) = quantize(&unit(query).unwrap());
         let widened: Vec<i16> = quantized.iter().map(|q| i16::from(*q)).collect();
         let mut scored = Vec::new();
         for agent in agents {
@@ -405,7 +395,7 @@ mod tests {
 
     /// A document's row against the query's unit floats, as the second pass scores it.
     fn exact_score(index: &VectorIndex, doc: u32, query: &[f32]) -> f32 {
-        let norm = query.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let query = unit(query).unwrap();
         let (list, place) = index
             .partitions
             .values()
@@ -414,8 +404,8 @@ mod tests {
             .unwrap();
         list.values_of(place, query.len())
             .iter()
-            .zip(query)
-            .map(|(q, x)| f32::from(*q) * (x / norm))
+            .zip(&query)
+            .map(|(q, x)| f32::from(*q) * x)
             .sum::<f32>()
             * list.scales[place]
     }
@@ -452,16 +442,16 @@ mod tests {
         }
     }
 
+    /// Repeatable floats in [-1, 1].
+    fn floats(seed: u64) -> impl FnMut() -> f32 {
+        let mut next = super::super::text::tests::numbers(seed);
+        move || (next() % 20_001) as f32 / 10_000.0 - 1.0
+    }
+
     /// Vectors around `blobs` random directions (as embeddings of a few
     /// topics are), from a fixed seed.
     fn blobs(count: usize, dimensions: usize, blobs: usize, seed: u64) -> Vec<Vec<f32>> {
-        let mut state = seed;
-        let mut random = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % 20_001) as f32 / 10_000.0 - 1.0
-        };
+        let mut random = floats(seed);
         let centres: Vec<Vec<f32>> = (0..blobs)
             .map(|_| (0..dimensions).map(|_| random()).collect())
             .collect();
@@ -471,11 +461,6 @@ mod tests {
                 centre.iter().map(|c| c + 0.35 * random()).collect()
             })
             .collect()
-    }
-
-    fn unit(vector: &[f32]) -> Vec<f32> {
-        let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
-        vector.iter().map(|x| x / norm).collect()
     }
 
     #[test]
@@ -494,7 +479,7 @@ mod tests {
         let queries = blobs(100, dimensions, 60, 99);
         let (mut found, mut read) = (0, 0);
         for query in &queries {
-            let probed = partition.lists_for(&unit(query), false);
+            let probed = partition.lists_for(&unit(query).unwrap(), false);
             read += probed.iter().map(|list| list.docs.len()).sum::<usize>();
             let truth = exact.search(&[0], query, 10, None, &|a, b| a.cmp(&b));
             let got = clustered.search(&[0], query, 10, None, &|a, b| a.cmp(&b));
@@ -544,7 +529,7 @@ mod tests {
         // Every row number still reads its document's vector.
         for (row, doc) in docs_by_row.iter().enumerate() {
             let held = index.row(0, row as u32).unwrap();
-            let want = unit(&vectors[*doc as usize]);
+            let want = unit(&vectors[*doc as usize]).unwrap();
             let cosine: f32 = held.iter().zip(&want).map(|(a, b)| a * b).sum();
             assert!(cosine > 0.999, "row {row}: {cosine}");
         }
