@@ -41,6 +41,7 @@ pub struct RawSurreal {
     pub database: Option<String>,
     pub cache_mb: Option<u64>,
     pub memtable_mb: Option<u64>,
+    pub block_kb: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -72,7 +73,8 @@ pub struct SurrealConfig {
     pub embedded: EmbeddedStore,
 }
 
-/// Memory caps of embedded SurrealKV (`storage.surrealdb.cacheMb`, `memtableMb`).
+/// Memory caps and table layout of embedded SurrealKV (`storage.surrealdb.cacheMb`,
+/// `memtableMb`, `blockKb`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EmbeddedStore {
     /// The block cache of recently read data.
@@ -80,6 +82,9 @@ pub struct EmbeddedStore {
     /// Writes held in memory before they are flushed to a table file; also
     /// the largest transaction the store accepts.
     pub memtable_mb: u64,
+    /// The size of a table file's data blocks: what a read that misses the
+    /// cache loads (and checks) to find one key.
+    pub block_kb: u64,
 }
 
 impl Default for EmbeddedStore {
@@ -87,6 +92,7 @@ impl Default for EmbeddedStore {
         Self {
             cache_mb: 128,
             memtable_mb: 64,
+            block_kb: 64,
         }
     }
 }
@@ -159,6 +165,16 @@ pub(super) fn storage(raw: RawStorage, env: Env) -> Result<StorageConfig, Config
             8,
             "memtableMb",
         )?,
+        block_kb: match surreal.as_ref().and_then(|s| s.block_kb) {
+            None => defaults.block_kb,
+            Some(kb) if (1..=1024).contains(&kb) => kb,
+            Some(kb) => {
+                return Err(ConfigError::invalid(
+                    "storage.surrealdb.blockKb",
+                    format!("{kb} must be between 1 and 1024 (KB)"),
+                ));
+            }
+        },
     };
     Ok(StorageConfig {
         data_dir,

@@ -192,6 +192,10 @@ fn bad_values_name_their_path() {
             r#"{ storage: { objects: { type: "ftp" } } }"#,
             "storage.objects.type:",
         ),
+        (
+            r#"{ storage: { surrealdb: { blockKb: 0 } } }"#,
+            "storage.surrealdb.blockKb:",
+        ),
         (r#"{ memory: { vectorWeight: 2 } }"#, "memory.vectorWeight:"),
         (
             r#"{ memory: { chunkTokens: 100, chunkOverlap: 100 } }"#,

@@ -2,7 +2,8 @@
 //! because only a datastore built here can be given engine settings: the SDK
 //! passes none, and SurrealKV otherwise sizes its block cache at half the
 //! machine's memory and its memtable at up to 4 GB. `storage.surrealdb.
-//! cacheMb` and `memtableMb` cap them. The datastore is then served to the
+//! cacheMb` and `memtableMb` cap them; `blockKb` sizes the table files'
+//! blocks (new files only). The datastore is then served to the
 //! SDK's local engine, the same engine a `surrealkv://` URL would get.
 //!
 //! The datastore handle is kept beside the SDK client so a stopping process
@@ -23,7 +24,8 @@ use surrealdb_engine_local::Datastore;
 use super::DbError;
 use crate::config::EmbeddedStore;
 
-const MB: u64 = 1024 * 1024;
+const KB: u64 = 1024;
+const MB: u64 = 1024 * KB;
 
 fn failed(path: &str, err: impl std::fmt::Display) -> DbError {
     DbError::Surreal(format!("{path}: {err}"))
@@ -50,7 +52,8 @@ pub async fn open(path: &str, tuning: &EmbeddedStore) -> Result<Embedded, DbErro
         .with_key_value(
             "surrealkv_max_memtable_size",
             (tuning.memtable_mb * MB).to_string(),
-        );
+        )
+        .with_key_value("surrealkv_block_size", (tuning.block_kb * KB).to_string());
     let (notify, notifications) = async_channel::bounded(surrealdb_cnf::NOTIFICATIONS_CHANNEL_SIZE);
     // As the SDK's own local connect does: maintenance starts only after the
     // version check and bootstrap, so a new store is never taken for an old one.

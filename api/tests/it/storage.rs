@@ -393,3 +393,64 @@ async fn a_newer_schema_is_refused() {
     let err = db.migrate().await.unwrap_err().to_string();
     assert!(err.contains("schema version 99 is newer"), "{err}");
 }
+
+/// A store's table files keep the block size they were written with, so
+/// changing `storage.surrealdb.blockKb` (or its default, in an upgrade) keeps
+/// every row readable, old tables and new.
+#[tokio::test]
+async fn rows_survive_a_change_of_block_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("surrealkv://{}", dir.path().join("db").display());
+    let with_blocks = |block_kb| SurrealConfig {
+        embedded: onyx::config::EmbeddedStore {
+            memtable_mb: 8,
+            block_kb,
+            ..onyx::config::EmbeddedStore::default()
+        },
+        ..surreal_config(url.clone(), false)
+    };
+    // 12 MB in 1 MB transactions: more than the 8 MB memtable holds, so
+    // table files are written with each block size.
+    let write = |db: Db, round: usize| async move {
+        for batch in 0..12 {
+            db.execute(
+                "FOR $i IN 0..500 { CREATE doc SET round = $round, n = $batch * 500 + $i, body = string::repeat('x', 2000) };",
+                json!({"round": round, "batch": batch}),
+            )
+            .await
+            .unwrap();
+        }
+        db
+    };
+    let count = |db: Db| async move {
+        let rows: Vec<serde_json::Value> = db
+            .rows("SELECT round, count() AS n FROM doc GROUP BY round", json!({}), 0)
+            .await
+            .unwrap();
+        (db, rows)
+    };
+    let db = write(Db::connect(&with_blocks(64)).await.unwrap(), 0).await;
+    db.close().await.unwrap();
+    let db = write(Db::connect(&with_blocks(4)).await.unwrap(), 1).await;
+    let (db, rows) = count(db).await;
+    assert_eq!(
+        rows,
+        vec![json!({"round": 0, "n": 6000}), json!({"round": 1, "n": 6000})]
+    );
+    db.close().await.unwrap();
+    let (db, rows) = count(Db::connect(&with_blocks(64)).await.unwrap()).await;
+    assert_eq!(
+        rows,
+        vec![json!({"round": 0, "n": 6000}), json!({"round": 1, "n": 6000})]
+    );
+    let middle: Vec<serde_json::Value> = db
+        .rows(
+            "SELECT VALUE string::len(body) FROM doc WHERE round = 0 AND n = 3333",
+            json!({}),
+            0,
+        )
+        .await
+        .unwrap();
+    assert_eq!(middle, vec![json!(2000)]);
+    db.close().await.unwrap();
+}
