@@ -346,9 +346,10 @@ impl Memory {
         // A day this replica knows is kept as segments (every note after
         // its first) has the note embedded before the lock: notes to one
         // day then do not wait on each other's embedder call.
-        let prepared = match daily && self.segments.tail(agent, &path).is_some() {
-            true => Some(self.prepare_line(agent, &path, &line).await?),
-            false => None,
+        let prepared = if daily && self.segments.tail(agent, &path).is_some() {
+            Some(self.prepare_line(agent, &path, &line).await?)
+        } else {
+            None
         };
         let lock = self.lock_for(agent, &path);
         let _guard = lock.lock().await;
