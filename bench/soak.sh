@@ -12,6 +12,9 @@
 #   bench/soak.sh --debug     debug build
 #   SOAK_MINUTES=3 SOAK_WORKERS=4 bench/soak.sh --debug
 #   SOAK_MIX=chat=35,stream=20,memory_search=15 bench/soak.sh   (a load that stores nothing)
+#   SOAK_CONFIG='storage: { surrealdb: { blockKb: 8 } },' bench/soak.sh   (extra config keys)
+#   SOAK_LOG=warn,onyx::sql=trace SOAK_KEEP_LOG=/tmp/onyx.log bench/soak.sh
+#       (each SurrealDB query and its time, kept; bench/sql_growth.py sums them by minute)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
@@ -46,11 +49,12 @@ cat > "$tmp/onyx.json5" <<JSON
   },
   memory: { embedder: { type: "ollama", model: "fake-embed", baseUrl: "$(field ollama)" } },
   agents: { list: [{ id: "main", default: true, model: "openai/fake-echo" }] },
+  ${SOAK_CONFIG:-}
 }
 JSON
 # SOAK_WRAP: a command prefix the gateway runs under (it must exec its arguments,
 # keeping the pid), e.g. to show it less memory (see bench/README.md, Soak).
-ONYX_LOG=warn HOME=$tmp ONYX_DATA_DIR=$tmp/data ${SOAK_WRAP:-} "$bin/onyx" serve --config "$tmp/onyx.json5" --listen 127.0.0.1:0 \
+ONYX_LOG=${SOAK_LOG:-warn} ONYX_LOG_BUFFER_LINES=${SOAK_LOG_BUFFER:-16384} HOME=$tmp ONYX_DATA_DIR=$tmp/data ${SOAK_WRAP:-} "$bin/onyx" serve --config "$tmp/onyx.json5" --listen 127.0.0.1:0 \
   > "$tmp/onyx.out" 2> "$tmp/onyx.err" &
 onyx_pid=$!
 pids+=($onyx_pid)
@@ -62,10 +66,11 @@ onyx=$(sed -n 's/^listening on //p' "$tmp/onyx.out")
 until curl -sf "$onyx/health" >/dev/null; do sleep 0.05; done
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-echo "build: $profile; minutes: ${SOAK_MINUTES:-30}; workers: ${SOAK_WORKERS:-4}"
+echo "build: $profile; minutes: ${SOAK_MINUTES:-30}; workers: ${SOAK_WORKERS:-4}${SOAK_CONFIG:+; config: $SOAK_CONFIG}"
 status=0
 python3 bench/soak.py --url "$onyx" --key "$KEY" --pid "$onyx_pid" --data-dir "$tmp/data" \
   --minutes "${SOAK_MINUTES:-30}" --workers "${SOAK_WORKERS:-4}" || status=$?
+[ -n "${SOAK_KEEP_LOG:-}" ] && cp "$tmp/onyx.err" "$SOAK_KEEP_LOG"
 warnings=$(grep -c -E ' (WARN|ERROR) ' "$tmp/onyx.err" || true)
 echo "onyx warnings and errors logged: $warnings"
 grep -E ' (WARN|ERROR) ' "$tmp/onyx.err" | head -5 || true

@@ -7,6 +7,10 @@
 //! runtime writes in the background. Embedded SurrealKV and the local object
 //! store, as `onyx serve` runs by default.
 //!
+//! It also times what the runtime's compaction check does with each turn's
+//! prompt: counting its tokens (`context::count_request`, each line's count
+//! kept), beside tokenizing the same messages whole, as before.
+//!
 //! A busy day is one run with many turns (`agent-bench 10000`): it also
 //! prints the overhead around the 10th turn and around the last, and their
 //! ratio (a turn's cost must not grow with the day). Conversations change
@@ -20,10 +24,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
+use onyx::agents::context;
 use onyx::agents::prompt::{self, Inputs};
 use onyx::agents::runs::{AgentRun, Ending, RunStatus, Runs};
 use onyx::agents::workspace;
-use onyx::chat::Role;
+use onyx::chat::{Message, Role};
 use onyx::clock;
 use onyx::config::SurrealConfig;
 use onyx::inbox::Inbox;
@@ -114,6 +119,8 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
     let mut end_times = Vec::with_capacity(turns);
     let mut totals = Vec::with_capacity(turns);
     let mut log_lines = Vec::with_capacity(turns);
+    let (mut counts, mut whole_counts) = (Vec::with_capacity(turns), Vec::with_capacity(turns));
+    let tokenizer = tiktoken_rs::o200k_base_singleton();
     let mut by_turn = Vec::with_capacity(turns + 10);
     for turn in 0..turns + 10 {
         if turn > 0 && turn % 100 == 0 {
@@ -147,6 +154,25 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
         )
         .await;
         let composed_at = started.elapsed();
+        // The compaction check's count, kept out of the turn's times above.
+        let request = [
+            Message::system(composed.stable.clone()),
+            Message::user(format!("{}\n{question}", composed.context)),
+        ];
+        let counting = Instant::now();
+        let counted = context::count_request(&request, &[]);
+        let counted_in = counting.elapsed();
+        let counting = Instant::now();
+        let whole: usize = request
+            .iter()
+            .map(|m| 4 + tokenizer.encode_with_special_tokens(&m.text_content()).len())
+            .sum();
+        let whole_in = counting.elapsed();
+        if counted != whole {
+            return Err(format!(
+                "turn {turn}: {counted} tokens counted by line, {whole} whole"
+            ));
+        }
         let answered = Instant::now();
         let mut turn_messages = asked;
         turn_messages.push(LogMessage::plain(Role::Assistant, format!("answer {turn}")));
@@ -184,6 +210,8 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
             end_times.push(ended_in);
             totals.push(turn_done);
             log_lines.push(line_started.elapsed());
+            counts.push(counted_in);
+            whole_counts.push(whole_in);
         }
         if turn == 0 && !composed.sections.iter().any(|s| s == "Relevant memory") {
             return Err(format!("memory was not injected: {:?}", composed.sections));
@@ -212,6 +240,11 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
         "daily-log line, written in the background after the answer: p50 {}, p99 {}",
         ms(percentile(&mut log_lines, 0.5)),
         ms(percentile(&mut log_lines, 0.99))
+    );
+    println!(
+        "counting the prompt's tokens (the compaction check): p50 {} with each line's count kept, {} tokenizing it whole",
+        ms(percentile(&mut counts, 0.5)),
+        ms(percentile(&mut whole_counts, 0.5))
     );
     if turns >= 1_000 {
         let window = 100;

@@ -16,7 +16,7 @@
 
 use std::time::{Duration, Instant};
 
-use onyx::memory::resident::{Change, Query, ResidentChunk, State, analyzer};
+use onyx::memory::resident::{Change, Query, ResidentChunk, State, analyzer, unit};
 use onyx_bench::{machine, percentile, rss_mb};
 
 /// The soak's words (`bench/soak.py`, WORDS).
@@ -91,7 +91,11 @@ fn main() {
                 .map(|n| note(n, rng.sentence()))
                 .collect();
             held += chunks.len();
-            embeddings.extend(chunks.iter().filter_map(|c| c.embedding.as_deref().map(unit)));
+            embeddings.extend(
+                chunks
+                    .iter()
+                    .filter_map(|c| c.embedding.as_deref().and_then(unit)),
+            );
             for chunk in chunks {
                 state.apply(Change::Upsert(chunk));
             }
@@ -164,14 +168,9 @@ fn main() {
     }
 }
 
-fn unit(vector: &[f32]) -> Vec<f32> {
-    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
-    vector.iter().map(|x| x / norm).collect()
-}
-
 /// The `k`-th highest cosine of `query` against every (unit) vector.
 fn kth_similarity(vectors: &[Vec<f32>], query: &[f32], k: usize) -> f32 {
-    let query = unit(query);
+    let query = unit(query).unwrap_or_else(|| vec![0.0; query.len()]);
     let mut scores: Vec<f32> = vectors
         .iter()
         .map(|v| v.iter().zip(&query).map(|(a, b)| a * b).sum())

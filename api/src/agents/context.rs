@@ -4,6 +4,10 @@
 //! real BPE tokenizer (OpenAI's o200k_base; for other families a close
 //! estimate, far better than characters / 4).
 
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
 use tiktoken_rs::o200k_base_singleton;
 
 use crate::config::ContextWindows;
@@ -60,9 +64,112 @@ pub fn window(model: &str, config: &ContextWindows) -> u32 {
         .unwrap_or(DEFAULT_WINDOW)
 }
 
-/// Tokens in a text.
+/// Tokens in a text. A long text is counted line by line, each line's count
+/// kept (`LineCounts`): an agent's system prompt is mostly the lines of its
+/// last turn's (workspace files, daily-log excerpts), so a turn tokenizes only
+/// what changed.
 pub fn count_text(text: &str) -> usize {
+    if text.len() < CACHED_FROM {
+        return tokenize(text);
+    }
+    line_counts().count(text)
+}
+
+fn tokenize(text: &str) -> usize {
     o200k_base_singleton().encode_with_special_tokens(text).len()
+}
+
+/// Texts shorter than this are tokenized whole: hashing and locking would cost
+/// about as much.
+const CACHED_FROM: usize = 1024;
+/// Lines whose counts are kept, per generation (two generations are kept).
+const CACHED_LINES: usize = 50_000;
+
+fn line_counts() -> &'static LineCounts {
+    static COUNTS: OnceLock<LineCounts> = OnceLock::new();
+    COUNTS.get_or_init(LineCounts::default)
+}
+
+/// Token counts of lines seen, keyed by a keyed hash of the line. Bounded by
+/// two generations: when the current one fills, it becomes the previous one
+/// and the older is dropped, so lines in use stay and the rest age out.
+#[derive(Default)]
+struct LineCounts {
+    hasher: RandomState,
+    generations: Mutex<[HashMap<u64, u32>; 2]>,
+}
+
+impl LineCounts {
+    fn count(&self, text: &str) -> usize {
+        let lines: Vec<(u64, &str)> = pieces(text).map(|l| (self.hasher.hash_one(l), l)).collect();
+        let mut known = Vec::with_capacity(lines.len());
+        {
+            let generations = self.generations.lock().unwrap_or_else(PoisonError::into_inner);
+            let [current, previous] = &*generations;
+            for (hash, _) in &lines {
+                known.push(current.get(hash).or_else(|| previous.get(hash)).copied());
+            }
+        }
+        let mut total = 0;
+        let mut fresh = Vec::new();
+        for ((hash, line), known) in lines.iter().zip(known) {
+            let tokens = known.unwrap_or_else(|| tokenize(line) as u32);
+            total += tokens as usize;
+            fresh.push((*hash, tokens));
+        }
+        let mut generations = self.generations.lock().unwrap_or_else(PoisonError::into_inner);
+        for (hash, tokens) in fresh {
+            if generations[0].len() >= CACHED_LINES {
+                generations[1] = std::mem::take(&mut generations[0]);
+            }
+            generations[0].insert(hash, tokens);
+        }
+        total
+    }
+}
+
+/// `text` cut where no o200k pre-token spans the cut, so the pieces' counts
+/// add up to the text's (see [`next_cut`]).
+fn pieces(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (piece, tail) = rest.split_at(next_cut(rest).unwrap_or(rest.len()));
+        rest = tail;
+        Some(piece)
+    })
+}
+
+/// After the last line break of the first stretch of whitespace that holds
+/// one and is followed by more text. o200k's pre-tokens there: a word never
+/// starts with a break; `\s*[\r\n]+` takes a stretch up to its last break;
+/// punctuation takes the breaks right after it (`[\r\n/]*`), and so could
+/// take a `/` after them: no cut is made before a `/`.
+fn next_cut(text: &str) -> Option<usize> {
+    let is_break = |c: char| c == '\n' || c == '\r';
+    let mut chars = text.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        if !is_break(c) {
+            continue;
+        }
+        let mut after_break = at + c.len_utf8();
+        while let Some(&(at, c)) = chars.peek() {
+            if !c.is_whitespace() {
+                break;
+            }
+            if is_break(c) {
+                after_break = at + c.len_utf8();
+            }
+            chars.next();
+        }
+        chars.peek()?;
+        if !text[after_break..].starts_with('/') {
+            return Some(after_break);
+        }
+    }
+    None
 }
 
 /// Tokens a request takes: its messages (text parts, tool calls and their
@@ -141,5 +248,31 @@ mod tests {
         assert_eq!(count_message(&parts), PER_MESSAGE + 2);
         let messages = [message, parts, Message::assistant("Grüße, ünïcödé!", Vec::new())];
         assert!(upper_bound(&messages, &[]) >= count_request(&messages, &[]));
+    }
+
+    #[test]
+    fn a_long_text_counts_as_many_tokens_line_by_line_as_whole() {
+        let samples = [
+            "# Heading\n\nA line.  \n  indented, with trailing spaces   \n\n\n",
+            "url: https://example.com/a/b\n/slash after a break\n.\n/again\r\n\r\nend",
+            "numbers 12345 and 3.14159\n\tTabs\there\n'quoted' it's we'll\nÜnïcödé 日本語\n",
+            "no break at the end, then a long run of words that keeps going",
+            "\n\nleading breaks\n  \n   \nspaces between breaks\n\n",
+            "a\n \nb.\n \n/c\u{a0}\n\u{a0}\nd\u{2028}e\n\t \n 42\n-dash\n",
+        ];
+        for repeat in [1, 40] {
+            for sample in samples {
+                let text = sample.repeat(repeat) + &"x".repeat(CACHED_FROM);
+                let cut: String = pieces(&text).collect();
+                assert_eq!(cut, text, "the pieces are the text");
+                // Twice: once tokenizing each line, once from the kept counts.
+                assert_eq!(count_text(&text), tokenize(&text), "{sample:?} × {repeat}");
+                assert_eq!(
+                    count_text(&text),
+                    tokenize(&text),
+                    "{sample:?} × {repeat}, cached"
+                );
+            }
+        }
     }
 }

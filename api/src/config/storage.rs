@@ -2,6 +2,7 @@
 //! SurrealDB (embedded SurrealKV, in memory, or a server), with the embedded
 //! store's memory caps.
 
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
 
 use secrecy::SecretString;
@@ -10,6 +11,12 @@ use url::Url;
 
 use super::ConfigError;
 use super::fields::{Env, expand_home, parse_url};
+
+/// The values a size setting of `storage.surrealdb` accepts, and their unit.
+type Range = (RangeInclusive<u64>, &'static str);
+const CACHE_MB: Range = (RangeInclusive::new(1, 1 << 20), "MB");
+const MEMTABLE_MB: Range = (RangeInclusive::new(8, 1 << 20), "MB");
+const BLOCK_KB: Range = (RangeInclusive::new(1, 1024), "KB");
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -144,37 +151,23 @@ pub(super) fn storage(raw: RawStorage, env: Env) -> Result<StorageConfig, Config
         ));
     }
     let defaults = EmbeddedStore::default();
-    let size = |value: Option<u64>, default: u64, min: u64, field: &str| match value {
-        None => Ok(default),
-        Some(mb) if (min..=1 << 20).contains(&mb) => Ok(mb),
-        Some(mb) => Err(ConfigError::invalid(
-            format!("storage.surrealdb.{field}"),
-            format!("{mb} must be between {min} and 1048576 (MB)"),
-        )),
+    // A setting of `storage.surrealdb`: its value, or the default; out of `range`, an error naming it.
+    let setting = |field: &str, pick: fn(&RawSurreal) -> Option<u64>, default: u64, range: Range| {
+        let (range, unit) = range;
+        let (least, most) = (range.start(), range.end());
+        match surreal.as_ref().and_then(pick) {
+            None => Ok(default),
+            Some(n) if range.contains(&n) => Ok(n),
+            Some(n) => Err(ConfigError::invalid(
+                format!("storage.surrealdb.{field}"),
+                format!("{n} must be between {least} and {most} ({unit})"),
+            )),
+        }
     };
     let embedded = EmbeddedStore {
-        cache_mb: size(
-            surreal.as_ref().and_then(|s| s.cache_mb),
-            defaults.cache_mb,
-            1,
-            "cacheMb",
-        )?,
-        memtable_mb: size(
-            surreal.as_ref().and_then(|s| s.memtable_mb),
-            defaults.memtable_mb,
-            8,
-            "memtableMb",
-        )?,
-        block_kb: match surreal.as_ref().and_then(|s| s.block_kb) {
-            None => defaults.block_kb,
-            Some(kb) if (1..=1024).contains(&kb) => kb,
-            Some(kb) => {
-                return Err(ConfigError::invalid(
-                    "storage.surrealdb.blockKb",
-                    format!("{kb} must be between 1 and 1024 (KB)"),
-                ));
-            }
-        },
+        cache_mb: setting("cacheMb", |s| s.cache_mb, defaults.cache_mb, CACHE_MB)?,
+        memtable_mb: setting("memtableMb", |s| s.memtable_mb, defaults.memtable_mb, MEMTABLE_MB)?,
+        block_kb: setting("blockKb", |s| s.block_kb, defaults.block_kb, BLOCK_KB)?,
     };
     Ok(StorageConfig {
         data_dir,

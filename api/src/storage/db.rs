@@ -174,7 +174,15 @@ impl Db {
         sql: &str,
         vars: serde_json::Value,
     ) -> Result<surrealdb::IndexedResults, DbError> {
+        let started = std::time::Instant::now();
         let mut response = with_client!(&self.inner, c => c.query(sql).bind(vars).await?);
+        // `ONYX_LOG=warn,onyx::sql=trace`: each query and its time, to find
+        // the statements that grow with a store (see bench/README.md, Soak).
+        tracing::trace!(
+            target: "onyx::sql",
+            micros = started.elapsed().as_micros() as u64,
+            sql = %sql.split_whitespace().collect::<Vec<_>>().join(" "),
+        );
         let mut errors: Vec<(usize, String)> = response
             .take_errors()
             .into_iter()

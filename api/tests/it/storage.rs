@@ -431,7 +431,18 @@ async fn rows_survive_a_change_of_block_size() {
     };
     let db = write(Db::connect(&with_blocks(64)).await.unwrap(), 0).await;
     db.close().await.unwrap();
+    let first_tables = table_files(dir.path());
+    assert!(
+        !first_tables.is_empty(),
+        "no table file written with 64 KiB blocks"
+    );
     let db = write(Db::connect(&with_blocks(4)).await.unwrap(), 1).await;
+    db.close().await.unwrap();
+    assert!(
+        table_files(dir.path()).difference(&first_tables).next().is_some(),
+        "no table file written with 4 KiB blocks"
+    );
+    let db = Db::connect(&with_blocks(4)).await.unwrap();
     let (db, rows) = count(db).await;
     assert_eq!(
         rows,
@@ -453,4 +464,21 @@ async fn rows_survive_a_change_of_block_size() {
         .unwrap();
     assert_eq!(middle, vec![json!(2000)]);
     db.close().await.unwrap();
+}
+
+/// The names of SurrealKV's table files (`{id}.sst`) anywhere under `dir`.
+fn table_files(dir: &std::path::Path) -> std::collections::BTreeSet<String> {
+    let mut found = std::collections::BTreeSet::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "sst") {
+                found.insert(path.file_name().unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    found
 }

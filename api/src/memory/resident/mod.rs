@@ -39,6 +39,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 pub use load::{Loaded, load};
+pub use quantized::unit;
 pub use state::{Candidate, ResidentBytes, State};
 
 /// A chunk as the resident index keeps it: what ranking needs, and what a
