@@ -14,7 +14,7 @@ import sys
 from collections import defaultdict
 from datetime import datetime
 
-LINE = re.compile(r"^(\S+)\s+TRACE\b.*?onyx::sql:.*?\bmicros=(\d+)\s+sql=(.*)$")
+LINE = re.compile(r"^(\S+)\s+TRACE\b.*?\bmicros=(\d+)\s+sql=(.*)$")
 
 
 def parse(path):
