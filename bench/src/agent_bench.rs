@@ -165,7 +165,7 @@ async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
         let counting = Instant::now();
         let whole: usize = request
             .iter()
-            .map(|m| 4 + tokenizer.encode_with_special_tokens(&m.text_content()).len())
+            .map(|m| context::PER_MESSAGE + tokenizer.encode_with_special_tokens(&m.text_content()).len())
             .sum();
         let whole_in = counting.elapsed();
         if counted != whole {

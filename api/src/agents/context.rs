@@ -42,7 +42,7 @@ const KNOWN: &[(&str, u32)] = &[
 ];
 
 /// Tokens every message costs beyond its text (role and separators).
-const PER_MESSAGE: usize = 4;
+pub const PER_MESSAGE: usize = 4;
 
 /// The context window of `model` (`provider/model`, or an alias's first target).
 pub fn window(model: &str, config: &ContextWindows) -> u32 {
@@ -107,18 +107,32 @@ impl LineCounts {
             let generations = self.generations.lock().unwrap_or_else(PoisonError::into_inner);
             let [current, previous] = &*generations;
             for (hash, _) in &lines {
-                known.push(current.get(hash).or_else(|| previous.get(hash)).copied());
+                known.push(
+                    (current.get(hash).copied().map(Held::Current))
+                        .or_else(|| previous.get(hash).copied().map(Held::Previous)),
+                );
             }
         }
         let mut total = 0;
-        let mut fresh = Vec::new();
+        // Lines tokenized now, and lines found only in the previous
+        // generation (kept in the current one, so lines in use survive).
+        let mut to_keep = Vec::new();
         for ((hash, line), known) in lines.iter().zip(known) {
-            let tokens = known.unwrap_or_else(|| tokenize(line) as u32);
+            let (tokens, keep) = match known {
+                Some(Held::Current(tokens)) => (tokens, false),
+                Some(Held::Previous(tokens)) => (tokens, true),
+                None => (tokenize(line) as u32, true),
+            };
             total += tokens as usize;
-            fresh.push((*hash, tokens));
+            if keep {
+                to_keep.push((*hash, tokens));
+            }
+        }
+        if to_keep.is_empty() {
+            return total;
         }
         let mut generations = self.generations.lock().unwrap_or_else(PoisonError::into_inner);
-        for (hash, tokens) in fresh {
+        for (hash, tokens) in to_keep {
             if generations[0].len() >= CACHED_LINES {
                 generations[1] = std::mem::take(&mut generations[0]);
             }
@@ -126,6 +140,12 @@ impl LineCounts {
         }
         total
     }
+}
+
+/// Where a line's kept count was found.
+enum Held {
+    Current(u32),
+    Previous(u32),
 }
 
 /// `text` cut where no o200k pre-token spans the cut, so the pieces' counts
