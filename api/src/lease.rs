@@ -13,6 +13,8 @@
 //!   a transaction over many, so renewals do not conflict with each other),
 //!   retried with jitter when it loses to a concurrent write (a run ending, a
 //!   cancel); a renewal that matches no row means the lease was taken back;
+//!   a holder whose own round trips are slow asks for a longer lease
+//!   ([`Leases::until`]: a term plus twice its slowest recent round trip);
 //! - reap: [`Leases::lapsed`] lists what lapsed more than [`Leases::grace`]
 //!   ago by the [`Clock`](crate::clock::Clock): half a lease (for clocks that
 //!   differ between replicas) plus twice this replica's slowest recent lease
@@ -126,8 +128,14 @@ impl Leases {
     /// trip (and a renewal interval) later: on a database that slow, the
     /// stored end of a live holder's lease lags by up to two round trips.
     pub fn grace(&self) -> Duration {
-        let slow = (self.round_trips.slowest() * 2).min(self.term * MOST_EXTRA_GRACE_TERMS);
-        self.term / 2 + slow
+        self.term / 2 + self.slow_part()
+    }
+
+    /// Twice this replica's slowest recent lease round trip, at most a few
+    /// terms: what a slow database (or a starved runtime) adds to both ends
+    /// of a lease, the grace a reaper gives and the term a holder asks for.
+    fn slow_part(&self) -> Duration {
+        (self.round_trips.slowest() * 2).min(self.term * MOST_EXTRA_GRACE_TERMS)
     }
 
     /// This replica's lease round trips (what widens the grace).
@@ -135,9 +143,14 @@ impl Leases {
         &self.round_trips
     }
 
-    /// When a lease taken or renewed now lapses.
+    /// When a lease taken or renewed now lapses: a term from now, plus the
+    /// slow part. A holder whose own round trips are slow (its database, or
+    /// its own runtime kept busy) asks for that much longer, so its next
+    /// renewal lands before the lease lapses even when the reaper's writes
+    /// are fast and its grace is short.
     pub fn until(&self) -> String {
-        stamp(self.now() + chrono::Duration::from_std(self.term).unwrap_or(chrono::Duration::MAX))
+        let term = self.term + self.slow_part();
+        stamp(self.now() + chrono::Duration::from_std(term).unwrap_or(chrono::Duration::MAX))
     }
 
     /// What a claim binds as `$lease`.
@@ -208,7 +221,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::clock::ManualClock;
+    use crate::clock::{Clock, ManualClock};
 
     async fn leases(clock: SharedClock) -> (Db, Leases) {
         let db = Db::scratch().await;
@@ -310,12 +323,13 @@ mod tests {
         assert_eq!(leases.lapsed("").await.unwrap().len(), 1, "past it");
 
         // A write stuck right now counts with its age so far: while this
-        // replica's write is 40 s stuck, neither `a` (reapable a moment ago)
+        // replica's write is 60 s stuck, neither `a` (reapable a moment ago)
         // nor `b` (lapsed 10 s ago) is reaped.
+        // (`b` is claimed for a term and the 20 s slow part: see `until`.)
         claim(&db, &leases, "b", "replica-1").await.unwrap();
         let stuck = leases.round_trips().start();
-        clock.advance(Duration::from_secs(40));
-        assert_eq!(leases.grace(), Duration::from_secs(95));
+        clock.advance(Duration::from_secs(60));
+        assert_eq!(leases.grace(), Duration::from_secs(135));
         assert!(leases.lapsed("").await.unwrap().is_empty());
         drop(stuck);
 
@@ -330,6 +344,48 @@ mod tests {
         clock.advance(Duration::from_secs(61));
         assert_eq!(leases.grace(), Duration::from_millis(15_040));
         assert_eq!(leases.lapsed("").await.unwrap().len(), 2);
+    }
+
+    /// A holder whose own lease writes are slow asks for a longer lease, so a
+    /// reaper whose writes are fast (its grace is half a term) does not take
+    /// it back while the holder's next renewal is on its way.
+    #[tokio::test]
+    async fn a_holder_whose_writes_are_slow_takes_a_longer_lease() {
+        let clock = ManualClock::at(crate::clock::parse_stamp("2026-11-27T09:00:00Z").unwrap());
+        let (db, holder) = leases(clock.clone()).await;
+        let reaper = Leases::new(db.clone(), "thing", Duration::from_secs(30), clock.clone());
+        let lease = claim(&db, &holder, "a", "replica-1").await.unwrap();
+        assert_eq!(
+            lease.until,
+            stamp(clock.now() + chrono::Duration::seconds(30)),
+            "a term"
+        );
+
+        holder.round_trips().record(Duration::from_secs(10));
+        let renewed: Lease = holder.renew("a", &lease, FIELDS).await.unwrap().unwrap();
+        let asked = clock.now() + chrono::Duration::seconds(50);
+        assert_eq!(
+            renewed.until,
+            stamp(asked),
+            "a term and twice the slow round trip"
+        );
+
+        assert_eq!(reaper.grace(), Duration::from_secs(15));
+        clock.advance(Duration::from_secs(64));
+        assert!(
+            reaper.lapsed("").await.unwrap().is_empty(),
+            "within the longer lease"
+        );
+        clock.advance(Duration::from_secs(2));
+        assert_eq!(reaper.lapsed("").await.unwrap().len(), 1, "past it and the grace");
+
+        // However slow, the longer lease is at most eight terms longer.
+        holder.round_trips().record(Duration::from_secs(3600));
+        let renewed: Lease = holder.renew("a", &lease, FIELDS).await.unwrap().unwrap();
+        assert_eq!(
+            renewed.until,
+            stamp(clock.now() + chrono::Duration::seconds(30 + 240))
+        );
     }
 
     #[tokio::test]

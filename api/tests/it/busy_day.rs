@@ -151,19 +151,45 @@ async fn turns(onyx: &Onyx, count: usize, slow: usize) -> Vec<Turn> {
     futures::future::join_all(requests).await
 }
 
-/// The lines of either replica's log that explain a lost lease: warnings,
-/// errors, and what the lease module said.
+/// What either replica's log says about its leases, short enough to read in
+/// a failed test's output: how many renewals were slower than the renewal
+/// interval and the loop's late wakes (each with the longest), then the
+/// warnings and errors (at most 20 a replica).
 fn lease_lines(replicas: [(&str, &Onyx); 2]) -> Vec<String> {
-    let mut lines = Vec::new();
+    let longest = |lines: &[&str], field: &str| {
+        lines
+            .iter()
+            .filter_map(|l| {
+                l.split(field)
+                    .nth(1)?
+                    .split_whitespace()
+                    .next()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .max()
+            .unwrap_or_default()
+    };
+    let mut said = Vec::new();
     for (name, replica) in replicas {
         let log = replica.stderr.lock().unwrap().clone();
-        lines.extend(
+        let slow: Vec<&str> = log.lines().filter(|l| l.contains("took_ms=")).collect();
+        let late: Vec<&str> = log.lines().filter(|l| l.contains("late_ms=")).collect();
+        said.push(format!(
+            "{name}: {} renewals slower than the interval (longest {} ms), {} late wakes of the loop (longest {} ms)",
+            slow.len(),
+            longest(&slow, "took_ms="),
+            late.len(),
+            longest(&late, "late_ms="),
+        ));
+        said.extend(
             log.lines()
-                .filter(|l| l.contains(" WARN ") || l.contains(" ERROR ") || l.contains("lease"))
+                .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))
+                .take(20)
                 .map(|l| format!("{name}: {l}")),
         );
     }
-    lines
+    said
 }
 
 #[tokio::test]
@@ -197,14 +223,25 @@ async fn under_load_no_run_is_taken_for_interrupted_while_its_replica_lives() {
         failures.len(),
         lease_lines([("a", &a), ("b", &b)]).join("\n")
     );
+    let said = || lease_lines([("a", &a), ("b", &b)]).join("\n");
     for replica in [&a, &b] {
         let interrupted = replica.get_json("/v1/runs?status=interrupted&limit=500").await;
-        assert_eq!(interrupted["data"], json!([]), "none taken for interrupted");
+        assert_eq!(
+            interrupted["data"],
+            json!([]),
+            "none taken for interrupted; the replicas said:\n{}",
+            said()
+        );
     }
     let succeeded = a.get_json("/v1/runs?status=succeeded&limit=500").await;
     let ids = ids(&succeeded);
     for turn in &runs {
-        assert!(ids.contains(&turn.run), "run {} succeeded", turn.run);
+        assert!(
+            ids.contains(&turn.run),
+            "run {} succeeded; the replicas said:\n{}",
+            turn.run,
+            said()
+        );
     }
     for (name, replica) in [("a", &a), ("b", &b)] {
         let log = replica.stderr.lock().unwrap().clone();
@@ -212,7 +249,11 @@ async fn under_load_no_run_is_taken_for_interrupted_while_its_replica_lives() {
             .lines()
             .filter(|l| l.contains(" WARN ") || l.contains(" ERROR ") || l.contains("taken back"))
             .collect();
-        assert!(warnings.is_empty(), "replica {name} warned: {warnings:#?}");
+        assert!(
+            warnings.is_empty(),
+            "replica {name} warned: {warnings:#?}\nthe replicas said:\n{}",
+            said()
+        );
         assert!(
             log.contains(" INFO "),
             "the log was read: {}",
