@@ -22,6 +22,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use super::{Lapsed, Lease, Leases};
+use crate::clock::stamp;
 use crate::storage::DbError;
 
 /// Renewals come no closer together than this, however short the lease.
@@ -127,6 +128,14 @@ impl<T: DeserializeOwned + Send + 'static> Renewals<T> {
     pub async fn lapsed(&self, extra: &str) -> Result<Vec<Lapsed>, DbError> {
         let mut lapsed = self.leases.lapsed(extra).await?;
         lapsed.retain(|lapsed| !self.holds(&lapsed.key, &lapsed.lease));
+        for found in &lapsed {
+            tracing::info!(
+                table = self.leases.table(), key = %found.key, owner = %found.lease.owner,
+                until = %found.lease.until, now = %stamp(self.leases.now()),
+                grace_ms = self.leases.grace().as_millis(),
+                "a lease lapsed past its grace"
+            );
+        }
         Ok(lapsed)
     }
 

@@ -22,6 +22,12 @@ pub struct MissionStore {
 }
 
 const ACTIVE: &str = "status IN ['queued', 'running']";
+/// Reactions of one status, oldest first: the reactive loop's poll, through
+/// `reaction_status_created` (processed reactions pile up; pending ones are few).
+const REACTIONS_BY_STATUS: &str =
+    "SELECT * OMIT id FROM reaction WHERE status = $status ORDER BY created_at LIMIT $limit";
+/// A target's latest reaction of a kind, through `reaction_target`.
+const LAST_REACTION: &str = "SELECT created_at FROM reaction WHERE target = $target AND `type` = $kind ORDER BY created_at DESC LIMIT 1";
 
 impl MissionStore {
     /// `leases` on their own connection ([`Db::dedicated`]), so renewals do
@@ -216,6 +222,8 @@ impl MissionStore {
     /// what makes it exclusive: of two replicas that both see the step queued,
     /// one writes first and the other's retry finds it running.
     pub async fn claim(&self, step: &Step, owner: &str, now: &str) -> Result<Option<Step>, DbError> {
+        // A claim is a lease write too: its end is set when it is sent.
+        let _trip = self.leases.round_trips().start();
         let mut response = self
             .db
             .execute_retrying(
@@ -492,10 +500,7 @@ impl MissionStore {
     /// When `target` last got a reaction of `kind` (for the matrix's cooldown).
     pub async fn last_reaction(&self, target: &str, kind: &str) -> Result<Option<String>, DbError> {
         let rows: Vec<Value> = self
-            .rows(
-                "SELECT created_at FROM reaction WHERE target = $target AND `type` = $kind ORDER BY created_at DESC LIMIT 1",
-                json!({"target": target, "kind": kind}),
-            )
+            .rows(LAST_REACTION, json!({"target": target, "kind": kind}))
             .await?;
         Ok(rows
             .first()
@@ -503,12 +508,14 @@ impl MissionStore {
             .map(str::to_string))
     }
 
+    /// The oldest `limit` reactions, of one status or all.
     pub async fn reactions(&self, status: Option<&str>, limit: usize) -> Result<Vec<Reaction>, DbError> {
-        self.rows(
-            "SELECT * OMIT id FROM reaction WHERE !$status OR status = $status ORDER BY created_at LIMIT $limit",
-            json!({"status": status, "limit": limit}),
-        )
-        .await
+        let sql = if status.is_some() {
+            REACTIONS_BY_STATUS
+        } else {
+            "SELECT * OMIT id FROM reaction ORDER BY created_at LIMIT $limit"
+        };
+        self.rows(sql, json!({"status": status, "limit": limit})).await
     }
 
     /// Takes a pending reaction for processing; `false` if another replica did.
@@ -760,5 +767,47 @@ mod tests {
                 .unwrap()
         );
         assert_eq!(store.triggers().await.unwrap().len(), 1);
+    }
+
+    /// The reactive loop polls the pending reactions every second and each
+    /// event checks its target's last reaction: both read through an index,
+    /// so their cost stays that of the few rows they want however many
+    /// processed reactions pile up.
+    #[tokio::test]
+    async fn reactions_are_read_through_indexes_oldest_pending_first() {
+        let store = store().await;
+        for (i, status) in ["processed", "pending", "processed", "pending", "pending"]
+            .iter()
+            .enumerate()
+        {
+            let reaction: Reaction = serde_json::from_value(json!({
+                "key": format!("r{i}"), "event": "e", "source_agent": "a", "target": if i < 2 { "b" } else { "c" },
+                "type": "review", "status": status, "created_at": format!("2026-11-27T09:00:0{}.000000Z", 5 - i),
+            }))
+            .unwrap();
+            store.insert_reaction(&reaction).await.unwrap();
+        }
+        let pending: Vec<String> = store
+            .reactions(Some("pending"), 2)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.key)
+            .collect();
+        assert_eq!(pending, ["r4", "r3"], "the oldest pending first");
+        assert_eq!(store.reactions(None, 10).await.unwrap().len(), 5);
+        assert_eq!(
+            store.last_reaction("b", "review").await.unwrap().as_deref(),
+            Some("2026-11-27T09:00:05.000000Z")
+        );
+
+        let vars = json!({"status": "pending", "limit": 20, "target": "b", "kind": "review"});
+        for sql in [REACTIONS_BY_STATUS, LAST_REACTION] {
+            let plan = store.db.plan(sql, vars.clone()).await;
+            assert!(
+                plan.iter().any(|op| op == "IndexScan") && !plan.iter().any(|op| op == "TableScan"),
+                "{sql}: {plan:?}"
+            );
+        }
     }
 }

@@ -243,6 +243,29 @@ impl Db {
         Self::take_rows(&mut response, index)
     }
 
+    /// The operators of the plan SurrealDB picks for the `SELECT` in `sql`
+    /// (its `EXPLAIN`), outermost first: a test checks that a query run
+    /// often reads through an index (`IndexScan`) rather than every row
+    /// (`TableScan`), so its cost does not grow with its table.
+    #[cfg(test)]
+    pub async fn plan(&self, sql: &str, vars: serde_json::Value) -> Vec<String> {
+        fn walk(node: &serde_json::Value, operators: &mut Vec<String>) {
+            if let Some(operator) = node["operator"].as_str() {
+                operators.push(operator.to_string());
+            }
+            for child in node["children"].as_array().into_iter().flatten() {
+                walk(child, operators);
+            }
+        }
+        let plans: Vec<serde_json::Value> = match self.rows(&format!("{sql} EXPLAIN"), vars, 0).await {
+            Ok(plans) => plans,
+            Err(err) => panic!("EXPLAIN {sql}: {err}"),
+        };
+        let mut operators = Vec::new();
+        plans.iter().for_each(|plan| walk(plan, &mut operators));
+        operators
+    }
+
     /// Reads statement `index` of a response as rows of `T` (none for NONE).
     pub fn take_rows<T: DeserializeOwned>(
         response: &mut surrealdb::IndexedResults,

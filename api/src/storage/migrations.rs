@@ -153,6 +153,11 @@ const MIGRATIONS: &[&str] = &[
     // server's sealed tokens, and the sign-ins under way by hashed state.
     "DEFINE TABLE IF NOT EXISTS mcp_oauth SCHEMALESS;
      DEFINE TABLE IF NOT EXISTS mcp_oauth_state SCHEMALESS;",
+    // 21: reactions read through indexes as they pile up: the pending ones
+    // in order (the reactive loop polls them every second) and a target's
+    // latest of a kind (each event's cooldown check).
+    "DEFINE INDEX IF NOT EXISTS reaction_status_created ON reaction FIELDS status, created_at;
+     DEFINE INDEX IF NOT EXISTS reaction_target ON reaction FIELDS target, `type`, created_at;",
 ];
 
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

@@ -184,7 +184,9 @@ fn lease_lines(replicas: [(&str, &Onyx); 2]) -> Vec<String> {
         ));
         said.extend(
             log.lines()
-                .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))
+                .filter(|l| {
+                    l.contains(" WARN ") || l.contains(" ERROR ") || l.contains("lapsed past its grace")
+                })
                 .take(20)
                 .map(|l| format!("{name}: {l}")),
         );
