@@ -284,7 +284,7 @@ fn surreal_config(url: String, credentials: bool) -> SurrealConfig {
 }
 
 async fn database_roundtrip(db: &Db) {
-    assert_eq!(onyx::storage::SCHEMA_VERSION, 20);
+    assert_eq!(onyx::storage::SCHEMA_VERSION, 21);
     // Versions 2–19 defined memory, agent, task, chat, run, owner-chat, stored-response, usage, audit, provider, orchestration, notification and MCP server tables (reading an undefined table is an error).
     for table in [
         "memory_chunk",
@@ -325,6 +325,11 @@ async fn database_roundtrip(db: &Db) {
             .await
             .unwrap();
         assert!(rows.is_empty());
+    }
+    // Version 21 indexed reactions: the pending poll and each event's cooldown check.
+    let info: Vec<serde_json::Value> = db.rows("INFO FOR TABLE reaction", json!({}), 0).await.unwrap();
+    for index in ["reaction_status_created", "reaction_target"] {
+        assert!(info[0]["indexes"].get(index).is_some(), "{index}: {info:?}");
     }
     db.execute(
         "CREATE session:abc SET agent_id = 'main', title = $title",
