@@ -1,1 +1,0 @@
-export{i as load_css,t as start}from"../chunks/vSbcyeA_.js";
