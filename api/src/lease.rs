@@ -33,7 +33,7 @@ mod renewals;
 mod round_trips;
 
 pub use renewals::{Heard, Holding, Renewals};
-pub use round_trips::RoundTrips;
+pub use round_trips::{RoundTrip, RoundTrips};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -153,6 +153,15 @@ impl Leases {
         stamp(self.now() + chrono::Duration::from_std(term).unwrap_or(chrono::Duration::MAX))
     }
 
+    /// Times a claim as a lease round trip, until the returned guard drops:
+    /// a claim's lease end is set when it is sent ([`offer`](Self::offer)), so
+    /// a claim that waits behind a busy connection lands with less of its
+    /// term left, and the next leases this replica asks for and the grace it
+    /// gives widen by it.
+    pub fn time_claim(&self) -> RoundTrip {
+        self.round_trips.start()
+    }
+
     /// What a claim binds as `$lease`.
     pub fn offer(&self, owner: &str) -> serde_json::Value {
         json!({ "owner": owner, "until": self.until() })
@@ -223,6 +232,16 @@ mod tests {
     use super::*;
     use crate::clock::{Clock, ManualClock};
 
+    fn nine_oclock() -> Arc<ManualClock> {
+        ManualClock::at(crate::clock::parse_stamp("2026-11-27T09:00:00Z").unwrap())
+    }
+
+    /// How many leases `leases` finds lapsed once the clock moved on `secs`.
+    async fn lapsed_after(clock: &ManualClock, leases: &Leases, secs: u64) -> usize {
+        clock.advance(Duration::from_secs(secs));
+        leases.lapsed("").await.unwrap().len()
+    }
+
     async fn leases(clock: SharedClock) -> (Db, Leases) {
         let db = Db::scratch().await;
         let leases = Leases::new(db.clone(), "thing", Duration::from_secs(30), clock);
@@ -258,7 +277,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_lease_lapses_by_the_clock_and_its_old_holder_cannot_write_after_a_new_claim() {
-        let clock = ManualClock::at(crate::clock::parse_stamp("2026-11-27T09:00:00Z").unwrap());
+        let clock = nine_oclock();
         let (db, leases) = leases(clock.clone()).await;
         let first = claim(&db, &leases, "a", "replica-1").await.unwrap();
         assert_eq!(
@@ -305,7 +324,7 @@ mod tests {
     /// long as the database stays slow, and at most a few terms.
     #[tokio::test]
     async fn a_slow_database_widens_the_grace_for_as_long_as_it_is_slow() {
-        let clock = ManualClock::at(crate::clock::parse_stamp("2026-11-27T09:00:00Z").unwrap());
+        let clock = nine_oclock();
         let (db, leases) = leases(clock.clone()).await;
         assert_eq!(leases.grace(), Duration::from_secs(15), "half a term");
         claim(&db, &leases, "a", "replica-1").await.unwrap();
@@ -314,13 +333,12 @@ mod tests {
         // not reaped until 35 s past its end (half a term, two round trips).
         leases.round_trips().record(Duration::from_secs(10));
         assert_eq!(leases.grace(), Duration::from_secs(35));
-        clock.advance(Duration::from_secs(60));
-        assert!(
-            leases.lapsed("").await.unwrap().is_empty(),
+        assert_eq!(
+            lapsed_after(&clock, &leases, 60).await,
+            0,
             "within the wider grace"
         );
-        clock.advance(Duration::from_secs(6));
-        assert_eq!(leases.lapsed("").await.unwrap().len(), 1, "past it");
+        assert_eq!(lapsed_after(&clock, &leases, 6).await, 1, "past it");
 
         // A write stuck right now counts with its age so far: while this
         // replica's write is 60 s stuck, neither `a` (reapable a moment ago)
@@ -351,7 +369,7 @@ mod tests {
     /// it back while the holder's next renewal is on its way.
     #[tokio::test]
     async fn a_holder_whose_writes_are_slow_takes_a_longer_lease() {
-        let clock = ManualClock::at(crate::clock::parse_stamp("2026-11-27T09:00:00Z").unwrap());
+        let clock = nine_oclock();
         let (db, holder) = leases(clock.clone()).await;
         let reaper = Leases::new(db.clone(), "thing", Duration::from_secs(30), clock.clone());
         let lease = claim(&db, &holder, "a", "replica-1").await.unwrap();
@@ -371,13 +389,12 @@ mod tests {
         );
 
         assert_eq!(reaper.grace(), Duration::from_secs(15));
-        clock.advance(Duration::from_secs(64));
-        assert!(
-            reaper.lapsed("").await.unwrap().is_empty(),
+        assert_eq!(
+            lapsed_after(&clock, &reaper, 64).await,
+            0,
             "within the longer lease"
         );
-        clock.advance(Duration::from_secs(2));
-        assert_eq!(reaper.lapsed("").await.unwrap().len(), 1, "past it and the grace");
+        assert_eq!(lapsed_after(&clock, &reaper, 2).await, 1, "past it and the grace");
 
         // However slow, the longer lease is at most eight terms longer.
         holder.round_trips().record(Duration::from_secs(3600));
@@ -423,7 +440,7 @@ mod tests {
     /// is reaped; a lease reaped while held is reported lost to its holder.
     #[tokio::test]
     async fn renewals_keep_held_leases_and_tell_a_holder_whose_lease_was_taken() {
-        let clock = ManualClock::at(crate::clock::parse_stamp("2026-11-27T09:00:00Z").unwrap());
+        let clock = nine_oclock();
         let (db, leases) = leases(clock.clone()).await;
         let renewals = Renewals::<Lease>::new(leases.clone(), FIELDS);
         assert_eq!(

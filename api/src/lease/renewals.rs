@@ -128,13 +128,15 @@ impl<T: DeserializeOwned + Send + 'static> Renewals<T> {
     pub async fn lapsed(&self, extra: &str) -> Result<Vec<Lapsed>, DbError> {
         let mut lapsed = self.leases.lapsed(extra).await?;
         lapsed.retain(|lapsed| !self.holds(&lapsed.key, &lapsed.lease));
-        for found in &lapsed {
-            tracing::info!(
-                table = self.leases.table(), key = %found.key, owner = %found.lease.owner,
-                until = %found.lease.until, now = %stamp(self.leases.now()),
-                grace_ms = self.leases.grace().as_millis(),
-                "a lease lapsed past its grace"
-            );
+        if !lapsed.is_empty() {
+            let (now, grace) = (stamp(self.leases.now()), self.leases.grace());
+            for found in &lapsed {
+                tracing::info!(
+                    table = self.leases.table(), key = %found.key, owner = %found.lease.owner,
+                    until = %found.lease.until, %now, grace_ms = grace.as_millis(),
+                    "a lease lapsed past its grace"
+                );
+            }
         }
         Ok(lapsed)
     }

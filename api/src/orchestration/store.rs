@@ -222,8 +222,7 @@ impl MissionStore {
     /// what makes it exclusive: of two replicas that both see the step queued,
     /// one writes first and the other's retry finds it running.
     pub async fn claim(&self, step: &Step, owner: &str, now: &str) -> Result<Option<Step>, DbError> {
-        // A claim is a lease write too: its end is set when it is sent.
-        let _trip = self.leases.round_trips().start();
+        let _claim = self.leases.time_claim();
         let mut response = self
             .db
             .execute_retrying(

@@ -406,8 +406,7 @@ impl TaskStore {
              COMMIT TRANSACTION;",
             claim = lease::CLAIM
         );
-        // A claim is a lease write too: its end is set when it is sent.
-        let _trip = self.leases.round_trips().start();
+        let _claim = self.leases.time_claim();
         let mut response = self
             .db
             .execute_retrying(

@@ -179,8 +179,7 @@ impl RunStore {
 
     /// Records a run as started, leased to its replica; the lease it holds.
     pub async fn start(&self, run: &AgentRun, turn: &[LogMessage]) -> Result<Lease, DbError> {
-        // A claim is a lease write too: its end is set when it is sent.
-        let _trip = self.leases.round_trips().start();
+        let _claim = self.leases.time_claim();
         let rows: Vec<Lease> = self
             .db
             .rows_retrying(
