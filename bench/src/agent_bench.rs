@@ -61,14 +61,10 @@ async fn run(turns: usize) -> Result<(), String> {
 
 async fn measure(dir: &std::path::Path, turns: usize) -> Result<(), String> {
     println!("machine: {}", machine());
-    let db = Db::connect(&SurrealConfig {
-        url: format!("surrealkv://{}", dir.join("db").display()),
-        user: None,
-        pass: None,
-        namespace: "onyx".into(),
-        database: "bench".into(),
-        embedded: onyx::config::EmbeddedStore::default(),
-    })
+    let db = Db::connect(&SurrealConfig::at(
+        format!("surrealkv://{}", dir.join("db").display()),
+        "bench",
+    ))
     .await
     .map_err(|e| e.to_string())?;
     db.migrate().await.map_err(|e| e.to_string())?;

@@ -166,16 +166,9 @@ pub async fn empty_memory(
     work_dir: &Path,
     ranking: Option<Ranking>,
 ) -> Result<Arc<Memory>, String> {
-    let db = Db::connect(&SurrealConfig {
-        url: "mem://".into(),
-        user: None,
-        pass: None,
-        namespace: "onyx".into(),
-        database: "eval".into(),
-        embedded: onyx::config::EmbeddedStore::default(),
-    })
-    .await
-    .map_err(|e| e.to_string())?;
+    let db = Db::connect(&SurrealConfig::at("mem://", "eval"))
+        .await
+        .map_err(|e| e.to_string())?;
     db.migrate().await.map_err(|e| e.to_string())?;
     let objects: Arc<dyn ObjectStore> = Arc::new(LocalStore::new(work_dir.join("objects")));
     objects.ensure_buckets().await.map_err(|e| e.to_string())?;

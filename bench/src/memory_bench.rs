@@ -163,16 +163,9 @@ async fn main() -> ExitCode {
 }
 
 async fn connect(url: &str) -> Result<Db, String> {
-    let db = Db::connect(&SurrealConfig {
-        url: url.into(),
-        user: None,
-        pass: None,
-        namespace: "onyx".into(),
-        database: "bench".into(),
-        embedded: onyx::config::EmbeddedStore::default(),
-    })
-    .await
-    .map_err(|e| e.to_string())?;
+    let db = Db::connect(&SurrealConfig::at(url, "bench"))
+        .await
+        .map_err(|e| e.to_string())?;
     db.migrate().await.map_err(|e| e.to_string())?;
     Ok(db)
 }

@@ -97,14 +97,7 @@ async fn run(
     session_count: usize,
 ) -> Result<(), String> {
     store.ensure_buckets().await.map_err(|e| e.to_string())?;
-    let db_config = SurrealConfig {
-        url: format!("surrealkv://{data_dir}/db"),
-        user: None,
-        pass: None,
-        namespace: "onyx".into(),
-        database: "bench".into(),
-        embedded: onyx::config::EmbeddedStore::default(),
-    };
+    let db_config = SurrealConfig::at(format!("surrealkv://{data_dir}/db"), "bench");
     let db = Db::connect(&db_config).await.map_err(|e| e.to_string())?;
     db.migrate().await.map_err(|e| e.to_string())?;
     let backend = store.backend();

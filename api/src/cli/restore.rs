@@ -335,6 +335,7 @@ impl Targets {
             namespace: configured.namespace.clone(),
             database: configured.database.clone(),
             embedded: configured.embedded,
+            connections: configured.connections,
         }
     }
 

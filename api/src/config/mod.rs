@@ -63,7 +63,7 @@ pub use providers::{
 };
 pub use proxy::{IpNet, TrustedProxy};
 pub use scheduling::{CatchUp, HeartbeatConfig, SchedulerConfig};
-pub use storage::{EmbeddedStore, ObjectStoreConfig, StorageConfig, SurrealConfig};
+pub use storage::{DEFAULT_CONNECTIONS, EmbeddedStore, ObjectStoreConfig, StorageConfig, SurrealConfig};
 pub use tools::{ExecSandbox, MCP_GROUP, MCP_PREFIX, ToolsConfig};
 pub use usage::{ModelPrice, UsageConfig};
 

@@ -17,6 +17,9 @@ type Range = (RangeInclusive<u64>, &'static str);
 const CACHE_MB: Range = (RangeInclusive::new(1, 1 << 20), "MB");
 const MEMTABLE_MB: Range = (RangeInclusive::new(8, 1 << 20), "MB");
 const BLOCK_KB: Range = (RangeInclusive::new(1, 1024), "KB");
+const CONNECTIONS: Range = (RangeInclusive::new(1, 64), "connections");
+/// `storage.surrealdb.connections` when unset.
+pub const DEFAULT_CONNECTIONS: usize = 4;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -49,6 +52,7 @@ pub struct RawSurreal {
     pub cache_mb: Option<u64>,
     pub memtable_mb: Option<u64>,
     pub block_kb: Option<u64>,
+    pub connections: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -78,6 +82,24 @@ pub struct SurrealConfig {
     pub namespace: String,
     pub database: String,
     pub embedded: EmbeddedStore,
+    /// WebSocket connections to a server that queries are spread over.
+    pub connections: usize,
+}
+
+impl SurrealConfig {
+    /// The database `database` at `url` (namespace `onyx`, no credentials,
+    /// every other setting its default): scratch stores, tests and benches.
+    pub fn at(url: impl Into<String>, database: &str) -> Self {
+        Self {
+            url: url.into(),
+            user: None,
+            pass: None,
+            namespace: "onyx".into(),
+            database: database.into(),
+            embedded: EmbeddedStore::default(),
+            connections: DEFAULT_CONNECTIONS,
+        }
+    }
 }
 
 /// Memory caps and table layout of embedded SurrealKV (`storage.surrealdb.cacheMb`,
@@ -169,11 +191,18 @@ pub(super) fn storage(raw: RawStorage, env: Env) -> Result<StorageConfig, Config
         memtable_mb: setting("memtableMb", |s| s.memtable_mb, defaults.memtable_mb, MEMTABLE_MB)?,
         block_kb: setting("blockKb", |s| s.block_kb, defaults.block_kb, BLOCK_KB)?,
     };
+    let connections = setting(
+        "connections",
+        |s| s.connections,
+        DEFAULT_CONNECTIONS as u64,
+        CONNECTIONS,
+    )? as usize;
     Ok(StorageConfig {
         data_dir,
         objects,
         surrealdb: SurrealConfig {
             embedded,
+            connections,
             url,
             user: surreal.as_ref().and_then(|s| s.user.clone()),
             pass: surreal

@@ -196,6 +196,10 @@ fn bad_values_name_their_path() {
             r#"{ storage: { surrealdb: { blockKb: 0 } } }"#,
             "storage.surrealdb.blockKb:",
         ),
+        (
+            r#"{ storage: { surrealdb: { connections: 0 } } }"#,
+            "storage.surrealdb.connections:",
+        ),
         (r#"{ memory: { vectorWeight: 2 } }"#, "memory.vectorWeight:"),
         (
             r#"{ memory: { chunkTokens: 100, chunkOverlap: 100 } }"#,

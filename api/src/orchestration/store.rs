@@ -610,14 +610,7 @@ mod tests {
     }
 
     async fn store_at(clock: crate::clock::SharedClock) -> MissionStore {
-        let config = crate::config::SurrealConfig {
-            url: "mem://".into(),
-            user: None,
-            pass: None,
-            namespace: "onyx".into(),
-            database: "test".into(),
-            embedded: crate::config::EmbeddedStore::default(),
-        };
+        let config = crate::config::SurrealConfig::at("mem://", "test");
         let db = Db::connect(&config).await.unwrap();
         db.migrate().await.unwrap();
         let leases = Leases::new(db.clone(), "step", std::time::Duration::from_secs(60), clock);

@@ -6,13 +6,13 @@
 
 use std::sync::Arc;
 
-use secrecy::ExposeSecret;
 use serde::de::DeserializeOwned;
 use surrealdb::Surreal;
 use surrealdb::engine::any::Any;
 use surrealdb::engine::local::Db as Local;
 use surrealdb_engine_local::Datastore;
 
+use super::pool::Pool;
 use crate::config::SurrealConfig;
 
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +85,19 @@ pub struct Db {
     /// A server's settings, for its HTTP endpoints (the dump's export and
     /// import, in `dump`); `None` for embedded and `mem://` stores.
     pub(super) server: Option<Arc<SurrealConfig>>,
+    /// A server's connections, queries spread over them; `inner` is the
+    /// first. `None` for embedded and `mem://` stores.
+    pool: Option<Arc<Pool>>,
+}
+
+/// Which connection of a pool a query may go out on.
+#[derive(Clone, Copy)]
+enum Route {
+    /// The least busy one.
+    Any,
+    /// The first, whose session keeps what a query leaves behind (a live
+    /// query is killed on the connection that started it).
+    Primary,
 }
 
 impl Db {
@@ -102,26 +115,31 @@ impl Db {
                 datastore: Some(embedded.datastore),
                 kills: Arc::default(),
                 server: None,
+                pool: None,
             });
         }
-        let db = surrealdb::engine::any::connect(config.url.as_str()).await?;
-        if let (Some(user), Some(pass)) = (&config.user, &config.pass) {
-            let root = surrealdb::opt::auth::Root {
-                username: user.clone(),
-                password: pass.expose_secret().to_string(),
-            };
-            db.signin(root).await?;
-        }
-        db.use_ns(config.namespace.as_str())
-            .use_db(config.database.as_str())
-            .await?;
+        let is_server = ["ws://", "wss://", "http://", "https://"]
+            .iter()
+            .any(|scheme| config.url.starts_with(scheme));
+        // Over HTTP every request is a connection of its own already.
+        let count = match config.url.starts_with("ws") {
+            true => config.connections,
+            false => 1,
+        };
+        let pool = Pool::connect(config, count).await?;
         Ok(Self {
-            inner: Client::Any(Arc::new(db)),
+            inner: Client::Any(pool.primary().clone()),
             url: config.url.clone(),
             datastore: None,
             kills: Arc::default(),
-            server: Some(Arc::new(config.clone())),
+            server: is_server.then(|| Arc::new(config.clone())),
+            pool: Some(Arc::new(pool)),
         })
+    }
+
+    /// How many connections queries are spread over (1 in process).
+    pub fn connections(&self) -> usize {
+        self.pool.as_ref().map_or(1, |pool| pool.len())
     }
 
     /// A connection of its own to the same database, for writes that must
@@ -131,7 +149,13 @@ impl Db {
     /// Embedded and `mem://` stores run in this process: the same handle.
     pub async fn dedicated(&self) -> Result<Db, DbError> {
         match &self.server {
-            Some(config) => Db::connect(config).await,
+            Some(config) => {
+                let one = SurrealConfig {
+                    connections: 1,
+                    ..SurrealConfig::clone(config)
+                };
+                Db::connect(&one).await
+            }
             None => Ok(self.clone()),
         }
     }
@@ -150,9 +174,7 @@ impl Db {
     /// Whether other processes may write this database (a SurrealDB server);
     /// embedded storage is opened by this process alone.
     pub fn is_shared(&self) -> bool {
-        ["ws://", "wss://", "http://", "https://"]
-            .iter()
-            .any(|scheme| self.url.starts_with(scheme))
+        self.server.is_some()
     }
 
     /// The directory of embedded storage (`surrealkv://{dir}`); `None` for a server.
@@ -174,8 +196,23 @@ impl Db {
         sql: &str,
         vars: serde_json::Value,
     ) -> Result<surrealdb::IndexedResults, DbError> {
+        self.execute_on(Route::Any, sql, vars).await
+    }
+
+    async fn execute_on(
+        &self,
+        route: Route,
+        sql: &str,
+        vars: serde_json::Value,
+    ) -> Result<surrealdb::IndexedResults, DbError> {
         let started = std::time::Instant::now();
-        let mut response = with_client!(&self.inner, c => c.query(sql).bind(vars).await?);
+        let mut response = match (&self.pool, route) {
+            (Some(pool), Route::Any) => {
+                let connection = pool.least_busy();
+                connection.client().query(sql).bind(vars).await?
+            }
+            _ => with_client!(&self.inner, c => c.query(sql).bind(vars).await?),
+        };
         // `ONYX_LOG=warn,onyx::sql=trace`: each query and its time, to find
         // the statements that grow with a store (see bench/README.md, Soak).
         tracing::trace!(
@@ -290,7 +327,11 @@ impl Db {
     pub async fn changes(&self, table: &str) -> Result<futures::stream::BoxStream<'static, ()>, DbError> {
         use futures::StreamExt;
         let mut response = self
-            .execute(&format!("LIVE SELECT * FROM {table}"), serde_json::json!({}))
+            .execute_on(
+                Route::Primary,
+                &format!("LIVE SELECT * FROM {table}"),
+                serde_json::json!({}),
+            )
             .await?;
         let stream = response.stream::<surrealdb::types::Value>(0)?;
         let id: surrealdb::types::Value = response.take(0)?;
@@ -336,7 +377,7 @@ impl Drop for LiveQuery {
         let kill = runtime.spawn(async move {
             // A database already closed (shutdown) has no live queries left.
             if let Err(err) = db
-                .execute(&format!("KILL u\"{id}\""), serde_json::json!({}))
+                .execute_on(Route::Primary, &format!("KILL u\"{id}\""), serde_json::json!({}))
                 .await
             {
                 tracing::debug!(error = %err, "killing a live query");

@@ -209,12 +209,9 @@ mod tests {
     #[test]
     fn a_server_url_becomes_its_http_address() {
         let config = |url: &str| SurrealConfig {
-            url: url.into(),
             user: Some("root".into()),
             pass: Some(SecretString::from("pw")),
-            namespace: "onyx".into(),
-            database: "main".into(),
-            embedded: crate::config::EmbeddedStore::default(),
+            ..SurrealConfig::at(url, "main")
         };
         let http = |url: &str| ServerAccess::for_config(&config(url)).map(|s| s.base.to_string());
         assert_eq!(http("ws://db:8000").as_deref(), Some("http://db:8000/"));

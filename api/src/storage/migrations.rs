@@ -217,14 +217,7 @@ impl Db {
 /// An in-memory database, for unit tests.
 #[cfg(test)]
 pub(super) fn scratch_config() -> crate::config::SurrealConfig {
-    crate::config::SurrealConfig {
-        url: "mem://".into(),
-        user: None,
-        pass: None,
-        namespace: "onyx".into(),
-        database: "test".into(),
-        embedded: crate::config::EmbeddedStore::default(),
-    }
+    crate::config::SurrealConfig::at("mem://", "test")
 }
 
 async fn run(db: &Db) -> Result<(), DbError> {
@@ -242,13 +235,33 @@ async fn run(db: &Db) -> Result<(), DbError> {
     Ok(())
 }
 
-/// Applies the `steps` the database lacks, all in one transaction; how many.
+/// How many times migrating starts over after losing to another writer.
+const MIGRATION_ATTEMPTS: u32 = 20;
+
+/// Applies the `steps` the database lacks; how many. Replicas started
+/// together migrate one database at once: the one that loses a conflict
+/// reads the version again and goes on from there (often: nothing left).
+async fn apply(db: &Db, steps: &[&str]) -> Result<u32, DbError> {
+    let mut attempt = 1;
+    loop {
+        match apply_once(db, steps).await {
+            Err(err) if lost_to_another_migration(&err) && attempt < MIGRATION_ATTEMPTS => {
+                let jitter = u64::from(uuid::Uuid::now_v7().as_bytes()[15] % 50);
+                tokio::time::sleep(std::time::Duration::from_millis(20 * u64::from(attempt) + jitter)).await;
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Applies the `steps` the database lacks, all in one transaction.
 ///
 /// SurrealDB 3.3 cannot commit a transaction that both defines and removes
 /// one full-text index (it conflicts with itself): steps 2 and 6 do that, so
 /// a database older than version 2 gets a conflict here and then migrates
 /// one step per transaction instead (each step still all or nothing).
-async fn apply(db: &Db, steps: &[&str]) -> Result<u32, DbError> {
+async fn apply_once(db: &Db, steps: &[&str]) -> Result<u32, DbError> {
     let found = current_version(db).await?;
     let latest = steps.len() as u32;
     if found > latest {
@@ -269,19 +282,34 @@ async fn apply(db: &Db, steps: &[&str]) -> Result<u32, DbError> {
     Ok(latest - found)
 }
 
-/// Runs steps `from + 1 ..= to` and records version `to`, as one transaction.
+/// What a migration step throws when the stored version is no longer the
+/// one it starts from: another replica migrated in between.
+const VERSION_MOVED_ON: &str = "the schema version moved on while migrating";
+
+fn lost_to_another_migration(err: &DbError) -> bool {
+    err.is_conflict() || matches!(err, DbError::Surreal(reason) if reason.contains(VERSION_MOVED_ON))
+}
+
+/// Runs steps `from + 1 ..= to` and records version `to`, as one
+/// transaction, only while the stored version is still `from` (a replica
+/// that read an older version never applies its steps over newer ones).
 async fn run_steps(db: &Db, steps: &[&str], from: u32, to: u32) -> Result<(), DbError> {
-    let mut transaction = String::from("BEGIN TRANSACTION;\n");
+    let mut transaction = format!(
+        "BEGIN TRANSACTION;
+         IF ((SELECT VALUE version FROM onyx_meta:schema)[0] ?? 0) != $from {{ THROW \"{VERSION_MOVED_ON}\"; }};\n"
+    );
     for statements in &steps[from as usize..to as usize] {
         let statements = statements.trim_end();
         transaction.push_str(statements);
         transaction.push_str(if statements.ends_with(';') { "\n" } else { ";\n" });
     }
     transaction.push_str("UPSERT onyx_meta:schema SET version = $version;\nCOMMIT TRANSACTION;");
-    db.execute(&transaction, json!({ "version": to }))
+    db.execute(&transaction, json!({ "version": to, "from": from }))
         .await
         .map_err(|err| match err {
-            DbError::Surreal(reason) if !super::db::is_conflict(&reason) => {
+            DbError::Surreal(reason)
+                if !super::db::is_conflict(&reason) && !reason.contains(VERSION_MOVED_ON) =>
+            {
                 DbError::Migration { from, to, reason }
             }
             other => other,
@@ -299,6 +327,16 @@ mod tests {
         assert_eq!(db.schema_version().await.unwrap(), 0);
         assert_eq!(db.schema_version().await.unwrap(), 0, "still not migrated");
         db.migrate().await.unwrap();
+        assert_eq!(db.schema_version().await.unwrap(), LATEST);
+    }
+
+    #[tokio::test]
+    async fn replicas_migrating_one_database_at_once_all_start() {
+        let db = Db::connect(&scratch_config()).await.unwrap();
+        let all = futures::future::join_all((0..4).map(|_| db.migrate())).await;
+        for result in all {
+            result.unwrap();
+        }
         assert_eq!(db.schema_version().await.unwrap(), LATEST);
     }
 

@@ -10,6 +10,7 @@ mod local;
 mod migrations;
 mod named_specs;
 mod object_store;
+mod pool;
 mod s3;
 
 use std::sync::Arc;

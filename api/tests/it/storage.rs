@@ -3,6 +3,7 @@
 //! SurrealDB and a real SurrealDB server over ws://.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::harness::services::{S3_ACCESS_KEY, S3_SECRET_KEY, Service};
 use bytes::Bytes;
@@ -274,12 +275,9 @@ async fn s3_with_wrong_credentials_is_unavailable_not_silent() {
 
 fn surreal_config(url: String, credentials: bool) -> SurrealConfig {
     SurrealConfig {
-        url,
         user: credentials.then(|| "root".to_string()),
         pass: credentials.then(|| SecretString::from("root")),
-        namespace: "onyx".into(),
-        database: "test".into(),
-        embedded: onyx::config::EmbeddedStore::default(),
+        ..SurrealConfig::at(url, "test")
     }
 }
 
@@ -486,4 +484,81 @@ fn table_files(dir: &std::path::Path) -> std::collections::BTreeSet<String> {
         }
     }
     found
+}
+
+/// Replicas started together against a fresh server each open several
+/// connections, and each connection that selects the new namespace and
+/// database may be the one that creates them; then all of them migrate.
+/// The losers of those races are told to try again, and do.
+#[tokio::test]
+async fn replicas_started_together_on_a_fresh_server_all_connect_and_migrate() {
+    let server = Service::surreal().await;
+    let config = surreal_config(format!("ws://{}", server.addr), true);
+    let replicas = futures::future::join_all((0..6).map(|_| async {
+        let db = Db::connect(&config).await?;
+        db.migrate().await?;
+        Ok::<_, onyx::storage::DbError>(db)
+    }))
+    .await;
+    for replica in replicas {
+        let db = replica.unwrap();
+        assert_eq!(db.schema_version().await.unwrap(), onyx::storage::SCHEMA_VERSION);
+    }
+}
+
+/// When a one-row query sent just after one that computes for seconds
+/// (a loop: the server does not switch to another request of its connection
+/// inside it) came back, and when the long one did.
+async fn short_query_behind_a_long_one(db: &Db) -> (Duration, Duration) {
+    let started = Instant::now();
+    let long = {
+        let db = db.clone();
+        tokio::spawn(async move {
+            db.execute(
+                "FOR $a IN 0..20 { LET $x = math::sum(array::range(0, 2000).map(|$b| $a * $b)); }; RETURN 1;",
+                json!({}),
+            )
+            .await
+            .unwrap();
+            started.elapsed()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    db.execute("RETURN 1;", json!({})).await.unwrap();
+    let short = started.elapsed();
+    (short, long.await.unwrap())
+}
+
+/// A SurrealDB server runs one connection's requests in one task, so over a
+/// single connection a short query (a run's claim, a lease renewal) waits
+/// out whatever computes ahead of it; with `storage.surrealdb.connections`
+/// it goes out on a connection that is not busy.
+#[tokio::test]
+async fn a_short_query_is_not_held_up_behind_a_long_one_on_a_server() {
+    let server = Service::surreal().await;
+    let url = format!("ws://{}", server.addr);
+    let connect = |connections| {
+        let config = SurrealConfig {
+            connections,
+            ..surreal_config(url.clone(), true)
+        };
+        async move { Db::connect(&config).await }
+    };
+    let one = connect(1).await.unwrap();
+    assert_eq!(one.connections(), 1);
+    let (short, long) = short_query_behind_a_long_one(&one).await;
+    assert!(
+        short >= long / 2,
+        "over one connection the short query waits for the long one (short {short:?}, long {long:?})"
+    );
+    let pooled = connect(onyx::config::DEFAULT_CONNECTIONS).await.unwrap();
+    assert_eq!(pooled.connections(), onyx::config::DEFAULT_CONNECTIONS);
+    let (short, long) = short_query_behind_a_long_one(&pooled).await;
+    assert!(
+        short < long / 2,
+        "over several connections the short query does not wait (short {short:?}, long {long:?})"
+    );
+    // Every connection is signed in and on the configured database.
+    pooled.migrate().await.unwrap();
+    database_roundtrip(&pooled).await;
 }
