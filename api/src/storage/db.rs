@@ -388,3 +388,26 @@ impl Drop for LiveQuery {
         kills.push(kill);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Leases are renewed on `dedicated()`: in process that must be the same
+    /// store, not a second, empty in-memory one where renewals find no run.
+    #[tokio::test]
+    async fn a_dedicated_handle_to_an_in_memory_store_reads_the_same_rows() {
+        let db = Db::scratch().await;
+        let leases = db.dedicated().await.unwrap();
+        db.execute("CREATE probe:one SET n = 1", serde_json::json!({}))
+            .await
+            .unwrap();
+        let rows: Vec<serde_json::Value> = leases
+            .rows("SELECT VALUE n FROM probe:one", serde_json::json!({}), 0)
+            .await
+            .unwrap();
+        assert_eq!(rows, [serde_json::json!(1)]);
+        assert!(!db.is_shared());
+        assert_eq!(db.connections(), 1);
+    }
+}
