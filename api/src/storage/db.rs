@@ -12,46 +12,12 @@ use surrealdb::engine::any::Any;
 use surrealdb::engine::local::Db as Local;
 use surrealdb_engine_local::Datastore;
 
+use super::error::{DbError, is_conflict};
 use super::pool::Pool;
 use crate::config::SurrealConfig;
 
-#[derive(Debug, thiserror::Error)]
-pub enum DbError {
-    #[error("database: {0}")]
-    Surreal(String),
-    #[error(
-        "database schema version {found} is newer than this onyx understands (up to {known}); upgrade onyx"
-    )]
-    SchemaTooNew { found: u32, known: u32 },
-    #[error("database returned data Onyx could not read: {0}")]
-    Decode(String),
-    #[error(
-        "migrating the database from schema version {from} to {to} failed, and nothing was changed (still version {from}): {reason}"
-    )]
-    Migration { from: u32, to: u32, reason: String },
-    #[error("database dump: {0}")]
-    Dump(String),
-}
-
-impl From<surrealdb::Error> for DbError {
-    fn from(err: surrealdb::Error) -> Self {
-        Self::Surreal(err.to_string())
-    }
-}
-
 const CONFLICT_RETRIES: u32 = 10;
 const FAILED_TRANSACTION_ECHO: &str = "due to a failed transaction";
-
-pub(super) fn is_conflict(message: &str) -> bool {
-    message.contains("can be retried") || message.contains("onflict")
-}
-
-impl DbError {
-    /// A transaction that lost to a concurrent one: trying again may succeed.
-    pub fn is_conflict(&self) -> bool {
-        matches!(self, Self::Surreal(message) if is_conflict(message))
-    }
-}
 
 /// The SurrealDB client: embedded SurrealKV is opened by Onyx itself (to size
 /// its caches), anything else through the SDK's URL dispatch.
@@ -85,8 +51,8 @@ pub struct Db {
     /// A server's settings, for its HTTP endpoints (the dump's export and
     /// import, in `dump`); `None` for embedded and `mem://` stores.
     pub(super) server: Option<Arc<SurrealConfig>>,
-    /// A server's connections, queries spread over them; `inner` is the
-    /// first. `None` for embedded and `mem://` stores.
+    /// The connections queries are spread over (a server's several, one
+    /// for `mem://`); `inner` is the first. `None` for embedded storage.
     pool: Option<Arc<Pool>>,
 }
 
@@ -122,9 +88,10 @@ impl Db {
             .iter()
             .any(|scheme| config.url.starts_with(scheme));
         // Over HTTP every request is a connection of its own already.
-        let count = match config.url.starts_with("ws") {
-            true => config.connections,
-            false => 1,
+        let count = if config.url.starts_with("ws") {
+            config.connections
+        } else {
+            1
         };
         let pool = Pool::connect(config, count).await?;
         Ok(Self {
@@ -144,8 +111,8 @@ impl Db {
 
     /// A connection of its own to the same database, for writes that must
     /// not queue behind everything else this process sends (lease renewals:
-    /// a server works through one connection's requests a bounded number at
-    /// a time, so on a busy day a renewal could wait out its own lease).
+    /// a server works through one connection's requests in one task, so on a
+    /// busy day a renewal could wait out its own lease).
     /// Embedded and `mem://` stores run in this process: the same handle.
     pub async fn dedicated(&self) -> Result<Db, DbError> {
         match &self.server {

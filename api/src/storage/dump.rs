@@ -11,7 +11,8 @@ use futures::{StreamExt, TryStreamExt};
 use secrecy::{ExposeSecret, SecretString};
 use tokio::io::AsyncWriteExt;
 
-use super::db::{Client, Db, DbError};
+use super::db::{Client, Db};
+use super::error::DbError;
 use crate::config::SurrealConfig;
 
 /// How much of a failed request's answer is kept in the error.

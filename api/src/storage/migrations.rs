@@ -9,7 +9,8 @@
 use serde::Deserialize;
 use serde_json::json;
 
-use super::db::{Db, DbError};
+use super::db::Db;
+use super::error::DbError;
 
 /// Index = version - 1. Append; never edit a shipped step.
 const MIGRATIONS: &[&str] = &[
@@ -308,7 +309,7 @@ async fn run_steps(db: &Db, steps: &[&str], from: u32, to: u32) -> Result<(), Db
         .await
         .map_err(|err| match err {
             DbError::Surreal(reason)
-                if !super::db::is_conflict(&reason) && !reason.contains(VERSION_MOVED_ON) =>
+                if !super::error::is_conflict(&reason) && !reason.contains(VERSION_MOVED_ON) =>
             {
                 DbError::Migration { from, to, reason }
             }

@@ -5,6 +5,7 @@
 mod db;
 mod dump;
 mod embedded;
+mod error;
 mod keys;
 mod local;
 mod migrations;
@@ -15,8 +16,9 @@ mod s3;
 
 use std::sync::Arc;
 
-pub use db::{Client, Db, DbError};
+pub use db::{Client, Db};
 pub use embedded::wait_closed;
+pub use error::DbError;
 pub use keys::{InvalidKey, ObjectKey};
 pub use local::LocalStore;
 pub use migrations::LATEST as SCHEMA_VERSION;

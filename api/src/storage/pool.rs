@@ -18,7 +18,7 @@ use secrecy::ExposeSecret;
 use surrealdb::Surreal;
 use surrealdb::engine::any::Any;
 
-use super::db::DbError;
+use super::error::DbError;
 use crate::config::SurrealConfig;
 
 pub(super) struct Pool {
@@ -112,7 +112,7 @@ async fn connect_one(config: &SurrealConfig) -> Result<Surreal<Any>, DbError> {
             .use_db(config.database.as_str())
             .await
         {
-            Err(err) if super::db::is_conflict(&err.to_string()) && attempt < SELECT_ATTEMPTS => {
+            Err(err) if super::error::is_conflict(&err.to_string()) && attempt < SELECT_ATTEMPTS => {
                 tokio::time::sleep(std::time::Duration::from_millis(10 * u64::from(attempt))).await;
                 attempt += 1;
             }
