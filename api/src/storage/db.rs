@@ -12,11 +12,13 @@ use surrealdb::engine::any::Any;
 use surrealdb::engine::local::Db as Local;
 use surrealdb_engine_local::Datastore;
 
-use super::error::{DbError, is_conflict};
+use super::error::{DbError, retry_lost_races};
 use super::pool::Pool;
 use crate::config::SurrealConfig;
 
-const CONFLICT_RETRIES: u32 = 10;
+/// A conflicted query is run this many times at most, `CONFLICT_STEP` apart and more.
+const CONFLICT_ATTEMPTS: u32 = 11;
+const CONFLICT_STEP: std::time::Duration = std::time::Duration::from_millis(5);
 const FAILED_TRANSACTION_ECHO: &str = "due to a failed transaction";
 
 /// The SurrealDB client: embedded SurrealKV is opened by Onyx itself (to size
@@ -210,18 +212,10 @@ impl Db {
         sql: &str,
         vars: serde_json::Value,
     ) -> Result<surrealdb::IndexedResults, DbError> {
-        let mut attempt: u32 = 0;
-        loop {
-            match self.execute(sql, vars.clone()).await {
-                Err(DbError::Surreal(message)) if is_conflict(&message) && attempt < CONFLICT_RETRIES => {
-                    attempt += 1;
-                    let jitter = u64::from(uuid::Uuid::now_v7().as_bytes()[15] % 8);
-                    tokio::time::sleep(std::time::Duration::from_millis(u64::from(attempt) * 5 + jitter))
-                        .await;
-                }
-                other => return other,
-            }
-        }
+        retry_lost_races(CONFLICT_ATTEMPTS, CONFLICT_STEP, DbError::is_conflict, || {
+            self.execute(sql, vars.clone())
+        })
+        .await
     }
 
     /// Like [`rows`](Self::rows), retried on a transaction conflict (for

@@ -10,7 +10,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::db::Db;
-use super::error::DbError;
+use super::error::{DbError, retry_lost_races};
+use std::time::Duration;
 
 /// Index = version - 1. Append; never edit a shipped step.
 const MIGRATIONS: &[&str] = &[
@@ -243,17 +244,13 @@ const MIGRATION_ATTEMPTS: u32 = 20;
 /// together migrate one database at once: the one that loses a conflict
 /// reads the version again and goes on from there (often: nothing left).
 async fn apply(db: &Db, steps: &[&str]) -> Result<u32, DbError> {
-    let mut attempt = 1;
-    loop {
-        match apply_once(db, steps).await {
-            Err(err) if lost_to_another_migration(&err) && attempt < MIGRATION_ATTEMPTS => {
-                let jitter = u64::from(uuid::Uuid::now_v7().as_bytes()[15] % 50);
-                tokio::time::sleep(std::time::Duration::from_millis(20 * u64::from(attempt) + jitter)).await;
-                attempt += 1;
-            }
-            other => return other,
-        }
-    }
+    retry_lost_races(
+        MIGRATION_ATTEMPTS,
+        Duration::from_millis(20),
+        lost_to_another_migration,
+        || apply_once(db, steps),
+    )
+    .await
 }
 
 /// Applies the `steps` the database lacks, all in one transaction.

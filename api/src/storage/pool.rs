@@ -13,12 +13,13 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use secrecy::ExposeSecret;
 use surrealdb::Surreal;
 use surrealdb::engine::any::Any;
 
-use super::error::DbError;
+use super::error::{DbError, retry_lost_races};
 use crate::config::SurrealConfig;
 
 pub(super) struct Pool {
@@ -105,21 +106,16 @@ async fn connect_one(config: &SurrealConfig) -> Result<Surreal<Any>, DbError> {
     // Selecting a namespace or database that does not exist yet creates it:
     // replicas started together against a fresh server race to do that, and
     // the losers are told to try again.
-    let mut attempt = 1;
-    loop {
-        match db
-            .use_ns(config.namespace.as_str())
+    retry_lost_races(SELECT_ATTEMPTS, SELECT_STEP, DbError::is_conflict, || async {
+        db.use_ns(config.namespace.as_str())
             .use_db(config.database.as_str())
             .await
-        {
-            Err(err) if super::error::is_conflict(&err.to_string()) && attempt < SELECT_ATTEMPTS => {
-                tokio::time::sleep(std::time::Duration::from_millis(10 * u64::from(attempt))).await;
-                attempt += 1;
-            }
-            other => return other.map(|_selected| db).map_err(DbError::from),
-        }
-    }
+            .map_err(DbError::from)
+    })
+    .await?;
+    Ok(db)
 }
 
 /// How many times selecting the namespace and database is tried.
 const SELECT_ATTEMPTS: u32 = 10;
+const SELECT_STEP: Duration = Duration::from_millis(10);
